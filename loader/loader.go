@@ -1,0 +1,290 @@
+// Package loader loads the sampling BPF program, opens one perf event per CPU
+// for the chosen sample source, filters by the profiled tgids and delivers
+// the raw samples read from the ring buffer.
+package loader
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/djx-bpf/djx-bpf/bpf"
+)
+
+// Source is a sample source: which perf event drives the BPF program.
+type Source string
+
+const (
+	// Decode samples the user registers and instruction bytes on a cpu-clock
+	// timer; the address comes from decoding the instruction in Go.
+	Decode Source = "decode"
+	// PageFaults samples the software page-fault event; ctx->addr is exact.
+	PageFaults Source = "page-faults"
+)
+
+// ErrClosed is returned by Read after Close.
+var ErrClosed = errors.New("sampler closed")
+
+// Config selects the source and its rate.
+type Config struct {
+	Source Source
+	// Freq is the cpu-clock sampling frequency per CPU in Hz (decode).
+	Freq int
+	// Period samples every Period-th event (page-faults).
+	Period uint64
+}
+
+// Sample flags, as set by the BPF program.
+const (
+	FlagBeforeOK = 1 << 0
+	FlagAtOK     = 1 << 1
+)
+
+// Sample is one sample of a profiled thread.
+type Sample struct {
+	Time   uint64 // CLOCK_MONOTONIC ns
+	PID    uint32
+	TID    uint32
+	Addr   uint64 // ctx->addr (0 for cpu-clock)
+	Period uint64
+	Regs   [21]uint64 // struct pt_regs
+	Before [16]byte
+	At     [16]byte
+	Flags  uint32
+	CPU    uint32
+}
+
+// IP returns the sampled instruction pointer.
+func (s *Sample) IP() uint64 { return s.Regs[16] }
+
+// sampleSize is sizeof(struct sample) in sample.bpf.c.
+const sampleSize = 8 + 4 + 4 + 8 + 8 + 21*8 + 16 + 16 + 4 + 4
+
+// Counters are the BPF program's counters, summed over CPUs.
+type Counters struct {
+	Matched uint64 // samples of profiled processes
+	Dropped uint64 // lost because the ring buffer was full
+	Kernel  uint64 // taken in kernel mode, skipped
+}
+
+// Sampler owns the BPF objects, perf events and ring buffer reader.
+type Sampler struct {
+	objs   bpf.DjxObjects
+	fds    []int
+	links  []link.Link // referenced so that finalizers don't close them
+	rd     *ringbuf.Reader
+	cfg    Config
+	mu     sync.Mutex
+	closed bool
+}
+
+// Open loads the program and starts sampling on every online CPU. Samples
+// flow only for tgids added with AddPID.
+func Open(cfg Config) (s *Sampler, err error) {
+	if cfg.Source == "" {
+		cfg.Source = Decode
+	}
+	if cfg.Freq <= 0 {
+		cfg.Freq = 1999
+	}
+	if cfg.Period == 0 {
+		cfg.Period = 1
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raise memlock rlimit: %w", err)
+	}
+	s = &Sampler{cfg: cfg}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if err := bpf.LoadDjxObjects(&s.objs, nil); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("load bpf program: %w: %w", ErrPrivilege, err)
+		}
+		return nil, fmt.Errorf("load bpf program: %w: %w", ErrNoBPF, err)
+	}
+	cpus, err := onlineCPUs()
+	if err != nil {
+		return nil, err
+	}
+	for _, cpu := range cpus {
+		fd, err := openEvent(cfg, cpu)
+		if err != nil {
+			return nil, err
+		}
+		s.fds = append(s.fds, fd)
+		l, err := link.AttachRawLink(link.RawLinkOptions{
+			Target:  fd,
+			Program: s.objs.OnSample,
+			Attach:  ebpf.AttachPerfEvent,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("attach bpf program to perf event on cpu %d: %w", cpu, err)
+		}
+		s.links = append(s.links, l)
+	}
+	s.rd, err = ringbuf.NewReader(s.objs.Samples)
+	if err != nil {
+		return nil, fmt.Errorf("open ring buffer: %w", err)
+	}
+	for _, fd := range s.fds {
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+			return nil, fmt.Errorf("enable perf event: %w", err)
+		}
+	}
+	return s, nil
+}
+
+func openEvent(cfg Config, cpu int) (int, error) {
+	attr := unix.PerfEventAttr{
+		Type: unix.PERF_TYPE_SOFTWARE,
+		Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		// exclude_kernel: a kernel-mode sample has no user registers.
+		Bits: unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv,
+	}
+	switch cfg.Source {
+	case Decode:
+		attr.Config = unix.PERF_COUNT_SW_CPU_CLOCK
+		// A fixed period in ns instead of freq mode: the clock is exact.
+		attr.Sample = uint64(time.Second) / uint64(cfg.Freq)
+	case PageFaults:
+		attr.Config = unix.PERF_COUNT_SW_PAGE_FAULTS
+		attr.Sample = cfg.Period
+	default:
+		return -1, fmt.Errorf("unknown sample source %q", cfg.Source)
+	}
+	fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+			return -1, fmt.Errorf("open %s perf event on cpu %d: %w: %w", cfg.Source, cpu, ErrPrivilege, err)
+		}
+		return -1, fmt.Errorf("open %s perf event on cpu %d: %w", cfg.Source, cpu, err)
+	}
+	return fd, nil
+}
+
+func onlineCPUs() ([]int, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		cpus := make([]int, runtime.NumCPU())
+		for i := range cpus {
+			cpus[i] = i
+		}
+		return cpus, nil
+	}
+	cpus, err := parseCPUList(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("parse online cpus: %w", err)
+	}
+	return cpus, nil
+}
+
+// AddPID starts sampling the threads of tgid pid (host pid namespace).
+func (s *Sampler) AddPID(pid int) error {
+	if err := s.objs.Targets.Put(uint32(pid), uint8(1)); err != nil {
+		return fmt.Errorf("add pid %d to bpf filter: %w", pid, err)
+	}
+	return nil
+}
+
+// RemovePID stops sampling pid.
+func (s *Sampler) RemovePID(pid int) error {
+	if err := s.objs.Targets.Delete(uint32(pid)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("remove pid %d from bpf filter: %w", pid, err)
+	}
+	return nil
+}
+
+// SetDeadline makes a blocked Read return os.ErrDeadlineExceeded at t.
+func (s *Sampler) SetDeadline(t time.Time) { s.rd.SetDeadline(t) }
+
+// Read blocks until the next sample and decodes it into out. It returns
+// ErrClosed after Close.
+func (s *Sampler) Read(out *Sample) error {
+	var rec ringbuf.Record
+	for {
+		if err := s.rd.ReadInto(&rec); err != nil {
+			if errors.Is(err, ringbuf.ErrClosed) {
+				return ErrClosed
+			}
+			return err
+		}
+		if len(rec.RawSample) >= sampleSize {
+			parseSample(rec.RawSample, out)
+			return nil
+		}
+	}
+}
+
+func parseSample(b []byte, s *Sample) {
+	le := binary.LittleEndian
+	s.Time = le.Uint64(b[0:])
+	s.PID = le.Uint32(b[8:])
+	s.TID = le.Uint32(b[12:])
+	s.Addr = le.Uint64(b[16:])
+	s.Period = le.Uint64(b[24:])
+	off := 32
+	for i := range s.Regs {
+		s.Regs[i] = le.Uint64(b[off:])
+		off += 8
+	}
+	copy(s.Before[:], b[off:off+16])
+	copy(s.At[:], b[off+16:off+32])
+	off += 32
+	s.Flags = le.Uint32(b[off:])
+	s.CPU = le.Uint32(b[off+4:])
+}
+
+// Counters sums the per-CPU counters.
+func (s *Sampler) Counters() (Counters, error) {
+	var c Counters
+	for slot, dst := range []*uint64{&c.Matched, &c.Dropped, &c.Kernel} {
+		var vals []uint64
+		if err := s.objs.Counters.Lookup(uint32(slot), &vals); err != nil {
+			return c, fmt.Errorf("read bpf counters: %w", err)
+		}
+		for _, v := range vals {
+			*dst += v
+		}
+	}
+	return c, nil
+}
+
+// Close stops sampling and releases every perf fd, link and map. Safe to
+// call more than once.
+func (s *Sampler) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for _, fd := range s.fds {
+		_ = unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+	}
+	for _, l := range s.links {
+		errs = append(errs, l.Close())
+	}
+	for _, fd := range s.fds {
+		errs = append(errs, unix.Close(fd))
+	}
+	if s.rd != nil {
+		errs = append(errs, s.rd.Close())
+	}
+	errs = append(errs, s.objs.Close())
+	return errors.Join(errs...)
+}

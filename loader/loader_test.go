@@ -1,0 +1,149 @@
+package loader
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestParseCPUList(t *testing.T) {
+	got, err := parseCPUList("0-2,5,7-8\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int{0, 1, 2, 5, 7, 8}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+	for _, bad := range []string{"", "a", "3-1", "1-x"} {
+		if _, err := parseCPUList(bad); err == nil {
+			t.Errorf("parseCPUList(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestParseRelease(t *testing.T) {
+	for _, c := range []struct {
+		rel        string
+		maj, minor int
+		ok         bool
+	}{{"6.18.44-fc-v782", 6, 18, true}, {"5.8.0", 5, 8, true}, {"4.19.0-17-amd64", 4, 19, true}, {"5.10rc1", 5, 10, true}, {"x", 0, 0, false}} {
+		maj, mn, ok := parseRelease(c.rel)
+		if maj != c.maj || mn != c.minor || ok != c.ok {
+			t.Errorf("parseRelease(%q) = %d,%d,%v", c.rel, maj, mn, ok)
+		}
+	}
+}
+
+// openOrSkip opens a sampler, skipping (with the reason) where the kernel or
+// privileges don't allow it.
+func openOrSkip(t *testing.T, cfg Config) *Sampler {
+	t.Helper()
+	if err := Preflight(); err != nil {
+		t.Skipf("privileged test skipped: %v", err)
+	}
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatalf("open sampler: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.AddPID(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// collect reads samples until n arrive or the deadline passes, while work runs.
+func collect(t *testing.T, s *Sampler, n int, work func(stop <-chan struct{})) []Sample {
+	t.Helper()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { work(stop); close(done) }()
+	defer func() { close(stop); <-done }()
+	var out []Sample
+	deadline := time.Now().Add(5 * time.Second)
+	s.SetDeadline(deadline)
+	for len(out) < n {
+		var smp Sample
+		if err := s.Read(&smp); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				break
+			}
+			t.Fatal(err)
+		}
+		out = append(out, smp)
+	}
+	return out
+}
+
+func TestDecodeSourceSamplesOwnThreads(t *testing.T) {
+	s := openOrSkip(t, Config{Source: Decode, Freq: 1000})
+	samples := collect(t, s, 50, func(stop <-chan struct{}) {
+		x := 0
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for i := 0; i < 1e6; i++ {
+				x += i
+			}
+		}
+	})
+	if len(samples) < 50 {
+		t.Fatalf("got %d samples in 5s of busy loop, want 50", len(samples))
+	}
+	for _, smp := range samples {
+		if int(smp.PID) != os.Getpid() {
+			t.Fatalf("sample of pid %d, want only %d", smp.PID, os.Getpid())
+		}
+		if smp.IP() == 0 || smp.Flags&FlagAtOK == 0 {
+			t.Fatalf("sample without ip/instruction bytes: %+v", smp)
+		}
+		if smp.Regs[17]&3 != 3 {
+			t.Fatalf("kernel-mode sample delivered: cs=%#x", smp.Regs[17])
+		}
+	}
+	c, err := s.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Matched < uint64(len(samples)) {
+		t.Errorf("counters %+v below %d delivered", c, len(samples))
+	}
+}
+
+func TestPageFaultSourceGivesExactAddress(t *testing.T) {
+	s := openOrSkip(t, Config{Source: PageFaults, Period: 1})
+	const size = 64 << 20
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	lo := uint64(uintptrOf(mem))
+	samples := collect(t, s, 200, func(stop <-chan struct{}) {
+		for i := 0; i < size; i += 4096 {
+			mem[i] = 1
+		}
+		<-stop
+	})
+	in := 0
+	for _, smp := range samples {
+		if smp.Addr >= lo && smp.Addr < lo+size {
+			in++
+		}
+	}
+	if in < 100 {
+		t.Fatalf("%d of %d page-fault samples inside the touched mapping, want >= 100", in, len(samples))
+	}
+}

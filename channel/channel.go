@@ -1,0 +1,217 @@
+// Package channel sets up the private link between the loader and one agent:
+// a directory in the target's filesystem that only root and the target's user
+// can enter, holding a copy of the agent library and the unix socket the
+// agent connects to. The peer's credentials are checked on accept.
+package channel
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrWrongPeer is returned when a process other than the target connects.
+var ErrWrongPeer = errors.New("unexpected peer on agent socket")
+
+const (
+	libName  = "libdjxagent.so"
+	sockName = "agent.sock"
+)
+
+// Spec says where and for whom the channel is made.
+type Spec struct {
+	// Root is the target's root directory as seen from here: "/" for a
+	// process in our mount namespace, "/proc/PID/root" otherwise.
+	Root string
+	// UID and GID own the directory so that the target can enter it.
+	UID, GID int
+	// Library is the agent shared object to place in the directory.
+	Library []byte
+}
+
+// Channel is a private directory with the agent library and a listening socket.
+type Channel struct {
+	dirFD     int
+	hostDir   string
+	targetDir string
+	ln        *net.UnixListener
+}
+
+// Create makes the directory <Root>/tmp/djx-bpf-<random>, writes the agent
+// library and listens on the socket inside. Nothing follows symlinks: the
+// directory is created fresh with mkdirat and the files with O_EXCL|O_NOFOLLOW,
+// so a hostile /tmp cannot redirect our writes.
+func Create(spec Spec) (c *Channel, err error) {
+	tmp := filepath.Join(spec.Root, "tmp")
+	tmpFD, err := unix.Open(tmp, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", tmp, err)
+	}
+	defer unix.Close(tmpFD)
+	var name string
+	for try := 0; ; try++ {
+		var rnd [8]byte
+		if _, err := rand.Read(rnd[:]); err != nil {
+			return nil, fmt.Errorf("random directory name: %w", err)
+		}
+		name = "djx-bpf-" + hex.EncodeToString(rnd[:])
+		err := unix.Mkdirat(tmpFD, name, 0o700)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EEXIST) || try > 10 {
+			return nil, fmt.Errorf("create directory in %s: %w", tmp, err)
+		}
+	}
+	c = &Channel{dirFD: -1, hostDir: filepath.Join(tmp, name), targetDir: "/tmp/" + name}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	c.dirFD, err = unix.Openat(tmpFD, name, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_RDONLY, 0)
+	if err != nil {
+		return c, fmt.Errorf("open %s: %w", c.hostDir, err)
+	}
+	if err := unix.Fchmod(c.dirFD, 0o700); err != nil { // umask may have cut bits
+		return c, fmt.Errorf("chmod %s: %w", c.hostDir, err)
+	}
+	if err := unix.Fchown(c.dirFD, spec.UID, spec.GID); err != nil {
+		return c, fmt.Errorf("chown %s: %w", c.hostDir, err)
+	}
+	if err := c.writeLibrary(spec.Library); err != nil {
+		return c, err
+	}
+	// Bind through our directory fd so the socket lands in exactly the
+	// directory we created, whatever happens to the path meanwhile.
+	bindPath := "/proc/self/fd/" + strconv.Itoa(c.dirFD) + "/" + sockName
+	c.ln, err = net.ListenUnix("unix", &net.UnixAddr{Name: bindPath, Net: "unix"})
+	if err != nil {
+		return c, fmt.Errorf("listen on %s: %w", filepath.Join(c.hostDir, sockName), err)
+	}
+	c.ln.SetUnlinkOnClose(false) // the bind path is not the real one; Close removes it
+	if err := unix.Fchmodat(c.dirFD, sockName, 0o600, 0); err != nil {
+		return c, fmt.Errorf("chmod socket: %w", err)
+	}
+	if err := unix.Fchownat(c.dirFD, sockName, spec.UID, spec.GID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return c, fmt.Errorf("chown socket: %w", err)
+	}
+	return c, nil
+}
+
+func (c *Channel) writeLibrary(lib []byte) error {
+	fd, err := unix.Openat(c.dirFD, libName, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create agent library in %s: %w", c.hostDir, err)
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(c.hostDir, libName))
+	if _, err := f.Write(lib); err != nil {
+		f.Close()
+		return fmt.Errorf("write agent library: %w", err)
+	}
+	if err := unix.Fchmod(fd, 0o644); err != nil {
+		f.Close()
+		return fmt.Errorf("chmod agent library: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write agent library: %w", err)
+	}
+	return nil
+}
+
+// LibraryPath is the agent library's path as the target sees it.
+func (c *Channel) LibraryPath() string { return c.targetDir + "/" + libName }
+
+// SocketPath is the socket's path as the target sees it.
+func (c *Channel) SocketPath() string { return c.targetDir + "/" + sockName }
+
+// HostDir is the directory's path as seen from here.
+func (c *Channel) HostDir() string { return c.hostDir }
+
+// Accept waits for the agent of process pid (as seen from our pid namespace)
+// to connect. Connections from any other process are closed and reported
+// through ErrWrongPeer only if ctx ends before the right one arrives.
+func (c *Channel) Accept(ctx context.Context, pid int) (*net.UnixConn, error) {
+	var wrong error
+	for {
+		if dl, ok := ctx.Deadline(); ok {
+			c.ln.SetDeadline(dl)
+		} else {
+			c.ln.SetDeadline(time.Now().Add(200 * time.Millisecond))
+		}
+		conn, err := c.ln.AcceptUnix()
+		if err != nil {
+			if ctx.Err() != nil {
+				if wrong != nil {
+					return nil, fmt.Errorf("wait for agent of pid %d: %w", pid, wrong)
+				}
+				return nil, fmt.Errorf("wait for agent of pid %d: %w", pid, ctx.Err())
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return nil, fmt.Errorf("accept agent connection: %w", err)
+		}
+		got, err := peerPID(conn)
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		if got != pid {
+			conn.Close()
+			wrong = fmt.Errorf("%w: pid %d connected, want %d", ErrWrongPeer, got, pid)
+			continue
+		}
+		return conn, nil
+	}
+}
+
+func peerPID(conn *net.UnixConn) (int, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return 0, fmt.Errorf("peer credentials: %w", err)
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, fmt.Errorf("peer credentials: %w", err)
+	}
+	if cerr != nil {
+		return 0, fmt.Errorf("peer credentials: %w", cerr)
+	}
+	return int(cred.Pid), nil
+}
+
+// Close stops listening and removes the directory and its files. A library
+// already loaded by the JVM stays mapped there; unlinking it is harmless.
+func (c *Channel) Close() error {
+	var errs []error
+	if c.ln != nil {
+		errs = append(errs, c.ln.Close())
+	}
+	if c.dirFD >= 0 {
+		for _, n := range []string{sockName, libName} {
+			if err := unix.Unlinkat(c.dirFD, n, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("remove %s: %w", n, err))
+			}
+		}
+		unix.Close(c.dirFD)
+		c.dirFD = -1
+		if err := os.Remove(c.hostDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,207 @@
+// Package report holds the object-centric result of a profile and renders it
+// as a table or JSON.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// Object is one allocation site and type: every tracked object allocated
+// there, with the samples that hit them.
+type Object struct {
+	Type      string   `json:"type"`
+	Site      string   `json:"site"`
+	AllocPath []string `json:"alloc_path"` // innermost frame first
+	// Objects and Bytes count the tracked (sampled) allocations.
+	Objects uint64 `json:"objects"`
+	Bytes   uint64 `json:"bytes"`
+	// EstObjects and EstBytes correct for the heap sampler: each tracked
+	// object of size s counts 1/p(s) with p(s) = 1 - exp(-s/interval).
+	EstObjects float64 `json:"est_objects"`
+	EstBytes   float64 `json:"est_bytes"`
+	Samples    uint64  `json:"samples"`
+	// EstSamples weights each sample by 1/p of the object it hit: the
+	// estimated cost of the whole site, untracked instances included.
+	EstSamples float64 `json:"est_samples"`
+	Share      float64 `json:"share"` // of attributed samples
+}
+
+// Stats are the run's counters.
+type Stats struct {
+	Samples     uint64 `json:"samples"`      // samples of the target delivered to user space
+	WithAddress uint64 `json:"with_address"` // with a data address (decoded or from the PMU)
+	InHeap      uint64 `json:"in_heap"`      // address inside the Java heap
+	Attributed  uint64 `json:"attributed"`   // address inside a tracked object
+	Dropped     uint64 `json:"dropped"`      // lost: ring buffer full
+	// Details.
+	DecodedAtIP     uint64 `json:"decoded_at_ip"`
+	DecodedLookBack uint64 `json:"decoded_look_back"`
+	KernelSkipped   uint64 `json:"kernel_skipped"`
+	Unjoined        uint64 `json:"unjoined"` // samples before the agent connected
+	AllocsTracked   uint64 `json:"allocs_tracked"`
+	AllocCallbacks  uint64 `json:"alloc_callbacks"`
+	AllocsBelowMin  uint64 `json:"allocs_below_min"`
+	AgentDropped    uint64 `json:"agent_dropped"`
+	AgentErrors     uint64 `json:"agent_errors"`
+	HeapKnown       bool   `json:"heap_known"`
+}
+
+// Report is the result of profiling one JVM.
+type Report struct {
+	PID           int      `json:"pid"`
+	JVM           string   `json:"jvm,omitempty"`
+	Mode          string   `json:"mode"`  // attach | launch
+	Event         string   `json:"event"` // sample source
+	DurationSec   float64  `json:"duration_s"`
+	AllocInterval uint64   `json:"alloc_interval"`
+	MinSize       uint64   `json:"min_size"`
+	Objects       []Object `json:"objects"`
+	Stats         Stats    `json:"stats"`
+	Notes         []string `json:"notes,omitempty"`
+}
+
+// Finish computes shares and orders objects, most sampled first (ties: more
+// bytes first, then type and site so that output is deterministic).
+func (r *Report) Finish() {
+	for i := range r.Objects {
+		o := &r.Objects[i]
+		if r.Stats.Attributed > 0 {
+			o.Share = float64(o.Samples) / float64(r.Stats.Attributed)
+		}
+	}
+	sort.SliceStable(r.Objects, func(i, j int) bool {
+		a, b := &r.Objects[i], &r.Objects[j]
+		if a.Samples != b.Samples {
+			return a.Samples > b.Samples
+		}
+		if a.Bytes != b.Bytes {
+			return a.Bytes > b.Bytes
+		}
+		if a.Type != b.Type {
+			return a.Type < b.Type
+		}
+		return a.Site < b.Site
+	})
+}
+
+func (r *Report) top(n int) []Object {
+	if n > 0 && n < len(r.Objects) {
+		return r.Objects[:n]
+	}
+	return r.Objects
+}
+
+// WriteJSON writes the report with at most top objects (0: all).
+func WriteJSON(w io.Writer, r *Report, top int) error {
+	c := *r
+	c.Objects = r.top(top)
+	if c.Objects == nil {
+		c.Objects = []Object{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(&c); err != nil {
+		return fmt.Errorf("write json report: %w", err)
+	}
+	return nil
+}
+
+// WriteTable writes the top objects as a table followed by the statistics.
+func WriteTable(w io.Writer, r *Report, top int) error {
+	fmt.Fprintf(w, "djx-bpf: pid %d", r.PID)
+	if r.JVM != "" {
+		fmt.Fprintf(w, " (%s)", r.JVM)
+	}
+	fmt.Fprintf(w, ", %s mode, event %s, %.1fs, heap sampling interval %s, min size %s\n",
+		r.Mode, r.Event, r.DurationSec, Bytes(r.AllocInterval), Bytes(r.MinSize))
+	objs := r.top(top)
+	if len(objs) == 0 {
+		fmt.Fprintln(w, "no samples hit a tracked object")
+	} else {
+		right := tw.AlignRight
+		t := tablewriter.NewTable(w,
+			tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: []tw.Align{right, tw.AlignLeft, tw.AlignLeft, right, right, right, right, right}}),
+			tablewriter.WithHeaderAutoFormat(tw.Off),
+		)
+		t.Header("#", "TYPE", "ALLOCATION SITE", "OBJECTS (EST)", "BYTES", "SAMPLES", "EST SAMPLES", "SHARE")
+		for i, o := range objs {
+			if err := t.Append([]string{
+				strconv.Itoa(i + 1), o.Type, o.Site,
+				fmt.Sprintf("%d (%.0f)", o.Objects, o.EstObjects),
+				Bytes(o.Bytes),
+				strconv.FormatUint(o.Samples, 10),
+				fmt.Sprintf("%.0f", o.EstSamples),
+				fmt.Sprintf("%.1f%%", 100*o.Share),
+			}); err != nil {
+				return fmt.Errorf("render table: %w", err)
+			}
+		}
+		if err := t.Render(); err != nil {
+			return fmt.Errorf("render table: %w", err)
+		}
+	}
+	s := r.Stats
+	pct := func(a, b uint64) string {
+		if b == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f%%", 100*float64(a)/float64(b))
+	}
+	heap := strconv.FormatUint(s.InHeap, 10) + " (" + pct(s.InHeap, s.WithAddress) + " of addressed)"
+	if !s.HeapKnown {
+		heap = "unknown (heap range not available)"
+	}
+	fmt.Fprintf(w, "samples %d, with address %d (%s), in heap %s, attributed %d (%s of in heap), dropped %d\n",
+		s.Samples, s.WithAddress, pct(s.WithAddress, s.Samples), heap, s.Attributed, pct(s.Attributed, s.InHeap), s.Dropped)
+	fmt.Fprintf(w, "allocations tracked %d (callbacks %d, below min size %d, agent drops %d)\n",
+		s.AllocsTracked, s.AllocCallbacks, s.AllocsBelowMin, s.AgentDropped)
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return nil
+}
+
+// Bytes formats a byte count with binary units (1536 → "1.5KiB").
+func Bytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatUint(n, 10) + "B"
+	}
+	v, i := float64(n), -1
+	for v >= unit && i < 4 {
+		v /= unit
+		i++
+	}
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	s = strings.TrimSuffix(s, ".0")
+	return s + [...]string{"KiB", "MiB", "GiB", "TiB", "PiB"}[i]
+}
+
+// ParseBytes parses a size such as "1KiB", "4k", "2MB" or "512" (bytes).
+// Decimal and binary suffixes are both read as binary, as the JVM does.
+func ParseBytes(s string) (uint64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	mult := uint64(1)
+	for _, u := range []struct {
+		suf string
+		m   uint64
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
+		if strings.HasSuffix(t, u.suf) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suf)), u.m
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("bad size %q: want a number with an optional unit such as 1KiB or 4MiB", s)
+	}
+	return uint64(v * float64(mult)), nil
+}

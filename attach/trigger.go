@@ -1,0 +1,116 @@
+package attach
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// triggerDir is a directory where HotSpot looks for .attach_pid<pid>: its
+// working directory first, then /tmp (attachListener_linux.cpp).
+type triggerDir struct {
+	path string              // as seen from the host, for messages
+	open func() (int, error) // O_PATH directory fd
+}
+
+func (p *proc) triggerDirs() []triggerDir {
+	cwd := filepath.Join(procfs, strconv.Itoa(p.t.PID), "cwd")
+	return []triggerDir{
+		{path: cwd, open: func() (int, error) {
+			return unix.Open(cwd, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		}},
+		{path: filepath.Join(p.t.Root, "tmp"), open: func() (int, error) {
+			return openInRoot(p.rootfd, "tmp", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
+		}},
+	}
+}
+
+// trigger is a created (or found) .attach_pid file.
+type trigger struct {
+	name  string // host path, for messages
+	dirfd int
+	base  string
+	owned bool // created by us, so ours to remove
+}
+
+func (tr *trigger) remove() {
+	if tr.owned {
+		unix.Unlinkat(tr.dirfd, tr.base, 0)
+	}
+	unix.Close(tr.dirfd)
+}
+
+func (p *proc) createTrigger() (*trigger, error) {
+	return createTrigger(p.triggerDirs(), ".attach_pid"+strconv.Itoa(p.t.NSPID), p.t.UID, p.t.GID)
+}
+
+// createTrigger creates base in the first directory of dirs where that is
+// safe, and falls back to the next one otherwise.
+func createTrigger(dirs []triggerDir, base string, uid, gid int) (*trigger, error) {
+	var errs []error
+	for _, d := range dirs {
+		dirfd, err := d.open()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("open %s: %w", d.path, err))
+			continue
+		}
+		owned, err := createTriggerAt(dirfd, base, uid, gid)
+		if err != nil {
+			unix.Close(dirfd)
+			errs = append(errs, fmt.Errorf("%s: %w", filepath.Join(d.path, base), err))
+			continue
+		}
+		return &trigger{name: filepath.Join(d.path, base), dirfd: dirfd, base: base, owned: owned}, nil
+	}
+	return nil, fmt.Errorf("create attach trigger: %w", errors.Join(errs...))
+}
+
+// createTriggerAt creates base in dirfd, owned by uid:gid, mode 0660.
+// O_EXCL|O_NOFOLLOW never follows a planted symlink (in /tmp anyone can plant
+// one and make root create or chown a file elsewhere), and ownership is set
+// through the fd, not the path. An existing regular file that the JVM would
+// accept (owned by uid or root) is used as is and left in place: another
+// attacher may be using it. owned reports whether we created the file.
+func createTriggerAt(dirfd int, base string, uid, gid int) (owned bool, err error) {
+	fd, err := unix.Openat(dirfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o660)
+	if errors.Is(err, unix.EEXIST) {
+		var st unix.Stat_t
+		if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return false, err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return false, fmt.Errorf("%w: exists and is not a regular file (mode %o)", ErrUnsafePath, st.Mode)
+		}
+		if int(st.Uid) != uid && st.Uid != 0 {
+			return false, fmt.Errorf("%w: exists, owned by uid %d, JVM runs as uid %d", ErrUnsafePath, st.Uid, uid)
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(fd)
+	fail := func(err error) (bool, error) {
+		unix.Unlinkat(dirfd, base, 0)
+		return false, err
+	}
+	if err := unix.Fchown(fd, uid, gid); err != nil {
+		return fail(fmt.Errorf("chown %d:%d: %w", uid, gid, err))
+	}
+	if err := unix.Fchmod(fd, 0o660); err != nil { // undo the umask
+		return fail(fmt.Errorf("chmod: %w", err))
+	}
+	// Some filesystems (NFS root squash, FUSE) override the owner; the JVM
+	// ignores a trigger owned by someone else, so try the next directory.
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fail(err)
+	}
+	if int(st.Uid) != uid && st.Uid != 0 {
+		return fail(fmt.Errorf("filesystem made it owned by uid %d, not %d", st.Uid, uid))
+	}
+	return true, nil
+}

@@ -1,0 +1,630 @@
+package agent
+
+// End-to-end tests: a real JVM loads the embedded agent with -agentpath and
+// streams to a unix socket served by the test. They need a JDK and the built
+// library and skip (with the reason) when either is missing.
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type jdk struct {
+	name, home string
+	// flags are extra JVM flags; see tlabWorkaround.
+	flags []string
+}
+
+// tlabWorkaround keeps allocations inside TLABs. Before JDK-8356372 (fixed in
+// JDK 25) HotSpot's heap sampler undercounts bytes allocated outside a TLAB
+// by a factor of about 8, so e.g. 4 KiB arrays on JDK 17 with default flags
+// are captured with probability ~p/8 (measured: 249/2000 at interval 512).
+var tlabWorkaround = []string{"-XX:TLABSize=1m", "-XX:-ResizeTLAB"}
+
+var candidateJDKs = []jdk{
+	{"jdk17", "/usr/lib/jvm/java-17-openjdk-amd64", tlabWorkaround},
+	{"jdk25", "/usr/lib/jvm/temurin-25-jdk-amd64", nil}, // tested when installed
+}
+
+func availableJDKs(t *testing.T) []jdk {
+	t.Helper()
+	var out []jdk
+	for _, j := range candidateJDKs {
+		if _, err := os.Stat(filepath.Join(j.home, "bin", "java")); err == nil {
+			out = append(out, j)
+		}
+	}
+	if len(out) == 0 {
+		t.Skip("no JDK found (looked for java-17-openjdk-amd64, temurin-25-jdk-amd64)")
+	}
+	return out
+}
+
+var (
+	fixtureOnce sync.Once
+	fixtureDir  string // holds libdjxagent.so and AllocSite.class
+	fixtureErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fixtureDir != "" {
+		os.RemoveAll(fixtureDir)
+	}
+	os.Exit(code)
+}
+
+// fixture writes the embedded library (as the loader does) and compiles the
+// workload once per test binary.
+func fixture(t *testing.T) (lib, classes string) {
+	t.Helper()
+	if len(Library()) == 0 {
+		t.Skip("libdjxagent.so is empty; build it with make agent/libdjxagent.so")
+	}
+	javac := filepath.Join(candidateJDKs[0].home, "bin", "javac")
+	if _, err := os.Stat(javac); err != nil {
+		t.Skipf("javac not found: %v", err)
+	}
+	fixtureOnce.Do(func() {
+		fixtureDir, fixtureErr = os.MkdirTemp("", "djx-agent-test")
+		if fixtureErr != nil {
+			return
+		}
+		fixtureErr = os.WriteFile(filepath.Join(fixtureDir, "libdjxagent.so"), Library(), 0o755)
+		if fixtureErr != nil {
+			return
+		}
+		out, err := exec.Command(javac, "--release", "11", "-d", fixtureDir, "testdata/AllocSite.java").CombinedOutput()
+		if err != nil {
+			fixtureErr = fmt.Errorf("javac: %v\n%s", err, out)
+		}
+	})
+	if fixtureErr != nil {
+		t.Fatal(fixtureErr)
+	}
+	return filepath.Join(fixtureDir, "libdjxagent.so"), fixtureDir
+}
+
+// siteLine returns the source line of the `// SITE:name` marker.
+func siteLine(t *testing.T, name string) int32 {
+	t.Helper()
+	src, err := os.ReadFile("testdata/AllocSite.java")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(src), "\n") {
+		if strings.HasSuffix(l, "// SITE:"+name) {
+			return int32(i + 1)
+		}
+	}
+	t.Fatalf("marker SITE:%s not found", name)
+	return 0
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type batchOrErr struct {
+	b   *Batch
+	err error
+}
+
+// jvm is a running AllocSite with the agent connected to conn.
+type jvm struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	lines   chan string
+	stderr  *syncBuffer
+	conn    *net.UnixConn
+	batches chan batchOrErr
+	waited  chan error
+}
+
+// jvmFlags: a young generation large enough that the workload never GCs, so
+// addresses stay unique.
+var jvmFlags = []string{"-XX:+UseSerialGC", "-Xms1g", "-Xmx1g", "-Xmn512m"}
+
+// startJVM launches java with the agent; opts are appended to sock=PATH.
+// With connect false no listener exists (the agent must stay dormant).
+func startJVM(t *testing.T, j jdk, opts string, connect bool, args ...string) *jvm {
+	t.Helper()
+	lib, classes := fixture(t)
+	// Not t.TempDir: sun_path holds only 107 bytes.
+	dir, err := os.MkdirTemp("", "djx") // mode 0700
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "agent.sock")
+	var ln *net.UnixListener
+	if connect {
+		ln, err = net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+	}
+	agentOpts := "sock=" + sock
+	if opts != "" {
+		agentOpts += "," + opts
+	}
+	argv := append([]string{"-agentpath:" + lib + "=" + agentOpts}, jvmFlags...)
+	argv = append(argv, j.flags...)
+	argv = append(argv, "-cp", classes, "AllocSite")
+	argv = append(argv, args...)
+	v := &jvm{t: t, cmd: exec.Command(filepath.Join(j.home, "bin", "java"), argv...),
+		lines: make(chan string, 16), stderr: &syncBuffer{}, batches: make(chan batchOrErr, 1024),
+		waited: make(chan error, 1)}
+	v.cmd.Stderr = v.stderr
+	if v.stdin, err = v.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := v.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		v.stdin.Close()
+		select {
+		case <-v.waited:
+		case <-time.After(10 * time.Second):
+			v.cmd.Process.Kill() // our own child, by PID
+			<-v.waited
+		}
+		if v.conn != nil {
+			v.conn.Close()
+		}
+		if t.Failed() {
+			t.Logf("java stderr:\n%s", v.stderr.String())
+		}
+	})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			v.lines <- sc.Text()
+		}
+		close(v.lines)
+		v.waited <- v.cmd.Wait()
+	}()
+	if !connect {
+		return v
+	}
+	ln.SetDeadline(time.Now().Add(30 * time.Second))
+	if v.conn, err = ln.AcceptUnix(); err != nil {
+		t.Fatalf("agent did not connect: %v\nstderr: %s", err, v.stderr.String())
+	}
+	go func() {
+		r := NewReader(v.conn)
+		for {
+			b, err := r.Next()
+			if err != nil {
+				v.batches <- batchOrErr{err: err}
+				close(v.batches)
+				return
+			}
+			v.batches <- batchOrErr{b: b}
+		}
+	}()
+	return v
+}
+
+// ready waits for the workload's READY line and returns its nanoTime, which
+// is CLOCK_MONOTONIC on Linux like the agent's timestamps.
+func (v *jvm) ready() uint64 {
+	v.t.Helper()
+	select {
+	case l, ok := <-v.lines:
+		if !ok {
+			v.t.Fatalf("java exited before READY; stderr:\n%s", v.stderr.String())
+		}
+		f := strings.Fields(l)
+		if len(f) != 2 || f[0] != "READY" {
+			v.t.Fatalf("unexpected output %q", l)
+		}
+		n, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			v.t.Fatal(err)
+		}
+		return n
+	case <-time.After(60 * time.Second):
+		v.t.Fatal("timeout waiting for READY")
+	}
+	return 0
+}
+
+// until collects batches until one has a watermark ≥ wm.
+func (v *jvm) until(wm uint64) []*Batch {
+	v.t.Helper()
+	var out []*Batch
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case be, ok := <-v.batches:
+			if !ok || be.err != nil {
+				v.t.Fatalf("stream ended before watermark %d: %v", wm, be.err)
+			}
+			out = append(out, be.b)
+			if be.b.Watermark >= wm {
+				return out
+			}
+		case <-timeout:
+			v.t.Fatalf("timeout waiting for watermark %d", wm)
+		}
+	}
+}
+
+// rest collects batches until the stream ends and returns them and the end error.
+func (v *jvm) rest() ([]*Batch, error) {
+	v.t.Helper()
+	var out []*Batch
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case be, ok := <-v.batches:
+			if !ok {
+				return out, io.EOF
+			}
+			if be.err != nil {
+				return out, be.err
+			}
+			out = append(out, be.b)
+		case <-timeout:
+			v.t.Fatal("timeout waiting for the end of the stream")
+		}
+	}
+}
+
+func (v *jvm) send(line string) {
+	v.t.Helper()
+	if _, err := io.WriteString(v.stdin, line+"\n"); err != nil {
+		v.t.Fatal(err)
+	}
+}
+
+// exit waits for java to exit and checks that it exited with code 0.
+func (v *jvm) exit() {
+	v.t.Helper()
+	select {
+	case err := <-v.waited:
+		v.waited <- err // for Cleanup
+		if err != nil {
+			v.t.Fatalf("java: %v; stderr:\n%s", err, v.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		v.t.Fatal("java did not exit")
+	}
+	if s := v.stderr.String(); strings.Contains(s, "hs_err") || strings.Contains(s, "SIGSEGV") {
+		v.t.Fatalf("java crashed:\n%s", s)
+	}
+}
+
+// stream indexes decoded records and checks the invariants every stream
+// must hold: HELLO first, METHOD before use, nondecreasing times, every
+// ALLOC at least minsize.
+type stream struct {
+	hello   *Hello
+	methods map[uint64]*Method
+	allocs  []*Alloc
+	stats   *Stats
+	bye     *Bye
+	errs    []string
+}
+
+func (s *stream) add(t *testing.T, bs []*Batch) {
+	t.Helper()
+	if s.methods == nil {
+		s.methods = map[uint64]*Method{}
+	}
+	var last uint64
+	if n := len(s.allocs); n > 0 {
+		last = s.allocs[n-1].Time
+	}
+	for _, b := range bs {
+		for _, r := range b.Records {
+			if s.hello == nil {
+				h, ok := r.(*Hello)
+				if !ok {
+					t.Fatalf("first record is %v, want HELLO", r.Type())
+				}
+				s.hello = h
+				continue
+			}
+			if s.bye != nil {
+				t.Fatalf("%v record after BYE", r.Type())
+			}
+			switch r := r.(type) {
+			case *Hello:
+				t.Fatal("second HELLO")
+			case *Method:
+				s.methods[r.ID] = r
+			case *Alloc:
+				if r.Size < s.hello.MinSize {
+					t.Errorf("ALLOC of %d bytes below minsize %d", r.Size, s.hello.MinSize)
+				}
+				if r.Time < last || r.Time > b.Watermark {
+					t.Errorf("ALLOC time %d out of order (previous %d, watermark %d)", r.Time, last, b.Watermark)
+				}
+				last = r.Time
+				for _, f := range r.Frames {
+					if s.methods[f.Method] == nil {
+						t.Fatalf("frame method %#x used before its METHOD record", f.Method)
+					}
+				}
+				s.allocs = append(s.allocs, r)
+			case *Stats:
+				s.stats = r
+			case *Bye:
+				s.bye = r
+			case *ErrorRec:
+				s.errs = append(s.errs, r.Message)
+			}
+		}
+	}
+}
+
+func lineOf(m *Method, bci int64) int32 {
+	var line int32
+	best := int64(-1)
+	for _, l := range m.Lines {
+		if l.Start <= bci && l.Start > best {
+			best, line = l.Start, l.Line
+		}
+	}
+	return line
+}
+
+// site counts the ALLOCs whose innermost frame is AllocSite.<method> at line.
+func (s *stream) site(method string, line int32) []*Alloc {
+	var out []*Alloc
+	for _, a := range s.allocs {
+		if len(a.Frames) == 0 {
+			continue
+		}
+		m := s.methods[a.Frames[0].Method]
+		if m.ClassSig == "LAllocSite;" && m.Name == method && lineOf(m, a.Frames[0].BCI) == line {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+const siteN = 2000
+
+func TestAgentLaunch(t *testing.T) {
+	bigLine, kibLine := siteLine(t, "big"), siteLine(t, "kib")
+	var variants []jdk
+	for _, j := range availableJDKs(t) {
+		variants = append(variants, j)
+		if j.flags != nil {
+			// Default flags too: rates are only logged (JDK-8356372).
+			variants = append(variants, jdk{j.name + "-defaultflags", j.home, nil})
+		}
+	}
+	for _, j := range variants {
+		strict := !strings.HasSuffix(j.name, "-defaultflags")
+		for _, interval := range []uint64{512, 1024, 4096, 16384} {
+			t.Run(fmt.Sprintf("%s/interval=%d", j.name, interval), func(t *testing.T) {
+				v := startJVM(t, j, fmt.Sprintf("interval=%d,minsize=1024,future=1", interval), true,
+					"site", strconv.Itoa(siteN), "200000")
+				var s stream
+				s.add(t, v.until(v.ready()))
+
+				h := s.hello
+				if h.ProtoVersion != 1 || h.Mode != "launch" || h.Interval != interval || h.MinSize != 1024 ||
+					int(h.PID) != v.cmd.Process.Pid || h.VMName == "" || h.VMVersion == "" {
+					t.Errorf("HELLO = %+v (java pid %d)", h, v.cmd.Process.Pid)
+				}
+				seen := map[uint64]bool{}
+				for _, a := range s.allocs {
+					if a.Addr == 0 || a.Addr%8 != 0 || seen[a.Addr] {
+						t.Fatalf("bad or duplicate address %#x (type %s)", a.Addr, a.TypeSig)
+					}
+					seen[a.Addr] = true
+				}
+				for _, c := range []struct {
+					name, method string
+					line         int32
+					size         uint64
+				}{
+					{"4KiB", "allocBig", bigLine, 4112},
+					{"1KiB", "allocKib", kibLine, 1024},
+				} {
+					got := s.site(c.method, c.line)
+					for _, a := range got {
+						if a.TypeSig != "[J" || a.Size != c.size {
+							t.Fatalf("%s site: ALLOC %s of %d bytes, want [J of %d", c.name, a.TypeSig, a.Size, c.size)
+						}
+						if m := s.methods[a.Frames[0].Method]; m.SourceFile != "AllocSite.java" || m.Sig != "()[J" {
+							t.Errorf("METHOD %+v", m)
+						}
+						if len(a.Frames) < 3 || s.methods[a.Frames[len(a.Frames)-1].Method].Name != "main" {
+							t.Errorf("stack does not end in main: %d frames", len(a.Frames))
+						}
+					}
+					rate := float64(len(got)) / siteN
+					p := 1 - math.Exp(-float64(c.size)/float64(interval))
+					tol := 0.03 + 4*math.Sqrt(p*(1-p)/siteN)
+					t.Logf("%s: %s objects: captured %d/%d = %.3f, expected p = %.3f", j.name, c.name, len(got), siteN, rate, p)
+					if strict && math.Abs(rate-p) > tol {
+						t.Errorf("%s capture rate %.3f, want %.3f ± %.3f", c.name, rate, p, tol)
+					}
+				}
+
+				v.send("exit")
+				bs, err := v.rest()
+				if err != io.EOF {
+					t.Errorf("stream end: %v, want EOF", err)
+				}
+				s.add(t, bs)
+				v.exit()
+				if s.bye == nil || s.bye.Reason != "vmdeath" {
+					t.Errorf("BYE = %+v, want vmdeath", s.bye)
+				}
+				st := s.stats
+				if st == nil || st.AllocsSent != uint64(len(s.allocs)) || st.Dropped != 0 || st.StackErrors != 0 ||
+					st.BelowMinSize == 0 || st.Callbacks < st.AllocsSent+st.BelowMinSize {
+					t.Errorf("STATS = %+v, %d ALLOCs received", st, len(s.allocs))
+				}
+				if len(s.errs) > 0 {
+					t.Errorf("ERROR records: %q", s.errs)
+				}
+			})
+		}
+	}
+}
+
+// TestAgentDetach: closing the socket, or sending 'Q', detaches the agent;
+// the JVM keeps allocating and exits normally.
+func TestAgentDetach(t *testing.T) {
+	for _, j := range availableJDKs(t) {
+		for _, how := range []string{"close", "quit"} {
+			t.Run(j.name+"/"+how, func(t *testing.T) {
+				v := startJVM(t, j, "interval=1024,minsize=1024", true, "site", "500", "1000")
+				var s stream
+				s.add(t, v.until(v.ready()))
+				if len(s.allocs) == 0 {
+					t.Fatal("no ALLOC before detach")
+				}
+				if how == "close" {
+					v.conn.Close()
+				} else {
+					if _, err := v.conn.Write([]byte{'Q'}); err != nil {
+						t.Fatal(err)
+					}
+					bs, err := v.rest()
+					if err != io.EOF {
+						t.Fatalf("stream end after Q: %v, want EOF", err)
+					}
+					s.add(t, bs)
+					if s.bye == nil || s.bye.Reason != "detach" {
+						t.Fatalf("BYE = %+v, want detach", s.bye)
+					}
+				}
+				// Allocate on after the detach: the first sampled callbacks
+				// switch the event off.
+				time.Sleep(200 * time.Millisecond)
+				for i := 0; i < 3; i++ {
+					v.send("again")
+					v.ready()
+				}
+				v.send("exit")
+				v.exit()
+			})
+		}
+	}
+}
+
+func TestAgentOptions(t *testing.T) {
+	j := availableJDKs(t)[0]
+	t.Run("bad interval", func(t *testing.T) {
+		v := startJVM(t, j, "interval=12x", false, "site", "1", "1")
+		select {
+		case err := <-v.waited:
+			v.waited <- err
+			if err == nil {
+				t.Fatal("java started despite a bad option")
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("java did not exit")
+		}
+		if s := v.stderr.String(); !strings.Contains(s, `djx-bpf agent: option interval: bad value "12x"`) {
+			t.Errorf("stderr:\n%s", s)
+		}
+	})
+	t.Run("no listener", func(t *testing.T) {
+		v := startJVM(t, j, "interval=1024", false, "site", "100", "100")
+		v.ready()
+		v.send("exit")
+		v.exit()
+		s := v.stderr.String()
+		if n := strings.Count(s, "djx-bpf agent: "); n != 1 || !strings.Contains(s, "connect") {
+			t.Errorf("want one connect error line on stderr, got:\n%s", s)
+		}
+	})
+}
+
+// TestAgentOverhead measures allocation throughput with and without the agent;
+// it takes about two minutes and runs only with DJX_AGENT_OVERHEAD=1.
+func TestAgentOverhead(t *testing.T) {
+	if os.Getenv("DJX_AGENT_OVERHEAD") == "" {
+		t.Skip("set DJX_AGENT_OVERHEAD=1 to measure the agent's overhead")
+	}
+	_, classes := fixture(t)
+	for _, j := range availableJDKs(t) {
+		for _, kind := range []string{"kib", "small"} {
+			base := benchRate(t, j, classes, kind, "")
+			t.Logf("%s %s: no agent: %.2f M allocs/s", j.name, kind, base/1e6)
+			// minsize=1g: every callback returns at once, which isolates
+			// the JVM's own cost of sampling and posting the event.
+			for _, opts := range []string{"interval=512,minsize=1024", "interval=1024,minsize=1024",
+				"interval=512,minsize=1g", "interval=1024,minsize=1g"} {
+				r := benchRate(t, j, classes, kind, opts)
+				t.Logf("%s %s: %s: %.2f M allocs/s (%.1f%% of baseline)", j.name, kind, opts, r/1e6, 100*r/base)
+			}
+		}
+	}
+}
+
+func benchRate(t *testing.T, j jdk, classes, kind, opts string) float64 {
+	t.Helper()
+	var line string
+	if opts == "" {
+		out, err := exec.Command(filepath.Join(j.home, "bin", "java"),
+			append(append(append([]string{}, jvmFlags...), j.flags...), "-cp", classes, "AllocSite", "bench", kind, "3")...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		line = strings.TrimSpace(string(out))
+	} else {
+		v := startJVM(t, j, opts, true, "bench", kind, "3")
+		go func() { // drain the stream
+			for range v.batches {
+			}
+		}()
+		select {
+		case line = <-v.lines:
+		case <-time.After(60 * time.Second):
+			t.Fatal("timeout")
+		}
+		v.exit()
+	}
+	f := strings.Fields(line)
+	if len(f) != 2 || f[0] != "RATE" {
+		t.Fatalf("unexpected output %q", line)
+	}
+	r, err := strconv.ParseFloat(f[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

@@ -1,0 +1,211 @@
+package agent
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ErrCorrupt is matched (errors.Is) by every error that reports malformed
+// input, as opposed to I/O errors of the underlying reader.
+var ErrCorrupt = errors.New("corrupt agent stream")
+
+// FormatError describes malformed input. Batch and Record count from 0;
+// Record is -1 for errors in the batch header.
+type FormatError struct {
+	Batch  int
+	Record int
+	Msg    string
+}
+
+func (e *FormatError) Error() string {
+	if e.Record < 0 {
+		return fmt.Sprintf("agent stream: batch %d: %s", e.Batch, e.Msg)
+	}
+	return fmt.Sprintf("agent stream: batch %d: record %d: %s", e.Batch, e.Record, e.Msg)
+}
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *FormatError) Is(target error) bool { return target == ErrCorrupt }
+
+// Reader decodes batches from an agent stream.
+type Reader struct {
+	r     *bufio.Reader
+	batch int
+	buf   []byte
+}
+
+// NewReader returns a Reader that reads the stream from r.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// Next returns the next batch. It returns io.EOF when the stream ends
+// cleanly at a batch boundary, an error wrapping io.ErrUnexpectedEOF when it
+// ends inside a batch, and a *FormatError for malformed input.
+func (r *Reader) Next() (*Batch, error) {
+	n := r.batch
+	var hdr [HeaderLen]byte
+	if _, err := io.ReadFull(r.r, hdr[:]); err != nil {
+		if err == io.EOF {
+			return nil, io.EOF
+		}
+		return nil, fmt.Errorf("agent stream: batch %d: header: %w", n, err)
+	}
+	ferr := func(format string, a ...any) error {
+		return &FormatError{Batch: n, Record: -1, Msg: fmt.Sprintf(format, a...)}
+	}
+	if m := binary.LittleEndian.Uint32(hdr[0:]); m != Magic {
+		return nil, ferr("bad magic %#08x", m)
+	}
+	if v := binary.LittleEndian.Uint16(hdr[4:]); v != Version {
+		return nil, ferr("unsupported version %d", v)
+	}
+	// hdr[6:8] are flags: none defined yet, ignored.
+	plen := binary.LittleEndian.Uint32(hdr[8:])
+	nrec := binary.LittleEndian.Uint32(hdr[12:])
+	if plen > MaxPayload {
+		return nil, ferr("payload of %d bytes exceeds %d", plen, MaxPayload)
+	}
+	if uint64(nrec)*RecHeaderLen > uint64(plen) {
+		return nil, ferr("%d records cannot fit in %d bytes", nrec, plen)
+	}
+	if cap(r.buf) < int(plen) {
+		r.buf = make([]byte, plen)
+	}
+	payload := r.buf[:plen]
+	if _, err := io.ReadFull(r.r, payload); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("agent stream: batch %d: payload: %w", n, err)
+	}
+	b := &Batch{
+		Watermark: binary.LittleEndian.Uint64(hdr[16:]),
+		Records:   make([]Record, 0, nrec),
+	}
+	for i := 0; i < int(nrec); i++ {
+		if len(payload) < RecHeaderLen {
+			return nil, &FormatError{n, i, fmt.Sprintf("truncated record header (%d bytes left)", len(payload))}
+		}
+		blen := binary.LittleEndian.Uint32(payload)
+		typ := RecordType(binary.LittleEndian.Uint16(payload[4:]))
+		payload = payload[RecHeaderLen:]
+		if uint64(blen) > uint64(len(payload)) {
+			return nil, &FormatError{n, i, fmt.Sprintf("%v body of %d bytes overruns payload (%d left)", typ, blen, len(payload))}
+		}
+		rec, err := decodeRecord(typ, payload[:blen])
+		if err != nil {
+			return nil, &FormatError{n, i, err.Error()}
+		}
+		b.Records = append(b.Records, rec)
+		payload = payload[blen:]
+	}
+	if len(payload) != 0 {
+		return nil, ferr("%d bytes after the last of %d records", len(payload), nrec)
+	}
+	r.batch++
+	return b, nil
+}
+
+// dec reads a record body; the first failure sticks.
+type dec struct {
+	b   []byte
+	bad bool
+}
+
+func (d *dec) take(n uint64) []byte {
+	if d.bad || n > uint64(len(d.b)) {
+		d.bad = true
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) u32() uint32 {
+	if v := d.take(4); v != nil {
+		return binary.LittleEndian.Uint32(v)
+	}
+	return 0
+}
+
+func (d *dec) u64() uint64 {
+	if v := d.take(8); v != nil {
+		return binary.LittleEndian.Uint64(v)
+	}
+	return 0
+}
+
+func (d *dec) str() string {
+	n := d.u32()
+	return string(d.take(uint64(n)))
+}
+
+// count reads an element count and checks that that many elements of size
+// bytes fit in the rest of the body, so a corrupt count allocates nothing.
+func (d *dec) count(size int) int {
+	n := d.u32()
+	if d.bad || uint64(n)*uint64(size) > uint64(len(d.b)) {
+		d.bad = true
+		return 0
+	}
+	return int(n)
+}
+
+func decodeRecord(typ RecordType, body []byte) (Record, error) {
+	d := &dec{b: body}
+	var rec Record
+	switch typ {
+	case TypeHello:
+		rec = &Hello{
+			ProtoVersion: d.u32(),
+			PID:          d.u32(),
+			Interval:     d.u64(),
+			MinSize:      d.u64(),
+			Monotonic:    d.u64(),
+			VMName:       d.str(),
+			VMVersion:    d.str(),
+			Mode:         d.str(),
+		}
+	case TypeMethod:
+		m := &Method{ID: d.u64(), ClassSig: d.str(), Name: d.str(), Sig: d.str(), SourceFile: d.str()}
+		if n := d.count(12); n > 0 {
+			m.Lines = make([]LineEntry, n)
+			for i := range m.Lines {
+				m.Lines[i] = LineEntry{Start: int64(d.u64()), Line: int32(d.u32())}
+			}
+		}
+		rec = m
+	case TypeAlloc:
+		a := &Alloc{Time: d.u64(), Addr: d.u64(), Size: d.u64(), TID: d.u32()}
+		nf := d.u32()
+		a.TypeSig = d.str()
+		if !d.bad && uint64(nf)*16 > uint64(len(d.b)) {
+			d.bad = true
+		}
+		if !d.bad && nf > 0 {
+			a.Frames = make([]Frame, nf)
+			for i := range a.Frames {
+				a.Frames[i] = Frame{Method: d.u64(), BCI: int64(d.u64())}
+			}
+		}
+		rec = a
+	case TypeStats:
+		rec = &Stats{Callbacks: d.u64(), BelowMinSize: d.u64(), Dropped: d.u64(), StackErrors: d.u64(), AllocsSent: d.u64()}
+	case TypeBye:
+		rec = &Bye{Reason: d.str()}
+	case TypeError:
+		rec = &ErrorRec{Message: d.str()}
+	default:
+		return &Unknown{RecType: typ, Body: append([]byte(nil), body...)}, nil
+	}
+	if d.bad {
+		return nil, fmt.Errorf("truncated %v", typ)
+	}
+	// Trailing bytes are fields added by a newer agent: ignored.
+	return rec, nil
+}

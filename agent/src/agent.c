@@ -1,0 +1,455 @@
+/* JVMTI entry points and callbacks of the djx-bpf agent.
+ *
+ * Agent_OnLoad (-agentpath:libdjxagent.so=OPTIONS) connects at VMInit;
+ * Agent_OnAttach connects immediately. Sampled allocations of at least
+ * minsize bytes become ALLOC records (preceded by METHOD records for frames
+ * not yet described); a writer thread (writer.c) ships them in batches. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "djx.h"
+
+struct djx djx = {
+	.mu = PTHREAD_MUTEX_INITIALIZER,
+	.sock = -1,
+	.evfd = -1,
+};
+
+#define RELAXED __ATOMIC_RELAXED
+
+/* One line on stderr, written at once so that it does not interleave. */
+__attribute__((format(printf, 1, 2))) static void logmsg(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, DJX_LOG "%s\n", line);
+}
+
+/* gettid is a real syscall (~0.2 us in a VM); cache it per thread. */
+static uint32_t cached_tid(void)
+{
+	static __thread uint32_t tid;
+	if (tid == 0)
+		tid = (uint32_t)syscall(SYS_gettid);
+	return tid;
+}
+
+static void dealloc(jvmtiEnv *j, void *p)
+{
+	if (p)
+		(*j)->Deallocate(j, (unsigned char *)p);
+}
+
+/* Once the writer has detached, the first callback on a Java thread switches
+ * the event off (the writer is a plain pthread, and JVMTI refuses most calls
+ * from unattached threads). */
+static void disable_after_detach(jvmtiEnv *j)
+{
+	if (!__atomic_exchange_n(&djx.disabled, 1, __ATOMIC_ACQ_REL))
+		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
+}
+
+static void build_method(jvmtiEnv *j, JNIEnv *jni, jmethodID m, struct wbuf *w)
+{
+	char *csig = NULL, *name = NULL, *msig = NULL, *src = NULL;
+	jvmtiLineNumberEntry *lt = NULL;
+	jint nl = 0;
+	jclass k = NULL;
+	size_t start;
+
+	if ((*j)->GetMethodDeclaringClass(j, m, &k) != JVMTI_ERROR_NONE)
+		k = NULL;
+	if (k != NULL) {
+		if ((*j)->GetClassSignature(j, k, &csig, NULL) != JVMTI_ERROR_NONE)
+			csig = NULL;
+		if ((*j)->GetSourceFileName(j, k, &src) != JVMTI_ERROR_NONE)
+			src = NULL; /* ABSENT_INFORMATION without -g:source */
+	}
+	if ((*j)->GetMethodName(j, m, &name, &msig, NULL) != JVMTI_ERROR_NONE)
+		name = msig = NULL;
+	/* ABSENT_INFORMATION or NATIVE_METHOD: no table. */
+	if ((*j)->GetLineNumberTable(j, m, &nl, &lt) != JVMTI_ERROR_NONE || lt == NULL)
+		nl = 0;
+	if (nl > DJX_MAX_LINES)
+		nl = DJX_MAX_LINES;
+
+	start = wb_begin(w, REC_METHOD);
+	wb_u64(w, (uint64_t)(uintptr_t)m);
+	wb_str(w, csig);
+	wb_str(w, name);
+	wb_str(w, msig);
+	wb_str(w, src);
+	wb_u32(w, (uint32_t)nl);
+	for (jint i = 0; i < nl; i++) {
+		wb_u64(w, (uint64_t)lt[i].start_location);
+		wb_u32(w, (uint32_t)lt[i].line_number);
+	}
+	wb_end(w, start);
+
+	dealloc(j, csig);
+	dealloc(j, src);
+	dealloc(j, name);
+	dealloc(j, msig);
+	dealloc(j, lt);
+	if (k != NULL)
+		(*jni)->DeleteLocalRef(jni, k);
+}
+
+static void append_error_locked(const char *msg)
+{
+	uint8_t mem[256];
+	struct wbuf w;
+	size_t start;
+
+	if (djx.errors_sent >= DJX_MAX_ERRORS)
+		return;
+	wb_init(&w, mem, sizeof mem, 1);
+	start = wb_begin(&w, REC_ERROR);
+	wb_str(&w, djx.errors_sent + 1 == DJX_MAX_ERRORS ? "further errors suppressed" : msg);
+	wb_end(&w, start);
+	if (!w.err && djx_append_locked(w.p, w.len, 1) == 0)
+		djx.errors_sent++;
+}
+
+static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, jobject object,
+				     jclass klass, jlong size)
+{
+	jvmtiFrameInfo frames[DJX_MAX_FRAMES];
+	uint64_t need[DJX_MAX_FRAMES];
+	size_t mstart[DJX_MAX_FRAMES + 1];
+	int skip[DJX_MAX_FRAMES];
+	uint8_t mem[4096];
+	struct wbuf w;
+	char *tsig = NULL;
+	char errmsg[64];
+	jint nf = 0;
+	int nneed = 0;
+	size_t aoff, start;
+	jvmtiError e;
+
+	(void)thread;
+	__atomic_add_fetch(&djx.n_callbacks, 1, RELAXED);
+	if (__atomic_load_n(&djx.detached, __ATOMIC_ACQUIRE)) {
+		disable_after_detach(j);
+		return;
+	}
+	if (size < 0 || (uint64_t)size < djx.opt.minsize) {
+		__atomic_add_fetch(&djx.n_below, 1, RELAXED);
+		return;
+	}
+
+	/* NULL = current thread, which is the allocating one. */
+	e = (*j)->GetStackTrace(j, NULL, 0, DJX_MAX_FRAMES, frames, &nf);
+	if (e != JVMTI_ERROR_NONE) {
+		__atomic_add_fetch(&djx.n_stackerr, 1, RELAXED);
+		nf = 0;
+	}
+	if ((*j)->GetClassSignature(j, klass, &tsig, NULL) != JVMTI_ERROR_NONE)
+		tsig = NULL;
+
+	pthread_mutex_lock(&djx.mu);
+	if (djx.detached) {
+		pthread_mutex_unlock(&djx.mu);
+		dealloc(j, tsig);
+		return;
+	}
+	for (jint i = 0; i < nf; i++) {
+		uint64_t id = (uint64_t)(uintptr_t)frames[i].method;
+		int dup = mset_has(&djx.methods, id);
+		for (int k = 0; k < nneed && !dup; k++)
+			dup = need[k] == id;
+		if (!dup)
+			need[nneed++] = id;
+	}
+	pthread_mutex_unlock(&djx.mu);
+
+	/* Build outside the lock: JVMTI lookups are the slow part. */
+	wb_init(&w, mem, sizeof mem, 0);
+	for (int k = 0; k < nneed; k++) {
+		mstart[k] = w.len;
+		build_method(j, jni, (jmethodID)(uintptr_t)need[k], &w);
+	}
+	mstart[nneed] = aoff = w.len;
+	start = wb_begin(&w, REC_ALLOC);
+	wb_u64(&w, 0); /* time, patched under the lock */
+	wb_u64(&w, 0); /* addr, patched under the lock */
+	wb_u64(&w, (uint64_t)size);
+	wb_u32(&w, cached_tid());
+	wb_u32(&w, (uint32_t)nf);
+	wb_str(&w, tsig);
+	for (jint i = 0; i < nf; i++) {
+		wb_u64(&w, (uint64_t)(uintptr_t)frames[i].method);
+		wb_u64(&w, (uint64_t)frames[i].location);
+	}
+	wb_end(&w, start);
+	dealloc(j, tsig);
+	if (w.err) {
+		__atomic_add_fetch(&djx.n_dropped, 1, RELAXED);
+		wb_free(&w);
+		return;
+	}
+	if (e != JVMTI_ERROR_NONE)
+		snprintf(errmsg, sizeof errmsg, "GetStackTrace failed: %d", (int)e);
+
+	pthread_mutex_lock(&djx.mu);
+	if (!djx.detached) {
+		size_t total = w.len - aoff;
+		for (int k = 0; k < nneed; k++) {
+			/* Another thread may have described it meanwhile. */
+			skip[k] = mset_has(&djx.methods, need[k]);
+			if (!skip[k])
+				total += mstart[k + 1] - mstart[k];
+		}
+		if (djx.cur_len + total > DJX_BUF_CAP - DJX_BUF_RESERVE) {
+			__atomic_add_fetch(&djx.n_dropped, 1, RELAXED);
+		} else {
+			for (int k = 0; k < nneed; k++) {
+				if (skip[k])
+					continue;
+				djx_append_locked(w.p + mstart[k], mstart[k + 1] - mstart[k], 1);
+				mset_add(&djx.methods, need[k]); /* on OOM it is just resent */
+			}
+			/* Time and address are read together under the lock: the stream
+			 * stays time-ordered and the watermark holds. The callback runs
+			 * in native state, so a GC may have moved the object since the
+			 * allocation; the handle always holds the current address. */
+			put_u64(w.p + aoff + DJX_REC_HDR, djx_now_ns());
+			put_u64(w.p + aoff + DJX_REC_HDR + 8, (uint64_t)(uintptr_t)*(void **)object);
+			djx_append_locked(w.p + aoff, w.len - aoff, 1);
+			__atomic_add_fetch(&djx.n_sent, 1, RELAXED);
+			if (e != JVMTI_ERROR_NONE)
+				append_error_locked(errmsg);
+		}
+	}
+	pthread_mutex_unlock(&djx.mu);
+	wb_free(&w);
+}
+
+static void JNICALL on_vm_death(jvmtiEnv *j, JNIEnv *jni)
+{
+	struct timespec dl;
+
+	(void)j;
+	(void)jni;
+	pthread_mutex_lock(&djx.mu);
+	if (djx.started && !djx.done) {
+		djx.stop = 1;
+		djx.stop_ns = djx_now_ns();
+		djx_kick_locked();
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += 2;
+		while (!djx.done)
+			if (pthread_cond_timedwait(&djx.donecv, &djx.mu, &dl) == ETIMEDOUT)
+				break;
+	}
+	pthread_mutex_unlock(&djx.mu);
+}
+
+static char *sysprop(jvmtiEnv *j, const char *name)
+{
+	char *v = NULL;
+	if ((*j)->GetSystemProperty(j, name, &v) != JVMTI_ERROR_NONE)
+		return NULL;
+	return v;
+}
+
+/* Connects, queues HELLO, starts the writer and enables the events.
+ * On failure nothing is left running and the message is in err. */
+static int start_session(jvmtiEnv *j, char *err, size_t errlen)
+{
+	pthread_condattr_t ca;
+	struct wbuf w;
+	char *vmname, *vmver;
+	size_t start;
+	jvmtiError e;
+	int rc;
+
+	djx.sock = djx_connect(djx.opt.sock, err, errlen);
+	if (djx.sock < 0)
+		return -1;
+	if (djx.mode[0] == 'a') {
+		/* Launch mode set it in Agent_OnLoad, before any thread exists.
+		 * Attach mode: threads sample once more at the old interval. */
+		e = (*j)->SetHeapSamplingInterval(j, (jint)djx.opt.interval);
+		if (e != JVMTI_ERROR_NONE) {
+			snprintf(err, errlen, "SetHeapSamplingInterval: error %d", (int)e);
+			goto fail_sock;
+		}
+	}
+	djx.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	djx.cur = malloc(DJX_BUF_CAP);
+	djx.spare = malloc(DJX_BUF_CAP);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	rc = pthread_cond_init(&djx.donecv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (djx.evfd < 0 || djx.cur == NULL || djx.spare == NULL || rc != 0) {
+		snprintf(err, errlen, "out of resources");
+		goto fail_mem;
+	}
+
+	vmname = sysprop(j, "java.vm.name");
+	vmver = sysprop(j, "java.vm.version");
+	wb_init(&w, djx.cur, DJX_BUF_CAP, 1);
+	w.len = djx.cur_len = DJX_HDR_LEN;
+	start = wb_begin(&w, REC_HELLO);
+	wb_u32(&w, DJX_PROTO);
+	wb_u32(&w, (uint32_t)getpid());
+	wb_u64(&w, djx.opt.interval);
+	wb_u64(&w, djx.opt.minsize);
+	wb_u64(&w, djx_now_ns());
+	wb_str(&w, vmname);
+	wb_str(&w, vmver);
+	wb_str(&w, djx.mode);
+	wb_end(&w, start);
+	dealloc(j, vmname);
+	dealloc(j, vmver);
+	djx.cur_len = w.len;
+	djx.cur_n = 1;
+
+	rc = djx_writer_start();
+	if (rc != 0) {
+		snprintf(err, errlen, "pthread_create: %s", strerror(rc));
+		goto fail_mem;
+	}
+	e = (*j)->SetEventNotificationMode(j, JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH, NULL);
+	if (e == JVMTI_ERROR_NONE)
+		e = (*j)->SetEventNotificationMode(j, JVMTI_ENABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
+	if (e != JVMTI_ERROR_NONE) {
+		snprintf(err, errlen, "enable events: error %d", (int)e);
+		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
+		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_VM_DEATH, NULL);
+		djx_writer_abort(); /* the writer frees buffers and closes the fds */
+		return -1;
+	}
+	pthread_detach(djx.writer);
+	return 0;
+
+fail_mem:
+	free(djx.cur);
+	free(djx.spare);
+	djx.cur = djx.spare = NULL;
+	if (djx.evfd >= 0)
+		close(djx.evfd);
+	djx.evfd = -1;
+fail_sock:
+	close(djx.sock);
+	djx.sock = -1;
+	return -1;
+}
+
+static void JNICALL on_vm_init(jvmtiEnv *j, JNIEnv *jni, jthread thread)
+{
+	char err[256];
+
+	(void)jni;
+	(void)thread;
+	(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_VM_INIT, NULL);
+	if (start_session(j, err, sizeof err) != 0)
+		logmsg("%s (profiling disabled)", err);
+}
+
+/* Gets an env with the capabilities and callbacks; 0 or -1 with err set. */
+static int setup_env(JavaVM *vm, char *err, size_t errlen)
+{
+	jvmtiCapabilities caps;
+	jvmtiEventCallbacks cb;
+	jvmtiEnv *j = NULL;
+	jvmtiError e;
+
+	/* SampledObjectAlloc needs JVMTI 11. */
+	if ((*vm)->GetEnv(vm, (void **)&j, JVMTI_VERSION_11) != JNI_OK || j == NULL) {
+		snprintf(err, errlen, "JVMTI 11 not available (JDK 11 or newer needed)");
+		return -1;
+	}
+	memset(&caps, 0, sizeof caps);
+	caps.can_generate_sampled_object_alloc_events = 1;
+	caps.can_get_line_numbers = 1;
+	caps.can_get_source_file_name = 1;
+	e = (*j)->AddCapabilities(j, &caps);
+	if (e != JVMTI_ERROR_NONE) {
+		snprintf(err, errlen, "AddCapabilities: error %d", (int)e);
+		goto fail;
+	}
+	memset(&cb, 0, sizeof cb);
+	cb.VMInit = on_vm_init;
+	cb.VMDeath = on_vm_death;
+	cb.SampledObjectAlloc = on_sampled_alloc;
+	e = (*j)->SetEventCallbacks(j, &cb, (jint)sizeof cb);
+	if (e != JVMTI_ERROR_NONE) {
+		snprintf(err, errlen, "SetEventCallbacks: error %d", (int)e);
+		goto fail;
+	}
+	djx.jvmti = j;
+	return 0;
+fail:
+	(*j)->DisposeEnvironment(j);
+	return -1;
+}
+
+JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
+{
+	char err[256];
+	jvmtiError e;
+
+	(void)reserved;
+	/* Bad options are a caller bug: fail the launch loudly. */
+	if (djx_parse_options(options, &djx.opt, err, sizeof err) != 0) {
+		logmsg("%s", err);
+		return JNI_ERR;
+	}
+	djx.mode = "launch";
+	if (setup_env(vm, err, sizeof err) != 0) {
+		logmsg("%s (profiling disabled)", err);
+		return JNI_OK;
+	}
+	/* Set now so that threads created later draw their first sample point
+	 * with this interval. */
+	e = (*djx.jvmti)->SetHeapSamplingInterval(djx.jvmti, (jint)djx.opt.interval);
+	if (e == JVMTI_ERROR_NONE)
+		e = (*djx.jvmti)->SetEventNotificationMode(djx.jvmti, JVMTI_ENABLE, JVMTI_EVENT_VM_INIT, NULL);
+	if (e != JVMTI_ERROR_NONE) {
+		snprintf(err, sizeof err, "error %d", (int)e);
+		logmsg("setup: %s (profiling disabled)", err);
+	}
+	return JNI_OK;
+}
+
+JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
+{
+	char err[256];
+
+	(void)reserved;
+	if (djx.jvmti != NULL) {
+		/* The loader copies the library per profile; the same copy twice is a bug. */
+		logmsg("this copy of the library is already attached");
+		return JNI_ERR;
+	}
+	if (djx_parse_options(options, &djx.opt, err, sizeof err) != 0) {
+		logmsg("%s", err);
+		return JNI_ERR;
+	}
+	djx.mode = "attach";
+	if (setup_env(vm, err, sizeof err) != 0) {
+		logmsg("%s", err);
+		return JNI_ERR;
+	}
+	if (start_session(djx.jvmti, err, sizeof err) != 0) {
+		logmsg("%s", err);
+		(*djx.jvmti)->DisposeEnvironment(djx.jvmti);
+		djx.jvmti = NULL;
+		return JNI_ERR;
+	}
+	return JNI_OK;
+}

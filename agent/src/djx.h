@@ -1,0 +1,114 @@
+/* Shared declarations of the djx-bpf JVMTI agent. Everything here has hidden
+ * visibility (-fvisibility=hidden), so every copy of the library loaded into
+ * one JVM keeps its own state. */
+#ifndef DJX_H
+#define DJX_H
+
+#include <jvmti.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DJX_LOG "djx-bpf agent: "
+
+/* Wire format, see agent/wire.go. */
+#define DJX_MAGIC 0x424A5844u /* "DXJB" as little-endian bytes */
+#define DJX_VERSION 1
+#define DJX_PROTO 1
+#define DJX_HDR_LEN 24
+#define DJX_REC_HDR 8
+
+enum {
+	REC_HELLO = 1,
+	REC_METHOD = 2,
+	REC_ALLOC = 3,
+	REC_STATS = 4,
+	REC_BYE = 5,
+	REC_ERROR = 6,
+};
+
+#define DJX_MAX_FRAMES 64
+#define DJX_MAX_LINES 16384          /* line-table entries per METHOD record */
+#define DJX_BUF_CAP (4u << 20)       /* one batch buffer, header included */
+#define DJX_BUF_RESERVE 512u         /* tail kept free for STATS and BYE */
+#define DJX_FLUSH_NS 50000000ull     /* writer flush period */
+#define DJX_DEFAULT_INTERVAL 524288u /* JVMTI's own default */
+#define DJX_MAX_ERRORS 32            /* ERROR records per session */
+
+struct djx_options {
+	char sock[108]; /* sizeof(sockaddr_un.sun_path) */
+	uint64_t interval;
+	uint64_t minsize;
+};
+
+/* options.c */
+int djx_parse_options(const char *s, struct djx_options *o, char *err, size_t errlen);
+
+/* wbuf.c: little-endian record builder. A fixed buffer sets err instead of
+ * growing; a growable one starts in caller memory and moves to the heap. */
+struct wbuf {
+	uint8_t *p;
+	size_t len, cap;
+	int fixed, heap, err;
+};
+void wb_init(struct wbuf *w, uint8_t *mem, size_t cap, int fixed);
+void wb_free(struct wbuf *w);
+void wb_u32(struct wbuf *w, uint32_t v);
+void wb_u64(struct wbuf *w, uint64_t v);
+void wb_str(struct wbuf *w, const char *s);
+size_t wb_begin(struct wbuf *w, uint16_t type);
+void wb_end(struct wbuf *w, size_t start);
+void put_u32(uint8_t *p, uint32_t v);
+void put_u64(uint8_t *p, uint64_t v);
+
+/* mset.c: set of jmethodIDs already described to the loader. */
+struct mset {
+	uint64_t *slots;
+	size_t cap, n;
+};
+int mset_has(const struct mset *s, uint64_t id);
+int mset_add(struct mset *s, uint64_t id);
+void mset_free(struct mset *s);
+
+/* The single instance of this copy of the library. */
+struct djx {
+	jvmtiEnv *jvmti;
+	struct djx_options opt;
+	const char *mode; /* "attach" | "launch" */
+	int sock, evfd;
+
+	pthread_mutex_t mu;
+	pthread_cond_t donecv; /* CLOCK_MONOTONIC */
+	/* Guarded by mu. */
+	uint8_t *cur; /* batch being filled; first DJX_HDR_LEN bytes are the header */
+	size_t cur_len;
+	uint32_t cur_n;
+	int kicked;   /* writer already woken for a half-full buffer */
+	int detached; /* buffers gone: callbacks must not touch them (atomic reads too) */
+	int started;  /* writer thread running */
+	int stop;     /* VMDeath asked for the final flush */
+	int abort;    /* start failed: writer must exit without sending */
+	int done;     /* writer finished */
+	uint64_t stop_ns;
+	uint32_t errors_sent;
+	struct mset methods;
+
+	uint8_t *spare; /* owned by the writer */
+	pthread_t writer;
+
+	/* Cumulative counters, updated atomically. */
+	uint64_t n_callbacks, n_below, n_dropped, n_stackerr, n_sent;
+	int disabled; /* SampledObjectAlloc switched off after detach */
+};
+extern struct djx djx;
+
+uint64_t djx_now_ns(void);
+
+/* writer.c */
+int djx_connect(const char *path, char *err, size_t errlen);
+int djx_writer_start(void);         /* 0 or errno */
+void djx_writer_abort(void);        /* stop a writer whose session failed to start */
+void djx_kick_locked(void);         /* wake the writer; mu held */
+int djx_append_locked(const uint8_t *p, size_t n, uint32_t nrec); /* 0 or -1 if full */
+
+#endif

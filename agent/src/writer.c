@@ -1,0 +1,291 @@
+/* Socket and writer thread. The writer is a plain pthread that never touches
+ * JNI or JVMTI: allocating threads only append to a buffer under djx.mu, and
+ * all socket I/O happens here. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "djx.h"
+
+#define STOP_DEADLINE_NS 1500000000ull /* VMDeath waits 2 s for the final flush */
+
+uint64_t djx_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int djx_connect(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sa;
+	struct timeval tv = {.tv_sec = 2};
+	size_t n = strlen(path);
+	int fd, fl;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	if (n >= sizeof sa.sun_path) {
+		snprintf(err, errlen, "socket path too long: %s", path);
+		return -1;
+	}
+	memcpy(sa.sun_path, path, n);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	/* A unix connect blocks only while the listener's backlog is full;
+	 * SO_SNDTIMEO bounds that wait. The socket is nonblocking afterwards. */
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		snprintf(err, errlen, "connect %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+		snprintf(err, errlen, "fcntl: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void djx_kick_locked(void)
+{
+	uint64_t one = 1;
+	if (djx.evfd >= 0 && !djx.kicked) {
+		djx.kicked = 1;
+		if (write(djx.evfd, &one, sizeof one) < 0) {
+			/* EAGAIN: the counter is already nonzero, the writer will wake. */
+		}
+	}
+}
+
+int djx_append_locked(const uint8_t *p, size_t n, uint32_t nrec)
+{
+	if (djx.cur == NULL || djx.cur_len + n > DJX_BUF_CAP - DJX_BUF_RESERVE)
+		return -1;
+	memcpy(djx.cur + djx.cur_len, p, n);
+	djx.cur_len += n;
+	djx.cur_n += nrec;
+	if (djx.cur_len > DJX_BUF_CAP / 2)
+		djx_kick_locked();
+	return 0;
+}
+
+static int stop_expired(void)
+{
+	int expired;
+	pthread_mutex_lock(&djx.mu);
+	expired = djx.stop && djx_now_ns() - djx.stop_ns > STOP_DEADLINE_NS;
+	pthread_mutex_unlock(&djx.mu);
+	return expired;
+}
+
+/* Sends all of p or fails; a half-sent batch would corrupt the stream, so
+ * the only way out of a stalled peer is giving up the connection. */
+static int send_all(const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		struct pollfd pf = {.fd = djx.sock, .events = POLLOUT};
+		ssize_t w = send(djx.sock, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return -1;
+		if (poll(&pf, 1, 50) > 0 && (pf.revents & (POLLERR | POLLHUP)))
+			return -1;
+		if (stop_expired())
+			return -1;
+	}
+	return 0;
+}
+
+static inline uint64_t ld(uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+/* Cuts the current batch (adding STATS, and BYE if bye != NULL) and sends it. */
+static int flush(const char *bye)
+{
+	struct wbuf w;
+	uint8_t *b;
+	uint32_t n;
+	uint64_t wm;
+	size_t start;
+	int rc;
+
+	pthread_mutex_lock(&djx.mu);
+	if (djx.detached || djx.cur == NULL) {
+		pthread_mutex_unlock(&djx.mu);
+		return -1;
+	}
+	b = djx.cur;
+	/* The reserve at the tail always fits STATS and BYE. */
+	wb_init(&w, b, DJX_BUF_CAP, 1);
+	w.len = djx.cur_len;
+	n = djx.cur_n;
+	start = wb_begin(&w, REC_STATS);
+	wb_u64(&w, ld(&djx.n_callbacks));
+	wb_u64(&w, ld(&djx.n_below));
+	wb_u64(&w, ld(&djx.n_dropped));
+	wb_u64(&w, ld(&djx.n_stackerr));
+	wb_u64(&w, ld(&djx.n_sent));
+	wb_end(&w, start);
+	n++;
+	if (bye) {
+		start = wb_begin(&w, REC_BYE);
+		wb_str(&w, bye);
+		wb_end(&w, start);
+		n++;
+	}
+	/* Records take their timestamp under mu, so every record stamped at or
+	 * before wm is in this batch or an earlier one. */
+	wm = djx_now_ns();
+	djx.cur = djx.spare;
+	djx.cur_len = DJX_HDR_LEN;
+	djx.cur_n = 0;
+	djx.kicked = 0;
+	djx.spare = NULL;
+	pthread_mutex_unlock(&djx.mu);
+
+	put_u32(b, DJX_MAGIC);
+	b[4] = DJX_VERSION;
+	b[5] = 0;
+	b[6] = b[7] = 0; /* flags */
+	put_u32(b + 8, (uint32_t)(w.len - DJX_HDR_LEN));
+	put_u32(b + 12, n);
+	put_u64(b + 16, wm);
+	rc = w.err ? -1 : send_all(b, w.len);
+	djx.spare = b;
+	return rc;
+}
+
+static void drain(void)
+{
+	uint8_t junk[256];
+	/* Unread input makes close() report ECONNRESET to the peer instead of EOF. */
+	while (recv(djx.sock, junk, sizeof junk, MSG_DONTWAIT) > 0)
+		;
+}
+
+static void teardown(void)
+{
+	pthread_mutex_lock(&djx.mu);
+	__atomic_store_n(&djx.detached, 1, __ATOMIC_RELEASE);
+	free(djx.cur);
+	djx.cur = NULL;
+	mset_free(&djx.methods);
+	close(djx.evfd); /* kicks happen under mu and check evfd */
+	djx.evfd = -1;
+	pthread_mutex_unlock(&djx.mu);
+
+	free(djx.spare);
+	djx.spare = NULL;
+	drain();
+	close(djx.sock);
+	djx.sock = -1;
+
+	pthread_mutex_lock(&djx.mu);
+	djx.done = 1;
+	pthread_cond_broadcast(&djx.donecv);
+	pthread_mutex_unlock(&djx.mu);
+}
+
+static void *writer_main(void *arg)
+{
+	uint64_t last = djx_now_ns();
+	(void)arg;
+	for (;;) {
+		struct pollfd pf[2] = {
+			{.fd = djx.sock, .events = POLLIN},
+			{.fd = djx.evfd, .events = POLLIN},
+		};
+		const char *bye = NULL;
+		int stop, kicked, abort_, r;
+		uint64_t now;
+
+		r = poll(pf, 2, 50);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r > 0 && (pf[1].revents & POLLIN)) {
+			uint64_t v;
+			if (read(djx.evfd, &v, sizeof v) < 0) {
+				/* EAGAIN: nothing pending */
+			}
+		}
+		if (r > 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+			uint8_t in[64];
+			ssize_t got = recv(djx.sock, in, sizeof in, MSG_DONTWAIT);
+			if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
+				break; /* the loader closed the socket: detach */
+			if (got > 0 && memchr(in, 'Q', (size_t)got))
+				bye = "detach";
+		}
+		pthread_mutex_lock(&djx.mu);
+		stop = djx.stop;
+		kicked = djx.kicked;
+		abort_ = djx.abort;
+		pthread_mutex_unlock(&djx.mu);
+		if (abort_)
+			break;
+		if (stop)
+			bye = "vmdeath";
+		now = djx_now_ns();
+		if (bye || kicked || now - last >= DJX_FLUSH_NS) {
+			if (flush(bye) != 0 || bye)
+				break;
+			last = now;
+		}
+	}
+	teardown();
+	return NULL;
+}
+
+int djx_writer_start(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int rc;
+
+	/* The JVM's signals (SIGQUIT, profiling signals, ...) belong to its own
+	 * threads; this thread inherits a fully blocked mask. */
+	sigfillset(&all);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&djx.writer, &attr, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (rc == 0) {
+		pthread_mutex_lock(&djx.mu);
+		djx.started = 1;
+		pthread_mutex_unlock(&djx.mu);
+	}
+	return rc;
+}
+
+void djx_writer_abort(void)
+{
+	pthread_mutex_lock(&djx.mu);
+	djx.abort = 1;
+	pthread_mutex_unlock(&djx.mu);
+	pthread_join(djx.writer, NULL); /* bounded: the writer polls every 50 ms */
+}

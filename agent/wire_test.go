@@ -1,0 +1,233 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// sample holds one record of each type, with fixed values.
+var sample = []struct {
+	name string
+	rec  Record
+}{
+	{"hello", &Hello{ProtoVersion: 1, PID: 4242, Interval: 1024, MinSize: 1024, Monotonic: 123456789,
+		VMName: "OpenJDK 64-Bit Server VM", VMVersion: "17.0.9+9-Debian-1deb12u1", Mode: "attach"}},
+	{"method", &Method{ID: 0x7f00deadbeef, ClassSig: "LAllocSite;", Name: "allocBig", Sig: "()[J",
+		SourceFile: "AllocSite.java", Lines: []LineEntry{{0, 40}, {5, 41}}}},
+	{"alloc", &Alloc{Time: 1000, Addr: 0xffe00010, Size: 4112, TID: 77, TypeSig: "[J",
+		Frames: []Frame{{0x7f00deadbeef, 3}, {0x7f00cafe0000, 17}, {0x7f00cafe0008, -1}}}},
+	{"stats", &Stats{Callbacks: 10, BelowMinSize: 6, Dropped: 1, StackErrors: 2, AllocsSent: 3}},
+	{"bye", &Bye{Reason: "vmdeath"}},
+	{"error", &ErrorRec{Message: "GetStackTrace failed: 15"}},
+	{"unknown", &Unknown{RecType: 99, Body: []byte{1, 2, 3}}},
+}
+
+func encode(t testing.TB, batches ...*Batch) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	e := NewEncoder(&buf)
+	for _, b := range batches {
+		if err := e.WriteBatch(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+func readAll(r io.Reader) ([]*Batch, error) {
+	rd := NewReader(r)
+	var out []*Batch
+	for {
+		b, err := rd.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, b)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	var recs []Record
+	for _, s := range sample {
+		recs = append(recs, s.rec)
+	}
+	in := []*Batch{
+		{Watermark: 1, Records: recs},
+		{Watermark: 2, Records: []Record{}},
+		{Watermark: 3, Records: []Record{&Alloc{TypeSig: "[B"}, &Method{}}},
+	}
+	got, err := readAll(bytes.NewReader(encode(t, in...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, in) {
+		t.Errorf("round trip mismatch:\n got %#v\nwant %#v", got, in)
+	}
+}
+
+// TestGolden pins the byte layout of every record type; refresh with
+// `go test ./agent/ -run TestGolden -update` after a deliberate change.
+func TestGolden(t *testing.T) {
+	for _, s := range sample {
+		t.Run(s.name, func(t *testing.T) {
+			raw := encode(t, &Batch{Watermark: 0x0102030405060708, Records: []Record{s.rec}})
+			got := hex.Dump(raw)
+			path := filepath.Join("testdata", s.name+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create)", err)
+			}
+			if got != string(want) {
+				t.Errorf("%s: encoding changed:\n got\n%s\nwant\n%s", path, got, want)
+			}
+			b, err := NewReader(bytes.NewReader(raw)).Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b.Records) != 1 || !reflect.DeepEqual(b.Records[0], s.rec) {
+				t.Errorf("decoded %#v, want %#v", b.Records, s.rec)
+			}
+		})
+	}
+}
+
+func TestTrailingFieldsIgnored(t *testing.T) {
+	raw := encode(t, &Batch{Records: []Record{&Bye{Reason: "detach"}}})
+	// Grow the BYE body by 4 bytes, as a newer agent might.
+	raw = append(raw, 0xaa, 0xbb, 0xcc, 0xdd)
+	binary.LittleEndian.PutUint32(raw[8:], binary.LittleEndian.Uint32(raw[8:])+4)
+	binary.LittleEndian.PutUint32(raw[HeaderLen:], binary.LittleEndian.Uint32(raw[HeaderLen:])+4)
+	b, err := NewReader(bytes.NewReader(raw)).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bye, ok := b.Records[0].(*Bye); !ok || bye.Reason != "detach" {
+		t.Errorf("got %#v", b.Records[0])
+	}
+}
+
+func TestCorrupt(t *testing.T) {
+	good := encode(t,
+		&Batch{Watermark: 1, Records: []Record{&Stats{}}},
+		&Batch{Watermark: 2, Records: []Record{&Bye{Reason: "x"}, &Alloc{TypeSig: "[J", Frames: []Frame{{1, 2}}}}},
+	)
+	second := len(encode(t, &Batch{Watermark: 1, Records: []Record{&Stats{}}}))
+	le := binary.LittleEndian
+	alloc := second + HeaderLen + RecHeaderLen + 5 // start of the ALLOC record
+	tests := []struct {
+		name   string
+		mutate func(b []byte) []byte
+		want   string
+	}{
+		{"magic", func(b []byte) []byte { b[second] = 'X'; return b }, "agent stream: batch 1: bad magic"},
+		{"version", func(b []byte) []byte { le.PutUint16(b[second+4:], 9); return b }, "batch 1: unsupported version 9"},
+		{"huge payload", func(b []byte) []byte { le.PutUint32(b[second+8:], 1<<30); return b }, "batch 1: payload of 1073741824 bytes exceeds"},
+		{"too many records", func(b []byte) []byte { le.PutUint32(b[second+12:], 1<<20); return b }, "batch 1: 1048576 records cannot fit"},
+		{"fewer records", func(b []byte) []byte { le.PutUint32(b[second+12:], 1); return b }, "batch 1: 62 bytes after the last of 1 records"},
+		{"body overrun", func(b []byte) []byte { le.PutUint32(b[alloc:], 1000); return b }, "batch 1: record 1: ALLOC body of 1000 bytes overruns payload"},
+		{"short alloc", func(b []byte) []byte {
+			// Shrink the ALLOC body; keep the batch consistent.
+			le.PutUint32(b[alloc:], 20)
+			le.PutUint32(b[second+8:], uint32(5+RecHeaderLen+RecHeaderLen+20))
+			return b[:alloc+RecHeaderLen+20]
+		}, "agent stream: batch 1: record 1: truncated ALLOC"},
+		{"frame count", func(b []byte) []byte { le.PutUint32(b[alloc+RecHeaderLen+28:], 1<<31); return b }, "batch 1: record 1: truncated ALLOC"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.mutate(append([]byte(nil), good...))
+			got, err := readAll(bytes.NewReader(b))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%v is not ErrCorrupt", err)
+			}
+			if len(got) != 1 {
+				t.Errorf("got %d good batches before the error, want 1", len(got))
+			}
+		})
+	}
+}
+
+func TestTruncated(t *testing.T) {
+	raw := encode(t, &Batch{Watermark: 5, Records: []Record{sample[1].rec, sample[2].rec}})
+	for n := 1; n < len(raw); n++ {
+		_, err := NewReader(bytes.NewReader(raw[:n])).Next()
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("cut at %d: error %v, want unexpected EOF", n, err)
+		}
+	}
+	if _, err := NewReader(bytes.NewReader(nil)).Next(); err != io.EOF {
+		t.Fatalf("empty stream: %v, want io.EOF", err)
+	}
+}
+
+// FuzzReader: any input either decodes or fails with an error, never a panic
+// or a huge allocation; what decodes re-encodes to a stream that decodes to
+// the same batches.
+func FuzzReader(f *testing.F) {
+	for _, s := range sample {
+		f.Add(encode(f, &Batch{Watermark: 7, Records: []Record{s.rec}}))
+	}
+	var all []Record
+	for _, s := range sample {
+		all = append(all, s.rec)
+	}
+	f.Add(encode(f, &Batch{Records: all}, &Batch{Watermark: 9}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, _ := readAll(bytes.NewReader(data))
+		if len(got) == 0 {
+			return
+		}
+		again, err := readAll(bytes.NewReader(encode(t, got...)))
+		if err != nil {
+			t.Fatalf("re-encoded stream does not decode: %v", err)
+		}
+		if !reflect.DeepEqual(normalize(again), normalize(got)) {
+			t.Fatalf("re-encoding changed the batches")
+		}
+	})
+}
+
+// normalize maps empty slices to nil so that DeepEqual compares content.
+func normalize(bs []*Batch) []*Batch {
+	for _, b := range bs {
+		for _, r := range b.Records {
+			switch r := r.(type) {
+			case *Method:
+				if len(r.Lines) == 0 {
+					r.Lines = nil
+				}
+			case *Alloc:
+				if len(r.Frames) == 0 {
+					r.Frames = nil
+				}
+			case *Unknown:
+				if len(r.Body) == 0 {
+					r.Body = nil
+				}
+			}
+		}
+	}
+	return bs
+}

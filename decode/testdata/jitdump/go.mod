@@ -1,0 +1,3 @@
+module jitdump
+
+go 1.26

@@ -143,11 +143,12 @@ func (c *Channel) HostDir() string { return c.hostDir }
 func (c *Channel) Accept(ctx context.Context, pid int) (*net.UnixConn, error) {
 	var wrong error
 	for {
-		if dl, ok := ctx.Deadline(); ok {
-			c.ln.SetDeadline(dl)
-		} else {
-			c.ln.SetDeadline(time.Now().Add(200 * time.Millisecond))
+		// Short slices so that a cancelled ctx ends the wait promptly.
+		dl := time.Now().Add(100 * time.Millisecond)
+		if d, ok := ctx.Deadline(); ok && d.Before(dl) {
+			dl = d
 		}
+		c.ln.SetDeadline(dl)
 		conn, err := c.ln.AcceptUnix()
 		if err != nil {
 			if ctx.Err() != nil {

@@ -208,8 +208,16 @@ func (s *Sampler) RemovePID(pid int) error {
 	return nil
 }
 
-// SetDeadline makes a blocked Read return os.ErrDeadlineExceeded at t.
+// SetDeadline makes Read return os.ErrDeadlineExceeded at t. It waits for a
+// Read in progress: use Flush to end a blocked Read from another goroutine.
 func (s *Sampler) SetDeadline(t time.Time) { s.rd.SetDeadline(t) }
+
+// ErrFlushed is returned by Read once the records pending at Flush are read.
+var ErrFlushed = ringbuf.ErrFlushed
+
+// Flush makes Read return the records already in the ring buffer, then
+// ErrFlushed, without waiting for more.
+func (s *Sampler) Flush() error { return s.rd.Flush() }
 
 // Read blocks until the next sample and decodes it into out. It returns
 // ErrClosed after Close.
@@ -287,4 +295,17 @@ func (s *Sampler) Close() error {
 	}
 	errs = append(errs, s.objs.Close())
 	return errors.Join(errs...)
+}
+
+// Disable stops the perf events; samples already in the ring buffer can still
+// be read.
+func (s *Sampler) Disable() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	for _, fd := range s.fds {
+		_ = unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+	}
 }

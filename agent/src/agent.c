@@ -378,6 +378,11 @@ static int setup_env(JavaVM *vm, char *err, size_t errlen)
 	caps.can_get_line_numbers = 1;
 	caps.can_get_source_file_name = 1;
 	e = (*j)->AddCapabilities(j, &caps);
+	if (e == JVMTI_ERROR_NOT_AVAILABLE) {
+		snprintf(err, errlen, "heap sampling is in use by another agent (another djx-bpf profile?)");
+		(*j)->DisposeEnvironment(j);
+		return DJX_RC_SAMPLER_BUSY;
+	}
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "AddCapabilities: error %d", (int)e);
 		goto fail;
@@ -392,6 +397,7 @@ static int setup_env(JavaVM *vm, char *err, size_t errlen)
 		goto fail;
 	}
 	djx.jvmti = j;
+	djx.vm = vm;
 	return 0;
 fail:
 	(*j)->DisposeEnvironment(j);
@@ -429,6 +435,7 @@ JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
 JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
 {
 	char err[256];
+	int rc;
 
 	(void)reserved;
 	if (djx.jvmti != NULL) {
@@ -441,9 +448,10 @@ JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
 		return JNI_ERR;
 	}
 	djx.mode = "attach";
-	if (setup_env(vm, err, sizeof err) != 0) {
+	rc = setup_env(vm, err, sizeof err);
+	if (rc != 0) {
 		logmsg("%s", err);
-		return JNI_ERR;
+		return rc == DJX_RC_SAMPLER_BUSY ? rc : JNI_ERR;
 	}
 	if (start_session(djx.jvmti, err, sizeof err) != 0) {
 		logmsg("%s", err);

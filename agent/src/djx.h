@@ -70,9 +70,15 @@ int mset_has(const struct mset *s, uint64_t id);
 int mset_add(struct mset *s, uint64_t id);
 void mset_free(struct mset *s);
 
+/* Agent_OnAttach's return code when another JVMTI environment holds the
+ * heap-sampling capability (it is "always solo" in HotSpot: one environment
+ * at a time). The loader maps it to an actionable message. */
+#define DJX_RC_SAMPLER_BUSY 98
+
 /* The single instance of this copy of the library. */
 struct djx {
 	jvmtiEnv *jvmti;
+	JavaVM *vm;
 	struct djx_options opt;
 	const char *mode; /* "attach" | "launch" */
 	int sock, evfd;

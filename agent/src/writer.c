@@ -209,10 +209,33 @@ static void teardown(void)
 	pthread_mutex_unlock(&djx.mu);
 }
 
+/* Gives the heap-sampling capability back so that a later profile (or
+ * another agent) can take it: HotSpot lets one environment hold it at a
+ * time. Needs a thread attached to the VM. */
+static void release_sampling(void)
+{
+	jvmtiCapabilities caps;
+	jvmtiEnv *j = djx.jvmti;
+
+	if (!__atomic_exchange_n(&djx.disabled, 1, __ATOMIC_ACQ_REL))
+		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
+	memset(&caps, 0, sizeof caps);
+	caps.can_generate_sampled_object_alloc_events = 1;
+	(*j)->RelinquishCapabilities(j, &caps);
+}
+
 static void *writer_main(void *arg)
 {
 	uint64_t last = djx_now_ns();
+	JNIEnv *env = NULL;
+	int attached = 0, vmdeath = 0;
 	(void)arg;
+	/* Attached as a daemon so that detach can call JVMTI (which refuses
+	 * unattached threads); in native code it never holds up a safepoint. */
+	if (djx.vm != NULL) {
+		JavaVMAttachArgs a = {JNI_VERSION_1_6, "djx-bpf agent", NULL};
+		attached = (*djx.vm)->AttachCurrentThreadAsDaemon(djx.vm, (void **)&env, &a) == JNI_OK;
+	}
 	for (;;) {
 		struct pollfd pf[2] = {
 			{.fd = djx.sock, .events = POLLIN},
@@ -246,8 +269,10 @@ static void *writer_main(void *arg)
 		pthread_mutex_unlock(&djx.mu);
 		if (abort_)
 			break;
-		if (stop)
+		if (stop) {
 			bye = "vmdeath";
+			vmdeath = 1;
+		}
 		now = djx_now_ns();
 		if (bye || kicked || now - last >= DJX_FLUSH_NS) {
 			if (flush(bye) != 0 || bye)
@@ -256,6 +281,12 @@ static void *writer_main(void *arg)
 		}
 	}
 	teardown();
+	/* At VM death the VM is going away: no JVMTI, no detach (it could
+	 * block on the final safepoint). */
+	if (attached && !vmdeath) {
+		release_sampling();
+		(*djx.vm)->DetachCurrentThread(djx.vm);
+	}
 	return NULL;
 }
 

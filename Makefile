@@ -1,0 +1,55 @@
+# djx-bpf build, test and demo. Run as root: the tests load BPF programs and
+# attach to JVMs. `make demo` and `make test` install what they need.
+
+GO        ?= go
+JAVA_HOME ?= /usr/lib/jvm/java-17-openjdk-amd64
+BUILD     := build
+BIN       := $(BUILD)/djx-bpf
+JAVA_SRCS := $(wildcard testdata/java/*.java)
+
+include agent/Makefile.inc
+
+.PHONY: all build deps test test-short vet demo generate clean bench
+
+all: build
+
+build: $(BIN)
+
+$(BIN): agent/libdjxagent.so $(shell find . -name '*.go' -not -path './build/*') bpf/djx_bpfel.o go.mod go.sum
+	$(GO) build -o $@ ./cmd/djx-bpf
+
+# Debian packages the build and tests need beyond Go, gcc and JDK 17.
+deps:
+	@command -v unshare >/dev/null || (apt-get update -qq && apt-get install -y -qq util-linux)
+	@test -x $(JAVA_HOME)/bin/javac || (apt-get update -qq && apt-get install -y -qq openjdk-17-jdk-headless)
+
+$(BUILD)/java/.stamp: $(JAVA_SRCS)
+	@mkdir -p $(BUILD)/java
+	$(JAVA_HOME)/bin/javac -d $(BUILD)/java $(JAVA_SRCS)
+	@touch $@
+
+vet: agent/libdjxagent.so
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+
+# Every test, privileged end-to-end ones included (they skip, saying why,
+# where the kernel or privileges don't allow them).
+test: deps build vet
+	JAVA_HOME=$(JAVA_HOME) $(GO) test -count=1 -timeout 20m ./...
+
+test-short: agent/libdjxagent.so
+	$(GO) test -short ./...
+
+# Profile the bundled demo workload: a JVM whose hot object is known
+# (testdata/java/HotArrays.java: allocHot's long[] takes 13/16 of the loads).
+demo: deps build $(BUILD)/java/.stamp
+	./scripts/demo.sh $(BIN) $(JAVA_HOME)/bin/java $(BUILD)/java
+
+# Regenerate the BPF objects (committed; needs clang-16 and libbpf headers).
+generate:
+	@command -v clang-16 >/dev/null && test -f /usr/include/bpf/bpf_helpers.h || \
+		(apt-get update -qq && apt-get install -y -qq clang-16 llvm-16 libbpf-dev linux-libc-dev)
+	$(GO) generate ./bpf
+
+clean:
+	rm -rf $(BUILD) agent/libdjxagent.so

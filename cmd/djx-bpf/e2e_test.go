@@ -1,0 +1,359 @@
+package main
+
+// End-to-end tests: the real binary, real BPF, real JVMs. They need root and
+// skip, saying why, where that is missing.
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+const hotSite = "HotArrays.allocHot:12" // testdata/java/HotArrays.java, HOT-SITE
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	classDir  string
+	buildErr  error
+)
+
+// jdks are the JVMs to test on: JDK 17 always, Temurin 25 when installed.
+func jdks() map[string]string {
+	home := os.Getenv("JAVA_HOME")
+	if home == "" {
+		home = "/usr/lib/jvm/java-17-openjdk-amd64"
+	}
+	m := map[string]string{"jdk17": home}
+	if _, err := os.Stat("/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"); err == nil {
+		m["temurin25"] = "/usr/lib/jvm/temurin-25-jdk-amd64"
+	}
+	return m
+}
+
+// setup builds the binary and the Java workload once, or skips.
+func setup(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	if err := loader.Preflight(); err != nil {
+		t.Skipf("end-to-end test needs BPF privileges: %v", err)
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "djx-e2e")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "djx-bpf")
+		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		classDir = filepath.Join(dir, "classes")
+		javac := filepath.Join(jdks()["jdk17"], "bin", "javac")
+		if out, err := exec.Command(javac, "-d", classDir, "../../testdata/java/HotArrays.java").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("javac: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+}
+
+// jvm is a Java process started by a test.
+type jvm struct {
+	cmd  *exec.Cmd
+	out  *strings.Builder
+	mu   *sync.Mutex
+	done chan struct{}
+}
+
+func (j *jvm) output() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.out.String()
+}
+
+// startJVM runs HotArrays and waits for "ready". The JVM is killed (by its
+// pid) at cleanup if it is still running.
+func startJVM(t *testing.T, javaHome string, jvmArgs []string, args ...string) *jvm {
+	t.Helper()
+	argv := append(append([]string{"-Xmx1g"}, jvmArgs...), append([]string{"-cp", classDir, "HotArrays"}, args...)...)
+	cmd := exec.Command(filepath.Join(javaHome, "bin", "java"), argv...)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	j := &jvm{cmd: cmd, out: &strings.Builder{}, mu: &sync.Mutex{}, done: make(chan struct{})}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		once := sync.Once{}
+		for sc.Scan() {
+			j.mu.Lock()
+			j.out.WriteString(sc.Text() + "\n")
+			j.mu.Unlock()
+			if sc.Text() == "ready" {
+				once.Do(func() { close(ready) })
+			}
+		}
+		pr.Close()
+	}()
+	go func() { cmd.Wait(); close(j.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-j.done:
+		default:
+			cmd.Process.Kill()
+			<-j.done
+		}
+	})
+	select {
+	case <-ready:
+	case <-j.done:
+		t.Fatalf("JVM exited before ready:\n%s", j.output())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("JVM not ready after 20s:\n%s", j.output())
+	}
+	return j
+}
+
+// djx runs the binary and returns its exit code, stdout and stderr.
+func djx(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(binPath, args...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("run djx-bpf: %v", err)
+		}
+		code = ee.ExitCode()
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+func readReport(t *testing.T, path string) *report.Report {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("parse %s: %v\n%s", path, err, b)
+	}
+	return &r
+}
+
+// checkGroundTruth asserts that allocHot's long[] is ranked first with a
+// clearly dominant share: the workload gives it 13/16 of its loads.
+func checkGroundTruth(t *testing.T, r *report.Report) {
+	t.Helper()
+	s := r.Stats
+	t.Logf("stats: samples %d, with address %d (%.1f%%), in heap %d, attributed %d (%.1f%% of addressed), dropped %d, allocs %d",
+		s.Samples, s.WithAddress, pct(s.WithAddress, s.Samples), s.InHeap, s.Attributed, pct(s.Attributed, s.WithAddress), s.Dropped, s.AllocsTracked)
+	for i, o := range r.Objects {
+		if i < 5 {
+			t.Logf("#%d %s %s objects %d samples %d share %.1f%%", i+1, o.Type, o.Site, o.Objects, o.Samples, 100*o.Share)
+		}
+	}
+	if len(r.Objects) == 0 {
+		t.Fatalf("no objects in report")
+	}
+	top := r.Objects[0]
+	if top.Site != hotSite || top.Type != "long[]" {
+		t.Fatalf("top object is %s at %s, want long[] at %s", top.Type, top.Site, hotSite)
+	}
+	if top.Share < 0.6 {
+		t.Errorf("hot object share %.1f%%, want a clearly dominant share (>= 60%%; workload gives it 81%%)", 100*top.Share)
+	}
+	if len(r.Objects) > 1 && r.Objects[1].Share*2 > top.Share {
+		t.Errorf("runner-up share %.1f%% too close to the hot object's %.1f%%", 100*r.Objects[1].Share, 100*top.Share)
+	}
+	if s.Attributed < 500 {
+		t.Errorf("only %d attributed samples", s.Attributed)
+	}
+	if len(top.AllocPath) < 2 || !strings.HasPrefix(top.AllocPath[1], "HotArrays.main:") {
+		t.Errorf("alloc path %v, want allocHot then HotArrays.main", top.AllocPath)
+	}
+}
+
+func pct(a, b uint64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(b)
+}
+
+func TestAttachGroundTruth(t *testing.T) {
+	setup(t)
+	for name, home := range jdks() {
+		t.Run(name, func(t *testing.T) {
+			j := startJVM(t, home, nil, "12")
+			out := filepath.Join(t.TempDir(), "r.json")
+			code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--format", "json", "-o", out)
+			if code != 0 {
+				t.Fatalf("profile exited %d:\n%s", code, stderr)
+			}
+			r := readReport(t, out)
+			if r.Mode != "attach" || r.PID != j.cmd.Process.Pid {
+				t.Errorf("report mode %q pid %d", r.Mode, r.PID)
+			}
+			checkGroundTruth(t, r)
+			// The JVM runs on after the profile and exits normally.
+			select {
+			case <-j.done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("JVM did not finish its run after the profile")
+			}
+			if c := j.cmd.ProcessState.ExitCode(); c != 0 || !strings.Contains(j.output(), "done") {
+				t.Fatalf("JVM exit code %d after profile; output:\n%s", c, j.output())
+			}
+		})
+	}
+}
+
+func TestLaunchGroundTruth(t *testing.T) {
+	setup(t)
+	for name, home := range jdks() {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "r.json")
+			code, stdout, stderr := djx(t, "profile", "--format", "json", "-o", out, "--",
+				filepath.Join(home, "bin", "java"), "-Xmx1g", "-cp", classDir, "HotArrays", "5")
+			if code != 0 {
+				t.Fatalf("profile exited %d:\n%s\n%s", code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, "done") {
+				t.Errorf("JVM output lacks its final line:\n%s", stdout)
+			}
+			r := readReport(t, out)
+			if r.Mode != "launch" {
+				t.Errorf("mode %q", r.Mode)
+			}
+			checkGroundTruth(t, r)
+		})
+	}
+}
+
+// Two profiles of one JVM at once: HotSpot grants its heap sampler to one
+// JVMTI environment at a time, so the second must fail with a clear message
+// and must not disturb the first; once the first ends, a new profile works.
+func TestTwoProfilesOfOneJVM(t *testing.T) {
+	setup(t)
+	j := startJVM(t, jdks()["jdk17"], nil, "0")
+	pid := fmt.Sprint(j.cmd.Process.Pid)
+	dir := t.TempDir()
+	first := make(chan error, 1)
+	go func() {
+		code, _, stderr := djx(t, "profile", "--pid", pid, "--duration", "5s", "--format", "json", "-o", filepath.Join(dir, "first"))
+		if code != 0 {
+			first <- fmt.Errorf("first profile exited %d:\n%s", code, stderr)
+		}
+		close(first)
+	}()
+	time.Sleep(2 * time.Second)
+	code, _, stderr := djx(t, "profile", "--pid", pid, "--duration", "2s", "--format", "json", "-o", filepath.Join(dir, "second"))
+	if code != 0 && !strings.Contains(stderr, "another djx-bpf profile") {
+		t.Errorf("concurrent profile failed without saying why (code %d):\n%s", code, stderr)
+	}
+	if code == 0 {
+		checkGroundTruth(t, readReport(t, filepath.Join(dir, "second")))
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	checkGroundTruth(t, readReport(t, filepath.Join(dir, "first")))
+	code, _, stderr = djx(t, "profile", "--pid", pid, "--duration", "3s", "--format", "json", "-o", filepath.Join(dir, "third"))
+	if code != 0 {
+		t.Fatalf("profile after the first ended exited %d:\n%s", code, stderr)
+	}
+	checkGroundTruth(t, readReport(t, filepath.Join(dir, "third")))
+	if err := j.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("JVM gone after the profiles: %v", err)
+	}
+}
+
+func TestTargetExitsMidProfile(t *testing.T) {
+	setup(t)
+	j := startJVM(t, jdks()["jdk17"], nil, "3")
+	out := filepath.Join(t.TempDir(), "r.json")
+	start := time.Now()
+	code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "60s", "--format", "json", "-o", out)
+	if code != 0 {
+		t.Fatalf("profile exited %d:\n%s", code, stderr)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("profile ran %v after the target exited", d)
+	}
+	r := readReport(t, out)
+	if !strings.Contains(strings.Join(r.Notes, "\n"), "exited") {
+		t.Errorf("report notes %q do not say the target exited", r.Notes)
+	}
+	if r.Stats.Attributed == 0 {
+		t.Errorf("nothing collected before the target exited")
+	}
+}
+
+func TestBadTargets(t *testing.T) {
+	setup(t)
+	t.Run("no such pid", func(t *testing.T) {
+		code, _, stderr := djx(t, "profile", "--pid", "999999999", "--duration", "1s")
+		if code == 0 || !strings.Contains(stderr, "no such process") {
+			t.Fatalf("code %d, stderr %q", code, stderr)
+		}
+	})
+	t.Run("not a JVM", func(t *testing.T) {
+		sleep := exec.Command("sleep", "30")
+		if err := sleep.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { sleep.Process.Kill(); sleep.Wait() }()
+		code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(sleep.Process.Pid), "--duration", "1s")
+		if code == 0 || !strings.Contains(stderr, "not a HotSpot JVM") {
+			t.Fatalf("code %d, stderr %q", code, stderr)
+		}
+		if err := sleep.Process.Signal(syscall.Signal(0)); err != nil {
+			t.Fatalf("non-JVM process was harmed: %v", err)
+		}
+	})
+	t.Run("attach disabled", func(t *testing.T) {
+		j := startJVM(t, jdks()["jdk17"], []string{"-XX:+DisableAttachMechanism"}, "0")
+		code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "1s")
+		if code == 0 || !strings.Contains(stderr, "-- java") {
+			t.Fatalf("code %d, stderr %q", code, stderr)
+		}
+		if err := j.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+			t.Fatalf("JVM harmed by refused attach: %v", err)
+		}
+	})
+	t.Run("bad flags", func(t *testing.T) {
+		if code, _, _ := djx(t, "profile"); code != 2 {
+			t.Errorf("no target: code %d, want 2", code)
+		}
+		if code, _, stderr := djx(t, "profile", "--pid", "1", "--event", "bogus"); code == 0 || !strings.Contains(stderr, "unknown event") {
+			t.Errorf("bad event: code %d, %q", code, stderr)
+		}
+	})
+}

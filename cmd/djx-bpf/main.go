@@ -1,0 +1,42 @@
+// Command djx-bpf is an object-centric memory profiler for the JVM.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `djx-bpf: object-centric memory profiler for the JVM (eBPF)
+
+Usage:
+  djx-bpf profile --pid PID [flags]       profile a running JVM
+  djx-bpf profile [flags] -- java ARGS... launch a JVM and profile it until it exits
+  djx-bpf version
+
+Run 'djx-bpf profile -h' for the flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "profile":
+		return cmdProfile(args[1:])
+	case "version", "--version":
+		fmt.Println("djx-bpf", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "djx-bpf: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+var version = "dev"

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/djx-bpf/djx-bpf/attach"
+	"github.com/djx-bpf/djx-bpf/profiler"
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+type sizeFlag struct{ v *uint64 }
+
+func (f sizeFlag) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return report.Bytes(*f.v)
+}
+
+func (f sizeFlag) Set(s string) error {
+	n, err := report.ParseBytes(s)
+	if err != nil {
+		return err
+	}
+	*f.v = n
+	return nil
+}
+
+func cmdProfile(args []string) int {
+	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage:\n  djx-bpf profile --pid PID [flags]\n  djx-bpf profile [flags] -- java ARGS...\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	var (
+		pid      = fs.Int("pid", 0, "`PID` of a running JVM to attach to")
+		duration = fs.Duration("duration", 0, "how long to profile (e.g. 30s); default: until Ctrl-C or the target exits")
+		event    = fs.String("event", "auto", "sample source: auto, decode or page-faults")
+		top      = fs.Int("top", 20, "number of objects to show (0: all)")
+		format   = fs.String("format", "table", "output format: table or json")
+		out      = fs.String("o", "", "write the report to `FILE` instead of standard output")
+		freq     = fs.Int("freq", profiler.DefaultFreq, "decode: samples per second per CPU")
+		period   = fs.Uint64("period", 1, "page-faults: sample every N-th fault")
+		quiet    = fs.Bool("quiet", false, "no progress messages on standard error")
+	)
+	minSize := uint64(profiler.DefaultMinSize)
+	var interval uint64
+	fs.Var(sizeFlag{&minSize}, "min-size", "track objects of at least this `SIZE` (e.g. 1KiB)")
+	fs.Var(sizeFlag{&interval}, "alloc-interval", "mean heap sampling interval `SIZE`; default: min-size/4")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	launch := fs.Args()
+	switch {
+	case *pid == 0 && len(launch) == 0:
+		fmt.Fprintln(os.Stderr, "djx-bpf profile: give --pid PID or a command after --, e.g. djx-bpf profile -- java -jar app.jar")
+		return 2
+	case *pid != 0 && len(launch) > 0:
+		fmt.Fprintln(os.Stderr, "djx-bpf profile: --pid and a launch command exclude each other")
+		return 2
+	case *format != "table" && *format != "json":
+		fmt.Fprintf(os.Stderr, "djx-bpf profile: unknown --format %q: use table or json\n", *format)
+		return 2
+	case *pid < 0:
+		fmt.Fprintf(os.Stderr, "djx-bpf profile: bad --pid %d\n", *pid)
+		return 2
+	}
+	opts := profiler.Options{
+		Event: *event, Duration: *duration, MinSize: minSize, Interval: interval,
+		Freq: *freq, Period: *period,
+	}
+	if !*quiet {
+		opts.Notify = func(msg string) { fmt.Fprintf(os.Stderr, "djx-bpf: %s\n", msg) }
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var (
+		rep  *report.Report
+		err  error
+		wait func() (int, error)
+	)
+	if *pid != 0 {
+		rep, err = profiler.Attach(ctx, *pid, opts)
+	} else {
+		rep, wait, err = profiler.Launch(ctx, launch, opts, os.Stdin, os.Stdout, os.Stderr)
+	}
+	code := 0
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "djx-bpf: %v\n", err)
+		if errors.Is(err, attach.ErrRefused) {
+			fmt.Fprintln(os.Stderr, "djx-bpf: hint: djx-bpf profile [flags] -- java ARGS... starts the JVM with the agent on -agentpath")
+		}
+		code = 1
+	} else if werr := writeReport(rep, *format, *top, *out); werr != nil {
+		fmt.Fprintf(os.Stderr, "djx-bpf: %v\n", werr)
+		code = 1
+	}
+	if wait != nil {
+		stop() // Ctrl-C now reaches only the JVM, as without djx-bpf
+		jcode, werr := wait()
+		if werr != nil {
+			fmt.Fprintf(os.Stderr, "djx-bpf: wait for JVM: %v\n", werr)
+			return 1
+		}
+		if code == 0 {
+			code = jcode
+		}
+	}
+	return code
+}
+
+func writeReport(rep *report.Report, format string, top int, out string) error {
+	write := func(w io.Writer) error {
+		if format == "json" {
+			return report.WriteJSON(w, rep, top)
+		}
+		return report.WriteTable(w, rep, top)
+	}
+	if out == "" {
+		return write(os.Stdout)
+	}
+	return writeFileAtomic(out, write)
+}
+
+// writeFileAtomic writes through a temporary file renamed over path, so that
+// a failed write never leaves a truncated report behind.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

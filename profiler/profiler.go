@@ -1,0 +1,475 @@
+// Package profiler runs an object-centric profile of one JVM: it loads the
+// agent (dynamic attach or -agentpath), samples with BPF, and joins samples
+// with the agent's allocation stream into a report.
+package profiler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/attach"
+	"github.com/djx-bpf/djx-bpf/channel"
+	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// ErrSamplerBusy means another JVMTI environment holds the JVM's heap
+// sampler, which HotSpot grants to one environment at a time.
+var ErrSamplerBusy = errors.New("the JVM's heap sampler is held by another agent (is another djx-bpf profile of this JVM running?); wait for it to finish and try again")
+
+// agentSamplerBusy is Agent_OnAttach's result for ErrSamplerBusy
+// (DJX_RC_SAMPLER_BUSY in agent/src/djx.h).
+const agentSamplerBusy = 98
+
+// Defaults.
+const (
+	DefaultMinSize = 1024
+	DefaultFreq    = 1999
+)
+
+// DefaultInterval is the heap sampling interval used for a min size: a
+// quarter of it, so an object of exactly min size is caught with probability
+// 1-e^-4 ≈ 98% and twice that size with 99.97%.
+func DefaultInterval(minSize uint64) uint64 {
+	if minSize < 64 {
+		return 16
+	}
+	return minSize / 4
+}
+
+// Options configure a profile.
+type Options struct {
+	Event    string        // auto | decode | page-faults
+	Duration time.Duration // 0: until ctx ends or the target exits
+	MinSize  uint64        // objects smaller than this are not tracked
+	Interval uint64        // heap sampling interval in bytes; 0: DefaultInterval(MinSize)
+	Freq     int           // decode sampling frequency per CPU, Hz
+	Period   uint64        // page-faults: sample every Period-th fault
+	// AgentTimeout bounds the wait for the agent to connect.
+	AgentTimeout time.Duration
+	// Notify, when set, receives progress notes meant for the user.
+	Notify func(string)
+}
+
+func (o *Options) fill() {
+	if o.MinSize == 0 {
+		o.MinSize = DefaultMinSize
+	}
+	if o.Interval == 0 {
+		o.Interval = DefaultInterval(o.MinSize)
+	}
+	if o.Freq == 0 {
+		o.Freq = DefaultFreq
+	}
+	if o.Period == 0 {
+		o.Period = 1
+	}
+	if o.AgentTimeout == 0 {
+		o.AgentTimeout = 15 * time.Second
+	}
+}
+
+func (o *Options) note(format string, args ...any) {
+	if o.Notify != nil {
+		o.Notify(fmt.Sprintf(format, args...))
+	}
+}
+
+func (o *Options) agentOptions(sock string) string {
+	return "sock=" + sock + ",interval=" + strconv.FormatUint(o.Interval, 10) + ",minsize=" + strconv.FormatUint(o.MinSize, 10)
+}
+
+// session is one profile in progress.
+type session struct {
+	opts    Options
+	mode    string
+	pid     int
+	src     loader.Source
+	notes   []string
+	sampler *loader.Sampler
+	ch      *channel.Channel
+	conn    *net.UnixConn
+	j       *jvm
+	target  *attach.Target
+	start   time.Time
+}
+
+func (s *session) addNote(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.notes = append(s.notes, msg)
+	s.opts.note("%s", msg)
+}
+
+func newSession(opts Options, mode string) (*session, error) {
+	opts.fill()
+	src, why, err := chooseSource(opts.Event, "")
+	if err != nil {
+		return nil, err
+	}
+	s := &session{opts: opts, mode: mode, src: src}
+	if why != "" {
+		s.opts.note("%s", why)
+	}
+	if err := loader.Preflight(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *session) openSampler() error {
+	smp, err := loader.Open(loader.Config{Source: s.src, Freq: s.opts.Freq, Period: s.opts.Period})
+	if err != nil {
+		return err
+	}
+	s.sampler = smp
+	return nil
+}
+
+func (s *session) close() {
+	if s.conn != nil {
+		s.conn.Close()
+	}
+	if s.sampler != nil {
+		s.sampler.Close()
+	}
+	if s.ch != nil {
+		s.ch.Close()
+	}
+}
+
+// Attach profiles the running JVM pid.
+func Attach(ctx context.Context, pid int, opts Options) (*report.Report, error) {
+	s, err := newSession(opts, "attach")
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	s.pid = pid
+	if s.target, err = attach.Inspect(pid); err != nil {
+		return nil, err
+	}
+	if err := s.openSampler(); err != nil {
+		return nil, err
+	}
+	if s.ch, err = channel.Create(channel.Spec{Root: s.target.Root, UID: s.target.UID, GID: s.target.GID, Library: agent.Library()}); err != nil {
+		return nil, fmt.Errorf("prepare agent channel for pid %d: %w", pid, err)
+	}
+	if err := s.sampler.AddPID(pid); err != nil {
+		return nil, err
+	}
+	accepted := make(chan acceptResult, 1)
+	actx, cancel := context.WithTimeout(ctx, s.opts.AgentTimeout)
+	defer cancel()
+	go func() {
+		c, err := s.ch.Accept(actx, pid)
+		accepted <- acceptResult{c, err}
+	}()
+	s.opts.note("attaching to pid %d", pid)
+	if err := s.target.LoadAgent(actx, s.ch.LibraryPath(), true, s.opts.agentOptions(s.ch.SocketPath())); err != nil {
+		cancel()
+		<-accepted
+		var ae *attach.AgentError
+		if errors.As(err, &ae) && ae.Attached && ae.ReturnCode == agentSamplerBusy {
+			return nil, fmt.Errorf("load agent into pid %d: %w", pid, ErrSamplerBusy)
+		}
+		return nil, fmt.Errorf("load agent into pid %d: %w", pid, err)
+	}
+	r := <-accepted
+	if r.err != nil {
+		return nil, fmt.Errorf("agent of pid %d did not connect: %w", pid, r.err)
+	}
+	s.conn = r.conn
+	exited := watchExit(pid)
+	return s.run(ctx, exited)
+}
+
+type acceptResult struct {
+	conn *net.UnixConn
+	err  error
+}
+
+// Launch starts argv (a java command line) with the agent on -agentpath and
+// profiles it until it exits, ctx ends or the duration passes. The returned
+// wait function waits for the JVM to exit and gives its exit code.
+func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, stdout, stderr io.Writer) (*report.Report, func() (int, error), error) {
+	if len(argv) == 0 {
+		return nil, nil, errors.New("launch: no command given after --")
+	}
+	s, err := newSession(opts, "launch")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.close()
+	if err := s.openSampler(); err != nil {
+		return nil, nil, err
+	}
+	if s.ch, err = channel.Create(channel.Spec{Root: "/", UID: os.Geteuid(), GID: os.Getegid(), Library: agent.Library()}); err != nil {
+		return nil, nil, fmt.Errorf("prepare agent channel: %w", err)
+	}
+	args := append([]string{argv[0], "-agentpath:" + s.ch.LibraryPath() + "=" + s.opts.agentOptions(s.ch.SocketPath())}, argv[1:]...)
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
+	}
+	cmd := &exec.Cmd{Path: path, Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
+	}
+	s.pid = cmd.Process.Pid
+	waitDone := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(waitDone) }()
+	wait := func() (int, error) {
+		<-waitDone
+		if cmd.ProcessState == nil {
+			return -1, waitErr
+		}
+		var ee *exec.ExitError
+		if waitErr != nil && !errors.As(waitErr, &ee) {
+			return -1, waitErr
+		}
+		return cmd.ProcessState.ExitCode(), nil
+	}
+	if err := s.sampler.AddPID(s.pid); err != nil {
+		return nil, wait, err
+	}
+	actx, cancel := context.WithTimeout(ctx, s.opts.AgentTimeout)
+	defer cancel()
+	accepted := make(chan acceptResult, 1)
+	go func() {
+		c, err := s.ch.Accept(actx, s.pid)
+		accepted <- acceptResult{c, err}
+	}()
+	select {
+	case r := <-accepted:
+		if r.err != nil {
+			return nil, wait, fmt.Errorf("agent of launched pid %d did not connect: %w", s.pid, r.err)
+		}
+		s.conn = r.conn
+	case <-waitDone:
+		cancel()
+		<-accepted
+		return nil, wait, fmt.Errorf("launched JVM (pid %d) exited before its agent connected", s.pid)
+	}
+	// The attach listener serves jcmd (heap ranges) once the VM is up.
+	if t, err := attach.Inspect(s.pid); err == nil {
+		s.target = t
+	}
+	rep, err := s.run(ctx, waitDone)
+	return rep, wait, err
+}
+
+// watchExit returns a channel closed when pid exits.
+func watchExit(pid int) <-chan struct{} {
+	done := make(chan struct{})
+	fd, err := unix.PidfdOpen(pid, 0)
+	go func() {
+		defer close(done)
+		if err != nil {
+			for unix.Kill(pid, 0) == nil {
+				time.Sleep(200 * time.Millisecond)
+			}
+			return
+		}
+		defer unix.Close(fd)
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			n, err := unix.Poll(fds, -1)
+			if n > 0 || (err != nil && err != unix.EINTR) {
+				return
+			}
+		}
+	}()
+	return done
+}
+
+// run joins the streams until the profile ends, then drains and reports.
+func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Report, error) {
+	s.start = time.Now()
+	s.j = newJVM(s.pid)
+	s.opts.note("profiling pid %d with event %s", s.pid, s.src)
+
+	samples := make(chan loader.Sample, 4096)
+	go func() {
+		defer close(samples)
+		var smp loader.Sample
+		for {
+			if err := s.sampler.Read(&smp); err != nil {
+				return // closed, or flushed at the end
+			}
+			samples <- smp
+		}
+	}()
+	batches := make(chan *agent.Batch, 64)
+	agentDone := make(chan error, 1)
+	go func() {
+		rd := agent.NewReader(s.conn)
+		for {
+			b, err := rd.Next()
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				agentDone <- err
+				close(batches)
+				return
+			}
+			batches <- b
+		}
+	}()
+	heapC := make(chan heapResult, 1)
+	if s.target != nil {
+		go func() {
+			hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			out, err := s.target.Jcmd(hctx, "GC.heap_info")
+			if err != nil {
+				heapC <- heapResult{err: err}
+				return
+			}
+			info, err := heap.ParseHeapInfo(out)
+			heapC <- heapResult{info: info, err: err}
+		}()
+	}
+
+	var timer <-chan time.Time
+	if s.opts.Duration > 0 {
+		t := time.NewTimer(s.opts.Duration)
+		defer t.Stop()
+		timer = t.C
+	}
+	agentOpen := true
+	var agentErr error
+loop:
+	for {
+		select {
+		case smp := <-samples:
+			s.j.onSample(&smp, s.src)
+		case b, ok := <-batches:
+			if !ok {
+				batches = nil
+				continue
+			}
+			s.j.onBatch(b)
+		case agentErr = <-agentDone:
+			agentOpen = false
+			if agentErr != nil {
+				s.addNote("agent stream failed: %v", agentErr)
+			}
+			// The agent says goodbye at VM death: tell that apart from a
+			// lost connection.
+			if exited == nil {
+				break loop // exit already noted
+			}
+			select {
+			case <-exited:
+				s.addNote("target pid %d exited after %.1fs; reporting what was collected", s.pid, time.Since(s.start).Seconds())
+			case <-time.After(2 * time.Second):
+				if agentErr == nil {
+					s.addNote("agent of pid %d disconnected after %.1fs; reporting what was collected", s.pid, time.Since(s.start).Seconds())
+				}
+			}
+			break loop
+		case h := <-heapC:
+			if h.err != nil {
+				s.addNote("heap range unknown (GC.heap_info: %v); in_heap is not counted", h.err)
+			} else if len(h.info.Ranges) == 0 {
+				s.addNote("heap range unknown for %s; in_heap is not counted", h.info.GC)
+			} else {
+				s.j.heap, s.j.heapKnown = h.info, true
+			}
+		case <-exited:
+			s.addNote("target pid %d exited after %.1fs; reporting what was collected", s.pid, time.Since(s.start).Seconds())
+			exited = nil
+			// Let the agent's final batch (VM death) arrive.
+			timer = time.After(2 * time.Second)
+		case <-timer:
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	elapsed := time.Since(s.start)
+
+	// Stop sampling, then drain what the ring buffer still holds.
+	s.sampler.Disable()
+	s.sampler.Flush()
+	for smp := range samples {
+		s.j.onSample(&smp, s.src)
+	}
+	// Ask the agent for its last batch and detach it.
+	if agentOpen {
+		s.conn.Write([]byte{'Q'})
+		deadline := time.After(3 * time.Second)
+	wait:
+		for {
+			select {
+			case b, ok := <-batches:
+				if !ok {
+					batches = nil
+					continue
+				}
+				s.j.onBatch(b)
+			case <-agentDone:
+				agentOpen = false
+				break wait
+			case <-deadline:
+				s.addNote("agent did not finish its last batch within 3s")
+				break wait
+			}
+		}
+	}
+	if batches != nil && !agentOpen {
+		for b := range batches {
+			s.j.onBatch(b)
+		}
+	}
+	s.j.drain(true)
+	return s.finish(elapsed), nil
+}
+
+type heapResult struct {
+	info heap.Info
+	err  error
+}
+
+func (s *session) finish(elapsed time.Duration) *report.Report {
+	st := s.j.stats
+	if c, err := s.sampler.Counters(); err == nil {
+		st.Dropped = c.Dropped
+		st.KernelSkipped = c.Kernel
+	}
+	st.HeapKnown = s.j.heapKnown
+	a := s.j.lastAgt
+	st.AllocCallbacks = a.Callbacks
+	st.AllocsBelowMin = a.BelowMinSize
+	st.AgentDropped = a.Dropped
+	if st.Dropped > 0 {
+		s.notes = append(s.notes, fmt.Sprintf("%d samples were dropped because the ring buffer was full; lower --freq", st.Dropped))
+	}
+	if st.AgentDropped > 0 {
+		s.notes = append(s.notes, fmt.Sprintf("the agent dropped %d records (buffer full); raise --min-size or --alloc-interval", st.AgentDropped))
+	}
+	r := &report.Report{
+		PID: s.pid, JVM: s.j.vmName, Mode: s.mode, Event: string(s.src),
+		DurationSec:   elapsed.Seconds(),
+		AllocInterval: s.j.interval, MinSize: s.opts.MinSize,
+		Objects: s.j.report(), Stats: st, Notes: s.notes,
+	}
+	if r.AllocInterval == 0 {
+		r.AllocInterval = s.opts.Interval
+	}
+	r.Finish()
+	return r
+}

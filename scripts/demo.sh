@@ -1,0 +1,17 @@
+#!/bin/sh
+# Starts the demo JVM, attaches djx-bpf to it for 8 seconds, prints the
+# report, then stops the JVM it started.
+set -eu
+BIN=$1 JAVA=$2 CP=$3
+if [ "$(id -u)" != 0 ]; then
+	echo "demo: djx-bpf needs root for BPF; run: sudo make demo" >&2
+	exit 1
+fi
+LOG=$(mktemp)
+"$JAVA" -Xmx1g -cp "$CP" HotArrays 0 >"$LOG" 2>&1 &
+JPID=$!
+trap 'kill $JPID 2>/dev/null; wait $JPID 2>/dev/null; rm -f "$LOG"' EXIT
+for i in $(seq 50); do grep -q ready "$LOG" && break; sleep 0.1; done
+echo "demo: HotArrays running as pid $JPID; its hot object is the long[] from HotArrays.allocHot"
+echo "demo: sudo $BIN profile --pid $JPID --duration 8s"
+"$BIN" profile --pid "$JPID" --duration 8s

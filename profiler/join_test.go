@@ -1,0 +1,133 @@
+package profiler
+
+import (
+	"math"
+	"testing"
+
+	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/loader"
+)
+
+func TestCaptureWeight(t *testing.T) {
+	// p = 1 - e^(-s/I): s = I gives 1/0.632.
+	if w := captureWeight(1024, 1024); math.Abs(w-1/(1-math.Exp(-1))) > 1e-9 {
+		t.Errorf("weight(1024, 1024) = %v", w)
+	}
+	if w := captureWeight(8<<20, 256); w != 1 {
+		t.Errorf("large object weight %v, want 1", w)
+	}
+	if w := captureWeight(100, 0); w != 1 {
+		t.Errorf("no interval: weight %v, want 1", w)
+	}
+}
+
+func hello(t uint64) *agent.Hello {
+	return &agent.Hello{ProtoVersion: 1, Interval: 1024, MinSize: 1024, Monotonic: t, VMName: "VM", VMVersion: "17"}
+}
+
+func method(id uint64, class, name string, line int32) *agent.Method {
+	return &agent.Method{ID: id, ClassSig: class, Name: name, Lines: []agent.LineEntry{{Start: 0, Line: line}}}
+}
+
+func alloc(t, addr, size uint64, typ string, frames ...agent.Frame) *agent.Alloc {
+	return &agent.Alloc{Time: t, Addr: addr, Size: size, TypeSig: typ, Frames: frames}
+}
+
+func fault(t, addr uint64) *loader.Sample { return &loader.Sample{Time: t, Addr: addr} }
+
+func batch(wm uint64, recs ...agent.Record) *agent.Batch {
+	return &agent.Batch{Watermark: wm, Records: recs}
+}
+
+func TestJoinWaitsForWatermark(t *testing.T) {
+	j := newJVM(1)
+	j.onBatch(batch(100, hello(100), method(7, "LHot;", "make", 12), method(8, "LHot;", "main", 30)))
+	// Sampled at 150 on an object whose allocation (at 140) the agent has
+	// not sent yet: it must wait, not be lost.
+	j.onSample(fault(150, 0x1000_0010), loader.PageFaults)
+	if j.stats.Attributed != 0 || len(j.queue)-j.head != 1 {
+		t.Fatalf("sample attributed before the watermark passed it: %+v", j.stats)
+	}
+	j.onBatch(batch(200, alloc(140, 0x1000_0000, 4096, "[J", agent.Frame{Method: 7, BCI: 3}, agent.Frame{Method: 8, BCI: 9})))
+	if j.stats.Attributed != 1 {
+		t.Fatalf("sample not attributed once the watermark passed: %+v", j.stats)
+	}
+	// Before the agent's first record nothing can be joined.
+	j2 := newJVM(2)
+	j2.onSample(fault(50, 0x1000), loader.PageFaults)
+	if j2.stats.Unjoined != 1 || j2.stats.Samples != 0 {
+		t.Fatalf("early sample: %+v", j2.stats)
+	}
+
+	objs := j.report()
+	if len(objs) != 1 {
+		t.Fatalf("objects %+v", objs)
+	}
+	o := objs[0]
+	if o.Type != "long[]" || o.Site != "Hot.make:12" || len(o.AllocPath) != 2 || o.AllocPath[1] != "Hot.main:30" {
+		t.Errorf("object %+v", o)
+	}
+	if o.Samples != 1 || o.Objects != 1 || o.Bytes != 4096 {
+		t.Errorf("counts %+v", o)
+	}
+	want := 1 / (1 - math.Exp(-4)) // 4096 bytes at interval 1024
+	if math.Abs(o.EstSamples-want) > 1e-6 || math.Abs(o.EstObjects-want) > 1e-6 {
+		t.Errorf("estimates %v %v, want %v", o.EstSamples, o.EstObjects, want)
+	}
+}
+
+func TestJoinReuseChargesNewObject(t *testing.T) {
+	j := newJVM(1)
+	j.onBatch(batch(10, hello(1),
+		alloc(2, 0x2000, 2048, "[B", agent.Frame{Method: 1}),
+		// Memory reused by a new object at another site.
+		alloc(5, 0x2000, 4096, "[I", agent.Frame{Method: 2}),
+	))
+	j.onSample(fault(8, 0x2100), loader.PageFaults)
+	j.drain(true)
+	for _, o := range j.report() {
+		want := uint64(0)
+		if o.Type == "int[]" {
+			want = 1
+		}
+		if o.Samples != want {
+			t.Errorf("%s got %d samples, want %d", o.Type, o.Samples, want)
+		}
+	}
+	if got := len(j.free); got != 1 {
+		t.Errorf("evicted object's id not recycled: free %d", got)
+	}
+}
+
+func TestJoinMergesBCIsOfOneLine(t *testing.T) {
+	j := newJVM(1)
+	j.onBatch(batch(10, hello(1), method(1, "LA;", "f", 5),
+		alloc(2, 0x1000, 2048, "[B", agent.Frame{Method: 1, BCI: 1}),
+		alloc(3, 0x9000, 2048, "[B", agent.Frame{Method: 1, BCI: 2})))
+	if objs := j.report(); len(objs) != 1 || objs[0].Objects != 2 {
+		t.Fatalf("same line, two bcis: %+v", objs)
+	}
+}
+
+func TestJoinDecodeAndHeap(t *testing.T) {
+	j := newJVM(1)
+	j.heap, j.heapKnown = heap.Info{Ranges: []heap.Range{{Start: 0x7000_0000, End: 0x8000_0000}}}, true
+	j.onBatch(batch(10, hello(1), alloc(2, 0x7000_1000, 1<<20, "[J", agent.Frame{Method: 1})))
+	// mov 0x10(%rax,%rcx,8),%rdx with rax = 0x70001000, rcx = 3.
+	s := &loader.Sample{Time: 5, Flags: loader.FlagAtOK}
+	copy(s.At[:], []byte{0x48, 0x8b, 0x54, 0xc8, 0x10, 0x90, 0x90, 0x90})
+	s.Regs[10] = 0x7000_1000 // rax
+	s.Regs[11] = 3           // rcx
+	s.Regs[16] = 0x40_0000   // rip
+	j.onSample(s, loader.Decode)
+	// No memory operand, no bytes before: no address.
+	n := &loader.Sample{Time: 6, Flags: loader.FlagAtOK}
+	copy(n.At[:], []byte{0x90, 0x90})
+	j.onSample(n, loader.Decode)
+	j.drain(true)
+	st := j.stats
+	if st.Samples != 2 || st.WithAddress != 1 || st.DecodedAtIP != 1 || st.InHeap != 1 || st.Attributed != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}

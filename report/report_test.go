@@ -1,0 +1,146 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func sample() *Report {
+	r := &Report{
+		PID: 4242, JVM: "OpenJDK 64-Bit Server VM 17.0.15", Mode: "attach", Event: "decode",
+		DurationSec: 10, AllocInterval: 256, MinSize: 1024,
+		Objects: []Object{
+			{Type: "double[]", Site: "HotArrays.allocCold3:24", AllocPath: []string{"HotArrays.allocCold3:24", "HotArrays.main:64"},
+				Objects: 20, Bytes: 20 * 8388624, EstObjects: 20, EstBytes: 20 * 8388624, Samples: 1000, EstSamples: 1000},
+			{Type: "long[]", Site: "HotArrays.allocHot:12", AllocPath: []string{"HotArrays.allocHot:12", "HotArrays.main:61"},
+				Objects: 20, Bytes: 20 * 8388624, EstObjects: 20, EstBytes: 20 * 8388624, Samples: 7000, EstSamples: 7000},
+			{Type: "byte[]", Site: "Foo.bar:3", AllocPath: []string{"Foo.bar:3"},
+				Objects: 3, Bytes: 3 * 1040, EstObjects: 3.06, EstBytes: 3182.4, Samples: 0, EstSamples: 0},
+		},
+		Stats: Stats{Samples: 9000, WithAddress: 8700, InHeap: 8600, Attributed: 8000, HeapKnown: true, AllocsTracked: 43, AllocCallbacks: 50, AllocsBelowMin: 7},
+		Notes: []string{"target pid 4242 exited after 10.0s; reporting what was collected"},
+	}
+	r.Finish()
+	return r
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestFinishOrdersAndShares(t *testing.T) {
+	r := sample()
+	if r.Objects[0].Site != "HotArrays.allocHot:12" || r.Objects[2].Site != "Foo.bar:3" {
+		t.Fatalf("order: %s, %s, %s", r.Objects[0].Site, r.Objects[1].Site, r.Objects[2].Site)
+	}
+	if got := r.Objects[0].Share; got != 7000.0/8000 {
+		t.Errorf("share %v", got)
+	}
+}
+
+func TestTableGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteTable(&b, sample(), 20); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "table.golden", b.Bytes())
+}
+
+func TestTableTop(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteTable(&b, sample(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b.Bytes(), []byte("allocCold3")) {
+		t.Errorf("--top 1 shows the second object:\n%s", b.Bytes())
+	}
+}
+
+func TestJSONGoldenAndSchema(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, sample(), 0); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report.golden.json", b.Bytes())
+	// The documented fields must be there under their names.
+	var m struct {
+		Objects []map[string]any `json:"objects"`
+		Stats   map[string]any   `json:"stats"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"type", "site", "alloc_path", "objects", "bytes", "samples", "share"} {
+		if _, ok := m.Objects[0][k]; !ok {
+			t.Errorf("object lacks %q", k)
+		}
+	}
+	for _, k := range []string{"samples", "with_address", "in_heap", "attributed", "dropped"} {
+		if _, ok := m.Stats[k]; !ok {
+			t.Errorf("stats lack %q", k)
+		}
+	}
+}
+
+func TestEmptyReport(t *testing.T) {
+	r := &Report{PID: 1, Mode: "launch", Event: "decode"}
+	r.Finish()
+	var b bytes.Buffer
+	if err := WriteTable(&b, r, 20); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b.Bytes(), []byte("no samples hit a tracked object")) {
+		t.Errorf("empty table:\n%s", b.Bytes())
+	}
+	b.Reset()
+	if err := WriteJSON(&b, r, 20); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b.Bytes(), []byte(`"objects": []`)) {
+		t.Errorf("empty JSON must have an empty objects list:\n%s", b.Bytes())
+	}
+}
+
+func TestBytes(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0B", 1023: "1023B", 1024: "1KiB", 1536: "1.5KiB", 8 << 20: "8MiB", 3 << 30: "3GiB"} {
+		if got := Bytes(n); got != want {
+			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for s, want := range map[string]uint64{"1KiB": 1024, "4k": 4096, "2MB": 2 << 20, "512": 512, " 1.5kib ": 1536, "1g": 1 << 30, "64B": 64} {
+		got, err := ParseBytes(s)
+		if err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", s, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "k", "-1", "1x", "abc"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q) succeeded", bad)
+		}
+	}
+}

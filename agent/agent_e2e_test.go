@@ -432,7 +432,7 @@ func TestAgentLaunch(t *testing.T) {
 	}
 	for _, j := range variants {
 		strict := !strings.HasSuffix(j.name, "-defaultflags")
-		for _, interval := range []uint64{512, 1024, 4096, 16384} {
+		for _, interval := range []uint64{256, 512, 1024, 4096, 16384} {
 			t.Run(fmt.Sprintf("%s/interval=%d", j.name, interval), func(t *testing.T) {
 				v := startJVM(t, j, fmt.Sprintf("interval=%d,minsize=1024,future=1", interval), true,
 					"site", strconv.Itoa(siteN), "200000")

@@ -122,7 +122,17 @@ func WriteTable(w io.Writer, r *Report, top int) error {
 	}
 	fmt.Fprintf(w, ", %s mode, event %s, %.1fs, heap sampling interval %s, min size %s\n",
 		r.Mode, r.Event, r.DurationSec, Bytes(r.AllocInterval), Bytes(r.MinSize))
-	objs := r.top(top)
+	// Sites that no sample hit cost nothing measurable: the table leaves
+	// them out (JSON keeps them, with their allocation counts).
+	var objs []Object
+	quiet := 0
+	for _, o := range r.Objects {
+		if o.Samples == 0 {
+			quiet++
+		} else if top <= 0 || len(objs) < top {
+			objs = append(objs, o)
+		}
+	}
 	if len(objs) == 0 {
 		fmt.Fprintln(w, "no samples hit a tracked object")
 	} else {
@@ -147,6 +157,13 @@ func WriteTable(w io.Writer, r *Report, top int) error {
 		if err := t.Render(); err != nil {
 			return fmt.Errorf("render table: %w", err)
 		}
+	}
+	if quiet > 0 {
+		what := "sites had"
+		if quiet == 1 {
+			what = "site had"
+		}
+		fmt.Fprintf(w, "%d more allocation %s no samples (--format json lists them)\n", quiet, what)
 	}
 	s := r.Stats
 	pct := func(a, b uint64) string {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Starts the demo JVM, attaches djx-bpf to it for 8 seconds, prints the
 # report, then stops the JVM it started.
-set -eu
+set -u
 BIN=$1 JAVA=$2 CP=$3
 if [ "$(id -u)" != 0 ]; then
 	echo "demo: djx-bpf needs root for BPF; run: sudo make demo" >&2
@@ -10,8 +10,12 @@ fi
 LOG=$(mktemp)
 "$JAVA" -Xmx1g -cp "$CP" HotArrays 0 >"$LOG" 2>&1 &
 JPID=$!
-trap 'kill $JPID 2>/dev/null; wait $JPID 2>/dev/null; rm -f "$LOG"' EXIT
-for i in $(seq 50); do grep -q ready "$LOG" && break; sleep 0.1; done
+for i in $(seq 100); do grep -q ready "$LOG" && break; sleep 0.1; done
 echo "demo: HotArrays running as pid $JPID; its hot object is the long[] from HotArrays.allocHot"
-echo "demo: sudo $BIN profile --pid $JPID --duration 8s"
+echo "demo: djx-bpf profile --pid $JPID --duration 8s"
 "$BIN" profile --pid "$JPID" --duration 8s
+rc=$?
+kill "$JPID" 2>/dev/null
+wait "$JPID" 2>/dev/null
+rm -f "$LOG"
+exit $rc

@@ -357,3 +357,31 @@ func TestBadTargets(t *testing.T) {
 		}
 	})
 }
+
+// The page-fault source: every sample carries the exact faulting address, and
+// HotArrays' first touches of its fresh arrays are charged to their sites.
+func TestPageFaultEvent(t *testing.T) {
+	setup(t)
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := djx(t, "profile", "--event", "page-faults", "--format", "json", "-o", out, "--",
+		filepath.Join(jdks()["jdk17"], "bin", "java"), "-Xmx1g", "-cp", classDir, "HotArrays", "3")
+	if code != 0 {
+		t.Fatalf("profile exited %d:\n%s\n%s", code, stdout, stderr)
+	}
+	r := readReport(t, out)
+	if r.Event != "page-faults" || r.Stats.Samples == 0 || r.Stats.WithAddress != r.Stats.Samples {
+		t.Fatalf("event %q, stats %+v: every page-fault sample must have an address", r.Event, r.Stats)
+	}
+	var arrays uint64
+	sites := map[string]bool{}
+	for _, o := range r.Objects {
+		if strings.HasPrefix(o.Site, "HotArrays.alloc") && o.Samples > 0 {
+			arrays += o.Samples
+			sites[o.Site] = true
+		}
+	}
+	t.Logf("page-fault samples %d, attributed %d, on the four arrays %d", r.Stats.Samples, r.Stats.Attributed, arrays)
+	if len(sites) != 4 || arrays*10 < r.Stats.Attributed*8 {
+		t.Errorf("first touches of the arrays: %d of %d attributed samples at sites %v, want most at all four sites", arrays, r.Stats.Attributed, sites)
+	}
+}

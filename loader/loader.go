@@ -43,6 +43,9 @@ type Config struct {
 	Freq int
 	// Period samples every Period-th event (page-faults).
 	Period uint64
+	// RingSize is the ring buffer size in bytes, a power of two multiple of
+	// the page size; 0 keeps the program's 8 MiB.
+	RingSize uint32
 }
 
 // Sample flags, as set by the BPF program.
@@ -110,7 +113,14 @@ func Open(cfg Config) (s *Sampler, err error) {
 			s.Close()
 		}
 	}()
-	if err := bpf.LoadDjxObjects(&s.objs, nil); err != nil {
+	spec, err := bpf.LoadDjx()
+	if err != nil {
+		return nil, fmt.Errorf("load bpf spec: %w", err)
+	}
+	if cfg.RingSize != 0 {
+		spec.Maps["samples"].MaxEntries = cfg.RingSize
+	}
+	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
 		if errors.Is(err, unix.EPERM) {
 			return nil, fmt.Errorf("load bpf program: %w: %w", ErrPrivilege, err)
 		}

@@ -147,3 +147,24 @@ func TestPageFaultSourceGivesExactAddress(t *testing.T) {
 		t.Fatalf("%d of %d page-fault samples inside the touched mapping, want >= 100", in, len(samples))
 	}
 }
+
+// A ring buffer nobody reads fills up: the drops must be counted.
+func TestRingBufferOverflowIsCounted(t *testing.T) {
+	s := openOrSkip(t, Config{Source: Decode, Freq: 10000, RingSize: 4096})
+	deadline := time.Now().Add(3 * time.Second)
+	x := 0
+	for time.Now().Before(deadline) {
+		for i := 0; i < 1e6; i++ {
+			x += i
+		}
+		c, err := s.Counters()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Dropped > 0 {
+			t.Logf("after %d matched samples: %d dropped", c.Matched, c.Dropped)
+			return
+		}
+	}
+	t.Fatalf("no drops counted with a full 4 KiB ring buffer (x=%d)", x)
+}

@@ -112,6 +112,9 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 		str(r.Reason)
 	case *ErrorRec:
 		str(r.Message)
+	case *Interval:
+		dst = le.AppendUint64(dst, r.Time)
+		dst = le.AppendUint64(dst, r.Interval)
 	case *Unknown:
 		dst = append(dst, r.Body...)
 	default:

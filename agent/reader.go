@@ -200,6 +200,8 @@ func decodeRecord(typ RecordType, body []byte) (Record, error) {
 		rec = &Bye{Reason: d.str()}
 	case TypeError:
 		rec = &ErrorRec{Message: d.str()}
+	case TypeInterval:
+		rec = &Interval{Time: d.u64(), Interval: d.u64()}
 	default:
 		return &Unknown{RecType: typ, Body: append([]byte(nil), body...)}, nil
 	}

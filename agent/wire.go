@@ -42,6 +42,9 @@ const (
 	TypeStats  RecordType = 4
 	TypeBye    RecordType = 5
 	TypeError  RecordType = 6
+	// TypeInterval: the agent raised the heap sampling interval to stay
+	// within its callback budget; allocations after Time use it.
+	TypeInterval RecordType = 7
 )
 
 func (t RecordType) String() string {
@@ -58,12 +61,14 @@ func (t RecordType) String() string {
 		return "BYE"
 	case TypeError:
 		return "ERROR"
+	case TypeInterval:
+		return "INTERVAL"
 	}
 	return fmt.Sprintf("type %d", uint16(t))
 }
 
 // Record is one decoded record: *Hello, *Method, *Alloc, *Stats, *Bye,
-// *ErrorRec or *Unknown.
+// *ErrorRec, *Interval or *Unknown.
 type Record interface {
 	Type() RecordType
 }
@@ -134,6 +139,13 @@ type Bye struct {
 	Reason string // "detach" or "vmdeath"
 }
 
+// Interval says that from Time on the heap sampling interval is Interval
+// bytes (body: u64 time, u64 interval).
+type Interval struct {
+	Time     uint64
+	Interval uint64
+}
+
 // ErrorRec reports a non-fatal problem inside the agent.
 type ErrorRec struct {
 	Message string
@@ -151,4 +163,5 @@ func (*Alloc) Type() RecordType     { return TypeAlloc }
 func (*Stats) Type() RecordType     { return TypeStats }
 func (*Bye) Type() RecordType       { return TypeBye }
 func (*ErrorRec) Type() RecordType  { return TypeError }
+func (*Interval) Type() RecordType  { return TypeInterval }
 func (u *Unknown) Type() RecordType { return u.RecType }

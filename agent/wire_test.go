@@ -30,6 +30,7 @@ var sample = []struct {
 	{"stats", &Stats{Callbacks: 10, BelowMinSize: 6, Dropped: 1, StackErrors: 2, AllocsSent: 3}},
 	{"bye", &Bye{Reason: "vmdeath"}},
 	{"error", &ErrorRec{Message: "GetStackTrace failed: 15"}},
+	{"interval", &Interval{Time: 123456789, Interval: 8192}},
 	{"unknown", &Unknown{RecType: 99, Body: []byte{1, 2, 3}}},
 }
 

@@ -46,7 +46,9 @@ type object struct {
 // jvm is the joined state of one profiled JVM. It is owned by one goroutine.
 type jvm struct {
 	pid       int
-	interval  uint64
+	interval  uint64 // heap sampling interval now in force
+	initial   uint64 // ... when the agent started
+	raisedAt  uint64 // when the agent first raised it to stay within budget
 	connected bool
 	helloTime uint64
 	watermark uint64
@@ -97,7 +99,7 @@ func (j *jvm) onBatch(b *agent.Batch) {
 		case *agent.Hello:
 			j.connected = true
 			j.helloTime = r.Monotonic
-			j.interval = r.Interval
+			j.interval, j.initial = r.Interval, r.Interval
 			j.vmName = strings.TrimSpace(r.VMName + " " + r.VMVersion)
 		case *agent.Method:
 			lines := make([]jvmsym.LineEntry, len(r.Lines))
@@ -107,6 +109,11 @@ func (j *jvm) onBatch(b *agent.Batch) {
 			j.syms.Add(r.ID, jvmsym.Method{ClassSig: r.ClassSig, Name: r.Name, Sig: r.Sig, SourceFile: r.SourceFile, Lines: lines})
 		case *agent.Alloc:
 			j.onAlloc(r)
+		case *agent.Interval:
+			if j.raisedAt == 0 {
+				j.raisedAt = r.Time
+			}
+			j.interval = r.Interval
 		case *agent.Stats:
 			j.lastAgt = *r
 		case *agent.ErrorRec:

@@ -56,16 +56,18 @@ type Stats struct {
 
 // Report is the result of profiling one JVM.
 type Report struct {
-	PID           int      `json:"pid"`
-	JVM           string   `json:"jvm,omitempty"`
-	Mode          string   `json:"mode"`  // attach | launch
-	Event         string   `json:"event"` // sample source
-	DurationSec   float64  `json:"duration_s"`
-	AllocInterval uint64   `json:"alloc_interval"`
-	MinSize       uint64   `json:"min_size"`
-	Objects       []Object `json:"objects"`
-	Stats         Stats    `json:"stats"`
-	Notes         []string `json:"notes,omitempty"`
+	PID           int     `json:"pid"`
+	JVM           string  `json:"jvm,omitempty"`
+	Mode          string  `json:"mode"`  // attach | launch
+	Event         string  `json:"event"` // sample source
+	DurationSec   float64 `json:"duration_s"`
+	AllocInterval uint64  `json:"alloc_interval"`
+	// AllocIntervalMax is the interval the agent raised it to (0: never).
+	AllocIntervalMax uint64   `json:"alloc_interval_max,omitempty"`
+	MinSize          uint64   `json:"min_size"`
+	Objects          []Object `json:"objects"`
+	Stats            Stats    `json:"stats"`
+	Notes            []string `json:"notes,omitempty"`
 }
 
 // Finish computes shares and orders objects, most sampled first (ties: more

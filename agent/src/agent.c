@@ -60,6 +60,36 @@ static void disable_after_detach(jvmtiEnv *j)
 		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
 }
 
+/* Raises the heap sampling interval to what the writer asked for, on this
+ * Java thread (JVMTI refuses the writer), and records when, so that the
+ * loader weights each allocation by the interval it was sampled with. */
+static void apply_interval(jvmtiEnv *j)
+{
+	uint64_t cur = __atomic_load_n(&djx.cur_interval, __ATOMIC_ACQUIRE);
+	uint64_t want = __atomic_load_n(&djx.want_interval, __ATOMIC_ACQUIRE);
+	uint8_t mem[64];
+	struct wbuf w;
+	size_t start;
+
+	if (want <= cur || !__atomic_compare_exchange_n(&djx.cur_interval, &cur, want, 0,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return; /* another thread does it */
+	if ((*j)->SetHeapSamplingInterval(j, (jint)want) != JVMTI_ERROR_NONE)
+		return;
+	wb_init(&w, mem, sizeof mem, 0);
+	start = wb_begin(&w, REC_INTERVAL);
+	wb_u64(&w, 0); /* time, set under the lock */
+	wb_u64(&w, want);
+	wb_end(&w, start);
+	pthread_mutex_lock(&djx.mu);
+	if (!djx.detached && !w.err && djx.cur_len + w.len <= DJX_BUF_CAP - DJX_BUF_RESERVE) {
+		put_u64(w.p + start + DJX_REC_HDR, djx_now_ns());
+		djx_append_locked(w.p, w.len, 1);
+	}
+	pthread_mutex_unlock(&djx.mu);
+	wb_free(&w);
+}
+
 static void build_method(jvmtiEnv *j, JNIEnv *jni, jmethodID m, struct wbuf *w)
 {
 	char *csig = NULL, *name = NULL, *msig = NULL, *src = NULL;
@@ -144,6 +174,8 @@ static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, j
 		disable_after_detach(j);
 		return;
 	}
+	if (__atomic_load_n(&djx.want_interval, RELAXED) > __atomic_load_n(&djx.cur_interval, RELAXED))
+		apply_interval(j);
 	if (size < 0 || (uint64_t)size < djx.opt.minsize) {
 		__atomic_add_fetch(&djx.n_below, 1, RELAXED);
 		return;
@@ -273,7 +305,12 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 	char *vmname, *vmver;
 	size_t start;
 	jvmtiError e;
+
+	/* Before the events are enabled: callbacks compare against these. */
 	int rc;
+
+	/* Before the events are enabled: callbacks compare against these. */
+	djx.cur_interval = djx.want_interval = djx.opt.interval;
 
 	djx.sock = djx_connect(djx.opt.sock, err, errlen);
 	if (djx.sock < 0)

@@ -25,6 +25,7 @@ enum {
 	REC_STATS = 4,
 	REC_BYE = 5,
 	REC_ERROR = 6,
+	REC_INTERVAL = 7,
 };
 
 #define DJX_MAX_FRAMES 64
@@ -39,7 +40,13 @@ struct djx_options {
 	char sock[108]; /* sizeof(sockaddr_un.sun_path) */
 	uint64_t interval;
 	uint64_t minsize;
+	uint64_t budget; /* max sampled-allocation callbacks per second; 0: no cap */
 };
+
+/* Budget window: callbacks are counted per window and the interval raised
+ * when a window exceeds its share of the budget. */
+#define DJX_BUDGET_NS 250000000ull
+#define DJX_MAX_INTERVAL (1ull << 30)
 
 /* options.c */
 int djx_parse_options(const char *s, struct djx_options *o, char *err, size_t errlen);
@@ -105,6 +112,9 @@ struct djx {
 	/* Cumulative counters, updated atomically. */
 	uint64_t n_callbacks, n_below, n_dropped, n_stackerr, n_sent;
 	int disabled; /* SampledObjectAlloc switched off after detach */
+	/* The writer asks for a larger heap sampling interval (want) when the
+	 * callback rate exceeds the budget; a Java thread applies it (cur). */
+	uint64_t want_interval, cur_interval;
 };
 extern struct djx djx;
 

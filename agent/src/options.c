@@ -1,4 +1,4 @@
-/* Option parsing: "sock=PATH,interval=BYTES,minsize=BYTES". */
+/* Option parsing: "sock=PATH,interval=BYTES,minsize=BYTES,budget=N". */
 #include <stdio.h>
 #include <string.h>
 
@@ -70,6 +70,11 @@ int djx_parse_options(const char *s, struct djx_options *o, char *err, size_t er
 			/* SetHeapSamplingInterval takes a jint; 0 samples every allocation. */
 			if (parse_bytes(v, vlen, &o->interval) != 0 || o->interval > 0x7fffffff) {
 				snprintf(err, errlen, "option interval: bad value \"%.*s\"", (int)vlen, v);
+				return -1;
+			}
+		} else if (keyis(p, klen, "budget")) {
+			if (parse_bytes(v, vlen, &o->budget) != 0) {
+				snprintf(err, errlen, "option budget: bad value \"%.*s\"", (int)vlen, v);
 				return -1;
 			}
 		} else if (keyis(p, klen, "minsize")) {

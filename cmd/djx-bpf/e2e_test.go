@@ -64,7 +64,7 @@ func setup(t *testing.T) {
 		}
 		classDir = filepath.Join(dir, "classes")
 		javac := filepath.Join(jdks()["jdk17"], "bin", "javac")
-		if out, err := exec.Command(javac, "-d", classDir, "../../testdata/java/HotArrays.java").CombinedOutput(); err != nil {
+		if out, err := exec.Command(javac, "-d", classDir, "../../testdata/java/HotArrays.java", "../../testdata/java/AllocHeavy.java").CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("javac: %v\n%s", err, out)
 		}
 	})
@@ -87,11 +87,16 @@ func (j *jvm) output() string {
 	return j.out.String()
 }
 
-// startJVM runs HotArrays and waits for "ready". The JVM is killed (by its
+// startJVM runs HotArrays (or the main class given as -main=NAME in args)
+// and waits for "ready". The JVM is killed (by its
 // pid) at cleanup if it is still running.
 func startJVM(t *testing.T, javaHome string, jvmArgs []string, args ...string) *jvm {
 	t.Helper()
-	argv := append(append([]string{"-Xmx1g"}, jvmArgs...), append([]string{"-cp", classDir, "HotArrays"}, args...)...)
+	main := "HotArrays"
+	if len(args) > 0 && strings.HasPrefix(args[0], "-main=") {
+		main, args = strings.TrimPrefix(args[0], "-main="), args[1:]
+	}
+	argv := append(append([]string{"-Xmx1g"}, jvmArgs...), append([]string{"-cp", classDir, main}, args...)...)
 	cmd := exec.Command(filepath.Join(javaHome, "bin", "java"), argv...)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -383,5 +388,35 @@ func TestPageFaultEvent(t *testing.T) {
 	t.Logf("page-fault samples %d, attributed %d, on the four arrays %d", r.Stats.Samples, r.Stats.Attributed, arrays)
 	if len(sites) != 4 || arrays*10 < r.Stats.Attributed*8 {
 		t.Errorf("first touches of the arrays: %d of %d attributed samples at sites %v, want most at all four sites", arrays, r.Stats.Attributed, sites)
+	}
+}
+
+// An allocation-heavy JVM: the agent must raise the heap sampling interval to
+// stay within the callback budget, say so, and weight allocations by the
+// interval they were sampled with.
+func TestAllocBudget(t *testing.T) {
+	setup(t)
+	j := startJVM(t, jdks()["jdk17"], nil, "-main=AllocHeavy", "0")
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "3s", "--format", "json", "-o", out)
+	if code != 0 {
+		t.Fatalf("profile exited %d:\n%s", code, stderr)
+	}
+	r := readReport(t, out)
+	if r.AllocIntervalMax <= r.AllocInterval {
+		t.Fatalf("interval %d, max %d: the budget did not raise it", r.AllocInterval, r.AllocIntervalMax)
+	}
+	if !strings.Contains(strings.Join(r.Notes, "\n"), "raised the heap sampling interval") {
+		t.Errorf("notes %q do not explain the raised interval", r.Notes)
+	}
+	per := float64(r.Stats.AllocCallbacks) / r.DurationSec
+	t.Logf("interval %d -> %d, %d callbacks in %.1fs (%.0f/s)", r.AllocInterval, r.AllocIntervalMax, r.Stats.AllocCallbacks, r.DurationSec, per)
+	for _, o := range r.Objects {
+		if o.Type == "byte[]" && o.Site == "AllocHeavy.main:20" && o.EstObjects <= float64(o.Objects) {
+			t.Errorf("est_objects %.0f not above tracked %d for 2 KiB arrays sampled at a raised interval", o.EstObjects, o.Objects)
+		}
+	}
+	if err := j.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("JVM gone: %v", err)
 	}
 }

@@ -50,6 +50,7 @@ func cmdProfile(args []string) int {
 		freq     = fs.Int("freq", profiler.DefaultFreq, "decode: samples per second per CPU")
 		period   = fs.Uint64("period", 1, "page-faults: sample every N-th fault")
 		quiet    = fs.Bool("quiet", false, "no progress messages on standard error")
+		budget   = fs.Uint64("alloc-budget", profiler.DefaultAllocBudget, "max sampled allocations per second in the JVM before the heap sampling interval is raised (0: no cap)")
 	)
 	minSize := uint64(profiler.DefaultMinSize)
 	var interval uint64
@@ -78,7 +79,7 @@ func cmdProfile(args []string) int {
 	}
 	opts := profiler.Options{
 		Event: *event, Duration: *duration, MinSize: minSize, Interval: interval,
-		Freq: *freq, Period: *period,
+		Freq: *freq, Period: *period, AllocBudget: *budget,
 	}
 	if !*quiet {
 		opts.Notify = func(msg string) { fmt.Fprintf(os.Stderr, "djx-bpf: %s\n", msg) }

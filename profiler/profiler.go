@@ -307,6 +307,7 @@ func watchExit(pid int) <-chan struct{} {
 func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Report, error) {
 	s.start = time.Now()
 	s.j = newJVM(s.pid)
+	s.loadHeap(ctx)
 	s.opts.note("profiling pid %d with event %s", s.pid, s.src)
 
 	samples := make(chan loader.Sample, 4096)
@@ -337,21 +338,6 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 			batches <- b
 		}
 	}()
-	heapC := make(chan heapResult, 1)
-	if s.target != nil {
-		go func() {
-			hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			out, err := s.target.Jcmd(hctx, "GC.heap_info")
-			if err != nil {
-				heapC <- heapResult{err: err}
-				return
-			}
-			info, err := heap.ParseHeapInfo(out)
-			heapC <- heapResult{info: info, err: err}
-		}()
-	}
-
 	var timer <-chan time.Time
 	if s.opts.Duration > 0 {
 		t := time.NewTimer(s.opts.Duration)
@@ -390,14 +376,6 @@ loop:
 				}
 			}
 			break loop
-		case h := <-heapC:
-			if h.err != nil {
-				s.addNote("heap range unknown (GC.heap_info: %v); in_heap is not counted", h.err)
-			} else if len(h.info.Ranges) == 0 {
-				s.addNote("heap range unknown for %s; in_heap is not counted", h.info.GC)
-			} else {
-				s.j.heap, s.j.heapKnown = h.info, true
-			}
 		case <-exited:
 			s.addNote("target pid %d exited after %.1fs; reporting what was collected", s.pid, time.Since(s.start).Seconds())
 			exited = nil
@@ -448,9 +426,30 @@ loop:
 	return s.finish(elapsed), nil
 }
 
-type heapResult struct {
-	info heap.Info
-	err  error
+// loadHeap reads the heap's reserved ranges through the attach listener
+// (jcmd GC.heap_info) so that samples can be classified as in the heap.
+// Done before the first sample is processed, so every sample is classified.
+func (s *session) loadHeap(ctx context.Context) {
+	if s.target == nil {
+		s.addNote("heap range unknown (no attach listener); in_heap is not counted")
+		return
+	}
+	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	out, err := s.target.Jcmd(hctx, "GC.heap_info")
+	if err != nil {
+		s.addNote("heap range unknown (GC.heap_info: %v); in_heap is not counted", err)
+		return
+	}
+	info, err := heap.ParseHeapInfo(out)
+	switch {
+	case err != nil:
+		s.addNote("heap range unknown (GC.heap_info: %v); in_heap is not counted", err)
+	case len(info.Ranges) == 0:
+		s.addNote("heap range unknown for %s; in_heap is not counted", info.GC)
+	default:
+		s.j.heap, s.j.heapKnown = info, true
+	}
 }
 
 func (s *session) finish(elapsed time.Duration) *report.Report {

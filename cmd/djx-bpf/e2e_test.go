@@ -197,6 +197,9 @@ func checkGroundTruth(t *testing.T, r *report.Report) {
 	if len(r.Objects) > 1 && r.Objects[1].Share*2 > top.Share {
 		t.Errorf("runner-up share %.1f%% too close to the hot object's %.1f%%", 100*r.Objects[1].Share, 100*top.Share)
 	}
+	if !s.HeapKnown || s.InHeap < s.Attributed {
+		t.Errorf("heap known %v, in heap %d < attributed %d", s.HeapKnown, s.InHeap, s.Attributed)
+	}
 	if s.Attributed < 500 {
 		t.Errorf("only %d attributed samples", s.Attributed)
 	}

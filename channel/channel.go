@@ -40,6 +40,8 @@ type Spec struct {
 
 // Channel is a private directory with the agent library and a listening socket.
 type Channel struct {
+	tmpFD     int    // the target's /tmp
+	name      string // our directory in it
 	dirFD     int
 	hostDir   string
 	targetDir string
@@ -52,11 +54,12 @@ type Channel struct {
 // so a hostile /tmp cannot redirect our writes.
 func Create(spec Spec) (c *Channel, err error) {
 	tmp := filepath.Join(spec.Root, "tmp")
-	tmpFD, err := unix.Open(tmp, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// O_RDONLY, not O_PATH: Close removes the directory through this fd,
+	// which stays valid after the target (and its /proc/PID/root) is gone.
+	tmpFD, err := unix.Open(tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", tmp, err)
 	}
-	defer unix.Close(tmpFD)
 	var name string
 	for try := 0; ; try++ {
 		var rnd [8]byte
@@ -69,10 +72,11 @@ func Create(spec Spec) (c *Channel, err error) {
 			break
 		}
 		if !errors.Is(err, unix.EEXIST) || try > 10 {
+			unix.Close(tmpFD)
 			return nil, fmt.Errorf("create directory in %s: %w", tmp, err)
 		}
 	}
-	c = &Channel{dirFD: -1, hostDir: filepath.Join(tmp, name), targetDir: "/tmp/" + name}
+	c = &Channel{tmpFD: tmpFD, name: name, dirFD: -1, hostDir: filepath.Join(tmp, name), targetDir: "/tmp/" + name}
 	defer func() {
 		if err != nil {
 			c.Close()
@@ -210,9 +214,13 @@ func (c *Channel) Close() error {
 		}
 		unix.Close(c.dirFD)
 		c.dirFD = -1
-		if err := os.Remove(c.hostDir); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+		if err := unix.Unlinkat(c.tmpFD, c.name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", c.hostDir, err))
 		}
+	}
+	if c.tmpFD >= 0 {
+		unix.Close(c.tmpFD)
+		c.tmpFD = -1
 	}
 	return errors.Join(errs...)
 }

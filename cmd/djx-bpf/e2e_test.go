@@ -307,6 +307,7 @@ func TestTargetExitsMidProfile(t *testing.T) {
 	setup(t)
 	j := startJVM(t, jdks()["jdk17"], nil, "3")
 	out := filepath.Join(t.TempDir(), "r.json")
+	before, _ := filepath.Glob("/tmp/djx-bpf-*")
 	start := time.Now()
 	code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "60s", "--format", "json", "-o", out)
 	if code != 0 {
@@ -321,6 +322,10 @@ func TestTargetExitsMidProfile(t *testing.T) {
 	}
 	if r.Stats.Attributed == 0 {
 		t.Errorf("nothing collected before the target exited")
+	}
+	// The private directory goes even though /proc/PID/root went first.
+	if after, _ := filepath.Glob("/tmp/djx-bpf-*"); len(after) > len(before) {
+		t.Errorf("agent directories left behind: %v (before: %v)", after, before)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -97,7 +98,13 @@ func startJVM(t *testing.T, javaHome string, jvmArgs []string, args ...string) *
 		main, args = strings.TrimPrefix(args[0], "-main="), args[1:]
 	}
 	argv := append(append([]string{"-Xmx1g"}, jvmArgs...), append([]string{"-cp", classDir, main}, args...)...)
-	cmd := exec.Command(filepath.Join(javaHome, "bin", "java"), argv...)
+	return startCmd(t, exec.Command(filepath.Join(javaHome, "bin", "java"), argv...))
+}
+
+// startCmd starts a command that runs a JVM printing "ready", and waits for
+// that line. The command is killed (by its pid) at cleanup if still running.
+func startCmd(t *testing.T, cmd *exec.Cmd) *jvm {
+	t.Helper()
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -427,4 +434,87 @@ func TestAllocBudget(t *testing.T) {
 	if err := j.cmd.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Fatalf("JVM gone: %v", err)
 	}
+}
+
+// A JVM in its own mount and pid namespace with a private /tmp, as in a
+// container: attach, the agent's directory and socket, and the peer check
+// must all work through /proc/PID/root with the host pid.
+func TestAttachAcrossNamespaces(t *testing.T) {
+	setup(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skipf("namespace test skipped: no unshare: %v", err)
+	}
+	// The classes must lie outside the /tmp that the tmpfs hides.
+	dir, err := os.MkdirTemp("/var/tmp", "djx-ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	class, err := os.ReadFile(filepath.Join(classDir, "HotArrays.class"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "HotArrays.class"), class, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "--kill-child",
+		"sh", "-c", `mount -t tmpfs tmpfs /tmp && exec "$2" -Xmx1g -cp "$1" HotArrays 12`,
+		"sh", dir, filepath.Join(jdks()["jdk17"], "bin", "java"))
+	u := startCmd(t, cmd)
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", u.cmd.Process.Pid, u.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("children of unshare: %q", data)
+	}
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if !strings.Contains(string(status), "NSpid:\t"+strconv.Itoa(pid)+"\t1\n") {
+		t.Fatalf("JVM %d is not pid 1 of its own namespace:\n%s", pid, status)
+	}
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, _, stderr := djx(t, "profile", "--pid", strconv.Itoa(pid), "--duration", "4s", "--format", "json", "-o", out)
+	if code != 0 {
+		t.Fatalf("profile exited %d:\n%s", code, stderr)
+	}
+	checkGroundTruth(t, readReport(t, out))
+	if entries, _ := filepath.Glob(fmt.Sprintf("/proc/%d/root/tmp/djx-bpf-*", pid)); len(entries) > 0 {
+		t.Errorf("agent directory left in the container's /tmp: %v", entries)
+	}
+	select {
+	case <-u.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("JVM did not finish its run after the profile")
+	}
+	if c := u.cmd.ProcessState.ExitCode(); c != 0 || !strings.Contains(u.output(), "done") {
+		t.Fatalf("namespaced JVM exit code %d; output:\n%s", c, u.output())
+	}
+}
+
+// Without --duration the profile runs until Ctrl-C, then reports.
+func TestInterruptReports(t *testing.T) {
+	setup(t)
+	j := startJVM(t, jdks()["jdk17"], nil, "0")
+	out := filepath.Join(t.TempDir(), "r.json")
+	cmd := exec.Command(binPath, "profile", "--pid", strconv.Itoa(j.cmd.Process.Pid), "--format", "json", "-o", out)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second)
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("profile after Ctrl-C: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("profile did not stop after Ctrl-C:\n%s", stderr.String())
+	}
+	checkGroundTruth(t, readReport(t, out))
 }

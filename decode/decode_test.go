@@ -121,6 +121,13 @@ func TestDecodeLookBack(t *testing.T) {
 	}{
 		{"mov 0x10(%rsi),%rax; add %rax,%rbx", pad + "48 8b 46 10", "48 01 c3",
 			Result{0x70000 + 0x10, LookBack, 8, false}},
+		// C2's spilled sum: the store at ip consumes the stalled load-op,
+		// so the load wins over the store's own (stack) address.
+		{"add 0x10(%r8,%r11,8),%r10; mov %r10,0x48(%rsp)", pad + "4f 03 54 d8 10", "4c 89 54 24 48",
+			Result{0x90000 + 0xc0000*8 + 0x10, LookBack, 8, false}},
+		// An access at ip that does not consume the load wins.
+		{"mov 0x10(%rsi),%rax; mov 0x8(%rdx),%rcx", pad + "48 8b 46 10", "48 8b 4a 08",
+			Result{0x30000 + 0x8, AtIP, 8, false}},
 		// The ip need not consume the load: the timer lands after the stalled instruction.
 		{"mov 0x10(%rsi),%rax; add %rcx,%rbx (independent)", pad + "48 8b 46 10", "48 01 cb", Result{Addr: 0x70000 + 0x10, Method: LookBack, Size: 8}},
 		{"mov (%rax),%rax overwrites its base", pad + "48 8b 00", "48 01 c3", Result{}},

@@ -1,0 +1,184 @@
+package reloc
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// mapping is one line of /proc/PID/maps.
+type mapping struct {
+	start, end, offset uint64
+	perms              string
+	path               string // as the process sees it; "" for anonymous
+}
+
+func parseMaps(data []byte) ([]mapping, error) {
+	var ms []mapping
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for n := 1; sc.Scan(); n++ {
+		// start-end perms offset dev inode [path]
+		f := strings.Fields(sc.Text())
+		if len(f) < 5 {
+			continue
+		}
+		lo, hi, ok := strings.Cut(f[0], "-")
+		if !ok {
+			return nil, fmt.Errorf("maps line %d: bad range %q", n, f[0])
+		}
+		var m mapping
+		var err1, err2, err3 error
+		m.start, err1 = strconv.ParseUint(lo, 16, 64)
+		m.end, err2 = strconv.ParseUint(hi, 16, 64)
+		m.offset, err3 = strconv.ParseUint(f[2], 16, 64)
+		if err1 != nil || err2 != nil || err3 != nil {
+			return nil, fmt.Errorf("maps line %d: bad number in %q", n, sc.Text())
+		}
+		m.perms = f[1]
+		if len(f) >= 6 {
+			// Paths may contain spaces: everything after the inode.
+			line := sc.Text()
+			if i := strings.IndexByte(line, '/'); i >= 0 {
+				m.path = line[i:]
+			}
+		}
+		ms = append(ms, m)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read maps: %w", err)
+	}
+	return ms, nil
+}
+
+// findLib returns the mapping at file offset 0 of the first library whose
+// base name is base: where its ELF header, and so its load base, lies.
+func findLib(ms []mapping, base string) (mapping, bool) {
+	for _, m := range ms {
+		if m.offset == 0 && m.path != "" && filepath.Base(m.path) == base {
+			return m, true
+		}
+	}
+	return mapping{}, false
+}
+
+// containing returns the file-backed mapping that holds addr.
+func containing(ms []mapping, addr uint64) (mapping, bool) {
+	for _, m := range ms {
+		if addr >= m.start && addr < m.end && m.path != "" {
+			return m, true
+		}
+	}
+	return mapping{}, false
+}
+
+// hostPath is path (as the process sees it) opened from this process:
+// through /proc/PID/root, so that containers work.
+func hostPath(pid int, path string) string {
+	return filepath.Join("/proc", strconv.Itoa(pid), "root", path)
+}
+
+// CopyTarget is one resolved copy implementation: the code that libjvm's
+// GOT slots for Imports point to in this process.
+type CopyTarget struct {
+	Imports []string // e.g. ["memmove", "memcpy"] when both share it
+	Addr    uint64   // runtime address in the process
+	Lib     string   // library holding it, as the process sees it (libc.so.6)
+	Offset  uint64   // file offset in Lib: UprobeOptions.Address
+	Symbol  string   // name in Lib's symbol tables, "" if stripped
+}
+
+// memReader reads the target's memory; *os.File of /proc/PID/mem in
+// production, a fake in tests.
+type memReader interface {
+	ReadAt(p []byte, off int64) (int, error)
+}
+
+// resolveCopies reads libjvm's GOT slots for memmove/memcpy in the live
+// process and maps the implementations to library file offsets. libjvm is
+// linked BIND_NOW (design.md), so the slots hold the IFUNC-selected
+// implementation from startup on. Imports resolving to the same code share
+// one target.
+func resolveCopies(jvm *elf.File, ms []mapping, jvmMap mapping, mem memReader) ([]CopyTarget, error) {
+	slots, err := gotSlots(jvm, copyImports)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrGOT, err)
+	}
+	first, err := firstLoadVaddr(jvm)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrGOT, err)
+	}
+	base := jvmMap.start - first
+	var targets []CopyTarget
+	for _, imp := range copyImports {
+		for _, slot := range slots[imp] {
+			var b [8]byte
+			if _, err := mem.ReadAt(b[:], int64(base+slot)); err != nil {
+				return nil, fmt.Errorf("%w: read %s slot at %#x: %w", ErrGOT, imp, base+slot, err)
+			}
+			addr := binary.LittleEndian.Uint64(b[:])
+			m, ok := containing(ms, addr)
+			if !ok {
+				return nil, fmt.Errorf("%w: %s slot holds %#x, in no file mapping", ErrGOT, imp, addr)
+			}
+			if m.path == jvmMap.path {
+				// A lazily bound slot still points at libjvm's PLT stub.
+				return nil, fmt.Errorf("%w: %s slot holds %#x inside libjvm (not bound yet)", ErrGOT, imp, addr)
+			}
+			off := addr - m.start + m.offset
+			merged := false
+			for i := range targets {
+				if targets[i].Addr == addr {
+					if !contains(targets[i].Imports, imp) {
+						targets[i].Imports = append(targets[i].Imports, imp)
+					}
+					merged = true
+				}
+			}
+			if !merged {
+				targets = append(targets, CopyTarget{Imports: []string{imp}, Addr: addr, Lib: m.path, Offset: off})
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("%w: libjvm imports neither memmove nor memcpy", ErrGOT)
+	}
+	return targets, nil
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// symbolAt names the function of an ELF file that holds file offset off,
+// from .symtab or .dynsym; "" when the file is stripped of it (libc's
+// IFUNC implementations are local symbols, absent from .dynsym).
+func symbolAt(path string, off uint64) string {
+	f, err := elf.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	syms, _ := f.Symbols()
+	dyn, _ := f.DynamicSymbols()
+	for _, s := range append(syms, dyn...) {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 {
+			continue
+		}
+		so, err := fileOffset(f, s.Value)
+		if err == nil && off >= so && off < so+s.Size {
+			return s.Name
+		}
+	}
+	return ""
+}

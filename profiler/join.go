@@ -3,6 +3,7 @@ package profiler
 import (
 	"math"
 	"strings"
+	"time"
 
 	"github.com/djx-bpf/djx-bpf/agent"
 	"github.com/djx-bpf/djx-bpf/decode"
@@ -17,6 +18,10 @@ import (
 // the oldest are attributed against what is known (a stalled agent must not
 // make the loader grow without bound).
 const maxPending = 1 << 20
+
+// pageFaultGrace is how much later than its fault a page-fault sample is
+// attributed: longer than the JVM takes to zero a large array.
+const pageFaultGrace = uint64(50 * time.Millisecond)
 
 // pending is a decoded sample waiting until the allocation stream has caught
 // up with its timestamp.
@@ -35,6 +40,18 @@ type site struct {
 	estBytes   float64
 	samples    uint64
 	estSamples float64
+}
+
+// timedRec is an agent record whose effect depends on when it happened.
+type timedRec struct {
+	time uint64
+	rec  agent.Record
+}
+
+// gcBatch holds the copies of one GC, applied at its end as one batch.
+type gcBatch struct {
+	begin, end uint64
+	moves      []objindex.Move
 }
 
 // object is a tracked allocation; its index in jvm.objs is its objindex.ID.
@@ -63,17 +80,26 @@ type jvm struct {
 	siteIdx map[string]int32
 	keyBuf  []byte
 
-	dec     decode.Decoder
-	regs    decode.Regs
-	queue   []pending
-	head    int
-	stats   report.Stats
-	lastAgt agent.Stats
-	vmName  string
+	dec    decode.Decoder
+	regs   decode.Regs
+	queue  []pending // decoded samples, time order
+	head   int
+	agentQ []timedRec // allocation-stream records that must apply in time order
+	agentH int
+	gcQ    []*gcBatch // finished GCs whose moves wait to be applied
+	gcH    int
+	curGC  *gcBatch // GC in progress (relocation tracking)
+	reloc  bool     // a relocation stream feeds this JVM
+	// faultGrace delays page-fault samples (pageFaultGrace; tests set 0).
+	faultGrace uint64
+	relocWM    uint64 // relocation stream complete up to here (when no GC is in progress)
+	stats      report.Stats
+	lastAgt    agent.Stats
+	vmName     string
 }
 
 func newJVM(pid int) *jvm {
-	j := &jvm{pid: pid, idx: objindex.New(), syms: jvmsym.NewTable(), siteIdx: make(map[string]int32)}
+	j := &jvm{pid: pid, idx: objindex.New(), syms: jvmsym.NewTable(), siteIdx: make(map[string]int32), faultGrace: pageFaultGrace}
 	j.idx.OnEvict(func(o objindex.Object) { j.free = append(j.free, o.ID) })
 	return j
 }
@@ -108,12 +134,9 @@ func (j *jvm) onBatch(b *agent.Batch) {
 			}
 			j.syms.Add(r.ID, jvmsym.Method{ClassSig: r.ClassSig, Name: r.Name, Sig: r.Sig, SourceFile: r.SourceFile, Lines: lines})
 		case *agent.Alloc:
-			j.onAlloc(r)
+			j.agentQ = append(j.agentQ, timedRec{r.Time, r})
 		case *agent.Interval:
-			if j.raisedAt == 0 {
-				j.raisedAt = r.Time
-			}
-			j.interval = r.Interval
+			j.agentQ = append(j.agentQ, timedRec{r.Time, r})
 		case *agent.Stats:
 			j.lastAgt = *r
 		case *agent.ErrorRec:
@@ -124,6 +147,75 @@ func (j *jvm) onBatch(b *agent.Batch) {
 		j.watermark = b.Watermark
 	}
 	j.drain(false)
+}
+
+// applyTimed applies one time-ordered agent record.
+func (j *jvm) applyTimed(r agent.Record) {
+	switch r := r.(type) {
+	case *agent.Alloc:
+		j.onAlloc(r)
+	case *agent.Interval:
+		if j.raisedAt == 0 {
+			j.raisedAt = r.Time
+		}
+		j.interval = r.Interval
+	}
+}
+
+// onGCBegin, onCopy and onGCEnd feed the relocation stream: the copies of
+// one GC are applied together at its end, in time order with allocations
+// and samples.
+func (j *jvm) onGCBegin(t uint64) {
+	j.reloc = true
+	if j.curGC == nil {
+		j.curGC = &gcBatch{begin: t}
+	}
+}
+
+func (j *jvm) onCopy(src, dst, n uint64) {
+	if j.curGC != nil {
+		j.curGC.moves = append(j.curGC.moves, objindex.Move{Src: src, Dst: dst, Len: n})
+	}
+}
+
+func (j *jvm) onGCEnd(t uint64) {
+	if j.curGC == nil {
+		return
+	}
+	j.curGC.end = t
+	j.gcQ = append(j.gcQ, j.curGC)
+	j.curGC = nil
+	j.stats.GCs++
+	j.drain(false)
+}
+
+// relocComplete says the relocation stream holds every event up to t.
+func (j *jvm) relocComplete(t uint64) {
+	if t > j.relocWM {
+		j.relocWM = t
+		j.drain(false)
+	}
+}
+
+// horizon is the time up to which every stream is complete.
+func (j *jvm) horizon() uint64 {
+	h := j.watermark
+	if j.reloc {
+		r := j.relocWM
+		if j.curGC != nil && j.curGC.begin < r {
+			r = j.curGC.begin
+		}
+		if r < h {
+			h = r
+		}
+	}
+	return h
+}
+
+func (j *jvm) applyGC(g *gcBatch) {
+	st := j.idx.ApplyMoves(g.moves)
+	j.stats.Relocations += uint64(st.Moved)
+	j.stats.CopiesUnmatched += uint64(st.Unmatched)
 }
 
 func (j *jvm) siteOf(a *agent.Alloc) int32 {
@@ -208,21 +300,68 @@ func (j *jvm) onSample(s *loader.Sample, src loader.Source) {
 		j.attribute(j.queue[j.head])
 		j.head++
 	}
-	j.queue = append(j.queue, pending{time: s.Time, addr: addr})
+	t := s.Time
+	if src == loader.PageFaults {
+		// A first-touch fault comes before the agent reports the allocation
+		// that caused it (the JVM zeroes the memory first). The page was
+		// never touched, so no other object can have owned it meanwhile:
+		// judging the fault a little later is safe.
+		t += j.faultGrace
+	}
+	j.queue = append(j.queue, pending{time: t, addr: addr})
 }
 
-// drain attributes queued samples the allocation stream has caught up with
-// (all of them when final).
+// drain applies, in time order, the allocation records, GC batches and
+// samples that every stream has caught up with (all of them when final), so
+// that each sample meets the heap as it was when it was taken.
 func (j *jvm) drain(final bool) {
-	for j.head < len(j.queue) && (final || j.queue[j.head].time <= j.watermark) {
-		j.attribute(j.queue[j.head])
-		j.head++
+	h := j.horizon()
+	for {
+		const none = ^uint64(0)
+		ta, tg, ts := none, none, none
+		if j.agentH < len(j.agentQ) {
+			ta = j.agentQ[j.agentH].time
+		}
+		if j.gcH < len(j.gcQ) {
+			tg = j.gcQ[j.gcH].end
+		}
+		if j.head < len(j.queue) {
+			ts = j.queue[j.head].time
+		}
+		t := min(ta, tg, ts)
+		if t == none || (!final && t > h) {
+			break
+		}
+		switch t {
+		case ta:
+			j.applyTimed(j.agentQ[j.agentH].rec)
+			j.agentQ[j.agentH] = timedRec{}
+			j.agentH++
+		case tg:
+			j.applyGC(j.gcQ[j.gcH])
+			j.gcQ[j.gcH] = nil
+			j.gcH++
+		default:
+			j.attribute(j.queue[j.head])
+			j.head++
+		}
 	}
-	if j.head > 4096 && j.head*2 > len(j.queue) {
-		n := copy(j.queue, j.queue[j.head:])
-		j.queue = j.queue[:n]
-		j.head = 0
+	j.queue, j.head = compact(j.queue, j.head)
+	j.agentQ, j.agentH = compact(j.agentQ, j.agentH)
+	j.gcQ, j.gcH = compact(j.gcQ, j.gcH)
+}
+
+// compact drops the consumed prefix of a queue once it dominates.
+func compact[T any](q []T, head int) ([]T, int) {
+	if head > 4096 && head*2 > len(q) {
+		n := copy(q, q[head:])
+		clear(q[n:])
+		return q[:n], 0
 	}
+	if head == len(q) {
+		return q[:0], 0
+	}
+	return q, head
 }
 
 func (j *jvm) attribute(p pending) {

@@ -36,12 +36,34 @@ func alloc(t, addr, size uint64, typ string, frames ...agent.Frame) *agent.Alloc
 
 func fault(t, addr uint64) *loader.Sample { return &loader.Sample{Time: t, Addr: addr} }
 
+// exactJVM judges page-fault samples at their own time, so that the tests
+// can use them as exact-address samples.
+func exactJVM(pid int) *jvm {
+	j := newJVM(pid)
+	j.faultGrace = 0
+	return j
+}
+
+// A first-touch fault precedes the allocation record of the object whose
+// zeroing caused it; it is still charged to that object.
+func TestJoinPageFaultBeforeAllocRecord(t *testing.T) {
+	j := newJVM(1)
+	j.onBatch(batch(1_000_000, hello(1)))
+	j.onSample(fault(2_000_000, 0x5000_1000), loader.PageFaults)
+	j.onBatch(batch(2_500_000, alloc(2_400_000, 0x5000_0000, 1<<20, "[J", agent.Frame{Method: 1})))
+	j.relocComplete(1 << 40)
+	j.onBatch(batch(1 << 40))
+	if j.stats.Attributed != 1 {
+		t.Fatalf("fault before its allocation record not attributed: %+v", j.stats)
+	}
+}
+
 func batch(wm uint64, recs ...agent.Record) *agent.Batch {
 	return &agent.Batch{Watermark: wm, Records: recs}
 }
 
 func TestJoinWaitsForWatermark(t *testing.T) {
-	j := newJVM(1)
+	j := exactJVM(1)
 	j.onBatch(batch(100, hello(100), method(7, "LHot;", "make", 12), method(8, "LHot;", "main", 30)))
 	// Sampled at 150 on an object whose allocation (at 140) the agent has
 	// not sent yet: it must wait, not be lost.
@@ -54,7 +76,7 @@ func TestJoinWaitsForWatermark(t *testing.T) {
 		t.Fatalf("sample not attributed once the watermark passed: %+v", j.stats)
 	}
 	// Before the agent's first record nothing can be joined.
-	j2 := newJVM(2)
+	j2 := exactJVM(2)
 	j2.onSample(fault(50, 0x1000), loader.PageFaults)
 	if j2.stats.Unjoined != 1 || j2.stats.Samples != 0 {
 		t.Fatalf("early sample: %+v", j2.stats)
@@ -78,7 +100,7 @@ func TestJoinWaitsForWatermark(t *testing.T) {
 }
 
 func TestJoinReuseChargesNewObject(t *testing.T) {
-	j := newJVM(1)
+	j := exactJVM(1)
 	j.onBatch(batch(10, hello(1),
 		alloc(2, 0x2000, 2048, "[B", agent.Frame{Method: 1}),
 		// Memory reused by a new object at another site.
@@ -129,5 +151,36 @@ func TestJoinDecodeAndHeap(t *testing.T) {
 	st := j.stats
 	if st.Samples != 2 || st.WithAddress != 1 || st.DecodedAtIP != 1 || st.InHeap != 1 || st.Attributed != 1 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// A GC's copies apply at its end, in time order with allocations and
+// samples, however the three streams interleave on arrival.
+func TestJoinAppliesGCMovesInTimeOrder(t *testing.T) {
+	j := exactJVM(1)
+	j.onBatch(batch(5, hello(1), method(1, "LA;", "a", 1), method(2, "LB;", "b", 2)))
+	j.onGCBegin(30) // the relocation stream is attached
+	j.onCopy(0x1000, 0x9000, 4096)
+	// Samples arrive before the allocation stream has caught up.
+	j.onSample(fault(20, 0x1010), loader.PageFaults) // before the GC: old place
+	j.onSample(fault(50, 0x9010), loader.PageFaults) // after the GC: new place
+	j.onSample(fault(70, 0x1010), loader.PageFaults) // after B reused the old place
+	j.onBatch(batch(100,
+		alloc(10, 0x1000, 4096, "[J", agent.Frame{Method: 1}),
+		alloc(60, 0x1000, 4096, "[D", agent.Frame{Method: 2})))
+	if j.stats.Attributed != 0 {
+		t.Fatalf("attributed %d samples while a GC was still open", j.stats.Attributed)
+	}
+	j.onGCEnd(40)
+	j.relocComplete(100)
+	got := map[string]uint64{}
+	for _, o := range j.report() {
+		got[o.Type] = o.Samples
+	}
+	if got["long[]"] != 2 || got["double[]"] != 1 {
+		t.Fatalf("samples per type %v, want long[] 2 (before and after its move), double[] 1", got)
+	}
+	if j.stats.GCs != 1 || j.stats.Relocations != 1 {
+		t.Errorf("stats %+v", j.stats)
 	}
 }

@@ -52,6 +52,10 @@ type Stats struct {
 	AgentDropped    uint64 `json:"agent_dropped"`
 	AgentErrors     uint64 `json:"agent_errors"`
 	HeapKnown       bool   `json:"heap_known"`
+	// GC relocation tracking.
+	GCs             uint64 `json:"gcs,omitempty"`              // GCs seen
+	Relocations     uint64 `json:"relocations,omitempty"`      // tracked objects moved by observed copies
+	CopiesUnmatched uint64 `json:"copies_unmatched,omitempty"` // observed copies that moved no tracked object
 }
 
 // Report is the result of profiling one JVM.

@@ -54,7 +54,7 @@ func availableJDKs(t *testing.T) []jdk {
 
 var (
 	fixtureOnce sync.Once
-	fixtureDir  string // holds libdjxagent.so and AllocSite.class
+	fixtureDir  string // holds libdjxagent.so, AllocSite.class and FreeSite.class
 	fixtureErr  error
 )
 
@@ -86,7 +86,8 @@ func fixture(t *testing.T) (lib, classes string) {
 		if fixtureErr != nil {
 			return
 		}
-		out, err := exec.Command(javac, "--release", "11", "-d", fixtureDir, "testdata/AllocSite.java").CombinedOutput()
+		out, err := exec.Command(javac, "--release", "11", "-d", fixtureDir,
+			"testdata/AllocSite.java", "testdata/FreeSite.java").CombinedOutput()
 		if err != nil {
 			fixtureErr = fmt.Errorf("javac: %v\n%s", err, out)
 		}
@@ -97,10 +98,16 @@ func fixture(t *testing.T) (lib, classes string) {
 	return filepath.Join(fixtureDir, "libdjxagent.so"), fixtureDir
 }
 
-// siteLine returns the source line of the `// SITE:name` marker.
+// siteLine returns the source line of the `// SITE:name` marker in AllocSite.java.
 func siteLine(t *testing.T, name string) int32 {
 	t.Helper()
-	src, err := os.ReadFile("testdata/AllocSite.java")
+	return siteLineIn(t, "AllocSite.java", name)
+}
+
+// siteLineIn returns the source line of the `// SITE:name` marker in testdata/file.
+func siteLineIn(t *testing.T, file, name string) int32 {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,9 +158,16 @@ type jvm struct {
 // addresses stay unique.
 var jvmFlags = []string{"-XX:+UseSerialGC", "-Xms1g", "-Xmx1g", "-Xmn512m"}
 
-// startJVM launches java with the agent; opts are appended to sock=PATH.
-// With connect false no listener exists (the agent must stay dormant).
+// startJVM launches AllocSite with the agent; opts are appended to
+// sock=PATH. With connect false no listener exists (the agent must stay
+// dormant).
 func startJVM(t *testing.T, j jdk, opts string, connect bool, args ...string) *jvm {
+	t.Helper()
+	return startMain(t, j, opts, connect, jvmFlags, "AllocSite", args...)
+}
+
+// startMain launches class main with the JVM flags flags (and j's) and the agent.
+func startMain(t *testing.T, j jdk, opts string, connect bool, flags []string, main string, args ...string) *jvm {
 	t.Helper()
 	lib, classes := fixture(t)
 	// Not t.TempDir: sun_path holds only 107 bytes.
@@ -175,9 +189,9 @@ func startJVM(t *testing.T, j jdk, opts string, connect bool, args ...string) *j
 	if opts != "" {
 		agentOpts += "," + opts
 	}
-	argv := append([]string{"-agentpath:" + lib + "=" + agentOpts}, jvmFlags...)
+	argv := append([]string{"-agentpath:" + lib + "=" + agentOpts}, flags...)
 	argv = append(argv, j.flags...)
-	argv = append(argv, "-cp", classes, "AllocSite")
+	argv = append(argv, "-cp", classes, main)
 	argv = append(argv, args...)
 	v := &jvm{t: t, cmd: exec.Command(filepath.Join(j.home, "bin", "java"), argv...),
 		lines: make(chan string, 16), stderr: &syncBuffer{}, batches: make(chan batchOrErr, 1024),
@@ -242,13 +256,20 @@ func startJVM(t *testing.T, j jdk, opts string, connect bool, args ...string) *j
 // is CLOCK_MONOTONIC on Linux like the agent's timestamps.
 func (v *jvm) ready() uint64 {
 	v.t.Helper()
+	return v.line("READY")
+}
+
+// line waits for the workload's next output line, which must be
+// "<word> <nanoTime>", and returns the nanoTime.
+func (v *jvm) line(word string) uint64 {
+	v.t.Helper()
 	select {
 	case l, ok := <-v.lines:
 		if !ok {
-			v.t.Fatalf("java exited before READY; stderr:\n%s", v.stderr.String())
+			v.t.Fatalf("java exited before %s; stderr:\n%s", word, v.stderr.String())
 		}
 		f := strings.Fields(l)
-		if len(f) != 2 || f[0] != "READY" {
+		if len(f) != 2 || f[0] != word {
 			v.t.Fatalf("unexpected output %q", l)
 		}
 		n, err := strconv.ParseUint(f[1], 10, 64)
@@ -257,7 +278,7 @@ func (v *jvm) ready() uint64 {
 		}
 		return n
 	case <-time.After(60 * time.Second):
-		v.t.Fatal("timeout waiting for READY")
+		v.t.Fatalf("timeout waiting for %s", word)
 	}
 	return 0
 }
@@ -405,13 +426,18 @@ func lineOf(m *Method, bci int64) int32 {
 
 // site counts the ALLOCs whose innermost frame is AllocSite.<method> at line.
 func (s *stream) site(method string, line int32) []*Alloc {
+	return s.siteIn("LAllocSite;", method, line)
+}
+
+// siteIn counts the ALLOCs whose innermost frame is class.method at line.
+func (s *stream) siteIn(class, method string, line int32) []*Alloc {
 	var out []*Alloc
 	for _, a := range s.allocs {
 		if len(a.Frames) == 0 {
 			continue
 		}
 		m := s.methods[a.Frames[0].Method]
-		if m.ClassSig == "LAllocSite;" && m.Name == method && lineOf(m, a.Frames[0].BCI) == line {
+		if m.ClassSig == class && m.Name == method && lineOf(m, a.Frames[0].BCI) == line {
 			out = append(out, a)
 		}
 	}
@@ -627,4 +653,313 @@ func benchRate(t *testing.T, j jdk, classes, kind, opts string) float64 {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// gcFlags are the collectors the frees test runs under: each moves objects
+// in its full GC (System.gc()). 256 KiB arrays are not humongous in G1 with
+// 4 MiB regions (the threshold is half a region).
+var gcFlags = []struct {
+	name  string
+	flags []string
+}{
+	{"serial", []string{"-XX:+UseSerialGC", "-Xms1g", "-Xmx1g"}},
+	{"parallel", []string{"-XX:+UseParallelGC", "-Xms1g", "-Xmx1g"}},
+	{"g1", []string{"-XX:+UseG1GC", "-XX:G1HeapRegionSize=4m", "-Xms1g", "-Xmx1g"}},
+}
+
+// recordsOf flattens batches and checks that timestamped records are in
+// time order and not after their batch's watermark.
+func recordsOf(t *testing.T, bs []*Batch) []Record {
+	t.Helper()
+	var out []Record
+	var last uint64
+	for _, b := range bs {
+		for _, r := range b.Records {
+			var tm uint64
+			switch r := r.(type) {
+			case *Alloc:
+				tm = r.Time
+			case *Free:
+				tm = r.Time
+			case *GCStart:
+				tm = r.Time
+			case *GCFinish:
+				tm = r.Time
+			case *Reconcile:
+				tm = r.Time
+			case *Interval:
+				tm = r.Time
+			default:
+				out = append(out, r)
+				continue
+			}
+			if tm < last || tm > b.Watermark {
+				t.Errorf("%v time %d out of order (previous %d, watermark %d)", r.Type(), tm, last, b.Watermark)
+			}
+			last = tm
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+const freesN = 1000 // FreeSite frees: half kept, half dropped
+
+// TestAgentFrees: tagged ALLOCs, FREE for dropped objects only, paired GC
+// records, and a RECONCILE after System.gc() that lists the kept objects at
+// their new addresses; per collector and JDK.
+func TestAgentFrees(t *testing.T) {
+	keepLine, dropLine := siteLineIn(t, "FreeSite.java", "keep"), siteLineIn(t, "FreeSite.java", "drop")
+	for _, j := range availableJDKs(t) {
+		for _, gc := range gcFlags {
+			t.Run(j.name+"/"+gc.name, func(t *testing.T) {
+				// interval 4k: 256 KiB arrays are captured with p ≈ 1 even at
+				// JDK 17's 8× undercount outside TLABs (JDK-8356372).
+				v := startMain(t, j, "interval=4k,minsize=1024,reconcile=1", true, gc.flags, "FreeSite",
+					"frees", strconv.Itoa(freesN))
+				bs := v.until(v.line("ALLOCATED"))
+				v.send("gc")
+				gcDone := v.line("GCDONE")
+				bs = append(bs, v.until(gcDone)...)
+				v.send("exit")
+				rest, err := v.rest()
+				if err != io.EOF {
+					t.Errorf("stream end: %v, want EOF", err)
+				}
+				bs = append(bs, rest...)
+				v.exit()
+				checkFrees(t, bs, gcDone, keepLine, dropLine, gc.name == "parallel")
+			})
+		}
+	}
+}
+
+func checkFrees(t *testing.T, bs []*Batch, gcDone uint64, keepLine, dropLine int32, mustMove bool) {
+	t.Helper()
+	var s stream
+	s.add(t, bs)
+	recs := recordsOf(t, bs)
+	if len(s.errs) > 0 {
+		t.Errorf("ERROR records: %q", s.errs)
+	}
+
+	// Tags: nonzero and distinct over every ALLOC.
+	allocOf := map[uint64]*Alloc{}
+	for _, a := range s.allocs {
+		if a.Tag == 0 || allocOf[a.Tag] != nil {
+			t.Fatalf("ALLOC %s of %d bytes: zero or duplicate tag %d", a.TypeSig, a.Size, a.Tag)
+		}
+		allocOf[a.Tag] = a
+	}
+	kept, dropped := map[uint64]bool{}, map[uint64]bool{}
+	for _, a := range s.siteIn("LFreeSite;", "allocKeep", keepLine) {
+		kept[a.Tag] = true
+	}
+	for _, a := range s.siteIn("LFreeSite;", "allocDrop", dropLine) {
+		dropped[a.Tag] = true
+	}
+	t.Logf("captured %d/%d kept, %d/%d dropped arrays", len(kept), freesN/2, len(dropped), freesN/2)
+	if len(kept) < freesN/2*95/100 || len(dropped) < freesN/2*95/100 {
+		t.Fatalf("captured %d kept and %d dropped arrays of %d each, want ≥ 95%%", len(kept), len(dropped), freesN/2)
+	}
+
+	// Walk the stream in order: FREE after its ALLOC, GC records paired,
+	// RECONCILE after the last GC before GCDONE.
+	seen := map[uint64]bool{}
+	freed := map[uint64]uint64{} // tag → time
+	var nFree, nStart, nFinish int
+	inGC := false
+	var lastFinish uint64
+	recon := map[uint64]uint64{} // tag → address, from RECONCILEs after lastFinish
+	for _, r := range recs {
+		switch r := r.(type) {
+		case *Alloc:
+			seen[r.Tag] = true
+		case *Free:
+			nFree++
+			if !seen[r.Tag] {
+				t.Errorf("FREE of tag %d before (or without) its ALLOC", r.Tag)
+			}
+			if _, dup := freed[r.Tag]; dup {
+				t.Errorf("second FREE of tag %d", r.Tag)
+			}
+			freed[r.Tag] = r.Time
+		case *GCStart:
+			nStart++
+			if inGC {
+				t.Errorf("GC_START at %d inside a GC", r.Time)
+			}
+			inGC = true
+		case *GCFinish:
+			nFinish++
+			if !inGC {
+				t.Errorf("GC_FINISH at %d without GC_START", r.Time)
+			}
+			inGC = false
+			if r.Time <= gcDone {
+				lastFinish = r.Time
+				clear(recon)
+			}
+		case *Reconcile:
+			if inGC {
+				t.Errorf("RECONCILE at %d inside a GC", r.Time)
+			}
+			if lastFinish != 0 && r.Time > lastFinish && r.Time <= gcDone {
+				for _, o := range r.Objects {
+					recon[o.Tag] = o.Addr
+				}
+			}
+		}
+	}
+	if nStart < 2 || nStart != nFinish {
+		t.Errorf("%d GC_START, %d GC_FINISH; want equal and ≥ 2", nStart, nFinish)
+	}
+
+	nDropFreed := 0
+	for tag := range dropped {
+		if tm, ok := freed[tag]; ok && tm <= gcDone {
+			nDropFreed++
+		}
+	}
+	for tag := range kept {
+		if _, ok := freed[tag]; ok {
+			t.Errorf("FREE for kept tag %d", tag)
+		}
+	}
+	t.Logf("FREE: %d records, %d/%d dropped arrays freed by GCDONE; %d GCs", nFree, nDropFreed, len(dropped), nFinish)
+	if nDropFreed < len(dropped)*9/10 {
+		t.Errorf("%d/%d dropped arrays freed, want ≥ 90%%", nDropFreed, len(dropped))
+	}
+
+	moved, listed := 0, 0
+	for tag := range kept {
+		addr, ok := recon[tag]
+		if !ok {
+			continue
+		}
+		listed++
+		if addr == 0 || addr%8 != 0 {
+			t.Errorf("RECONCILE tag %d: bad address %#x", tag, addr)
+		}
+		if addr != allocOf[tag].Addr {
+			moved++
+		}
+	}
+	for tag := range recon {
+		if dropped[tag] {
+			t.Errorf("RECONCILE lists dropped tag %d", tag)
+		}
+		if allocOf[tag] == nil {
+			t.Errorf("RECONCILE lists unknown tag %d", tag)
+		}
+	}
+	t.Logf("RECONCILE after the last System.gc(): %d/%d kept arrays listed, %d moved since their ALLOC", listed, len(kept), moved)
+	if listed != len(kept) {
+		t.Errorf("RECONCILE listed %d of %d kept arrays", listed, len(kept))
+	}
+	if mustMove && moved == 0 {
+		t.Errorf("no kept array moved: the full GC should have compacted them")
+	}
+
+	st := s.stats
+	if st == nil || st.Frees != uint64(nFree) || st.GCs != uint64(nFinish) || st.Reconciles == 0 ||
+		st.Reconciled < uint64(listed) || st.Dropped != 0 {
+		t.Errorf("STATS = %+v; %d FREE, %d GC_FINISH", st, nFree, nFinish)
+	} else {
+		t.Logf("STATS: %d reconciliations (%d skipped), %d objects, %.2f ms total",
+			st.Reconciles, st.ReconcileSkipped, st.Reconciled, float64(st.ReconcileNanos)/1e6)
+	}
+}
+
+// TestAgentFreesDetach: the loader closes the socket mid-run with frees, GC
+// events and reconciliation on; GCs afterwards must be harmless and the
+// JVM must exit normally.
+func TestAgentFreesDetach(t *testing.T) {
+	for _, j := range availableJDKs(t) {
+		for _, gc := range gcFlags {
+			t.Run(j.name+"/"+gc.name, func(t *testing.T) {
+				v := startMain(t, j, "interval=4k,minsize=1024,reconcile=1", true, gc.flags, "FreeSite",
+					"frees", strconv.Itoa(freesN))
+				v.until(v.line("ALLOCATED"))
+				v.conn.Close()
+				time.Sleep(200 * time.Millisecond)
+				v.send("gc")
+				v.line("GCDONE")
+				v.send("gc1")
+				v.line("GCDONE")
+				v.send("exit")
+				v.exit()
+			})
+		}
+	}
+}
+
+// TestAgentReconcileCost measures one reconciliation of N tagged live
+// objects (ParallelGC, after one System.gc()). Runs only with
+// DJX_RECONCILE_COST=1; DJX_RECONCILE_CHUNK sets reconcile_chunk and
+// DJX_RECONCILE_N the object counts (comma-separated).
+func TestAgentReconcileCost(t *testing.T) {
+	if os.Getenv("DJX_RECONCILE_COST") == "" {
+		t.Skip("set DJX_RECONCILE_COST=1 to measure reconciliation cost")
+	}
+	chunk := os.Getenv("DJX_RECONCILE_CHUNK")
+	if chunk == "" {
+		chunk = "256"
+	}
+	ns := []int{1000, 10000, 100000}
+	if e := os.Getenv("DJX_RECONCILE_N"); e != "" {
+		ns = nil
+		for _, f := range strings.Split(e, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatalf("DJX_RECONCILE_N: %v", err)
+			}
+			ns = append(ns, n)
+		}
+	}
+	flags := []string{"-XX:+UseParallelGC", "-Xms2g", "-Xmx2g", "-Xmn1g"}
+	for _, j := range availableJDKs(t) {
+		for _, n := range ns {
+			t.Run(fmt.Sprintf("%s/n=%d", j.name, n), func(t *testing.T) {
+				// long[256] = 2064 bytes: captured with p = 1 − e^(−8) at interval 256.
+				v := startMain(t, j, "interval=256,minsize=2048,reconcile=1,reconcile_max=1m,reconcile_chunk="+chunk,
+					true, flags, "FreeSite", "keep", strconv.Itoa(n), "256")
+				var s0 stream
+				s0.add(t, v.until(v.line("ALLOCATED")))
+				before := *s0.stats
+				v.send("gc1")
+				v.line("GCDONE")
+				var after Stats
+				deadline := time.Now().Add(5 * time.Minute)
+				for {
+					be, ok := <-v.batches
+					if !ok || be.err != nil {
+						t.Fatalf("stream ended: %v", be.err)
+					}
+					for _, r := range be.b.Records {
+						if st, ok := r.(*Stats); ok {
+							after = *st
+						}
+					}
+					if after.Reconciles+after.ReconcileSkipped > before.Reconciles+before.ReconcileSkipped {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("no reconciliation within 5 minutes")
+					}
+				}
+				go func() {
+					for range v.batches {
+					}
+				}()
+				runs := after.Reconciles - before.Reconciles
+				ns := after.ReconcileNanos - before.ReconcileNanos
+				objs := after.Reconciled - before.Reconciled
+				t.Logf("%s chunk=%s: %d objects tagged, %d reconciled in %d run(s) (%d skipped): %.2f ms",
+					j.name, chunk, n, objs, runs, after.ReconcileSkipped-before.ReconcileSkipped, float64(ns)/1e6)
+				v.send("exit")
+				v.exit()
+			})
+		}
+	}
 }

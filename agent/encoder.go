@@ -102,12 +102,17 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 			dst = le.AppendUint64(dst, f.Method)
 			dst = le.AppendUint64(dst, uint64(f.BCI))
 		}
+		dst = le.AppendUint64(dst, r.Tag)
 	case *Stats:
 		dst = le.AppendUint64(dst, r.Callbacks)
 		dst = le.AppendUint64(dst, r.BelowMinSize)
 		dst = le.AppendUint64(dst, r.Dropped)
 		dst = le.AppendUint64(dst, r.StackErrors)
 		dst = le.AppendUint64(dst, r.AllocsSent)
+		for _, v := range []uint64{r.Frees, r.GCs, r.Reconciles, r.Reconciled,
+			r.ReconcileSkipped, r.ReconcileLimited, r.ReconcileNanos} {
+			dst = le.AppendUint64(dst, v)
+		}
 	case *Bye:
 		str(r.Reason)
 	case *ErrorRec:
@@ -115,6 +120,20 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 	case *Interval:
 		dst = le.AppendUint64(dst, r.Time)
 		dst = le.AppendUint64(dst, r.Interval)
+	case *Free:
+		dst = le.AppendUint64(dst, r.Time)
+		dst = le.AppendUint64(dst, r.Tag)
+	case *GCStart:
+		dst = le.AppendUint64(dst, r.Time)
+	case *GCFinish:
+		dst = le.AppendUint64(dst, r.Time)
+	case *Reconcile:
+		dst = le.AppendUint64(dst, r.Time)
+		dst = le.AppendUint32(dst, uint32(len(r.Objects)))
+		for _, o := range r.Objects {
+			dst = le.AppendUint64(dst, o.Tag)
+			dst = le.AppendUint64(dst, o.Addr)
+		}
 	case *Unknown:
 		dst = append(dst, r.Body...)
 	default:

@@ -145,6 +145,15 @@ func (d *dec) str() string {
 	return string(d.take(uint64(n)))
 }
 
+// opt64 reads a trailing u64 field that older agents do not send: 0 when
+// the body ends before it.
+func (d *dec) opt64() uint64 {
+	if d.bad || len(d.b) < 8 {
+		return 0
+	}
+	return d.u64()
+}
+
 // count reads an element count and checks that that many elements of size
 // bytes fit in the rest of the body, so a corrupt count allocates nothing.
 func (d *dec) count(size int) int {
@@ -193,15 +202,33 @@ func decodeRecord(typ RecordType, body []byte) (Record, error) {
 				a.Frames[i] = Frame{Method: d.u64(), BCI: int64(d.u64())}
 			}
 		}
+		a.Tag = d.opt64()
 		rec = a
 	case TypeStats:
-		rec = &Stats{Callbacks: d.u64(), BelowMinSize: d.u64(), Dropped: d.u64(), StackErrors: d.u64(), AllocsSent: d.u64()}
+		rec = &Stats{Callbacks: d.u64(), BelowMinSize: d.u64(), Dropped: d.u64(), StackErrors: d.u64(), AllocsSent: d.u64(),
+			Frees: d.opt64(), GCs: d.opt64(), Reconciles: d.opt64(), Reconciled: d.opt64(),
+			ReconcileSkipped: d.opt64(), ReconcileLimited: d.opt64(), ReconcileNanos: d.opt64()}
 	case TypeBye:
 		rec = &Bye{Reason: d.str()}
 	case TypeError:
 		rec = &ErrorRec{Message: d.str()}
 	case TypeInterval:
 		rec = &Interval{Time: d.u64(), Interval: d.u64()}
+	case TypeFree:
+		rec = &Free{Time: d.u64(), Tag: d.u64()}
+	case TypeGCStart:
+		rec = &GCStart{Time: d.u64()}
+	case TypeGCFinish:
+		rec = &GCFinish{Time: d.u64()}
+	case TypeReconcile:
+		r := &Reconcile{Time: d.u64()}
+		if n := d.count(16); n > 0 {
+			r.Objects = make([]TagAddr, n)
+			for i := range r.Objects {
+				r.Objects[i] = TagAddr{Tag: d.u64(), Addr: d.u64()}
+			}
+		}
+		rec = r
 	default:
 		return &Unknown{RecType: typ, Body: append([]byte(nil), body...)}, nil
 	}

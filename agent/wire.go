@@ -13,7 +13,42 @@
 // stamped at or before it has been sent by the end of the batch, and records
 // within the stream are in timestamp order. Readers skip unknown record types
 // (returned as Unknown) and ignore trailing bytes in known bodies, so fields
-// can be appended without a version bump.
+// can be appended without a version bump; a reader fills fields missing
+// from an older agent's record with zero (ALLOC's tag, STATS' counters from
+// Frees on).
+//
+// Record bodies (u64 time is CLOCK_MONOTONIC ns):
+//
+//	HELLO     1  u32 proto, u32 pid, u64 interval, u64 minsize, u64 time,
+//	             string vm_name, string vm_version, string mode
+//	METHOD    2  u64 jmethodid, string class_sig, string name, string sig,
+//	             string source_file, u32 n, n × {u64 start_bci, u32 line}
+//	ALLOC     3  u64 time, u64 addr, u64 size, u32 tid, u32 nframes,
+//	             string type_sig, nframes × {u64 jmethodid, u64 bci},
+//	             u64 tag (trailing; absent from older agents: 0)
+//	STATS     4  u64 callbacks, u64 below_minsize, u64 dropped,
+//	             u64 stack_errors, u64 allocs_sent, then trailing:
+//	             u64 frees, u64 gcs, u64 reconciles, u64 reconciled,
+//	             u64 reconcile_skipped, u64 reconcile_limited,
+//	             u64 reconcile_ns
+//	BYE       5  string reason
+//	ERROR     6  string message
+//	INTERVAL  7  u64 time, u64 interval
+//	FREE      8  u64 time, u64 tag
+//	GC_START  9  u64 time
+//	GC_FINISH 10 u64 time
+//	RECONCILE 11 u64 time, u32 n, n × {u64 tag, u64 addr}
+//
+// Tags: the agent tags every object it sends an ALLOC for with a per-session
+// sequential tag (from 1; 0 means untagged) and sends FREE when the JVM
+// reports the object collected (JVMTI ObjectFree, delivered some time after
+// the GC that freed it). GC_START/GC_FINISH bracket each stop-the-world
+// collection the JVM reports to JVMTI. With reconcile=1, after a
+// GC_FINISH the agent reads the current addresses of (up to reconcile_max)
+// live tagged objects and sends them as RECONCILE records: each lists
+// addresses valid at its time, and no GC started between their reading and
+// the record (records that would straddle a GC are dropped). Tags of
+// objects that died are left out.
 package agent
 
 import "fmt"
@@ -45,6 +80,13 @@ const (
 	// TypeInterval: the agent raised the heap sampling interval to stay
 	// within its callback budget; allocations after Time use it.
 	TypeInterval RecordType = 7
+	// TypeFree: a tagged object was collected.
+	TypeFree RecordType = 8
+	// TypeGCStart and TypeGCFinish bracket a stop-the-world collection.
+	TypeGCStart  RecordType = 9
+	TypeGCFinish RecordType = 10
+	// TypeReconcile: current addresses of tagged objects after a GC.
+	TypeReconcile RecordType = 11
 )
 
 func (t RecordType) String() string {
@@ -63,12 +105,20 @@ func (t RecordType) String() string {
 		return "ERROR"
 	case TypeInterval:
 		return "INTERVAL"
+	case TypeFree:
+		return "FREE"
+	case TypeGCStart:
+		return "GC_START"
+	case TypeGCFinish:
+		return "GC_FINISH"
+	case TypeReconcile:
+		return "RECONCILE"
 	}
 	return fmt.Sprintf("type %d", uint16(t))
 }
 
 // Record is one decoded record: *Hello, *Method, *Alloc, *Stats, *Bye,
-// *ErrorRec, *Interval or *Unknown.
+// *ErrorRec, *Interval, *Free, *GCStart, *GCFinish, *Reconcile or *Unknown.
 type Record interface {
 	Type() RecordType
 }
@@ -117,6 +167,9 @@ type Alloc struct {
 	TID     uint32 // kernel thread id
 	TypeSig string // JVM form, "[J"
 	Frames  []Frame
+	// Tag identifies the object in later FREE and RECONCILE records; 0 when
+	// the agent could not tag it (or predates tags).
+	Tag uint64
 }
 
 // Frame is one stack frame, innermost first.
@@ -132,6 +185,14 @@ type Stats struct {
 	Dropped      uint64 // records dropped because the buffer was full
 	StackErrors  uint64 // GetStackTrace failures (the ALLOC has no frames)
 	AllocsSent   uint64
+	// Trailing fields; zero from agents that predate them.
+	Frees            uint64 // ObjectFree events (FREE records)
+	GCs              uint64 // GarbageCollectionFinish events
+	Reconciles       uint64 // reconciliations completed
+	Reconciled       uint64 // objects listed in RECONCILE records
+	ReconcileSkipped uint64 // GCs not reconciled: coalesced, cut short by a GC, out of memory
+	ReconcileLimited uint64 // live tags left out of reconciliations by reconcile_max
+	ReconcileNanos   uint64 // time spent reconciling, on the agent's writer thread
 }
 
 // Bye is the last record of a stream.
@@ -144,6 +205,36 @@ type Bye struct {
 type Interval struct {
 	Time     uint64
 	Interval uint64
+}
+
+// Free says that the object tagged Tag was collected; Time is when the JVM
+// reported it, which may be well after the GC that freed it.
+type Free struct {
+	Time uint64
+	Tag  uint64
+}
+
+// GCStart marks the start of a stop-the-world collection.
+type GCStart struct {
+	Time uint64
+}
+
+// GCFinish marks the end of a stop-the-world collection.
+type GCFinish struct {
+	Time uint64
+}
+
+// Reconcile lists the addresses of tagged objects at Time, read after the
+// latest GC_FINISH and before any later GC_START.
+type Reconcile struct {
+	Time    uint64
+	Objects []TagAddr
+}
+
+// TagAddr is one tagged object's address.
+type TagAddr struct {
+	Tag  uint64
+	Addr uint64
 }
 
 // ErrorRec reports a non-fatal problem inside the agent.
@@ -164,4 +255,8 @@ func (*Stats) Type() RecordType     { return TypeStats }
 func (*Bye) Type() RecordType       { return TypeBye }
 func (*ErrorRec) Type() RecordType  { return TypeError }
 func (*Interval) Type() RecordType  { return TypeInterval }
+func (*Free) Type() RecordType      { return TypeFree }
+func (*GCStart) Type() RecordType   { return TypeGCStart }
+func (*GCFinish) Type() RecordType  { return TypeGCFinish }
+func (*Reconcile) Type() RecordType { return TypeReconcile }
 func (u *Unknown) Type() RecordType { return u.RecType }

@@ -26,11 +26,16 @@ var sample = []struct {
 	{"method", &Method{ID: 0x7f00deadbeef, ClassSig: "LAllocSite;", Name: "allocBig", Sig: "()[J",
 		SourceFile: "AllocSite.java", Lines: []LineEntry{{0, 40}, {5, 41}}}},
 	{"alloc", &Alloc{Time: 1000, Addr: 0xffe00010, Size: 4112, TID: 77, TypeSig: "[J",
-		Frames: []Frame{{0x7f00deadbeef, 3}, {0x7f00cafe0000, 17}, {0x7f00cafe0008, -1}}}},
-	{"stats", &Stats{Callbacks: 10, BelowMinSize: 6, Dropped: 1, StackErrors: 2, AllocsSent: 3}},
+		Frames: []Frame{{0x7f00deadbeef, 3}, {0x7f00cafe0000, 17}, {0x7f00cafe0008, -1}}, Tag: 0x1122334455667788}},
+	{"stats", &Stats{Callbacks: 10, BelowMinSize: 6, Dropped: 1, StackErrors: 2, AllocsSent: 3,
+		Frees: 4, GCs: 5, Reconciles: 6, Reconciled: 7, ReconcileSkipped: 8, ReconcileLimited: 9, ReconcileNanos: 10}},
 	{"bye", &Bye{Reason: "vmdeath"}},
 	{"error", &ErrorRec{Message: "GetStackTrace failed: 15"}},
 	{"interval", &Interval{Time: 123456789, Interval: 8192}},
+	{"free", &Free{Time: 2000, Tag: 42}},
+	{"gcstart", &GCStart{Time: 3000}},
+	{"gcfinish", &GCFinish{Time: 4000}},
+	{"reconcile", &Reconcile{Time: 5000, Objects: []TagAddr{{42, 0xffe00010}, {43, 0xffe40020}}}},
 	{"unknown", &Unknown{RecType: 99, Body: []byte{1, 2, 3}}},
 }
 
@@ -126,6 +131,44 @@ func TestTrailingFieldsIgnored(t *testing.T) {
 	}
 }
 
+// TestOlderAgent: records from an agent that predates a trailing field
+// decode with the field zero.
+func TestOlderAgent(t *testing.T) {
+	for _, tc := range []struct {
+		rec  Record
+		trim int
+		want Record
+	}{
+		{&Alloc{Time: 1, TypeSig: "[J", Frames: []Frame{{1, 2}}, Tag: 9}, 8, &Alloc{Time: 1, TypeSig: "[J", Frames: []Frame{{1, 2}}}},
+		{&Stats{Callbacks: 1, AllocsSent: 2, Frees: 3, ReconcileNanos: 4}, 7 * 8, &Stats{Callbacks: 1, AllocsSent: 2}},
+		// Half a trailing field is ignored, not an error.
+		{&Stats{Callbacks: 1, GCs: 3}, 6*8 - 4, &Stats{Callbacks: 1}},
+	} {
+		raw := encode(t, &Batch{Records: []Record{tc.rec}})
+		le := binary.LittleEndian
+		raw = raw[:len(raw)-tc.trim]
+		le.PutUint32(raw[8:], le.Uint32(raw[8:])-uint32(tc.trim))
+		le.PutUint32(raw[HeaderLen:], le.Uint32(raw[HeaderLen:])-uint32(tc.trim))
+		b, err := NewReader(bytes.NewReader(raw)).Next()
+		if err != nil {
+			t.Fatalf("%T: %v", tc.rec, err)
+		}
+		if !reflect.DeepEqual(b.Records[0], tc.want) {
+			t.Errorf("got %#v, want %#v", b.Records[0], tc.want)
+		}
+	}
+}
+
+// TestReconcileCount: a corrupt object count is an error, not an allocation.
+func TestReconcileCount(t *testing.T) {
+	raw := encode(t, &Batch{Records: []Record{&Reconcile{Time: 1, Objects: []TagAddr{{1, 2}}}}})
+	binary.LittleEndian.PutUint32(raw[HeaderLen+RecHeaderLen+8:], 1<<31)
+	_, err := NewReader(bytes.NewReader(raw)).Next()
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "truncated RECONCILE") {
+		t.Fatalf("error %v, want truncated RECONCILE", err)
+	}
+}
+
 func TestCorrupt(t *testing.T) {
 	good := encode(t,
 		&Batch{Watermark: 1, Records: []Record{&Stats{}}},
@@ -143,7 +186,7 @@ func TestCorrupt(t *testing.T) {
 		{"version", func(b []byte) []byte { le.PutUint16(b[second+4:], 9); return b }, "batch 1: unsupported version 9"},
 		{"huge payload", func(b []byte) []byte { le.PutUint32(b[second+8:], 1<<30); return b }, "batch 1: payload of 1073741824 bytes exceeds"},
 		{"too many records", func(b []byte) []byte { le.PutUint32(b[second+12:], 1<<20); return b }, "batch 1: 1048576 records cannot fit"},
-		{"fewer records", func(b []byte) []byte { le.PutUint32(b[second+12:], 1); return b }, "batch 1: 62 bytes after the last of 1 records"},
+		{"fewer records", func(b []byte) []byte { le.PutUint32(b[second+12:], 1); return b }, "batch 1: 70 bytes after the last of 1 records"},
 		{"body overrun", func(b []byte) []byte { le.PutUint32(b[alloc:], 1000); return b }, "batch 1: record 1: ALLOC body of 1000 bytes overruns payload"},
 		{"short alloc", func(b []byte) []byte {
 			// Shrink the ALLOC body; keep the batch consistent.
@@ -222,6 +265,10 @@ func normalize(bs []*Batch) []*Batch {
 			case *Alloc:
 				if len(r.Frames) == 0 {
 					r.Frames = nil
+				}
+			case *Reconcile:
+				if len(r.Objects) == 0 {
+					r.Objects = nil
 				}
 			case *Unknown:
 				if len(r.Body) == 0 {

@@ -3,7 +3,10 @@
  * Agent_OnLoad (-agentpath:libdjxagent.so=OPTIONS) connects at VMInit;
  * Agent_OnAttach connects immediately. Sampled allocations of at least
  * minsize bytes become ALLOC records (preceded by METHOD records for frames
- * not yet described); a writer thread (writer.c) ships them in batches. */
+ * not yet described) and get a JVMTI tag, so that ObjectFree reports their
+ * death as FREE records; GarbageCollectionStart/Finish become GC_START and
+ * GC_FINISH records. A writer thread (writer.c) ships them in batches and
+ * runs the reconciliations (RECONCILE records) after GCs. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -152,6 +155,20 @@ static void append_error_locked(const char *msg)
 		djx.errors_sent++;
 }
 
+/* Tags a recorded object with the next sequential tag; 0 when tagging is
+ * unavailable or fails (the ALLOC then carries tag 0). */
+static uint64_t tag_object(jvmtiEnv *j, jobject o)
+{
+	uint64_t tag;
+
+	if (!djx.tagging)
+		return 0;
+	tag = __atomic_add_fetch(&djx.next_tag, 1, RELAXED);
+	if ((*j)->SetTag(j, o, (jlong)tag) != JVMTI_ERROR_NONE)
+		return 0;
+	return tag;
+}
+
 static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, jobject object,
 				     jclass klass, jlong size)
 {
@@ -166,6 +183,8 @@ static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, j
 	jint nf = 0;
 	int nneed = 0;
 	size_t aoff, start;
+	uint64_t tag;
+	int sent = 0;
 	jvmtiError e;
 
 	(void)thread;
@@ -224,6 +243,7 @@ static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, j
 		wb_u64(&w, (uint64_t)(uintptr_t)frames[i].method);
 		wb_u64(&w, (uint64_t)frames[i].location);
 	}
+	wb_u64(&w, 0); /* tag, trailing so that old readers still work */
 	wb_end(&w, start);
 	dealloc(j, tsig);
 	if (w.err) {
@@ -233,6 +253,10 @@ static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, j
 	}
 	if (e != JVMTI_ERROR_NONE)
 		snprintf(errmsg, sizeof errmsg, "GetStackTrace failed: %d", (int)e);
+	/* Outside mu: SetTag takes the tag-map lock, and JDK 17 posts ObjectFree
+	 * (which takes mu) while holding it. Lock order: tag map, then mu. */
+	tag = tag_object(j, object);
+	put_u64(w.p + w.len - 8, tag);
 
 	pthread_mutex_lock(&djx.mu);
 	if (!djx.detached) {
@@ -260,12 +284,77 @@ static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, j
 			put_u64(w.p + aoff + DJX_REC_HDR + 8, (uint64_t)(uintptr_t)*(void **)object);
 			djx_append_locked(w.p + aoff, w.len - aoff, 1);
 			__atomic_add_fetch(&djx.n_sent, 1, RELAXED);
+			sent = 1;
+			if (tag != 0)
+				tset_add(&djx.live, tag); /* on OOM it is just not reconciled */
 			if (e != JVMTI_ERROR_NONE)
 				append_error_locked(errmsg);
 		}
 	}
 	pthread_mutex_unlock(&djx.mu);
 	wb_free(&w);
+	/* No ALLOC names this tag: take it back so that no FREE reports it. */
+	if (!sent && tag != 0)
+		(*j)->SetTag(j, object, 0);
+}
+
+/* ObjectFree, GarbageCollectionStart and GarbageCollectionFinish run in a
+ * restricted context (JDK 17 posts ObjectFree on the VM thread inside a
+ * safepoint, holding the tag-map lock; the GC events come from the GC
+ * pause): no JNI, no JVMTI but raw monitors and memory. They only append
+ * a fixed-size record under mu, which no thread holds across a JVM call or
+ * for longer than a memcpy, and touch nothing once the session is over. */
+static void append_fixed_locked(uint16_t type, uint64_t arg, int has_arg)
+{
+	uint8_t rec[DJX_REC_HDR + 16];
+	uint32_t blen = has_arg ? 16 : 8;
+
+	put_rec_hdr(rec, type, blen);
+	put_u64(rec + DJX_REC_HDR, djx_now_ns());
+	put_u64(rec + DJX_REC_HDR + 8, arg);
+	if (djx_append_locked(rec, DJX_REC_HDR + blen, 1) != 0)
+		__atomic_add_fetch(&djx.n_dropped, 1, RELAXED);
+}
+
+static void JNICALL on_object_free(jvmtiEnv *j, jlong tag)
+{
+	(void)j;
+	pthread_mutex_lock(&djx.mu);
+	if (!djx.detached) {
+		tset_del(&djx.live, (uint64_t)tag);
+		append_fixed_locked(REC_FREE, (uint64_t)tag, 1);
+		__atomic_add_fetch(&djx.n_frees, 1, RELAXED);
+	}
+	pthread_mutex_unlock(&djx.mu);
+}
+
+static void JNICALL on_gc_start(jvmtiEnv *j)
+{
+	(void)j;
+	pthread_mutex_lock(&djx.mu);
+	if (!djx.detached) {
+		/* Before any object moves: a reconciliation that read addresses
+		 * before this sees the count change and discards them. */
+		djx.gc_starts++;
+		append_fixed_locked(REC_GC_START, 0, 0);
+	}
+	pthread_mutex_unlock(&djx.mu);
+}
+
+static void JNICALL on_gc_finish(jvmtiEnv *j)
+{
+	(void)j;
+	pthread_mutex_lock(&djx.mu);
+	if (!djx.detached) {
+		djx.gc_finishes++;
+		__atomic_add_fetch(&djx.n_gcs, 1, RELAXED);
+		append_fixed_locked(REC_GC_FINISH, 0, 0);
+		if (djx.opt.reconcile && djx.tagging) {
+			djx.reconcile_req++;
+			djx_kick_locked(); /* the writer reconciles; JVMTI works there */
+		}
+	}
+	pthread_mutex_unlock(&djx.mu);
 }
 
 static void JNICALL on_vm_death(jvmtiEnv *j, JNIEnv *jni)
@@ -294,6 +383,45 @@ static char *sysprop(jvmtiEnv *j, const char *name)
 	if ((*j)->GetSystemProperty(j, name, &v) != JVMTI_ERROR_NONE)
 		return NULL;
 	return v;
+}
+
+static void disable_tracking(jvmtiEnv *j)
+{
+	(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_OBJECT_FREE, NULL);
+	(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_GARBAGE_COLLECTION_START, NULL);
+	(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH, NULL);
+}
+
+/* Enables ObjectFree and the GC events; a failure turns the feature off and
+ * is reported, profiling goes on without it. */
+static void enable_tracking(jvmtiEnv *j)
+{
+	char msg[96];
+	jvmtiError e;
+
+	if (djx.tagging) {
+		e = (*j)->SetEventNotificationMode(j, JVMTI_ENABLE, JVMTI_EVENT_OBJECT_FREE, NULL);
+		if (e != JVMTI_ERROR_NONE) {
+			djx.tagging = 0;
+			snprintf(msg, sizeof msg, "enable ObjectFree: error %d: no tags or frees", (int)e);
+			pthread_mutex_lock(&djx.mu);
+			append_error_locked(msg);
+			pthread_mutex_unlock(&djx.mu);
+		}
+	}
+	if (djx.gc_events) {
+		e = (*j)->SetEventNotificationMode(j, JVMTI_ENABLE, JVMTI_EVENT_GARBAGE_COLLECTION_START, NULL);
+		if (e == JVMTI_ERROR_NONE)
+			e = (*j)->SetEventNotificationMode(j, JVMTI_ENABLE, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH, NULL);
+		if (e != JVMTI_ERROR_NONE) {
+			(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_GARBAGE_COLLECTION_START, NULL);
+			djx.gc_events = 0;
+			snprintf(msg, sizeof msg, "enable GC events: error %d: no GC epochs", (int)e);
+			pthread_mutex_lock(&djx.mu);
+			append_error_locked(msg);
+			pthread_mutex_unlock(&djx.mu);
+		}
+	}
 }
 
 /* Connects, queues HELLO, starts the writer and enables the events.
@@ -354,6 +482,12 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 	dealloc(j, vmver);
 	djx.cur_len = w.len;
 	djx.cur_n = 1;
+	pthread_mutex_lock(&djx.mu);
+	if (djx.cap_err != NULL)
+		append_error_locked(djx.cap_err);
+	if (djx.opt.reconcile && !(djx.tagging && djx.gc_events))
+		append_error_locked("reconcile=1 needs object tags and GC events: reconciliation off");
+	pthread_mutex_unlock(&djx.mu);
 
 	rc = djx_writer_start();
 	if (rc != 0) {
@@ -361,11 +495,15 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 		goto fail_mem;
 	}
 	e = (*j)->SetEventNotificationMode(j, JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH, NULL);
-	if (e == JVMTI_ERROR_NONE)
+	if (e == JVMTI_ERROR_NONE) {
+		/* Before SampledObjectAlloc, which reads djx.tagging. */
+		enable_tracking(j);
 		e = (*j)->SetEventNotificationMode(j, JVMTI_ENABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
+	}
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "enable events: error %d", (int)e);
 		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
+		disable_tracking(j);
 		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_VM_DEATH, NULL);
 		djx_writer_abort(); /* the writer frees buffers and closes the fds */
 		return -1;
@@ -397,6 +535,28 @@ static void JNICALL on_vm_init(jvmtiEnv *j, JNIEnv *jni, jthread thread)
 		logmsg("%s (profiling disabled)", err);
 }
 
+/* Tags and frees, and GC events, are optional: without them profiling
+ * still works (the failure is sent as an ERROR after HELLO). HotSpot
+ * offers all three in every phase, so failures are not expected. */
+static void add_tracking_caps(jvmtiEnv *j)
+{
+	jvmtiCapabilities caps;
+
+	memset(&caps, 0, sizeof caps);
+	caps.can_tag_objects = 1;
+	caps.can_generate_object_free_events = 1;
+	djx.tagging = (*j)->AddCapabilities(j, &caps) == JVMTI_ERROR_NONE;
+	memset(&caps, 0, sizeof caps);
+	caps.can_generate_garbage_collection_events = 1;
+	djx.gc_events = (*j)->AddCapabilities(j, &caps) == JVMTI_ERROR_NONE;
+	if (!djx.tagging && !djx.gc_events)
+		djx.cap_err = "AddCapabilities: no object tags, frees or GC events";
+	else if (!djx.tagging)
+		djx.cap_err = "AddCapabilities: no object tags or frees";
+	else if (!djx.gc_events)
+		djx.cap_err = "AddCapabilities: no GC events";
+}
+
 /* Gets an env with the capabilities and callbacks; 0 or -1 with err set. */
 static int setup_env(JavaVM *vm, char *err, size_t errlen)
 {
@@ -415,6 +575,8 @@ static int setup_env(JavaVM *vm, char *err, size_t errlen)
 	caps.can_get_line_numbers = 1;
 	caps.can_get_source_file_name = 1;
 	e = (*j)->AddCapabilities(j, &caps);
+	if (e == JVMTI_ERROR_NONE)
+		add_tracking_caps(j);
 	if (e == JVMTI_ERROR_NOT_AVAILABLE) {
 		snprintf(err, errlen, "heap sampling is in use by another agent (another djx-bpf profile?)");
 		(*j)->DisposeEnvironment(j);
@@ -428,6 +590,9 @@ static int setup_env(JavaVM *vm, char *err, size_t errlen)
 	cb.VMInit = on_vm_init;
 	cb.VMDeath = on_vm_death;
 	cb.SampledObjectAlloc = on_sampled_alloc;
+	cb.ObjectFree = on_object_free;
+	cb.GarbageCollectionStart = on_gc_start;
+	cb.GarbageCollectionFinish = on_gc_finish;
 	e = (*j)->SetEventCallbacks(j, &cb, (jint)sizeof cb);
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "SetEventCallbacks: error %d", (int)e);

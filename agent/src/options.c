@@ -1,4 +1,5 @@
-/* Option parsing: "sock=PATH,interval=BYTES,minsize=BYTES,budget=N". */
+/* Option parsing: "sock=PATH,interval=BYTES,minsize=BYTES,budget=N,
+ * reconcile=0|1,reconcile_max=N,reconcile_chunk=N". */
 #include <stdio.h>
 #include <string.h>
 
@@ -44,6 +45,8 @@ int djx_parse_options(const char *s, struct djx_options *o, char *err, size_t er
 {
 	memset(o, 0, sizeof *o);
 	o->interval = DJX_DEFAULT_INTERVAL;
+	o->reconcile_max = DJX_RECONCILE_MAX;
+	o->reconcile_chunk = DJX_RECONCILE_CHUNK;
 	if (s == NULL)
 		s = "";
 	for (const char *p = s; *p;) {
@@ -75,6 +78,24 @@ int djx_parse_options(const char *s, struct djx_options *o, char *err, size_t er
 		} else if (keyis(p, klen, "budget")) {
 			if (parse_bytes(v, vlen, &o->budget) != 0) {
 				snprintf(err, errlen, "option budget: bad value \"%.*s\"", (int)vlen, v);
+				return -1;
+			}
+		} else if (keyis(p, klen, "reconcile")) {
+			if (vlen != 1 || (v[0] != '0' && v[0] != '1')) {
+				snprintf(err, errlen, "option reconcile: bad value \"%.*s\" (0 or 1)", (int)vlen, v);
+				return -1;
+			}
+			o->reconcile = v[0] == '1';
+		} else if (keyis(p, klen, "reconcile_max")) {
+			/* Bounded so the tag snapshot stays a small allocation. */
+			if (parse_bytes(v, vlen, &o->reconcile_max) != 0 || o->reconcile_max > (1u << 24)) {
+				snprintf(err, errlen, "option reconcile_max: bad value \"%.*s\"", (int)vlen, v);
+				return -1;
+			}
+		} else if (keyis(p, klen, "reconcile_chunk")) {
+			if (parse_bytes(v, vlen, &o->reconcile_chunk) != 0 || o->reconcile_chunk == 0 ||
+			    o->reconcile_chunk > DJX_RECONCILE_CHUNK_MAX) {
+				snprintf(err, errlen, "option reconcile_chunk: bad value \"%.*s\"", (int)vlen, v);
 				return -1;
 			}
 		} else if (keyis(p, klen, "minsize")) {

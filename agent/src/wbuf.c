@@ -114,3 +114,13 @@ void wb_end(struct wbuf *w, size_t start)
 	if (!w->err)
 		put_u32(w->p + start, (uint32_t)(w->len - start - DJX_REC_HDR));
 }
+
+/* A record header for records built without a wbuf (fixed-size records in
+ * callbacks that must not allocate). */
+void put_rec_hdr(uint8_t *p, uint16_t type, uint32_t body_len)
+{
+	put_u32(p, body_len);
+	p[4] = (uint8_t)type;
+	p[5] = (uint8_t)(type >> 8);
+	p[6] = p[7] = 0;
+}

@@ -41,6 +41,8 @@ const (
 	// below min size and ~3 µs when it is recorded (measured on JDK 17/25
 	// here), so 10k/s stays near 3% of one core in the worst case.
 	DefaultAllocBudget = 10000
+	// DefaultRelocation: see README for the measured trade-off.
+	DefaultRelocation = RelocUprobe
 )
 
 // DefaultInterval is the heap sampling interval used for a min size: a
@@ -64,6 +66,8 @@ type Options struct {
 	// AllocBudget caps the JVM's sampled-allocation callbacks per second:
 	// above it the agent raises the heap sampling interval. 0: no cap.
 	AllocBudget uint64
+	// Relocation is how GC moves are followed: RelocUprobe or RelocOff.
+	Relocation string
 	// AgentTimeout bounds the wait for the agent to connect.
 	AgentTimeout time.Duration
 	// Notify, when set, receives progress notes meant for the user.
@@ -82,6 +86,9 @@ func (o *Options) fill() {
 	}
 	if o.Period == 0 {
 		o.Period = 1
+	}
+	if o.Relocation == "" {
+		o.Relocation = DefaultRelocation
 	}
 	if o.AgentTimeout == 0 {
 		o.AgentTimeout = 15 * time.Second
@@ -308,6 +315,11 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	s.start = time.Now()
 	s.j = newJVM(s.pid)
 	s.loadHeap(ctx)
+	rel := s.startRelocation()
+	var relocC <-chan relocMsg
+	if rel != nil {
+		relocC = rel.msgs
+	}
 	s.opts.note("profiling pid %d with event %s", s.pid, s.src)
 
 	samples := make(chan loader.Sample, 4096)
@@ -351,6 +363,8 @@ loop:
 		select {
 		case smp := <-samples:
 			s.j.onSample(&smp, s.src)
+		case m := <-relocC:
+			s.j.applyReloc(m)
 		case b, ok := <-batches:
 			if !ok {
 				batches = nil
@@ -389,7 +403,16 @@ loop:
 	}
 	elapsed := time.Since(s.start)
 
-	// Stop sampling, then drain what the ring buffer still holds.
+	// Stop sampling, then drain what the ring buffers still hold.
+	if rel != nil {
+		c, err := rel.stop(s.j)
+		if err != nil {
+			s.addNote("relocation tracker: %v", err)
+		}
+		s.j.stats.RelocHits = c.Hits
+		s.j.stats.RelocHitsInGC = c.HitsInGC
+		s.j.stats.RelocDropped = c.Dropped
+	}
 	s.sampler.Disable()
 	s.sampler.Flush()
 	for smp := range samples {

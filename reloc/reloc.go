@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -379,6 +380,10 @@ func parseEvent(b []byte, ev *Event) {
 		FullKnown: flags&flagArgOK != 0,
 	}
 }
+
+// SetDeadline makes Read return os.ErrDeadlineExceeded at t. It waits for a
+// Read in progress, so call it from the reading goroutine.
+func (t *Tracker) SetDeadline(d time.Time) { t.rd.SetDeadline(d) }
 
 // Flush makes a Read blocked in another goroutine return the records
 // already in the ring buffer, then ErrFlushed.

@@ -1,0 +1,145 @@
+package profiler
+
+import (
+	"errors"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/djx-bpf/djx-bpf/reloc"
+)
+
+// Relocation strategies (--relocation).
+const (
+	// RelocUprobe follows GC copies with uprobes on libjvm's memmove and
+	// applies each GC's copies at its end (USDT gc__begin/gc__end).
+	RelocUprobe = "uprobe"
+	// RelocOff tracks no moves: samples on moved objects are lost.
+	RelocOff = "off"
+)
+
+// relocMsg is one relocation event, or (wm) the promise that every event up
+// to that time has been delivered.
+type relocMsg struct {
+	ev reloc.Event
+	wm uint64
+}
+
+// relocation is the running relocation tracker of a session.
+type relocation struct {
+	tr       *reloc.Tracker
+	pid      int
+	msgs     chan relocMsg
+	stopping atomic.Bool
+}
+
+// startRelocation attaches the chosen strategy to the session's JVM, or says
+// why it cannot and returns nil.
+func (s *session) startRelocation() *relocation {
+	switch s.opts.Relocation {
+	case RelocOff:
+		s.addNote("relocation tracking off: samples on objects the GC moved are lost")
+		return nil
+	case RelocUprobe:
+	default:
+		s.addNote("unknown relocation strategy %q; tracking off", s.opts.Relocation)
+		return nil
+	}
+	if !s.j.heapKnown {
+		s.addNote("relocation tracking off: it needs the heap ranges")
+		return nil
+	}
+	switch s.j.heap.GC {
+	case "Serial", "Parallel", "G1":
+	default:
+		s.addNote("relocation tracking off: %s moves objects concurrently, not through memmove in pauses; samples on moved objects are lost", s.j.heap.GC)
+		return nil
+	}
+	tr, err := reloc.Open(reloc.Config{MinLen: s.opts.MinSize})
+	if err != nil {
+		s.addNote("relocation tracking off: %v", err)
+		return nil
+	}
+	ranges := make([]reloc.Range, len(s.j.heap.Ranges))
+	for i, r := range s.j.heap.Ranges {
+		ranges[i] = reloc.Range{Start: r.Start, End: r.End}
+	}
+	info, err := tr.AddJVM(s.pid, ranges)
+	if err == nil && (info.CopyErr != nil || info.GCErr != nil) {
+		err = errors.Join(info.CopyErr, info.GCErr)
+	}
+	if err != nil {
+		tr.Close()
+		s.addNote("relocation tracking off: %v", err)
+		return nil
+	}
+	s.opts.note("relocation: uprobe on %s+%#x (libjvm's memmove/memcpy), %d gc__begin and %d gc__end sites",
+		info.Copies[0].Lib, info.Copies[0].Offset, len(info.GCBegin), len(info.GCEnd))
+	s.j.reloc = true
+	r := &relocation{tr: tr, pid: s.pid, msgs: make(chan relocMsg, 4096)}
+	go r.read()
+	return r
+}
+
+// monotonicNow is CLOCK_MONOTONIC, the clock of BPF and the agent.
+func monotonicNow() uint64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+// read forwards events; when the ring buffer has stayed empty for a short
+// while, everything produced before the wait began has been delivered.
+func (r *relocation) read() {
+	defer close(r.msgs)
+	var ev reloc.Event
+	for {
+		start := monotonicNow()
+		r.tr.SetDeadline(time.Now().Add(20 * time.Millisecond))
+		err := r.tr.Read(&ev)
+		switch {
+		case err == nil:
+			r.msgs <- relocMsg{ev: ev}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			if r.stopping.Load() {
+				return // detached and drained
+			}
+			r.msgs <- relocMsg{wm: start}
+		default:
+			return // closed
+		}
+	}
+}
+
+// apply feeds one message to the JVM's join.
+func (j *jvm) applyReloc(m relocMsg) {
+	if m.wm != 0 {
+		j.relocComplete(m.wm)
+		return
+	}
+	switch m.ev.Kind {
+	case reloc.GCBegin:
+		j.onGCBegin(m.ev.Time)
+	case reloc.Copy:
+		j.onCopy(m.ev.Src, m.ev.Dst, m.ev.Len)
+	case reloc.GCEnd:
+		j.onGCEnd(m.ev.Time)
+	}
+}
+
+// stop detaches the uprobes (the JVM's GC runs at full speed again), hands
+// the events still in the ring buffer to the join, and releases the tracker.
+func (r *relocation) stop(j *jvm) (reloc.Counters, error) {
+	derr := r.tr.RemoveJVM(r.pid)
+	c, cerr := r.tr.Counters()
+	r.stopping.Store(true)
+	for m := range r.msgs {
+		j.applyReloc(m)
+	}
+	if j.curGC != nil { // the profile ended inside a GC
+		j.onGCEnd(monotonicNow())
+	}
+	return c, errors.Join(derr, cerr, r.tr.Close())
+}

@@ -117,6 +117,7 @@ type store interface {
 type Index struct {
 	s       store
 	onEvict func(Object)
+	onMove  func(Object)
 
 	// Scratch reused across ApplyMoves batches.
 	buf, gone []entry
@@ -135,6 +136,10 @@ func New() *Index { return &Index{s: newRadix()} }
 // own: objects overlapped by an Insert and objects overwritten during
 // ApplyMoves (not objects removed by Remove). Pass nil to unregister.
 func (x *Index) OnEvict(f func(Object)) { x.onEvict = f }
+
+// OnMove sets a function called, at the end of ApplyMoves, once for every
+// object the batch moved, with its final place.
+func (x *Index) OnMove(f func(Object)) { x.onMove = f }
 
 // Len returns the number of live objects.
 func (x *Index) Len() int { return x.s.len() }
@@ -274,8 +279,11 @@ func (x *Index) ApplyMoves(moves []Move) MoveStats {
 	}
 	// Every moved object's final start is in starts; clear the batch marks.
 	for _, s := range x.starts {
-		if e := x.s.find(s); e != nil {
+		if e := x.s.find(s); e != nil && e.moved {
 			e.moved = false
+			if x.onMove != nil {
+				x.onMove(e.object())
+			}
 		}
 	}
 	return st

@@ -274,3 +274,17 @@ func TestApplyMoves(t *testing.T) {
 		}
 	})
 }
+
+func TestOnMoveReportsFinalPlaces(t *testing.T) {
+	x := New()
+	x.Insert(0x1000, 0x100, 1)
+	x.Insert(0x2000, 0x100, 2)
+	x.Insert(0x3000, 0x100, 3)
+	got := map[ID]uint64{}
+	x.OnMove(func(o Object) { got[o.ID] = o.Start })
+	// 1 moves twice (chain), 2 once, 3 stays.
+	x.ApplyMoves([]Move{{Src: 0x1000, Dst: 0x5000, Len: 0x100}, {Src: 0x2000, Dst: 0x6000, Len: 0x100}, {Src: 0x5000, Dst: 0x7000, Len: 0x100}})
+	if len(got) != 2 || got[1] != 0x7000 || got[2] != 0x6000 {
+		t.Fatalf("OnMove reported %v, want 1 at 0x7000 and 2 at 0x6000 once each", got)
+	}
+}

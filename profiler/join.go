@@ -2,6 +2,8 @@ package profiler
 
 import (
 	"math"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -58,6 +60,9 @@ type gcBatch struct {
 type object struct {
 	site   int32
 	weight float32 // 1/p: the heap sampler caught it with probability p
+	start  uint64  // current address (kept up to date through moves)
+	size   uint64
+	tag    uint64 // the agent's tag, 0 if none
 }
 
 // jvm is the joined state of one profiled JVM. It is owned by one goroutine.
@@ -78,6 +83,7 @@ type jvm struct {
 	free    []objindex.ID
 	sites   []*site
 	siteIdx map[string]int32
+	tags    map[uint64]objindex.ID // agent tag -> live tracked object
 	keyBuf  []byte
 
 	dec    decode.Decoder
@@ -92,6 +98,10 @@ type jvm struct {
 	reloc  bool     // a relocation stream feeds this JVM
 	// faultGrace delays page-fault samples (pageFaultGrace; tests set 0).
 	faultGrace uint64
+	agentGCs   uint64 // GC pauses the agent saw (GarbageCollectionFinish)
+	rescan     bool   // moves come from the agent's rescans (RelocRescan)
+	lastGCEnd  uint64 // latest GarbageCollectionFinish
+	rescanWait uint64 // a GC ended here and its rescan has not arrived
 	relocWM    uint64 // relocation stream complete up to here (when no GC is in progress)
 	stats      report.Stats
 	lastAgt    agent.Stats
@@ -99,8 +109,9 @@ type jvm struct {
 }
 
 func newJVM(pid int) *jvm {
-	j := &jvm{pid: pid, idx: objindex.New(), syms: jvmsym.NewTable(), siteIdx: make(map[string]int32), faultGrace: pageFaultGrace}
-	j.idx.OnEvict(func(o objindex.Object) { j.free = append(j.free, o.ID) })
+	j := &jvm{pid: pid, idx: objindex.New(), syms: jvmsym.NewTable(), siteIdx: make(map[string]int32), tags: make(map[uint64]objindex.ID), faultGrace: pageFaultGrace}
+	j.idx.OnEvict(func(o objindex.Object) { j.forget(o.ID) })
+	j.idx.OnMove(func(o objindex.Object) { j.objs[o.ID].start = o.Start })
 	return j
 }
 
@@ -137,6 +148,23 @@ func (j *jvm) onBatch(b *agent.Batch) {
 			j.agentQ = append(j.agentQ, timedRec{r.Time, r})
 		case *agent.Interval:
 			j.agentQ = append(j.agentQ, timedRec{r.Time, r})
+		case *agent.Free:
+			j.agentQ = append(j.agentQ, timedRec{r.Time, r})
+		case *agent.Reconcile:
+			t := r.Time
+			if j.rescan && j.lastGCEnd != 0 && j.lastGCEnd <= t {
+				// The addresses hold from the GC's end on: judge the
+				// samples taken since then by them.
+				t = j.lastGCEnd
+				j.rescanWait = 0
+			}
+			j.insertTimed(timedRec{t, r})
+		case *agent.GCFinish:
+			j.agentGCs++
+			j.lastGCEnd = r.Time
+			if j.rescan {
+				j.rescanWait = r.Time
+			}
 		case *agent.Stats:
 			j.lastAgt = *r
 		case *agent.ErrorRec:
@@ -149,6 +177,14 @@ func (j *jvm) onBatch(b *agent.Batch) {
 	j.drain(false)
 }
 
+// insertTimed queues a record whose time may precede records already
+// queued, keeping the queue in time order.
+func (j *jvm) insertTimed(tr timedRec) {
+	q := j.agentQ[j.agentH:]
+	i := sort.Search(len(q), func(i int) bool { return q[i].time > tr.time })
+	j.agentQ = slices.Insert(j.agentQ, j.agentH+i, tr)
+}
+
 // applyTimed applies one time-ordered agent record.
 func (j *jvm) applyTimed(r agent.Record) {
 	switch r := r.(type) {
@@ -159,6 +195,10 @@ func (j *jvm) applyTimed(r agent.Record) {
 			j.raisedAt = r.Time
 		}
 		j.interval = r.Interval
+	case *agent.Free:
+		j.onFree(r.Tag)
+	case *agent.Reconcile:
+		j.onReconcile(r.Objects)
 	}
 }
 
@@ -197,9 +237,20 @@ func (j *jvm) relocComplete(t uint64) {
 	}
 }
 
+// rescanTimeout bounds how long samples wait for a rescan that the agent
+// skipped or limited.
+const rescanTimeout = uint64(500 * time.Millisecond)
+
 // horizon is the time up to which every stream is complete.
 func (j *jvm) horizon() uint64 {
 	h := j.watermark
+	if j.rescanWait != 0 {
+		if j.watermark > j.rescanWait+rescanTimeout {
+			j.rescanWait = 0
+		} else if j.rescanWait < h {
+			h = j.rescanWait // after a GC, wait for the rescan
+		}
+	}
 	if j.reloc {
 		r := j.relocWM
 		if j.curGC != nil && j.curGC.begin < r {
@@ -248,16 +299,62 @@ func (j *jvm) onAlloc(a *agent.Alloc) {
 	s.estObjects += w
 	s.estBytes += w * float64(a.Size)
 	j.stats.AllocsTracked++
+	o := object{site: si, weight: float32(w), start: a.Addr, size: a.Size, tag: a.Tag}
 	var id objindex.ID
 	if n := len(j.free); n > 0 {
 		id = j.free[n-1]
 		j.free = j.free[:n-1]
-		j.objs[id] = object{site: si, weight: float32(w)}
+		j.objs[id] = o
 	} else {
 		id = objindex.ID(len(j.objs))
-		j.objs = append(j.objs, object{site: si, weight: float32(w)})
+		j.objs = append(j.objs, o)
 	}
 	j.idx.Insert(a.Addr, a.Size, id)
+	if a.Tag != 0 {
+		j.tags[a.Tag] = id
+	}
+}
+
+// forget releases an object the index no longer holds.
+func (j *jvm) forget(id objindex.ID) {
+	if t := j.objs[id].tag; t != 0 && j.tags[t] == id {
+		delete(j.tags, t)
+	}
+	j.objs[id].tag = 0
+	j.free = append(j.free, id)
+}
+
+// onFree drops an object the JVM collected, so that memory reused by an
+// untracked object is not charged to the dead one.
+func (j *jvm) onFree(tag uint64) {
+	id, ok := j.tags[tag]
+	if !ok {
+		return // already evicted by a reuse of its memory
+	}
+	j.idx.Remove(j.objs[id].start)
+	j.forget(id)
+	j.stats.Freed++
+}
+
+// onReconcile checks the agent's view of where tracked objects are after a
+// GC against ours: agreement verifies the moves we applied; disagreement is
+// a move we missed, and the agent's address wins.
+func (j *jvm) onReconcile(objs []agent.TagAddr) {
+	for _, ta := range objs {
+		id, ok := j.tags[ta.Tag]
+		if !ok {
+			continue
+		}
+		o := &j.objs[id]
+		if o.start == ta.Addr {
+			j.stats.MovesVerified++
+			continue
+		}
+		j.stats.MovesMissed++
+		j.idx.Remove(o.start)
+		o.start = ta.Addr
+		j.idx.Insert(ta.Addr, o.size, id)
+	}
 }
 
 // onSample decodes a sample and queues it for attribution.

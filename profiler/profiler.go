@@ -66,7 +66,8 @@ type Options struct {
 	// AllocBudget caps the JVM's sampled-allocation callbacks per second:
 	// above it the agent raises the heap sampling interval. 0: no cap.
 	AllocBudget uint64
-	// Relocation is how GC moves are followed: RelocUprobe or RelocOff.
+	// Relocation is how GC moves are followed: RelocUprobe, RelocRescan or
+	// RelocOff.
 	Relocation string
 	// AgentTimeout bounds the wait for the agent to connect.
 	AgentTimeout time.Duration
@@ -103,7 +104,16 @@ func (o *Options) note(format string, args ...any) {
 
 func (o *Options) agentOptions(sock string) string {
 	return "sock=" + sock + ",interval=" + strconv.FormatUint(o.Interval, 10) + ",minsize=" + strconv.FormatUint(o.MinSize, 10) +
-		",budget=" + strconv.FormatUint(o.AllocBudget, 10)
+		",budget=" + strconv.FormatUint(o.AllocBudget, 10) + reconcileOpt(o.Relocation)
+}
+
+// reconcileOpt asks the agent to rescan tracked objects after each GC: the
+// rescan strategy itself, and the check of the uprobe strategy.
+func reconcileOpt(strategy string) string {
+	if strategy == RelocOff {
+		return ""
+	}
+	return ",reconcile=1"
 }
 
 // session is one profile in progress.
@@ -482,6 +492,9 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 		st.KernelSkipped = c.Kernel
 	}
 	st.HeapKnown = s.j.heapKnown
+	if st.GCs == 0 {
+		st.GCs = s.j.agentGCs // no relocation stream: the agent's count
+	}
 	a := s.j.lastAgt
 	st.AllocCallbacks = a.Callbacks
 	st.AllocsBelowMin = a.BelowMinSize

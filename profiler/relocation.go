@@ -16,6 +16,11 @@ const (
 	// RelocUprobe follows GC copies with uprobes on libjvm's memmove and
 	// applies each GC's copies at its end (USDT gc__begin/gc__end).
 	RelocUprobe = "uprobe"
+	// RelocRescan has the agent read the tracked objects' addresses after
+	// each GC (GetObjectsWithTags) and moves them there: no cost inside
+	// the pause, but O(tracked²) in HotSpot, so at most 10000 objects per
+	// GC, and samples between a GC's end and the rescan are misplaced.
+	RelocRescan = "rescan"
 	// RelocOff tracks no moves: samples on moved objects are lost.
 	RelocOff = "off"
 )
@@ -41,6 +46,10 @@ func (s *session) startRelocation() *relocation {
 	switch s.opts.Relocation {
 	case RelocOff:
 		s.addNote("relocation tracking off: samples on objects the GC moved are lost")
+		return nil
+	case RelocRescan:
+		s.opts.note("relocation: rescan of the tracked objects after each GC")
+		s.j.rescan = true
 		return nil
 	case RelocUprobe:
 	default:
@@ -72,7 +81,8 @@ func (s *session) startRelocation() *relocation {
 	}
 	if err != nil {
 		tr.Close()
-		s.addNote("relocation tracking off: %v", err)
+		s.addNote("relocation: uprobes unavailable (%v); falling back to rescan after each GC", err)
+		s.j.rescan = true
 		return nil
 	}
 	s.opts.note("relocation: uprobe on %s+%#x (libjvm's memmove/memcpy), %d gc__begin and %d gc__end sites",

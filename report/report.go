@@ -56,6 +56,9 @@ type Stats struct {
 	GCs             uint64 `json:"gcs,omitempty"`              // GCs seen
 	Relocations     uint64 `json:"relocations,omitempty"`      // tracked objects moved by observed copies
 	CopiesUnmatched uint64 `json:"copies_unmatched,omitempty"` // observed copies that moved no tracked object
+	MovesVerified   uint64 `json:"moves_verified,omitempty"`   // reconciled objects found where we had them
+	MovesMissed     uint64 `json:"moves_missed,omitempty"`     // ... found elsewhere: a move the uprobes missed (or, with rescan, the move itself)
+	Freed           uint64 `json:"freed,omitempty"`            // tracked objects the JVM collected
 	RelocHits       uint64 `json:"reloc_hits,omitempty"`       // memmove uprobe hits (each costs a trap)
 	RelocHitsInGC   uint64 `json:"reloc_hits_in_gc,omitempty"` // ... of which inside GC pauses
 	RelocDropped    uint64 `json:"reloc_dropped,omitempty"`    // copies lost: ring buffer full

@@ -50,6 +50,7 @@ func cmdProfile(args []string) int {
 		freq     = fs.Int("freq", profiler.DefaultFreq, "decode: samples per second per CPU")
 		period   = fs.Uint64("period", 1, "page-faults: sample every N-th fault")
 		quiet    = fs.Bool("quiet", false, "no progress messages on standard error")
+		relocate = fs.String("relocation", profiler.DefaultRelocation, "how to follow objects the GC moves: uprobe, rescan or off")
 		budget   = fs.Uint64("alloc-budget", profiler.DefaultAllocBudget, "max sampled allocations per second in the JVM before the heap sampling interval is raised (0: no cap)")
 	)
 	minSize := uint64(profiler.DefaultMinSize)
@@ -79,7 +80,7 @@ func cmdProfile(args []string) int {
 	}
 	opts := profiler.Options{
 		Event: *event, Duration: *duration, MinSize: minSize, Interval: interval,
-		Freq: *freq, Period: *period, AllocBudget: *budget,
+		Freq: *freq, Period: *period, AllocBudget: *budget, Relocation: *relocate,
 	}
 	if !*quiet {
 		opts.Notify = func(msg string) { fmt.Fprintf(os.Stderr, "djx-bpf: %s\n", msg) }

@@ -65,7 +65,8 @@ func setup(t *testing.T) {
 		}
 		classDir = filepath.Join(dir, "classes")
 		javac := filepath.Join(jdks()["jdk17"], "bin", "javac")
-		if out, err := exec.Command(javac, "-d", classDir, "../../testdata/java/HotArrays.java", "../../testdata/java/AllocHeavy.java").CombinedOutput(); err != nil {
+		if out, err := exec.Command(javac, "-d", classDir, "../../testdata/java/HotArrays.java", "../../testdata/java/AllocHeavy.java",
+			"../../testdata/java/GcHot.java", "../../testdata/java/Reuse.java").CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("javac: %v\n%s", err, out)
 		}
 	})
@@ -517,4 +518,88 @@ func TestInterruptReports(t *testing.T) {
 		t.Fatalf("profile did not stop after Ctrl-C:\n%s", stderr.String())
 	}
 	checkGroundTruth(t, readReport(t, out))
+}
+
+// launchJSON profiles a launched JVM and returns its report.
+func launchJSON(t *testing.T, flags []string, javaArgs ...string) *report.Report {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "r.json")
+	args := append(append([]string{"profile", "--format", "json", "-o", out}, flags...), "--",
+		filepath.Join(jdks()["jdk17"], "bin", "java"), "-cp", classDir)
+	args = append(args, javaArgs...)
+	return runJSON(t, out, args)
+}
+
+func runJSON(t *testing.T, out string, args []string) *report.Report {
+	t.Helper()
+	code, stdout, stderr := djx(t, args...)
+	if code != 0 {
+		t.Fatalf("djx-bpf %v exited %d:\n%s\n%s", args, code, stdout, stderr)
+	}
+	return readReport(t, out)
+}
+
+// GC moves: GcHot's 64 hot arrays (256 KiB, copied by every collector) take
+// 31/32 of the loads while young GCs and System.gc() move them. At least 90%
+// of the samples attributed to long[] objects must land on their site.
+func TestGCMovesFollowed(t *testing.T) {
+	setup(t)
+	for _, c := range []struct{ gc, strategy string }{
+		{"Serial", "uprobe"}, {"Parallel", "uprobe"}, {"G1", "uprobe"}, {"Serial", "rescan"},
+	} {
+		t.Run(c.gc+"/"+c.strategy, func(t *testing.T) {
+			r := launchJSON(t, []string{"--relocation", c.strategy}, "-XX:+Use"+c.gc+"GC", "-Xmx512m", "-Xmn32m", "GcHot", "4")
+			s := r.Stats
+			var hot, arrays uint64
+			for _, o := range r.Objects {
+				if o.Type == "long[]" {
+					arrays += o.Samples
+					if o.Site == "GcHot.allocHot:16" {
+						hot += o.Samples
+					}
+				}
+			}
+			t.Logf("%s/%s: hot %d of %d long[] samples (%.1f%%); in heap %d, attributed %d; gcs %d, relocations %d, verified %d, missed %d, freed %d, uprobe hits %d (%d in GC)",
+				c.gc, c.strategy, hot, arrays, pct(hot, arrays), s.InHeap, s.Attributed, s.GCs, s.Relocations, s.MovesVerified, s.MovesMissed, s.Freed, s.RelocHits, s.RelocHitsInGC)
+			if arrays < 100 || hot*10 < arrays*9 {
+				t.Errorf("hot site got %d of %d samples on long[] objects, want >= 90%%", hot, arrays)
+			}
+			if s.GCs == 0 || s.MovesVerified+s.MovesMissed == 0 {
+				t.Errorf("GCs %d, reconciled %d: the moves are not visible in stats", s.GCs, s.MovesVerified+s.MovesMissed)
+			}
+			if c.strategy == "uprobe" && (s.Relocations == 0 || s.MovesMissed*10 > s.MovesVerified) {
+				t.Errorf("uprobe moves %d, verified %d, missed %d: want moves and few misses", s.Relocations, s.MovesVerified, s.MovesMissed)
+			}
+		})
+	}
+}
+
+// Memory reuse: Reuse.java reads an 8 MiB array, drops it, and reads a 4 MiB
+// array that G1 places in the freed memory. Tracked, the new array gets its
+// own samples; untracked (min size above it), its samples must not be
+// charged to the dead array (checked without frees: the dead array got all).
+func TestFreedMemoryReuse(t *testing.T) {
+	setup(t)
+	r := launchJSON(t, nil, "-XX:+UseG1GC", "-Xmx512m", "Reuse", "1.5")
+	samples := map[string]uint64{}
+	for _, o := range r.Objects {
+		samples[o.Site] = o.Samples
+	}
+	old, cur := samples["Reuse.allocOld:9"], samples["Reuse.allocNew:13"]
+	t.Logf("tracked: old %d, new %d samples of %d in heap", old, cur, r.Stats.InHeap)
+	if cur*3 < r.Stats.InHeap || old*3 < r.Stats.InHeap {
+		t.Errorf("old %d, new %d of %d in-heap samples: each phase should get about half", old, cur, r.Stats.InHeap)
+	}
+
+	r = launchJSON(t, []string{"--min-size", "6MiB"}, "-XX:+UseG1GC", "-Xmx512m", "Reuse", "1.5")
+	old = 0
+	for _, o := range r.Objects {
+		if o.Site == "Reuse.allocOld:9" {
+			old = o.Samples
+		}
+	}
+	t.Logf("untracked new array: old %d of %d in-heap samples, freed %d", old, r.Stats.InHeap, r.Stats.Freed)
+	if r.Stats.Freed == 0 || old*10 > r.Stats.InHeap*7 {
+		t.Errorf("dead array charged %d of %d in-heap samples (freed %d): samples on the new array went to it", old, r.Stats.InHeap, r.Stats.Freed)
+	}
 }

@@ -97,15 +97,16 @@ type jvm struct {
 	curGC  *gcBatch // GC in progress (relocation tracking)
 	reloc  bool     // a relocation stream feeds this JVM
 	// faultGrace delays page-fault samples (pageFaultGrace; tests set 0).
-	faultGrace uint64
-	agentGCs   uint64 // GC pauses the agent saw (GarbageCollectionFinish)
-	rescan     bool   // moves come from the agent's rescans (RelocRescan)
-	lastGCEnd  uint64 // latest GarbageCollectionFinish
-	rescanWait uint64 // a GC ended here and its rescan has not arrived
-	relocWM    uint64 // relocation stream complete up to here (when no GC is in progress)
-	stats      report.Stats
-	lastAgt    agent.Stats
-	vmName     string
+	faultGrace  uint64
+	agentGCs    uint64 // GC pauses the agent saw (GarbageCollectionFinish)
+	rescan      bool   // moves come from the agent's rescans (RelocRescan)
+	noReconcile bool   // the collector's addresses cannot be rescanned
+	lastGCEnd   uint64 // latest GarbageCollectionFinish
+	rescanWait  uint64 // a GC ended here and its rescan has not arrived
+	relocWM     uint64 // relocation stream complete up to here (when no GC is in progress)
+	stats       report.Stats
+	lastAgt     agent.Stats
+	vmName      string
 }
 
 func newJVM(pid int) *jvm {
@@ -340,6 +341,9 @@ func (j *jvm) onFree(tag uint64) {
 // GC against ours: agreement verifies the moves we applied; disagreement is
 // a move we missed, and the agent's address wins.
 func (j *jvm) onReconcile(objs []agent.TagAddr) {
+	if j.noReconcile {
+		return
+	}
 	for _, ta := range objs {
 		id, ok := j.tags[ta.Tag]
 		if !ok {

@@ -475,13 +475,16 @@ func (s *session) loadHeap(ctx context.Context) {
 		return
 	}
 	info, err := heap.ParseHeapInfo(out)
+	if err == nil {
+		s.j.heap = info // the collector's name, even without ranges
+	}
 	switch {
 	case err != nil:
 		s.addNote("heap range unknown (GC.heap_info: %v); in_heap is not counted", err)
 	case len(info.Ranges) == 0:
 		s.addNote("heap range unknown for %s; in_heap is not counted", info.GC)
 	default:
-		s.j.heap, s.j.heapKnown = info, true
+		s.j.heapKnown = true
 	}
 }
 
@@ -492,6 +495,9 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 		st.KernelSkipped = c.Kernel
 	}
 	st.HeapKnown = s.j.heapKnown
+	if st.InHeap > st.Attributed {
+		st.HeapUntracked = st.InHeap - st.Attributed
+	}
 	if st.GCs == 0 {
 		st.GCs = s.j.agentGCs // no relocation stream: the agent's count
 	}

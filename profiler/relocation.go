@@ -43,10 +43,22 @@ type relocation struct {
 // startRelocation attaches the chosen strategy to the session's JVM, or says
 // why it cannot and returns nil.
 func (s *session) startRelocation() *relocation {
-	switch s.opts.Relocation {
-	case RelocOff:
+	if s.opts.Relocation == RelocOff {
 		s.addNote("relocation tracking off: samples on objects the GC moved are lost")
 		return nil
+	}
+	switch s.j.heap.GC {
+	case "Serial", "Parallel", "G1", "":
+	case "Epsilon":
+		s.addNote("relocation: Epsilon never moves objects; nothing to track")
+		s.j.noReconcile = true
+		return nil
+	default:
+		s.addNote("relocation tracking off: %s moves objects concurrently with the application, outside pauses and memmove, so neither uprobes nor rescans can follow them; samples on moved objects are lost", gcName(s.j.heap.GC))
+		s.j.noReconcile = true
+		return nil
+	}
+	switch s.opts.Relocation {
 	case RelocRescan:
 		s.opts.note("relocation: rescan of the tracked objects after each GC")
 		s.j.rescan = true
@@ -54,16 +66,12 @@ func (s *session) startRelocation() *relocation {
 	case RelocUprobe:
 	default:
 		s.addNote("unknown relocation strategy %q; tracking off", s.opts.Relocation)
+		s.j.noReconcile = true
 		return nil
 	}
 	if !s.j.heapKnown {
-		s.addNote("relocation tracking off: it needs the heap ranges")
-		return nil
-	}
-	switch s.j.heap.GC {
-	case "Serial", "Parallel", "G1":
-	default:
-		s.addNote("relocation tracking off: %s moves objects concurrently, not through memmove in pauses; samples on moved objects are lost", s.j.heap.GC)
+		s.addNote("relocation: uprobes need the heap ranges; falling back to rescan after each GC")
+		s.j.rescan = true
 		return nil
 	}
 	tr, err := reloc.Open(reloc.Config{MinLen: s.opts.MinSize})
@@ -152,4 +160,12 @@ func (r *relocation) stop(j *jvm) (reloc.Counters, error) {
 		j.onGCEnd(monotonicNow())
 	}
 	return c, errors.Join(derr, cerr, r.tr.Close())
+}
+
+// gcName is the collector's usual name.
+func gcName(gc string) string {
+	if gc == "Z" {
+		return "ZGC"
+	}
+	return gc
 }

@@ -603,3 +603,16 @@ func TestFreedMemoryReuse(t *testing.T) {
 		t.Errorf("dead array charged %d of %d in-heap samples (freed %d): samples on the new array went to it", old, r.Stats.InHeap, r.Stats.Freed)
 	}
 }
+
+// Collectors whose moves cannot be followed are named, with the limits.
+func TestUnsupportedCollectorSaysSo(t *testing.T) {
+	setup(t)
+	for gc, want := range map[string]string{"ZGC": "ZGC moves objects concurrently", "EpsilonGC": "Epsilon never moves objects"} {
+		t.Run(gc, func(t *testing.T) {
+			r := launchJSON(t, nil, "-XX:+UnlockExperimentalVMOptions", "-XX:+Use"+gc, "-Xmx1g", "HotArrays", "2")
+			if notes := strings.Join(r.Notes, "\n"); !strings.Contains(notes, want) {
+				t.Errorf("notes %q lack %q", notes, want)
+			}
+		})
+	}
+}

@@ -131,6 +131,11 @@ type session struct {
 	start   time.Time
 }
 
+// noteExit records that the target ended before the profile did.
+func (s *session) noteExit() {
+	s.addNote("target pid %d exited after %.1fs; reporting what was collected", s.pid, time.Since(s.start).Seconds())
+}
+
 func (s *session) addNote(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	s.notes = append(s.notes, msg)
@@ -393,7 +398,7 @@ loop:
 			}
 			select {
 			case <-exited:
-				s.addNote("target pid %d exited after %.1fs; reporting what was collected", s.pid, time.Since(s.start).Seconds())
+				s.noteExit()
 			case <-time.After(2 * time.Second):
 				if agentErr == nil {
 					s.addNote("agent of pid %d disconnected after %.1fs; reporting what was collected", s.pid, time.Since(s.start).Seconds())
@@ -401,7 +406,7 @@ loop:
 			}
 			break loop
 		case <-exited:
-			s.addNote("target pid %d exited after %.1fs; reporting what was collected", s.pid, time.Since(s.start).Seconds())
+			s.noteExit()
 			exited = nil
 			// Let the agent's final batch (VM death) arrive.
 			timer = time.After(2 * time.Second)

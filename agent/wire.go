@@ -87,6 +87,16 @@ const (
 	TypeGCFinish RecordType = 10
 	// TypeReconcile: current addresses of tagged objects after a GC.
 	TypeReconcile RecordType = 11
+	// TypeStack: a thread's Java stack, taken by the agent's signal handler
+	// (AsyncGetCallTrace) when the loader's BPF program signalled it.
+	TypeStack RecordType = 12
+	// TypeCode and TypeCodeUnload: JIT-compiled code appeared or went away
+	// (CompiledMethodLoad/Unload), with the pc → (method, bci) map.
+	TypeCode       RecordType = 13
+	TypeCodeUnload RecordType = 14
+	// TypeStub: code the JVM generated that is not a Java method
+	// (DynamicCodeGenerated: interpreter, stubs, adapters).
+	TypeStub RecordType = 15
 )
 
 func (t RecordType) String() string {
@@ -113,6 +123,14 @@ func (t RecordType) String() string {
 		return "GC_FINISH"
 	case TypeReconcile:
 		return "RECONCILE"
+	case TypeStack:
+		return "STACK"
+	case TypeCode:
+		return "CODE"
+	case TypeCodeUnload:
+		return "CODE_UNLOAD"
+	case TypeStub:
+		return "STUB"
 	}
 	return fmt.Sprintf("type %d", uint16(t))
 }
@@ -141,6 +159,9 @@ type Hello struct {
 	VMName       string // java.vm.name
 	VMVersion    string // java.vm.version
 	Mode         string // "attach" or "launch"
+	// StackSignal is the signal the agent's stack handler is installed on
+	// (trailing; 0: no handler, do not signal the JVM for stacks).
+	StackSignal uint32
 }
 
 // Method describes a jmethodID, sent before the first ALLOC that uses it.
@@ -193,6 +214,74 @@ type Stats struct {
 	ReconcileSkipped uint64 // GCs not reconciled: coalesced, cut short by a GC, out of memory
 	ReconcileLimited uint64 // live tags left out of reconciliations by reconcile_max
 	ReconcileNanos   uint64 // time spent reconciling, on the agent's writer thread
+	// Stack collection (issue 4).
+	StackSignals   uint64 // signals the handler took as ours while a session ran
+	StacksSent     uint64 // STACK records sent
+	StacksDropped  uint64 // stacks lost: the handler's ring was full
+	CodeSent       uint64 // CODE records sent
+	CodeDropped    uint64 // CODE records lost: buffer full
+	SignalsChained uint64 // signals passed on to the handler installed before ours
+}
+
+// Stack status codes below zero. 0 and -1..-10 are AsyncGetCallTrace's own
+// (ticks_no_Java_frame ... ticks_safepoint); the agent adds its own below.
+const (
+	StackNoJavaFrame    = 0
+	StackNoClassLoad    = -1
+	StackGCActive       = -2
+	StackUnknownNotJava = -3
+	StackNotWalkableNot = -4
+	StackUnknownJava    = -5
+	StackNotWalkableJ   = -6
+	StackUnknownState   = -7
+	StackThreadExit     = -8
+	StackDeopt          = -9
+	StackSafepoint      = -10
+	// StackNoEnv: the thread has no JNIEnv (GC, compiler or other native
+	// threads): no Java stack to ask for.
+	StackNoEnv = -100
+)
+
+// Stack is one thread's Java stack at the moment the handler ran.
+type Stack struct {
+	Time   uint64  // CLOCK_MONOTONIC ns when the handler ran
+	TID    uint32  // kernel thread id
+	Status int32   // number of frames (> 0), or a Stack* code (≤ 0)
+	PC     uint64  // the interrupted instruction pointer (ucontext RIP)
+	Frames []Frame // innermost first; BCI -3 marks a native method (ASGCT's lineno)
+}
+
+// Code is one blob of JIT-compiled code of a method.
+type Code struct {
+	Time   uint64
+	Method uint64 // jmethodID of the compiled (root) method
+	Start  uint64 // code_addr
+	Size   uint32
+	// PCs: scope descriptors sorted by PC, each with its inlining chain,
+	// innermost method first (JVMTI_CMLR_INLINE_INFO). Empty when the JVM
+	// gave none.
+	PCs []PCInfo
+}
+
+// PCInfo is the (inlined) Java position of the code ending at PC.
+type PCInfo struct {
+	PC     uint64
+	Frames []Frame
+}
+
+// CodeUnload says the compiled code of Method at Start was freed.
+type CodeUnload struct {
+	Time   uint64
+	Method uint64
+	Start  uint64
+}
+
+// Stub is code the JVM generated outside Java methods.
+type Stub struct {
+	Time  uint64
+	Start uint64
+	Size  uint32
+	Name  string // "Interpreter", "StubRoutines::..." as the JVM names it
 }
 
 // Bye is the last record of a stream.
@@ -248,15 +337,19 @@ type Unknown struct {
 	Body    []byte
 }
 
-func (*Hello) Type() RecordType     { return TypeHello }
-func (*Method) Type() RecordType    { return TypeMethod }
-func (*Alloc) Type() RecordType     { return TypeAlloc }
-func (*Stats) Type() RecordType     { return TypeStats }
-func (*Bye) Type() RecordType       { return TypeBye }
-func (*ErrorRec) Type() RecordType  { return TypeError }
-func (*Interval) Type() RecordType  { return TypeInterval }
-func (*Free) Type() RecordType      { return TypeFree }
-func (*GCStart) Type() RecordType   { return TypeGCStart }
-func (*GCFinish) Type() RecordType  { return TypeGCFinish }
-func (*Reconcile) Type() RecordType { return TypeReconcile }
-func (u *Unknown) Type() RecordType { return u.RecType }
+func (*Hello) Type() RecordType      { return TypeHello }
+func (*Method) Type() RecordType     { return TypeMethod }
+func (*Alloc) Type() RecordType      { return TypeAlloc }
+func (*Stats) Type() RecordType      { return TypeStats }
+func (*Bye) Type() RecordType        { return TypeBye }
+func (*ErrorRec) Type() RecordType   { return TypeError }
+func (*Interval) Type() RecordType   { return TypeInterval }
+func (*Free) Type() RecordType       { return TypeFree }
+func (*GCStart) Type() RecordType    { return TypeGCStart }
+func (*GCFinish) Type() RecordType   { return TypeGCFinish }
+func (*Reconcile) Type() RecordType  { return TypeReconcile }
+func (u *Unknown) Type() RecordType  { return u.RecType }
+func (*Stack) Type() RecordType      { return TypeStack }
+func (*Code) Type() RecordType       { return TypeCode }
+func (*CodeUnload) Type() RecordType { return TypeCodeUnload }
+func (*Stub) Type() RecordType       { return TypeStub }

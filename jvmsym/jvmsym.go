@@ -1,6 +1,7 @@
 // Package jvmsym turns JVM-level names into what a Java developer reads:
 // type signatures into Java type names and (method, bci) pairs into
-// `pkg.Class.method:line` frames.
+// `pkg.Class.method:line` frames. It also names code addresses: JIT code and
+// stubs (CodeTable), native libraries (Native) and perf maps (PerfMap).
 package jvmsym
 
 import (

@@ -1,0 +1,217 @@
+package jvmsym
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// NativeFrame is a native code location. String formats it the way perf
+// names samples, dso`symbol: "libjvm.so`G1ParScanThreadState::trim_queue_to_threshold",
+// or "libjvm.so+0x1234" when no symbol covers the address.
+type NativeFrame struct {
+	Lib  string // base name of the mapped file, e.g. "libjvm.so"
+	Func string // demangled function name without parameters; "" if unknown
+	// Off is ip minus the start of Func; without Func it is the ELF virtual
+	// address of ip, which addr2line and objdump take.
+	Off uint64
+}
+
+// String formats the frame as Lib`Func, or Lib+0xOff without a function.
+func (f NativeFrame) String() string {
+	if f.Func == "" {
+		return f.Lib + "+0x" + strconv.FormatUint(f.Off, 16)
+	}
+	return f.Lib + "`" + f.Func
+}
+
+// mapping is one line of /proc/PID/maps.
+type mapping struct {
+	start, end, off uint64
+	dev             string
+	inode           uint64
+	path            string
+
+	loaded bool     // syms was tried
+	syms   *elfSyms // nil when the file is not a readable ELF file
+}
+
+// fileBacked tells a mapping of a file apart from anonymous memory, the
+// heap, the stack, [vdso] and friends.
+func (m *mapping) fileBacked() bool {
+	return m.inode != 0 && strings.HasPrefix(m.path, "/")
+}
+
+// sameAs tells whether m maps what o did, so its symbols carry over a reread.
+func (m *mapping) sameAs(o *mapping) bool {
+	return m.start == o.start && m.end == o.end && m.off == o.off &&
+		m.dev == o.dev && m.inode == o.inode && m.path == o.path
+}
+
+// mapsRereadInterval limits rereading /proc/PID/maps on misses: samples in
+// code that is not mapped (stale or garbage ips) would otherwise reread it
+// for every lookup.
+const mapsRereadInterval = time.Second
+
+// Native resolves native instruction addresses of one process to library
+// and function names. It is safe for concurrent use.
+type Native struct {
+	pid  int
+	proc string           // procfs mount point, replaced in tests
+	now  func() time.Time // replaced in tests
+
+	mu     sync.Mutex
+	maps   []*mapping // sorted by start
+	readAt time.Time  // zero before the first read
+}
+
+// NewNative returns a symbolizer for process pid (as seen from our PID
+// namespace). Nothing is read until the first Lookup.
+func NewNative(pid int) *Native {
+	return &Native{pid: pid, proc: "/proc", now: time.Now}
+}
+
+// Lookup names the native code at ip. ok is false when ip is not in a
+// mapped ELF file (JIT code and other anonymous memory included). A mapped
+// file without a symbol for ip gives its Lib with an empty Func.
+func (n *Native) Lookup(ip uint64) (NativeFrame, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	m := n.find(ip)
+	if m == nil && (n.readAt.IsZero() || n.now().Sub(n.readAt) >= mapsRereadInterval) {
+		// A reread error leaves the old maps, which are the best we have.
+		_ = n.readMaps()
+		m = n.find(ip)
+	}
+	if m == nil || !m.fileBacked() {
+		return NativeFrame{}, false
+	}
+	if !m.loaded {
+		m.loaded = true
+		m.syms, _ = n.openSyms(m)
+	}
+	if m.syms == nil {
+		return NativeFrame{}, false
+	}
+	addr, ok := m.syms.vaddr(ip - m.start + m.off)
+	if !ok {
+		return NativeFrame{}, false
+	}
+	lib := filepath.Base(strings.TrimSuffix(m.path, " (deleted)"))
+	name, start, ok := m.syms.lookup(addr)
+	if !ok {
+		return NativeFrame{Lib: lib, Off: addr}, true
+	}
+	return NativeFrame{Lib: lib, Func: name, Off: addr - start}, true
+}
+
+// find returns the mapping containing ip.
+func (n *Native) find(ip uint64) *mapping {
+	i := sort.Search(len(n.maps), func(i int) bool { return n.maps[i].end > ip })
+	if i == len(n.maps) || n.maps[i].start > ip {
+		return nil
+	}
+	return n.maps[i]
+}
+
+// readMaps rereads the process's mappings, keeping the symbols of those
+// that did not change.
+func (n *Native) readMaps() error {
+	n.readAt = n.now()
+	f, err := os.Open(filepath.Join(n.proc, strconv.Itoa(n.pid), "maps"))
+	if err != nil {
+		return fmt.Errorf("read maps: %w", err)
+	}
+	defer f.Close()
+	maps, err := parseMaps(f)
+	if err != nil {
+		return err
+	}
+	old := n.maps
+	for _, m := range maps {
+		i := sort.Search(len(old), func(i int) bool { return old[i].start >= m.start })
+		if i < len(old) && old[i].sameAs(m) {
+			m.loaded, m.syms = old[i].loaded, old[i].syms
+		}
+	}
+	n.maps = maps
+	return nil
+}
+
+// openSyms loads the symbols of a mapped file. map_files reaches the very
+// file mapped, even deleted or in another mount namespace, but needs
+// CAP_SYS_ADMIN; the path under the process's root works for containers
+// without it.
+func (n *Native) openSyms(m *mapping) (*elfSyms, error) {
+	pid := strconv.Itoa(n.pid)
+	f, err := os.Open(filepath.Join(n.proc, pid, "map_files", fmt.Sprintf("%x-%x", m.start, m.end)))
+	if err != nil && !strings.HasSuffix(m.path, " (deleted)") {
+		f, err = os.Open(filepath.Join(n.proc, pid, "root", m.path))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open mapped file: %w", err)
+	}
+	defer f.Close()
+	return openELFSyms(f)
+}
+
+// parseMaps parses /proc/PID/maps: "start-end perms offset dev inode path",
+// where the path may contain spaces and may be missing.
+func parseMaps(r io.Reader) ([]*mapping, error) {
+	var maps []*mapping
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for lineNo := 1; sc.Scan(); lineNo++ {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		m, err := parseMapsLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("maps line %d: %w", lineNo, err)
+		}
+		maps = append(maps, m)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read maps: %w", err)
+	}
+	sort.Slice(maps, func(i, j int) bool { return maps[i].start < maps[j].start })
+	return maps, nil
+}
+
+func parseMapsLine(line string) (*mapping, error) {
+	var f [5]string
+	rest := line
+	for i := range f {
+		f[i], rest = cutField(rest)
+	}
+	lo, hi, ok := strings.Cut(f[0], "-")
+	if !ok {
+		return nil, fmt.Errorf("bad range %q", f[0])
+	}
+	m := &mapping{dev: f[3], path: strings.TrimLeft(rest, " \t")}
+	var err error
+	if m.start, err = strconv.ParseUint(lo, 16, 64); err != nil {
+		return nil, fmt.Errorf("bad start: %w", err)
+	}
+	if m.end, err = strconv.ParseUint(hi, 16, 64); err != nil {
+		return nil, fmt.Errorf("bad end: %w", err)
+	}
+	if m.end < m.start {
+		return nil, fmt.Errorf("range %q ends before it starts", f[0])
+	}
+	if m.off, err = strconv.ParseUint(f[2], 16, 64); err != nil {
+		return nil, fmt.Errorf("bad offset: %w", err)
+	}
+	if m.inode, err = strconv.ParseUint(f[4], 10, 64); err != nil {
+		return nil, fmt.Errorf("bad inode: %w", err)
+	}
+	return m, nil
+}

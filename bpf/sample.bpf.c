@@ -37,10 +37,14 @@ enum {
 	CNT_MATCHED = 0, // sample of a profiled process
 	CNT_DROPPED = 1, // ring buffer full
 	CNT_KERNEL = 2,  // sample taken in kernel mode (no user registers)
-	CNT_MAX = 4,
+	CNT_SIGNALED = 3,   // stack signal queued to the sampled thread
+	CNT_SIGNAL_FAIL = 4, // ... refused (-EBUSY: one still pending on this CPU)
+	CNT_MAX = 8,
 };
 
-// tgids to sample; value unused. Filled by the loader.
+// tgids to sample. The value is the signal that asks the sampled thread for
+// its Java stack (the agent's handler is installed on it), 0 for none.
+// Filled by the loader.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
@@ -76,7 +80,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 
-	if (!bpf_map_lookup_elem(&targets, &tgid))
+	__u8 *sig = bpf_map_lookup_elem(&targets, &tgid);
+	if (!sig)
 		return 0;
 	count(CNT_MATCHED);
 
@@ -114,5 +119,15 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		__builtin_memset(s->at, 0, INSN_BYTES);
 	s->flags = flags;
 	bpf_ringbuf_submit(s, 0);
+
+	// After the sample is in the ring: the handler runs when the thread
+	// returns to user mode, at the same ip, and stamps a later time.
+	__u8 signo = *sig;
+	if (signo) {
+		if (bpf_send_signal_thread(signo) == 0)
+			count(CNT_SIGNALED);
+		else
+			count(CNT_SIGNAL_FAIL);
+	}
 	return 0;
 }

@@ -79,6 +79,10 @@ type Counters struct {
 	Matched uint64 // samples of profiled processes
 	Dropped uint64 // lost because the ring buffer was full
 	Kernel  uint64 // taken in kernel mode, skipped
+	// Stack signals (SetStackSignal): queued to the sampled thread, and
+	// refused by the kernel (one still pending from this CPU).
+	Signaled     uint64
+	SignalFailed uint64
 }
 
 // Sampler owns the BPF objects, perf events and ring buffer reader.
@@ -204,8 +208,22 @@ func onlineCPUs() ([]int, error) {
 
 // AddPID starts sampling the threads of tgid pid (host pid namespace).
 func (s *Sampler) AddPID(pid int) error {
-	if err := s.objs.Targets.Put(uint32(pid), uint8(1)); err != nil {
+	if err := s.objs.Targets.Put(uint32(pid), uint8(0)); err != nil {
 		return fmt.Errorf("add pid %d to bpf filter: %w", pid, err)
+	}
+	return nil
+}
+
+// SetStackSignal makes every later sample of pid send sig to the sampled
+// thread (bpf_send_signal_thread), whose handler records its Java stack; 0
+// stops that. Only set it while a handler is installed on sig in pid: an
+// unhandled signal would kill the process.
+func (s *Sampler) SetStackSignal(pid, sig int) error {
+	if sig < 0 || sig > 64 {
+		return fmt.Errorf("stack signal %d out of range 1..64", sig)
+	}
+	if err := s.objs.Targets.Update(uint32(pid), uint8(sig), ebpf.UpdateExist); err != nil {
+		return fmt.Errorf("set stack signal of pid %d: %w", pid, err)
 	}
 	return nil
 }
@@ -269,7 +287,7 @@ func parseSample(b []byte, s *Sample) {
 // Counters sums the per-CPU counters.
 func (s *Sampler) Counters() (Counters, error) {
 	var c Counters
-	for slot, dst := range []*uint64{&c.Matched, &c.Dropped, &c.Kernel} {
+	for slot, dst := range []*uint64{&c.Matched, &c.Dropped, &c.Kernel, &c.Signaled, &c.SignalFailed} {
 		var vals []uint64
 		if err := s.objs.Counters.Lookup(uint32(slot), &vals); err != nil {
 			return c, fmt.Errorf("read bpf counters: %w", err)

@@ -32,6 +32,21 @@ type Object struct {
 	// estimated cost of the whole site, untracked instances included.
 	EstSamples float64 `json:"est_samples"`
 	Share      float64 `json:"share"` // of attributed samples
+	// Accesses are the code paths whose samples hit this object, most
+	// sampled first.
+	Accesses []Access `json:"accesses,omitempty"`
+}
+
+// Access is one access path: the code that touched an object (or, in the
+// remainder, memory outside tracked objects) and its samples.
+type Access struct {
+	// Where is set in the remainder only: "heap (untracked object)",
+	// "outside the heap", "heap range unknown" or "no data address".
+	Where   string   `json:"where,omitempty"`
+	Path    []string `json:"path"` // innermost frame first
+	Samples uint64   `json:"samples"`
+	// Share is of the object's samples (of all samples, in the remainder).
+	Share float64 `json:"share"`
 }
 
 // Stats are the run's counters.
@@ -63,6 +78,18 @@ type Stats struct {
 	RelocHits       uint64 `json:"reloc_hits,omitempty"`       // memmove uprobe hits (each costs a trap)
 	RelocHitsInGC   uint64 `json:"reloc_hits_in_gc,omitempty"` // ... of which inside GC pauses
 	RelocDropped    uint64 `json:"reloc_dropped,omitempty"`    // copies lost: ring buffer full
+	// Access stacks (the agent's AsyncGetCallTrace on a signal from BPF).
+	StackSignals      uint64            `json:"stack_signals,omitempty"`       // signals BPF queued to sampled threads
+	StackSignalFailed uint64            `json:"stack_signal_failed,omitempty"` // ... the kernel refused (one pending)
+	Stacks            uint64            `json:"stacks,omitempty"`              // stacks the agent recorded
+	StacksJava        uint64            `json:"stacks_java,omitempty"`         // ... with Java frames
+	StacksDropped     uint64            `json:"stacks_dropped,omitempty"`      // ... lost in the agent (ring full)
+	StackErrors       map[string]uint64 `json:"stack_errors,omitempty"`        // stacks without Java frames, by reason
+	SamplesWithStack  uint64            `json:"samples_with_stack,omitempty"`  // samples joined to their own stack (same thread, same pc)
+	SamplesJavaStack  uint64            `json:"samples_java_stack,omitempty"`  // ... whose stack has Java frames
+	StacksUnmatched   uint64            `json:"stacks_unmatched,omitempty"`    // stacks that matched no sample (other pc, or late)
+	StackMismatch     uint64            `json:"stack_mismatch,omitempty"`      // a stack came next but for another pc
+	JITCode           uint64            `json:"jit_code,omitempty"`            // compiled-code blobs the agent reported
 }
 
 // Report is the result of profiling one JVM.
@@ -78,7 +105,10 @@ type Report struct {
 	MinSize          uint64   `json:"min_size"`
 	Objects          []Object `json:"objects"`
 	Stats            Stats    `json:"stats"`
-	Notes            []string `json:"notes,omitempty"`
+	// Remainder holds the access paths of samples that hit no tracked
+	// object, so that no sample is silently dropped: code-centric.
+	Remainder []Access `json:"remainder,omitempty"`
+	Notes     []string `json:"notes,omitempty"`
 }
 
 // Finish computes shares and orders objects, most sampled first (ties: more
@@ -89,7 +119,9 @@ func (r *Report) Finish() {
 		if r.Stats.Attributed > 0 {
 			o.Share = float64(o.Samples) / float64(r.Stats.Attributed)
 		}
+		finishAccesses(o.Accesses, o.Samples)
 	}
+	finishAccesses(r.Remainder, r.Stats.Samples)
 	sort.SliceStable(r.Objects, func(i, j int) bool {
 		a, b := &r.Objects[i], &r.Objects[j]
 		if a.Samples != b.Samples {
@@ -103,6 +135,49 @@ func (r *Report) Finish() {
 		}
 		return a.Site < b.Site
 	})
+}
+
+// finishAccesses sets shares of total and orders paths, most sampled first
+// (ties: by where, then path, so that output is deterministic).
+func finishAccesses(as []Access, total uint64) {
+	for i := range as {
+		if total > 0 {
+			as[i].Share = float64(as[i].Samples) / float64(total)
+		}
+	}
+	sort.SliceStable(as, func(i, j int) bool {
+		a, b := &as[i], &as[j]
+		if a.Samples != b.Samples {
+			return a.Samples > b.Samples
+		}
+		if a.Where != b.Where {
+			return a.Where < b.Where
+		}
+		return strings.Join(a.Path, "\x00") < strings.Join(b.Path, "\x00")
+	})
+}
+
+// MergeAccesses adds up paths that are equal after cutting them to depth
+// frames (0: whole paths) and returns them in Finish's order with shares of
+// total.
+func MergeAccesses(as []Access, depth int, total uint64) []Access {
+	var out []Access
+	idx := make(map[string]int)
+	for _, a := range as {
+		p := a.Path
+		if depth > 0 && len(p) > depth {
+			p = p[:depth]
+		}
+		k := a.Where + "\x01" + strings.Join(p, "\x00")
+		if i, ok := idx[k]; ok {
+			out[i].Samples += a.Samples
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, Access{Where: a.Where, Path: p, Samples: a.Samples})
+	}
+	finishAccesses(out, total)
+	return out
 }
 
 func (r *Report) top(n int) []Object {
@@ -127,8 +202,20 @@ func WriteJSON(w io.Writer, r *Report, top int) error {
 	return nil
 }
 
-// WriteTable writes the top objects as a table followed by the statistics.
-func WriteTable(w io.Writer, r *Report, top int) error {
+// TableOptions choose what the table shows.
+type TableOptions struct {
+	Top       int // objects (0: all with samples)
+	AccessTop int // access paths under each object and in the remainder (0: none)
+	Depth     int // frames per access path (0: all)
+}
+
+// DefaultTableOptions are the command line's defaults.
+var DefaultTableOptions = TableOptions{Top: 20, AccessTop: 3, Depth: 4}
+
+// WriteTable writes the top objects as a table, their top access paths, the
+// remainder and the statistics.
+func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
+	top := opt.Top
 	fmt.Fprintf(w, "djx-bpf: pid %d", r.PID)
 	if r.JVM != "" {
 		fmt.Fprintf(w, " (%s)", r.JVM)
@@ -171,6 +258,7 @@ func WriteTable(w io.Writer, r *Report, top int) error {
 			return fmt.Errorf("render table: %w", err)
 		}
 	}
+	writeAccesses(w, objs, r, opt)
 	if quiet > 0 {
 		what := "sites had"
 		if quiet == 1 {
@@ -193,10 +281,85 @@ func WriteTable(w io.Writer, r *Report, top int) error {
 		s.Samples, s.WithAddress, pct(s.WithAddress, s.Samples), heap, s.Attributed, pct(s.Attributed, s.InHeap), s.Dropped)
 	fmt.Fprintf(w, "allocations tracked %d (callbacks %d, below min size %d, agent drops %d)\n",
 		s.AllocsTracked, s.AllocCallbacks, s.AllocsBelowMin, s.AgentDropped)
+	if s.StackSignals > 0 || s.Stacks > 0 {
+		fmt.Fprintf(w, "stacks: samples with their own stack %d (%s), with Java frames %d (%s); stacks %d, unmatched %d, agent drops %d, signals refused %d%s\n",
+			s.SamplesWithStack, pct(s.SamplesWithStack, s.Samples), s.SamplesJavaStack, pct(s.SamplesJavaStack, s.Samples),
+			s.Stacks, s.StacksUnmatched, s.StacksDropped, s.StackSignalFailed, stackErrors(s.StackErrors))
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
+}
+
+// stackErrors formats the failure breakdown, most frequent first.
+func stackErrors(m map[string]uint64) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return "; no Java stack: " + strings.Join(parts, ", ")
+}
+
+// writeAccesses lists under each shown object its top access paths, then
+// the top paths of samples in no tracked object.
+func writeAccesses(w io.Writer, objs []Object, r *Report, opt TableOptions) {
+	if opt.AccessTop <= 0 {
+		return
+	}
+	line := func(a Access) {
+		fmt.Fprintf(w, "  %6.1f%% %6d  %s\n", 100*a.Share, a.Samples, strings.Join(a.Path, " <- "))
+	}
+	any := false
+	for i, o := range objs {
+		as := MergeAccesses(o.Accesses, opt.Depth, o.Samples)
+		if len(as) == 0 {
+			continue
+		}
+		if !any {
+			fmt.Fprintln(w, "\naccess paths (share of the object's samples, innermost frame first):")
+			any = true
+		}
+		fmt.Fprintf(w, "#%d %s allocated at %s\n", i+1, o.Type, o.Site)
+		for k, a := range as {
+			if k == opt.AccessTop {
+				fmt.Fprintf(w, "  ... %d more paths\n", len(as)-k)
+				break
+			}
+			line(a)
+		}
+	}
+	rest := MergeAccesses(r.Remainder, opt.Depth, r.Stats.Samples)
+	if len(rest) > 0 {
+		var n uint64
+		for _, a := range rest {
+			n += a.Samples
+		}
+		fmt.Fprintf(w, "\nnot in a tracked object: %d samples (share of all samples):\n", n)
+		for k, a := range rest {
+			if k == opt.AccessTop {
+				fmt.Fprintf(w, "  ... %d more paths\n", len(rest)-k)
+				break
+			}
+			fmt.Fprintf(w, "  %6.1f%% %6d  [%s] %s\n", 100*a.Share, a.Samples, a.Where, strings.Join(a.Path, " <- "))
+		}
+	}
+	if any || len(rest) > 0 {
+		fmt.Fprintln(w)
+	}
 }
 
 // Bytes formats a byte count with binary units (1536 → "1.5KiB").

@@ -19,11 +19,22 @@ func sample() *Report {
 			{Type: "double[]", Site: "HotArrays.allocCold3:24", AllocPath: []string{"HotArrays.allocCold3:24", "HotArrays.main:64"},
 				Objects: 20, Bytes: 20 * 8388624, EstObjects: 20, EstBytes: 20 * 8388624, Samples: 1000, EstSamples: 1000},
 			{Type: "long[]", Site: "HotArrays.allocHot:12", AllocPath: []string{"HotArrays.allocHot:12", "HotArrays.main:61"},
-				Objects: 20, Bytes: 20 * 8388624, EstObjects: 20, EstBytes: 20 * 8388624, Samples: 7000, EstSamples: 7000},
+				Objects: 20, Bytes: 20 * 8388624, EstObjects: 20, EstBytes: 20 * 8388624, Samples: 7000, EstSamples: 7000,
+				Accesses: []Access{
+					{Path: []string{"HotArrays.scanB:40", "HotArrays.run:50", "java.lang.Thread.run:833"}, Samples: 1500},
+					{Path: []string{"HotArrays.scanA:31", "HotArrays.run:49", "java.lang.Thread.run:833"}, Samples: 5000},
+					// Another bci on the same first frames: merges when cut to depth 1.
+					{Path: []string{"HotArrays.scanA:31", "HotArrays.run:52", "java.lang.Thread.run:833"}, Samples: 400},
+					{Path: []string{"libjvm.so`Copy::conjoint_jlongs_atomic", "[no Java stack: thread without JNIEnv]"}, Samples: 100},
+				}},
 			{Type: "byte[]", Site: "Foo.bar:3", AllocPath: []string{"Foo.bar:3"},
 				Objects: 3, Bytes: 3 * 1040, EstObjects: 3.06, EstBytes: 3182.4, Samples: 0, EstSamples: 0},
 		},
 		Stats: Stats{Samples: 9000, WithAddress: 8700, InHeap: 8600, Attributed: 8000, HeapKnown: true, AllocsTracked: 43, AllocCallbacks: 50, AllocsBelowMin: 7},
+		Remainder: []Access{
+			{Where: "outside the heap", Path: []string{"HotArrays.run:48", "java.lang.Thread.run:833"}, Samples: 300},
+			{Where: "no data address", Path: []string{"libjvm.so`SpinPause", "[no Java stack: thread without JNIEnv]"}, Samples: 200},
+		},
 		Notes: []string{"target pid 4242 exited after 10.0s; reporting what was collected"},
 	}
 	r.Finish()
@@ -50,6 +61,28 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
+func TestMergeAccessesByDepth(t *testing.T) {
+	r := sample()
+	as := MergeAccesses(r.Objects[0].Accesses, 1, r.Objects[0].Samples)
+	if len(as) != 3 || as[0].Path[0] != "HotArrays.scanA:31" || as[0].Samples != 5400 {
+		t.Fatalf("merged to depth 1: %+v", as)
+	}
+	if got := as[0].Share; got != 5400.0/7000 {
+		t.Errorf("share %v", got)
+	}
+	var sum uint64
+	for _, a := range as {
+		sum += a.Samples
+	}
+	if sum != 7000 {
+		t.Errorf("merged paths hold %d samples, want all 7000", sum)
+	}
+	full := MergeAccesses(r.Objects[0].Accesses, 0, r.Objects[0].Samples)
+	if len(full) != 4 || full[0].Samples != 5000 {
+		t.Errorf("whole paths: %+v", full)
+	}
+}
+
 func TestFinishOrdersAndShares(t *testing.T) {
 	r := sample()
 	if r.Objects[0].Site != "HotArrays.allocHot:12" || r.Objects[2].Site != "Foo.bar:3" {
@@ -62,7 +95,7 @@ func TestFinishOrdersAndShares(t *testing.T) {
 
 func TestTableGolden(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteTable(&b, sample(), 20); err != nil {
+	if err := WriteTable(&b, sample(), TableOptions{Top: 20, AccessTop: 3, Depth: 4}); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "table.golden", b.Bytes())
@@ -70,7 +103,7 @@ func TestTableGolden(t *testing.T) {
 
 func TestTableTop(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteTable(&b, sample(), 1); err != nil {
+	if err := WriteTable(&b, sample(), TableOptions{Top: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if bytes.Contains(b.Bytes(), []byte("allocCold3")) {
@@ -108,7 +141,7 @@ func TestEmptyReport(t *testing.T) {
 	r := &Report{PID: 1, Mode: "launch", Event: "decode"}
 	r.Finish()
 	var b bytes.Buffer
-	if err := WriteTable(&b, r, 20); err != nil {
+	if err := WriteTable(&b, r, TableOptions{Top: 20}); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(b.Bytes(), []byte("no samples hit a tracked object")) {

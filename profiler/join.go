@@ -28,8 +28,11 @@ const pageFaultGrace = uint64(50 * time.Millisecond)
 // pending is a decoded sample waiting until the allocation stream has caught
 // up with its timestamp.
 type pending struct {
-	time uint64
-	addr uint64
+	time  uint64 // when to judge it (page faults: later than taken)
+	addr  uint64 // 0: no data address
+	stime uint64 // when it was taken
+	ip    uint64
+	tid   uint32
 }
 
 // site is one (allocation path, type) pair.
@@ -42,6 +45,7 @@ type site struct {
 	estBytes   float64
 	samples    uint64
 	estSamples float64
+	accesses   accessSet
 }
 
 // timedRec is an agent record whose effect depends on when it happened.
@@ -107,10 +111,25 @@ type jvm struct {
 	stats       report.Stats
 	lastAgt     agent.Stats
 	vmName      string
+
+	// Access stacks (stacks.go).
+	stackSig      int    // the signal BPF sends for stacks; 0: none asked
+	agentStackSig int    // the signal the agent's handler is installed on
+	stacksFrom    uint64 // when BPF started signalling
+	stacks        map[uint32]*stackQ
+	lastPrune     uint64
+	code          *jvmsym.CodeTable
+	native        *jvmsym.Native
+	nativeCache   map[uint64]string
+	perfMap       *jvmsym.PerfMap
+	remainder     accessSet
+	pathBuf       []pathFrame
+	pathKeyBuf    []byte
 }
 
 func newJVM(pid int) *jvm {
-	j := &jvm{pid: pid, idx: objindex.New(), syms: jvmsym.NewTable(), siteIdx: make(map[string]int32), tags: make(map[uint64]objindex.ID), faultGrace: pageFaultGrace}
+	j := &jvm{pid: pid, idx: objindex.New(), syms: jvmsym.NewTable(), siteIdx: make(map[string]int32), tags: make(map[uint64]objindex.ID), faultGrace: pageFaultGrace,
+		stacks: make(map[uint32]*stackQ), code: jvmsym.NewCodeTable(), nativeCache: make(map[uint64]string), remainder: make(accessSet)}
 	j.idx.OnEvict(func(o objindex.Object) { j.forget(o.ID) })
 	j.idx.OnMove(func(o objindex.Object) { j.objs[o.ID].start = o.Start })
 	return j
@@ -139,6 +158,7 @@ func (j *jvm) onBatch(b *agent.Batch) {
 			j.helloTime = r.Monotonic
 			j.interval, j.initial = r.Interval, r.Interval
 			j.vmName = strings.TrimSpace(r.VMName + " " + r.VMVersion)
+			j.agentStackSig = int(r.StackSignal)
 		case *agent.Method:
 			lines := make([]jvmsym.LineEntry, len(r.Lines))
 			for i, l := range r.Lines {
@@ -166,6 +186,10 @@ func (j *jvm) onBatch(b *agent.Batch) {
 			if j.rescan {
 				j.rescanWait = r.Time
 			}
+		case *agent.Stack:
+			j.onStack(r)
+		case *agent.Code, *agent.CodeUnload, *agent.Stub:
+			j.onCode(r)
 		case *agent.Stats:
 			j.lastAgt = *r
 		case *agent.ErrorRec:
@@ -245,6 +269,10 @@ const rescanTimeout = uint64(500 * time.Millisecond)
 // horizon is the time up to which every stream is complete.
 func (j *jvm) horizon() uint64 {
 	h := j.watermark
+	if j.stackSig != 0 {
+		// Stacks come a little after their samples.
+		h = max(h, stackGrace) - stackGrace
+	}
 	if j.rescanWait != 0 {
 		if j.watermark > j.rescanWait+rescanTimeout {
 			j.rescanWait = 0
@@ -383,22 +411,22 @@ func (j *jvm) onSample(s *loader.Sample, src loader.Source) {
 		switch res.Method {
 		case decode.AtIP:
 			j.stats.DecodedAtIP++
+			addr = res.Addr
 		case decode.LookBack:
 			j.stats.DecodedLookBack++
-		default:
-			return
+			addr = res.Addr
 		}
-		addr = res.Addr
 	}
-	if addr == 0 {
-		return
+	if addr != 0 {
+		j.stats.WithAddress++
+		if j.heapKnown && j.heap.Contains(addr) {
+			j.stats.InHeap++
+		}
 	}
-	j.stats.WithAddress++
-	if j.heapKnown && j.heap.Contains(addr) {
-		j.stats.InHeap++
-	}
+	// Samples without an address are queued too: their access paths go to
+	// the remainder.
 	if len(j.queue)-j.head >= maxPending {
-		j.attribute(j.queue[j.head])
+		j.attribute(&j.queue[j.head])
 		j.head++
 	}
 	t := s.Time
@@ -409,7 +437,7 @@ func (j *jvm) onSample(s *loader.Sample, src loader.Source) {
 		// judging the fault a little later is safe.
 		t += j.faultGrace
 	}
-	j.queue = append(j.queue, pending{time: t, addr: addr})
+	j.queue = append(j.queue, pending{time: t, addr: addr, stime: s.Time, ip: s.IP(), tid: s.TID})
 }
 
 // drain applies, in time order, the allocation records, GC batches and
@@ -443,10 +471,11 @@ func (j *jvm) drain(final bool) {
 			j.gcQ[j.gcH] = nil
 			j.gcH++
 		default:
-			j.attribute(j.queue[j.head])
+			j.attribute(&j.queue[j.head])
 			j.head++
 		}
 	}
+	j.pruneStacks(h, final)
 	j.queue, j.head = compact(j.queue, j.head)
 	j.agentQ, j.agentH = compact(j.agentQ, j.agentH)
 	j.gcQ, j.gcH = compact(j.gcQ, j.gcH)
@@ -465,20 +494,42 @@ func compact[T any](q []T, head int) ([]T, int) {
 	return q, head
 }
 
-func (j *jvm) attribute(p pending) {
-	o, ok := j.idx.Lookup(p.addr)
-	if !ok {
-		return
+// attribute charges sample p and its access path to the tracked object
+// holding its address, or to the code-centric remainder.
+func (j *jvm) attribute(p *pending) {
+	fr := j.accessPath(p)
+	if p.addr != 0 {
+		if o, ok := j.idx.Lookup(p.addr); ok {
+			obj := j.objs[o.ID]
+			s := j.sites[obj.site]
+			s.samples++
+			s.estSamples += float64(obj.weight)
+			j.stats.Attributed++
+			if s.accesses == nil {
+				s.accesses = make(accessSet)
+			}
+			j.pathKeyBuf = pathKey(j.pathKeyBuf, "", fr)
+			s.accesses.add(j.pathKeyBuf, "", fr)
+			return
+		}
 	}
-	obj := j.objs[o.ID]
-	s := j.sites[obj.site]
-	s.samples++
-	s.estSamples += float64(obj.weight)
-	j.stats.Attributed++
+	where := "no data address"
+	switch {
+	case p.addr == 0:
+	case !j.heapKnown:
+		where = "heap range unknown"
+	case j.heap.Contains(p.addr):
+		where = "heap (untracked object)"
+	default:
+		where = "outside the heap"
+	}
+	j.pathKeyBuf = pathKey(j.pathKeyBuf, where, fr)
+	j.remainder.add(j.pathKeyBuf, where, fr)
 }
 
 // report resolves names and builds the object table.
 func (j *jvm) report() []report.Object {
+	acc := make(map[int][]accessSet) // out index → access sets of its sites
 	out := make([]report.Object, 0, len(j.sites))
 	byName := make(map[string]int)
 	for _, s := range j.sites {
@@ -501,14 +552,19 @@ func (j *jvm) report() []report.Object {
 			o.EstBytes += s.estBytes
 			o.Samples += s.samples
 			o.EstSamples += s.estSamples
+			acc[i] = append(acc[i], s.accesses)
 			continue
 		}
+		acc[len(out)] = []accessSet{s.accesses}
 		byName[key] = len(out)
 		out = append(out, report.Object{
 			Type: typ, Site: siteName, AllocPath: path,
 			Objects: s.objects, Bytes: s.bytes, EstObjects: s.estObjects, EstBytes: s.estBytes,
 			Samples: s.samples, EstSamples: s.estSamples,
 		})
+	}
+	for i, sets := range acc {
+		out[i].Accesses = j.accesses(sets...)
 	}
 	return out
 }

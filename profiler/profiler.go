@@ -20,6 +20,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/attach"
 	"github.com/djx-bpf/djx-bpf/channel"
 	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/report"
 )
@@ -69,6 +70,9 @@ type Options struct {
 	// Relocation is how GC moves are followed: RelocUprobe, RelocRescan or
 	// RelocOff.
 	Relocation string
+	// StackSignal is the signal that asks sampled threads for their Java
+	// stacks (access paths): DefaultStackSignal when 0; negative: no stacks.
+	StackSignal int
 	// AgentTimeout bounds the wait for the agent to connect.
 	AgentTimeout time.Duration
 	// Notify, when set, receives progress notes meant for the user.
@@ -91,6 +95,9 @@ func (o *Options) fill() {
 	if o.Relocation == "" {
 		o.Relocation = DefaultRelocation
 	}
+	if o.StackSignal == 0 {
+		o.StackSignal = DefaultStackSignal
+	}
 	if o.AgentTimeout == 0 {
 		o.AgentTimeout = 15 * time.Second
 	}
@@ -104,7 +111,15 @@ func (o *Options) note(format string, args ...any) {
 
 func (o *Options) agentOptions(sock string) string {
 	return "sock=" + sock + ",interval=" + strconv.FormatUint(o.Interval, 10) + ",minsize=" + strconv.FormatUint(o.MinSize, 10) +
-		",budget=" + strconv.FormatUint(o.AllocBudget, 10) + reconcileOpt(o.Relocation)
+		",budget=" + strconv.FormatUint(o.AllocBudget, 10) + reconcileOpt(o.Relocation) + stacksOpt(o.StackSignal)
+}
+
+// stacksOpt installs the agent's stack handler on sig.
+func stacksOpt(sig int) string {
+	if sig <= 0 {
+		return ""
+	}
+	return ",stacks=" + strconv.Itoa(sig)
 }
 
 // reconcileOpt asks the agent to rescan tracked objects after each GC: the
@@ -129,6 +144,8 @@ type session struct {
 	j       *jvm
 	target  *attach.Target
 	start   time.Time
+	// stacksAsked: the BPF program was told to signal the JVM for stacks.
+	stacksAsked bool
 }
 
 // noteExit records that the target ended before the profile did.
@@ -329,6 +346,8 @@ func watchExit(pid int) <-chan struct{} {
 func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Report, error) {
 	s.start = time.Now()
 	s.j = newJVM(s.pid)
+	s.j.native = jvmsym.NewNative(s.pid)
+	s.loadPerfMap()
 	s.loadHeap(ctx)
 	rel := s.startRelocation()
 	var relocC <-chan relocMsg
@@ -386,6 +405,7 @@ loop:
 				continue
 			}
 			s.j.onBatch(b)
+			s.askStacks()
 		case agentErr = <-agentDone:
 			agentOpen = false
 			if agentErr != nil {
@@ -464,6 +484,39 @@ loop:
 	return s.finish(elapsed), nil
 }
 
+// askStacks tells the BPF program to signal the JVM's sampled threads once
+// the agent says its handler is installed (never before: the signal's
+// default action would kill the JVM).
+func (s *session) askStacks() {
+	sig := s.j.agentStackSig
+	if s.stacksAsked || sig == 0 {
+		return
+	}
+	s.stacksAsked = true
+	if err := s.sampler.SetStackSignal(s.pid, sig); err != nil {
+		s.addNote("no access stacks: %v", err)
+		return
+	}
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err == nil {
+		s.j.stacksFrom = uint64(ts.Nano())
+	}
+	s.j.stackSig = sig
+}
+
+// loadPerfMap reads /tmp/perf-PID.map when the JVM writes one (e.g.
+// -XX:+DumpPerfMapAtExit, perf-map-agent): it names code the agent has not
+// described, such as JIT code compiled before the attach.
+func (s *session) loadPerfMap() {
+	ns := s.pid
+	if s.target != nil {
+		ns = s.target.NSPID
+	}
+	if pm, err := jvmsym.LoadPerfMap(s.pid, ns); err == nil {
+		s.j.perfMap = pm
+	}
+}
+
 // loadHeap reads the heap's reserved ranges through the attach listener
 // (jcmd GC.heap_info) so that samples can be classified as in the heap.
 // Done before the first sample is processed, so every sample is classified.
@@ -498,6 +551,8 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 	if c, err := s.sampler.Counters(); err == nil {
 		st.Dropped = c.Dropped
 		st.KernelSkipped = c.Kernel
+		st.StackSignals = c.Signaled
+		st.StackSignalFailed = c.SignalFailed
 	}
 	st.HeapKnown = s.j.heapKnown
 	if st.InHeap > st.Attributed {
@@ -510,6 +565,7 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 	st.AllocCallbacks = a.Callbacks
 	st.AllocsBelowMin = a.BelowMinSize
 	st.AgentDropped = a.Dropped
+	st.StacksDropped = a.StacksDropped
 	if st.Dropped > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("%d samples were dropped because the ring buffer was full; lower --freq", st.Dropped))
 	}
@@ -521,6 +577,10 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 		DurationSec:   elapsed.Seconds(),
 		AllocInterval: s.j.interval, MinSize: s.opts.MinSize,
 		Objects: s.j.report(), Stats: st, Notes: s.notes,
+		Remainder: s.j.accesses(s.j.remainder),
+	}
+	if s.opts.StackSignal > 0 && s.j.agentStackSig == 0 && s.j.connected {
+		r.Notes = append(r.Notes, "the agent installed no stack handler (see its error records); access paths name only the sampled code")
 	}
 	if r.AllocInterval == 0 {
 		r.AllocInterval = s.opts.Interval

@@ -66,7 +66,7 @@ func setup(t *testing.T) {
 		classDir = filepath.Join(dir, "classes")
 		javac := filepath.Join(jdks()["jdk17"], "bin", "javac")
 		if out, err := exec.Command(javac, "-d", classDir, "../../testdata/java/HotArrays.java", "../../testdata/java/AllocHeavy.java",
-			"../../testdata/java/GcHot.java", "../../testdata/java/Reuse.java").CombinedOutput(); err != nil {
+			"../../testdata/java/GcHot.java", "../../testdata/java/Reuse.java", "../../testdata/java/HotPaths.java").CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("javac: %v\n%s", err, out)
 		}
 	})
@@ -614,5 +614,78 @@ func TestUnsupportedCollectorSaysSo(t *testing.T) {
 				t.Errorf("notes %q lack %q", notes, want)
 			}
 		})
+	}
+}
+
+// Access paths: HotPaths' hot long[] is read by scanA (3/4 of its loads,
+// ACCESS-A at line 27, called at run:55) and scanB (1/4, line 37). The
+// report must put scanA's path first under the hot object, scanB's second.
+func TestAccessPathsGroundTruth(t *testing.T) {
+	setup(t)
+	for name, home := range jdks() {
+		for _, mode := range []string{"launch", "attach"} {
+			t.Run(name+"/"+mode, func(t *testing.T) {
+				out := filepath.Join(t.TempDir(), "r.json")
+				var args []string
+				if mode == "launch" {
+					args = []string{"profile", "--format", "json", "-o", out, "--",
+						filepath.Join(home, "bin", "java"), "-Xmx1g", "-cp", classDir, "HotPaths", "6"}
+				} else {
+					j := startJVM(t, home, nil, "-main=HotPaths", "10")
+					args = []string{"profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--format", "json", "-o", out}
+				}
+				r := runJSON(t, out, args)
+				checkAccessPaths(t, r)
+			})
+		}
+	}
+}
+
+func checkAccessPaths(t *testing.T, r *report.Report) {
+	t.Helper()
+	s := r.Stats
+	t.Logf("samples %d: with their own stack %d (%.1f%%), Java stack %d (%.1f%%); stacks %d (java %d), unmatched %d, mismatched %d, signals %d refused %d, agent drops %d; errors %v",
+		s.Samples, s.SamplesWithStack, pct(s.SamplesWithStack, s.Samples), s.SamplesJavaStack, pct(s.SamplesJavaStack, s.Samples),
+		s.Stacks, s.StacksJava, s.StacksUnmatched, s.StackMismatch, s.StackSignals, s.StackSignalFailed, s.StacksDropped, s.StackErrors)
+	if len(r.Objects) == 0 || r.Objects[0].Site != "HotPaths.allocHot:14" {
+		t.Fatalf("hot object not first: %+v", r.Objects)
+	}
+	hot := r.Objects[0]
+	if len(hot.Accesses) < 2 {
+		t.Fatalf("hot object has %d access paths: %+v", len(hot.Accesses), hot.Accesses)
+	}
+	for i, a := range hot.Accesses[:min(5, len(hot.Accesses))] {
+		t.Logf("access %d: %.1f%% %d %v", i, 100*a.Share, a.Samples, a.Path)
+	}
+	// Paths that differ only below the access merge at depth 1.
+	byLeaf := report.MergeAccesses(hot.Accesses, 1, hot.Samples)
+	if got := byLeaf[0].Path[0]; got != "HotPaths.scanA:27" {
+		t.Errorf("heaviest access site %q, want HotPaths.scanA:27", got)
+	}
+	if byLeaf[0].Share < 0.5 {
+		t.Errorf("scanA holds %.1f%% of the hot object's samples, want most (3/4 of its loads)", 100*byLeaf[0].Share)
+	}
+	if len(byLeaf) < 2 || byLeaf[1].Path[0] != "HotPaths.scanB:37" {
+		t.Errorf("second access site %v, want HotPaths.scanB:37", byLeaf[1:])
+	}
+	top := hot.Accesses[0].Path
+	if len(top) < 3 || top[1] != "HotPaths.run:55" || top[2] != "HotPaths.main:73" {
+		t.Errorf("heaviest path %v, want HotPaths.scanA:27 <- HotPaths.run:55 <- HotPaths.main:73", top)
+	}
+	if pct(s.SamplesJavaStack, s.Samples) < 50 {
+		t.Errorf("only %.1f%% of samples have a Java stack", pct(s.SamplesJavaStack, s.Samples))
+	}
+	// The remainder and the objects hold every sample that was joined.
+	var n uint64
+	for _, o := range r.Objects {
+		for _, a := range o.Accesses {
+			n += a.Samples
+		}
+	}
+	for _, a := range r.Remainder {
+		n += a.Samples
+	}
+	if n != s.Samples {
+		t.Errorf("access paths hold %d samples, want all %d", n, s.Samples)
 	}
 }

@@ -52,6 +52,9 @@ func cmdProfile(args []string) int {
 		quiet    = fs.Bool("quiet", false, "no progress messages on standard error")
 		relocate = fs.String("relocation", profiler.DefaultRelocation, "how to follow objects the GC moves: uprobe, rescan or off")
 		budget   = fs.Uint64("alloc-budget", profiler.DefaultAllocBudget, "max sampled allocations per second in the JVM before the heap sampling interval is raised (0: no cap)")
+		accTop   = fs.Int("access-top", report.DefaultTableOptions.AccessTop, "table: access paths shown under each object and in the remainder (0: none; json lists all)")
+		depth    = fs.Int("depth", report.DefaultTableOptions.Depth, "table: frames shown per access path (0: all; json has whole paths)")
+		stackSig = fs.Int("stack-signal", profiler.DefaultStackSignal, "`SIGNAL` number that asks sampled threads for their Java stacks (0: no access stacks)")
 	)
 	minSize := uint64(profiler.DefaultMinSize)
 	var interval uint64
@@ -77,10 +80,21 @@ func cmdProfile(args []string) int {
 	case *pid < 0:
 		fmt.Fprintf(os.Stderr, "djx-bpf profile: bad --pid %d\n", *pid)
 		return 2
+	case *stackSig < 0 || *stackSig > 64 || *stackSig == int(syscall.SIGKILL) || *stackSig == int(syscall.SIGSTOP):
+		fmt.Fprintf(os.Stderr, "djx-bpf profile: bad --stack-signal %d: use a free signal such as %d (real-time signals 34-64 are unused by HotSpot), or 0 for no stacks\n", *stackSig, profiler.DefaultStackSignal)
+		return 2
+	case *accTop < 0 || *depth < 0:
+		fmt.Fprintln(os.Stderr, "djx-bpf profile: --access-top and --depth must be 0 or more")
+		return 2
+	}
+	sig := *stackSig
+	if sig == 0 {
+		sig = -1 // profiler: no stacks
 	}
 	opts := profiler.Options{
 		Event: *event, Duration: *duration, MinSize: minSize, Interval: interval,
 		Freq: *freq, Period: *period, AllocBudget: *budget, Relocation: *relocate,
+		StackSignal: sig,
 	}
 	if !*quiet {
 		opts.Notify = func(msg string) { fmt.Fprintf(os.Stderr, "djx-bpf: %s\n", msg) }
@@ -105,7 +119,7 @@ func cmdProfile(args []string) int {
 			fmt.Fprintln(os.Stderr, "djx-bpf: hint: djx-bpf profile [flags] -- java ARGS... starts the JVM with the agent on -agentpath")
 		}
 		code = 1
-	} else if werr := writeReport(rep, *format, *top, *out); werr != nil {
+	} else if werr := writeReport(rep, *format, report.TableOptions{Top: *top, AccessTop: *accTop, Depth: *depth}, *out); werr != nil {
 		fmt.Fprintf(os.Stderr, "djx-bpf: %v\n", werr)
 		code = 1
 	}
@@ -123,12 +137,12 @@ func cmdProfile(args []string) int {
 	return code
 }
 
-func writeReport(rep *report.Report, format string, top int, out string) error {
+func writeReport(rep *report.Report, format string, opt report.TableOptions, out string) error {
 	write := func(w io.Writer) error {
 		if format == "json" {
-			return report.WriteJSON(w, rep, top)
+			return report.WriteJSON(w, rep, opt.Top)
 		}
-		return report.WriteTable(w, rep, top)
+		return report.WriteTable(w, rep, opt)
 	}
 	if out == "" {
 		return write(os.Stdout)

@@ -1,0 +1,320 @@
+package profiler
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/jvmsym"
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// DefaultStackSignal is the signal BPF sends a sampled thread to ask for its
+// Java stack. HotSpot uses none of the real-time signals, glibc keeps 32
+// and 33, and async-profiler and JFR's CPU-time sampler use SIGPROF.
+const DefaultStackSignal = 42
+
+// stackGrace is how long a sample waits, beyond the agent's watermark, for
+// the stack its signal asked for: the handler runs when the thread next
+// returns to user mode (p50 ~20 µs here) and may be cut out of the batch it
+// belongs to while it runs.
+const stackGrace = uint64(20 * time.Millisecond)
+
+// maxStackDelay bounds how much later than its sample a stack may be
+// stamped and still be joined to it.
+const maxStackDelay = uint64(100 * time.Millisecond)
+
+// stackPrune is how often stacks that no sample claimed are dropped.
+const stackPrune = uint64(time.Second)
+
+// pathFrame is one frame of an access path: a Java frame (method, bci)
+// resolved at report time, or a frame already named (native code, stubs,
+// placeholders) when name is set.
+type pathFrame struct {
+	method uint64
+	bci    int64
+	name   string
+}
+
+// access counts the samples of one access path.
+type access struct {
+	where   string // remainder only
+	frames  []pathFrame
+	samples uint64
+}
+
+// accessSet holds the access paths of one object (or of the remainder),
+// keyed by their frames.
+type accessSet map[string]*access
+
+// stackQ holds one thread's stacks in arrival (= time) order.
+type stackQ struct {
+	q    []*agent.Stack
+	head int
+}
+
+// stackReason names an AsyncGetCallTrace failure (or the agent's own code)
+// for stats and placeholder frames.
+func stackReason(status int32) string {
+	switch status {
+	case agent.StackNoJavaFrame:
+		return "no Java frames"
+	case agent.StackNoClassLoad:
+		return "no class-load events"
+	case agent.StackGCActive:
+		return "GC active"
+	case agent.StackUnknownNotJava:
+		return "unknown, not in Java"
+	case agent.StackNotWalkableNot:
+		return "not walkable, not in Java"
+	case agent.StackUnknownJava:
+		return "unknown, in Java"
+	case agent.StackNotWalkableJ:
+		return "not walkable, in Java"
+	case agent.StackUnknownState:
+		return "unknown thread state"
+	case agent.StackThreadExit:
+		return "thread exiting"
+	case agent.StackDeopt:
+		return "deoptimizing"
+	case agent.StackSafepoint:
+		return "at a safepoint"
+	case agent.StackNoEnv:
+		return "thread without JNIEnv"
+	}
+	return "AsyncGetCallTrace error " + strconv.Itoa(int(status))
+}
+
+// onStack queues a stack for the sample of its thread.
+func (j *jvm) onStack(st *agent.Stack) {
+	j.stats.Stacks++
+	if st.Status > 0 {
+		j.stats.StacksJava++
+	} else {
+		if j.stats.StackErrors == nil {
+			j.stats.StackErrors = make(map[string]uint64)
+		}
+		j.stats.StackErrors[stackReason(st.Status)]++
+	}
+	q := j.stacks[st.TID]
+	if q == nil {
+		q = &stackQ{}
+		j.stacks[st.TID] = q
+	}
+	q.q = append(q.q, st)
+}
+
+// onCode keeps the JIT code map current.
+func (j *jvm) onCode(r agent.Record) {
+	switch r := r.(type) {
+	case *agent.Code:
+		pcs := make([]jvmsym.PCFrames, len(r.PCs))
+		for i, p := range r.PCs {
+			fr := make([]jvmsym.RawFrame, len(p.Frames))
+			for k, f := range p.Frames {
+				fr[k] = jvmsym.RawFrame{Method: f.Method, BCI: f.BCI}
+			}
+			pcs[i] = jvmsym.PCFrames{PC: p.PC, Frames: fr}
+		}
+		j.code.AddCode(r.Start, uint64(r.Size), r.Method, pcs)
+		j.stats.JITCode++
+	case *agent.CodeUnload:
+		j.code.RemoveCode(r.Start)
+	case *agent.Stub:
+		j.code.AddStub(r.Start, uint64(r.Size), r.Name)
+	}
+}
+
+// takeStack finds the stack that the sample (tid, t, ip) asked for: the
+// thread's first stack stamped at or after t, if it was taken at the same
+// pc. Earlier stacks belong to samples that never claimed them.
+func (j *jvm) takeStack(tid uint32, t, ip uint64) *agent.Stack {
+	q := j.stacks[tid]
+	if q == nil {
+		return nil
+	}
+	for q.head < len(q.q) && q.q[q.head].Time < t {
+		q.q[q.head] = nil
+		q.head++
+		j.stats.StacksUnmatched++
+	}
+	if q.head == len(q.q) {
+		return nil
+	}
+	st := q.q[q.head]
+	if st.Time-t > maxStackDelay {
+		return nil
+	}
+	if st.PC != ip {
+		// Another sample's stack (this one's signal was refused or lost):
+		// leave it for that sample.
+		j.stats.StackMismatch++
+		return nil
+	}
+	q.q[q.head] = nil
+	q.head++
+	return st
+}
+
+// pruneStacks drops stacks older than h - stackPrune that no sample
+// claimed, and empty queues, so that threads that stopped being sampled
+// hold nothing.
+func (j *jvm) pruneStacks(h uint64, final bool) {
+	if !final && h < j.lastPrune+stackPrune {
+		return
+	}
+	j.lastPrune = h
+	for tid, q := range j.stacks {
+		for q.head < len(q.q) && (final || q.q[q.head].Time+stackPrune < h) {
+			q.q[q.head] = nil
+			q.head++
+			j.stats.StacksUnmatched++
+		}
+		if q.head == len(q.q) {
+			delete(j.stacks, tid)
+			continue
+		}
+		q.q, q.head = compact(q.q, q.head)
+	}
+}
+
+// accessPath builds the access path of sample p into j.pathBuf: its own
+// Java stack when the join finds it, else what its pc alone tells, ended by
+// a placeholder that says why the stack is missing.
+func (j *jvm) accessPath(p *pending) []pathFrame {
+	fr := j.pathBuf[:0]
+	var st *agent.Stack
+	asked := j.stackSig != 0 && p.stime >= j.stacksFrom
+	if asked {
+		st = j.takeStack(p.tid, p.stime, p.ip)
+	}
+	switch {
+	case st != nil && st.Status > 0:
+		j.stats.SamplesWithStack++
+		j.stats.SamplesJavaStack++
+		// A sample in native code (libjvm's arraycopy, libc's memcpy) is
+		// an access by that code on behalf of the Java frames.
+		if _, inCode := j.code.Lookup(p.ip); !inCode {
+			if nf, ok := j.nativeFrame(p.ip); ok {
+				fr = append(fr, pathFrame{name: nf})
+			}
+		}
+		for _, f := range st.Frames {
+			fr = append(fr, pathFrame{method: f.Method, bci: f.BCI})
+		}
+	case st != nil:
+		j.stats.SamplesWithStack++
+		fr = j.leafFrames(p.ip, fr)
+		fr = append(fr, pathFrame{name: "[no Java stack: " + stackReason(st.Status) + "]"})
+	default:
+		fr = j.leafFrames(p.ip, fr)
+		if asked {
+			fr = append(fr, pathFrame{name: "[stack lost]"})
+		} else {
+			fr = append(fr, pathFrame{name: "[stacks off]"})
+		}
+	}
+	j.pathBuf = fr
+	return fr
+}
+
+// leafFrames appends what the pc alone names: the (inlined) Java frames of
+// compiled code, a JVM stub, a native symbol, a perf-map entry, or a
+// placeholder.
+func (j *jvm) leafFrames(ip uint64, fr []pathFrame) []pathFrame {
+	if hit, ok := j.code.Lookup(ip); ok {
+		if hit.Stub != "" {
+			return append(fr, pathFrame{name: "[" + hit.Stub + "]"})
+		}
+		for _, f := range hit.Frames {
+			fr = append(fr, pathFrame{method: f.Method, bci: f.BCI})
+		}
+		return fr
+	}
+	if nf, ok := j.nativeFrame(ip); ok {
+		return append(fr, pathFrame{name: nf})
+	}
+	if j.perfMap != nil {
+		if name, ok := j.perfMap.Lookup(ip); ok {
+			return append(fr, pathFrame{name: name})
+		}
+	}
+	return append(fr, pathFrame{name: "[unknown code]"})
+}
+
+// nativeFrame names ip in a mapped ELF file, cached per ip: the process may
+// be gone by report time.
+func (j *jvm) nativeFrame(ip uint64) (string, bool) {
+	if name, ok := j.nativeCache[ip]; ok {
+		return name, name != ""
+	}
+	name := ""
+	if j.native != nil {
+		if nf, ok := j.native.Lookup(ip); ok {
+			name = nf.String()
+		}
+	}
+	if len(j.nativeCache) < 1<<20 {
+		j.nativeCache[ip] = name
+	}
+	return name, name != ""
+}
+
+// add counts one sample on the path fr in set, copying fr when new.
+func (s accessSet) add(key []byte, where string, fr []pathFrame) {
+	if a, ok := s[string(key)]; ok {
+		a.samples++
+		return
+	}
+	s[string(key)] = &access{where: where, frames: append([]pathFrame(nil), fr...), samples: 1}
+}
+
+// pathKey encodes where and fr into buf.
+func pathKey(buf []byte, where string, fr []pathFrame) []byte {
+	k := append(buf[:0], where...)
+	for _, f := range fr {
+		k = append(k, 0)
+		if f.name != "" {
+			k = append(k, f.name...)
+			continue
+		}
+		k = strconv.AppendUint(k, f.method, 16)
+		k = append(k, ':')
+		k = strconv.AppendInt(k, f.bci, 10)
+	}
+	return k
+}
+
+// resolve names the frames of an access path.
+func (j *jvm) resolve(fr []pathFrame) []string {
+	out := make([]string, len(fr))
+	for i, f := range fr {
+		if f.name != "" {
+			out[i] = f.name
+		} else {
+			out[i] = j.syms.Resolve(f.method, f.bci).String()
+		}
+	}
+	return out
+}
+
+// accesses resolves a set into report paths; paths that resolve to the same
+// names (other bcis on the same lines) merge.
+func (j *jvm) accesses(sets ...accessSet) []report.Access {
+	var out []report.Access
+	idx := make(map[string]int)
+	for _, set := range sets {
+		for _, a := range set {
+			path := j.resolve(a.frames)
+			k := a.where + "\x01" + strings.Join(path, "\x00")
+			if i, ok := idx[k]; ok {
+				out[i].Samples += a.samples
+				continue
+			}
+			idx[k] = len(out)
+			out = append(out, report.Access{Where: a.where, Path: path, Samples: a.samples})
+		}
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+package profiler
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/loader"
+)
+
+// stackJVM is an exactJVM whose agent has a stack handler and whose BPF
+// program signals from time 0 on.
+func stackJVM() *jvm {
+	j := exactJVM(1)
+	h := hello(100)
+	h.StackSignal = 42
+	j.onBatch(batch(100, h,
+		method(7, "LHot;", "make", 12), method(8, "LHot;", "main", 30),
+		method(20, "LHot;", "scanA", 27), method(21, "LHot;", "scanB", 37), method(22, "LHot;", "run", 55)))
+	j.stackSig = j.agentStackSig
+	return j
+}
+
+func tsample(t, addr, ip uint64, tid uint32) *loader.Sample {
+	s := &loader.Sample{Time: t, Addr: addr, TID: tid}
+	s.Regs[16] = ip
+	return s
+}
+
+func stack(t uint64, tid uint32, pc uint64, frames ...agent.Frame) *agent.Stack {
+	return &agent.Stack{Time: t, TID: tid, Status: int32(len(frames)), PC: pc, Frames: frames}
+}
+
+func TestStacksJoinBySameThreadAndPC(t *testing.T) {
+	j := stackJVM()
+	a := alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}, agent.Frame{Method: 8})
+	j.onBatch(batch(120, a))
+	scanA := []agent.Frame{{Method: 20, BCI: 5}, {Method: 22, BCI: 2}}
+	scanB := []agent.Frame{{Method: 21, BCI: 5}, {Method: 22, BCI: 9}}
+	// Thread 5: three samples in scanA, one in scanB; thread 6 in scanA
+	// (the same path from another thread merges).
+	j.onSample(tsample(1000, 0x1000_0008, 0xA0, 5), loader.PageFaults)
+	j.onSample(tsample(2000, 0x1000_0010, 0xA0, 5), loader.PageFaults)
+	j.onSample(tsample(2100, 0x1000_0010, 0xA0, 6), loader.PageFaults)
+	j.onSample(tsample(3000, 0x1000_0018, 0xB0, 5), loader.PageFaults)
+	// Its signal was refused: no stack of its own; the next stack (for the
+	// sample at 5000, another pc) must not be taken.
+	j.onSample(tsample(4000, 0x1000_0018, 0xA4, 5), loader.PageFaults)
+	j.onSample(tsample(5000, 0x1000_0020, 0xA0, 5), loader.PageFaults)
+	// No address: goes to the remainder with its stack.
+	j.onSample(tsample(6000, 0, 0xC0, 5), loader.PageFaults)
+	j.onBatch(batch(7000,
+		stack(1020, 5, 0xA0, scanA...), stack(2020, 5, 0xA0, scanA...), stack(2120, 6, 0xA0, scanA...),
+		stack(3020, 5, 0xB0, scanB...), stack(5020, 5, 0xA0, scanA...),
+		&agent.Stack{Time: 6020, TID: 5, Status: agent.StackGCActive, PC: 0xC0},
+		// A stack whose sample was dropped: never claimed.
+		stack(6500, 5, 0xD0, scanB...)))
+	j.drain(true)
+	s := j.stats
+	if s.Attributed != 6 || s.SamplesWithStack != 6 || s.SamplesJavaStack != 5 || s.StackMismatch != 1 || s.StacksUnmatched != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+	if s.StackErrors["GC active"] != 1 || s.Stacks != 7 || s.StacksJava != 6 {
+		t.Errorf("stack counters %+v", s)
+	}
+	objs := j.report()
+	if len(objs) != 1 {
+		t.Fatalf("objects %+v", objs)
+	}
+	got := map[string]uint64{}
+	for _, a := range objs[0].Accesses {
+		got[strings.Join(a.Path, " <- ")] += a.Samples
+	}
+	want := map[string]uint64{
+		"Hot.scanA:27 <- Hot.run:55": 4,
+		"Hot.scanB:37 <- Hot.run:55": 1,
+		"[unknown code] <- [stack lost]": 1,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("path %q: %d samples, want %d (all: %v)", k, got[k], v, got)
+		}
+	}
+	rem := j.accesses(j.remainder)
+	if len(rem) != 1 || rem[0].Where != "no data address" || strings.Join(rem[0].Path, " <- ") != "[unknown code] <- [no Java stack: GC active]" {
+		t.Errorf("remainder %+v", rem)
+	}
+}
+
+// A sample in JIT code whose stack failed is named from the code's pc map;
+// one in a stub by the stub's name.
+func TestStackFallbackFromJITCode(t *testing.T) {
+	j := stackJVM()
+	j.onBatch(batch(120,
+		alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}),
+		&agent.Code{Time: 111, Method: 22, Start: 0x7000, Size: 0x100, PCs: []agent.PCInfo{
+			{PC: 0x7010, Frames: []agent.Frame{{Method: 20, BCI: 5}, {Method: 22, BCI: 2}}},
+			{PC: 0x7080, Frames: []agent.Frame{{Method: 22, BCI: 9}}},
+		}},
+		&agent.Stub{Time: 112, Start: 0x9000, Size: 0x1000, Name: "Interpreter"}))
+	j.onSample(tsample(1000, 0x1000_0008, 0x700c, 5), loader.PageFaults)
+	j.onSample(tsample(2000, 0x1000_0008, 0x9100, 5), loader.PageFaults)
+	j.onBatch(batch(9000,
+		&agent.Stack{Time: 1010, TID: 5, Status: agent.StackNotWalkableJ, PC: 0x700c},
+		&agent.Stack{Time: 2010, TID: 5, Status: agent.StackUnknownJava, PC: 0x9100}))
+	j.drain(true)
+	got := map[string]uint64{}
+	for _, a := range j.report()[0].Accesses {
+		got[strings.Join(a.Path, " <- ")] += a.Samples
+	}
+	for _, k := range []string{
+		"Hot.scanA:27 <- Hot.run:55 <- [no Java stack: not walkable, in Java]",
+		"[Interpreter] <- [no Java stack: unknown, in Java]",
+	} {
+		if got[k] != 1 {
+			t.Errorf("missing path %q in %v", k, got)
+		}
+	}
+}
+
+// Samples wait for the stacks that come after them.
+func TestStacksHoldSamplesForGrace(t *testing.T) {
+	j := stackJVM()
+	j.onBatch(batch(120, alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7})))
+	j.onSample(tsample(1000, 0x1000_0008, 0xA0, 5), loader.PageFaults)
+	j.onBatch(batch(1000 + stackGrace/2))
+	if j.stats.Attributed != 0 {
+		t.Fatal("sample attributed before its stack could arrive")
+	}
+	j.onBatch(batch(1000+stackGrace+10, stack(1020, 5, 0xA0, agent.Frame{Method: 20, BCI: 5})))
+	if j.stats.Attributed != 1 || j.stats.SamplesJavaStack != 1 {
+		t.Fatalf("stats %+v", j.stats)
+	}
+}

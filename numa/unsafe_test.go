@@ -1,0 +1,5 @@
+package numa
+
+import "unsafe"
+
+func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }

@@ -77,6 +77,18 @@ type Options struct {
 	AgentTimeout time.Duration
 	// Notify, when set, receives progress notes meant for the user.
 	Notify func(string)
+	// Progress, when set, is called about once a second while profiling.
+	Progress func(Progress)
+}
+
+// Progress is a live view of a profile in progress.
+type Progress struct {
+	Elapsed   time.Duration
+	Remaining time.Duration // 0 without a duration
+	Samples   uint64        // samples of the target so far
+	Rate      float64       // samples per second over the last interval
+	Objects   int           // tracked live objects
+	Dropped   uint64        // samples lost to a full ring buffer
 }
 
 func (o *Options) fill() {
@@ -392,9 +404,29 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	}
 	agentOpen := true
 	var agentErr error
+	var tick <-chan time.Time
+	if s.opts.Progress != nil {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		tick = t.C
+	}
+	lastN, lastT := uint64(0), s.start
 loop:
 	for {
 		select {
+		case now := <-tick:
+			p := Progress{Elapsed: now.Sub(s.start), Samples: s.j.stats.Samples, Objects: len(s.j.objs) - len(s.j.free)}
+			if s.opts.Duration > 0 {
+				p.Remaining = max(0, s.opts.Duration-p.Elapsed)
+			}
+			if dt := now.Sub(lastT).Seconds(); dt > 0 {
+				p.Rate = float64(p.Samples-lastN) / dt
+			}
+			lastN, lastT = p.Samples, now
+			if c, err := s.sampler.Counters(); err == nil {
+				p.Dropped = c.Dropped
+			}
+			s.opts.Progress(p)
 		case smp := <-samples:
 			s.j.onSample(&smp, s.src)
 		case m := <-relocC:

@@ -11,9 +11,10 @@ const usage = `djx-bpf: object-centric memory profiler for the JVM (eBPF)
 Usage:
   djx-bpf profile --pid PID [flags]       profile a running JVM
   djx-bpf profile [flags] -- java ARGS... launch a JVM and profile it until it exits
+  djx-bpf report [flags] FILE...          merge saved profiles and print them
   djx-bpf version
 
-Run 'djx-bpf profile -h' for the flags.
+Run 'djx-bpf profile -h' or 'djx-bpf report -h' for the flags.
 `
 
 func main() {
@@ -28,6 +29,8 @@ func run(args []string) int {
 	switch args[0] {
 	case "profile":
 		return cmdProfile(args[1:])
+	case "report":
+		return cmdReport(args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":
 		fmt.Println("djx-bpf", version)
 		return 0

@@ -10,8 +10,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/djx-bpf/djx-bpf/attach"
+	"github.com/djx-bpf/djx-bpf/pprofile"
 	"github.com/djx-bpf/djx-bpf/profiler"
 	"github.com/djx-bpf/djx-bpf/report"
 )
@@ -45,8 +47,8 @@ func cmdProfile(args []string) int {
 		duration = fs.Duration("duration", 0, "how long to profile (e.g. 30s); default: until Ctrl-C or the target exits")
 		event    = fs.String("event", "auto", "sample source: auto, decode or page-faults")
 		top      = fs.Int("top", 20, "number of objects to show (0: all)")
-		format   = fs.String("format", "table", "output format: table or json")
-		out      = fs.String("o", "", "write the report to `FILE` instead of standard output")
+		format   = fs.String("format", "table", "output format: table, json or pprof; default pprof for -o *.pb.gz or *.pprof")
+		out      = fs.String("o", "", "write the report to `FILE` (atomically) instead of standard output")
 		freq     = fs.Int("freq", profiler.DefaultFreq, "decode: samples per second per CPU")
 		period   = fs.Uint64("period", 1, "page-faults: sample every N-th fault")
 		quiet    = fs.Bool("quiet", false, "no progress messages on standard error")
@@ -67,6 +69,9 @@ func cmdProfile(args []string) int {
 		return 2
 	}
 	launch := fs.Args()
+	formatGiven := false
+	fs.Visit(func(f *flag.Flag) { formatGiven = formatGiven || f.Name == "format" })
+	*format = outputFormat(*format, formatGiven, *out)
 	switch {
 	case *pid == 0 && len(launch) == 0:
 		fmt.Fprintln(os.Stderr, "djx-bpf profile: give --pid PID or a command after --, e.g. djx-bpf profile -- java -jar app.jar")
@@ -74,8 +79,11 @@ func cmdProfile(args []string) int {
 	case *pid != 0 && len(launch) > 0:
 		fmt.Fprintln(os.Stderr, "djx-bpf profile: --pid and a launch command exclude each other")
 		return 2
-	case *format != "table" && *format != "json":
-		fmt.Fprintf(os.Stderr, "djx-bpf profile: unknown --format %q: use table or json\n", *format)
+	case *format != "table" && *format != "json" && *format != "pprof":
+		fmt.Fprintf(os.Stderr, "djx-bpf profile: unknown --format %q: use table, json or pprof\n", *format)
+		return 2
+	case *format == "pprof" && *out == "" && isCharDevice(os.Stdout):
+		fmt.Fprintln(os.Stderr, "djx-bpf profile: a pprof profile is binary: give -o FILE.pb.gz or redirect standard output")
 		return 2
 	case *pid < 0:
 		fmt.Fprintf(os.Stderr, "djx-bpf profile: bad --pid %d\n", *pid)
@@ -96,8 +104,17 @@ func cmdProfile(args []string) int {
 		Freq: *freq, Period: *period, AllocBudget: *budget, Relocation: *relocate,
 		StackSignal: sig,
 	}
+	live := !*quiet && isTerminal(os.Stderr)
 	if !*quiet {
-		opts.Notify = func(msg string) { fmt.Fprintf(os.Stderr, "djx-bpf: %s\n", msg) }
+		opts.Notify = func(msg string) {
+			if live {
+				endProgress(os.Stderr) // the message replaces the status line
+			}
+			fmt.Fprintf(os.Stderr, "djx-bpf: %s\n", msg)
+		}
+	}
+	if live {
+		opts.Progress = progressLine(os.Stderr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -111,6 +128,9 @@ func cmdProfile(args []string) int {
 		rep, err = profiler.Attach(ctx, *pid, opts)
 	} else {
 		rep, wait, err = profiler.Launch(ctx, launch, opts, os.Stdin, os.Stdout, os.Stderr)
+	}
+	if live {
+		endProgress(os.Stderr)
 	}
 	code := 0
 	if err != nil {
@@ -139,8 +159,12 @@ func cmdProfile(args []string) int {
 
 func writeReport(rep *report.Report, format string, opt report.TableOptions, out string) error {
 	write := func(w io.Writer) error {
-		if format == "json" {
+		switch format {
+		case "json":
 			return report.WriteJSON(w, rep, opt.Top)
+		case "pprof":
+			start := time.Now().Add(-time.Duration(rep.DurationSec * float64(time.Second)))
+			return pprofile.Write(w, pprofile.Options{Time: start}, rep)
 		}
 		return report.WriteTable(w, rep, opt)
 	}

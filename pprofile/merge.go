@@ -1,0 +1,204 @@
+package pprofile
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// Merge adds reports up into one, as for instances of one service:
+//
+//   - objects with equal type, site and allocation path add their counts,
+//     estimates and samples, and their access paths merge (equal paths add);
+//   - the remainder merges the same way; statistics add (a bool such as
+//     heap_known holds only if it holds in every report);
+//   - durations add up, as pprof merges do: the result is profile-seconds,
+//     and samples per second stay those of one instance;
+//   - pid is kept when all reports share it, else 0; JVM, mode and event
+//     are the distinct values joined; the heap sampling interval and min
+//     size are kept when equal, else the largest, with a note;
+//   - notes are kept once each; merging more than one report adds a note
+//     that says what was merged.
+//
+// One report merges into an equal copy. Merge does not change its inputs.
+func Merge(reps ...*report.Report) *report.Report {
+	out := &report.Report{}
+	if len(reps) == 0 {
+		return out
+	}
+	first := reps[0]
+	out.PID = first.PID
+	out.AllocInterval = first.AllocInterval
+	out.MinSize = first.MinSize
+	out.Stats = first.Stats
+	out.Stats.StackErrors = maps.Clone(first.Stats.StackErrors)
+	var (
+		jvms, modes, events  []string
+		intervals, minSizes  []uint64
+		pids                 []int
+		objIdx               = make(map[string]int)
+		accesses             [][]report.Access
+		remainder            []report.Access
+		notes                = make(map[string]bool)
+		samePID, sameSetting = true, true
+	)
+	for n, r := range reps {
+		jvms = addDistinct(jvms, r.JVM)
+		modes = addDistinct(modes, r.Mode)
+		events = addDistinct(events, r.Event)
+		if !slices.Contains(pids, r.PID) {
+			pids = append(pids, r.PID)
+		}
+		if !slices.Contains(intervals, r.AllocInterval) {
+			intervals = append(intervals, r.AllocInterval)
+		}
+		if !slices.Contains(minSizes, r.MinSize) {
+			minSizes = append(minSizes, r.MinSize)
+		}
+		samePID = samePID && r.PID == first.PID
+		sameSetting = sameSetting && r.AllocInterval == first.AllocInterval && r.MinSize == first.MinSize
+		out.DurationSec += r.DurationSec
+		out.AllocInterval = max(out.AllocInterval, r.AllocInterval)
+		out.AllocIntervalMax = max(out.AllocIntervalMax, r.AllocIntervalMax)
+		out.MinSize = max(out.MinSize, r.MinSize)
+		if n > 0 {
+			addStats(&out.Stats, &r.Stats)
+		}
+		for _, o := range r.Objects {
+			k := o.Type + "\x00" + o.Site + "\x00" + strings.Join(o.AllocPath, "\x00")
+			i, ok := objIdx[k]
+			if !ok {
+				i = len(out.Objects)
+				objIdx[k] = i
+				c := o
+				c.Accesses = nil
+				c.AllocPath = slices.Clone(o.AllocPath)
+				out.Objects = append(out.Objects, c)
+				accesses = append(accesses, nil)
+			} else {
+				m := &out.Objects[i]
+				m.Objects += o.Objects
+				m.Bytes += o.Bytes
+				m.EstObjects += o.EstObjects
+				m.EstBytes += o.EstBytes
+				m.Samples += o.Samples
+				m.EstSamples += o.EstSamples
+			}
+			accesses[i] = append(accesses[i], o.Accesses...)
+		}
+		remainder = append(remainder, r.Remainder...)
+		for _, note := range r.Notes {
+			if n == 0 || !notes[note] { // the first report's notes stay as they are
+				notes[note] = true
+				out.Notes = append(out.Notes, note)
+			}
+		}
+	}
+	out.JVM = strings.Join(jvms, ", ")
+	out.Mode = strings.Join(modes, "+")
+	out.Event = strings.Join(events, "+")
+	if !samePID {
+		out.PID = 0
+	}
+	for i := range out.Objects {
+		if accesses[i] != nil {
+			out.Objects[i].Accesses = report.MergeAccesses(accesses[i], 0, out.Objects[i].Samples)
+		}
+	}
+	if remainder != nil {
+		out.Remainder = report.MergeAccesses(remainder, 0, out.Stats.Samples)
+	}
+	if len(reps) > 1 {
+		what := fmt.Sprintf("merged %d profiles of pid %d", len(reps), first.PID)
+		if !samePID {
+			ps := make([]string, len(pids))
+			for i, p := range pids {
+				ps[i] = strconv.Itoa(p)
+			}
+			what = fmt.Sprintf("merged %d profiles of %d JVMs (pids %s)", len(reps), len(pids), strings.Join(ps, ", "))
+		}
+		out.Notes = append(out.Notes, what+fmt.Sprintf("; %.1fs is their total duration", out.DurationSec))
+		if !sameSetting {
+			out.Notes = append(out.Notes, fmt.Sprintf("the merged profiles used different settings (heap sampling intervals %s, min sizes %s): the header shows the largest",
+				sizes(intervals), sizes(minSizes)))
+		}
+	}
+	out.Finish()
+	return out
+}
+
+// MergeByPID merges the reports of each pid, in the order pids first
+// appear.
+func MergeByPID(reps []*report.Report) []*report.Report {
+	var (
+		order []int
+		by    = make(map[int][]*report.Report)
+	)
+	for _, r := range reps {
+		if _, ok := by[r.PID]; !ok {
+			order = append(order, r.PID)
+		}
+		by[r.PID] = append(by[r.PID], r)
+	}
+	out := make([]*report.Report, len(order))
+	for i, pid := range order {
+		out[i] = Merge(by[pid]...)
+	}
+	return out
+}
+
+// addStats adds src to dst field by field, so that counters added to
+// report.Stats later are added too: integers add, bools hold if both do,
+// maps of counters add by key.
+func addStats(dst, src *report.Stats) {
+	d := reflect.ValueOf(dst).Elem()
+	s := reflect.ValueOf(src).Elem()
+	for i := 0; i < d.NumField(); i++ {
+		df, sf := d.Field(i), s.Field(i)
+		switch df.Kind() {
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			df.SetUint(df.Uint() + sf.Uint())
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			df.SetInt(df.Int() + sf.Int())
+		case reflect.Float32, reflect.Float64:
+			df.SetFloat(df.Float() + sf.Float())
+		case reflect.Bool:
+			df.SetBool(df.Bool() && sf.Bool())
+		case reflect.Map:
+			if sf.Len() == 0 || df.Type().Elem().Kind() != reflect.Uint64 {
+				continue
+			}
+			if df.IsNil() {
+				df.Set(reflect.MakeMapWithSize(df.Type(), sf.Len()))
+			}
+			it := sf.MapRange()
+			for it.Next() {
+				var cur uint64
+				if v := df.MapIndex(it.Key()); v.IsValid() {
+					cur = v.Uint()
+				}
+				df.SetMapIndex(it.Key(), reflect.ValueOf(cur+it.Value().Uint()).Convert(df.Type().Elem()))
+			}
+		}
+	}
+}
+
+func addDistinct(list []string, s string) []string {
+	if s == "" || slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+func sizes(ns []uint64) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = report.Bytes(n)
+	}
+	return strings.Join(s, ", ")
+}

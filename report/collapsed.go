@@ -1,0 +1,95 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// ObjectFrame names an object as one stack frame, "[object] long[] @
+// HotArrays.allocHot:12": the frame between its allocation path and its
+// access paths in collapsed stacks and pprof profiles.
+func ObjectFrame(o *Object) string { return "[object] " + o.Type + " @ " + o.Site }
+
+// RemainderFrame names the frame under which the access paths of samples in
+// no tracked object hang, "[not in a tracked object: outside the heap]".
+func RemainderFrame(where string) string { return "[not in a tracked object: " + where + "]" }
+
+// WriteCollapsed writes the report as folded stacks for flame graph tools
+// (Brendan Gregg's collapsed format): one line per access path, frames root
+// first and separated by ";", then a space and the path's samples. The root
+// is the outermost frame of the allocation path, then come the object frame
+// (ObjectFrame) and the access path down to its innermost frame, so that a
+// flame graph groups cost by object first. Samples of an object with no
+// access path end at the object frame; samples in no tracked object hang
+// under RemainderFrame. opt.Top limits the objects (0: all), opt.Depth the
+// access frames kept, innermost first (0: all); opt.AccessTop is ignored:
+// every path is written so that the counts add up.
+func WriteCollapsed(w io.Writer, r *Report, opt TableOptions) error {
+	bw := bufio.NewWriter(w)
+	var line []byte
+	emit := func(root []string, path []string, n uint64) {
+		if n == 0 {
+			return
+		}
+		line = line[:0]
+		for _, f := range root {
+			line = appendFolded(line, f)
+		}
+		for i := len(path) - 1; i >= 0; i-- {
+			line = appendFolded(line, path[i])
+		}
+		line[len(line)-1] = ' ' // the last separator
+		line = strconv.AppendUint(line, n, 10)
+		line = append(line, '\n')
+		bw.Write(line)
+	}
+	shown := 0
+	var root []string
+	for i := range r.Objects {
+		o := &r.Objects[i]
+		if o.Samples == 0 {
+			continue
+		}
+		if opt.Top > 0 && shown == opt.Top {
+			break
+		}
+		shown++
+		root = root[:0]
+		for k := len(o.AllocPath) - 1; k >= 0; k-- {
+			root = append(root, o.AllocPath[k])
+		}
+		root = append(root, ObjectFrame(o))
+		var onPaths uint64
+		for _, a := range MergeAccesses(o.Accesses, opt.Depth, o.Samples) {
+			emit(root, a.Path, a.Samples)
+			onPaths += a.Samples
+		}
+		if onPaths < o.Samples {
+			emit(root, nil, o.Samples-onPaths)
+		}
+	}
+	for _, a := range MergeAccesses(r.Remainder, opt.Depth, r.Stats.Samples) {
+		emit([]string{RemainderFrame(a.Where)}, a.Path, a.Samples)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write collapsed stacks: %w", err)
+	}
+	return nil
+}
+
+// appendFolded appends frame f and a separator. The format has no quoting:
+// ";" would split the frame and a newline the line, so they become ":" and a
+// space.
+func appendFolded(b []byte, f string) []byte {
+	if f == "" {
+		f = "[unknown]"
+	}
+	if strings.ContainsAny(f, ";\n\r") {
+		f = strings.NewReplacer(";", ":", "\n", " ", "\r", " ").Replace(f)
+	}
+	b = append(b, f...)
+	return append(b, ';')
+}

@@ -1,0 +1,19 @@
+package report
+
+import "regexp"
+
+// Focus returns a copy of r with only the objects whose type or allocation
+// site matches re. The remainder (samples in no tracked object) names no
+// object and is left out; the statistics and notes stay those of the run, so
+// shares remain shares of all attributed samples.
+func Focus(r *Report, re *regexp.Regexp) *Report {
+	c := *r
+	c.Objects = nil
+	for _, o := range r.Objects {
+		if re.MatchString(o.Type) || re.MatchString(o.Site) {
+			c.Objects = append(c.Objects, o)
+		}
+	}
+	c.Remainder = nil
+	return &c
+}

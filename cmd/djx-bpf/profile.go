@@ -104,7 +104,7 @@ func cmdProfile(args []string) int {
 		Freq: *freq, Period: *period, AllocBudget: *budget, Relocation: *relocate,
 		StackSignal: sig,
 	}
-	live := !*quiet && isTerminal(os.Stderr)
+	live := !*quiet && isCharDevice(os.Stderr)
 	if !*quiet {
 		opts.Notify = func(msg string) {
 			if live {

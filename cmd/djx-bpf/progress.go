@@ -3,19 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/profiler"
 )
-
-// isTerminal says whether f is a terminal: progress is drawn only there.
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
 
 // progressLine draws one status line, rewritten in place (\r, erase to the
 // end of line), like perf record and async-profiler's live views.

@@ -14,17 +14,19 @@ import (
 )
 
 type DjxSample struct {
-	_      structs.HostLayout
-	Time   uint64
-	Pid    uint32
-	Tid    uint32
-	Addr   uint64
-	Period uint64
-	Regs   [21]uint64
-	Before [16]uint8
-	At     [16]uint8
-	Flags  uint32
-	Cpu    uint32
+	_       structs.HostLayout
+	Time    uint64
+	Pid     uint32
+	Tid     uint32
+	Addr    uint64
+	Period  uint64
+	Regs    [21]uint64
+	Before  [16]uint8
+	At      [16]uint8
+	Flags   uint32
+	Cpu     uint32
+	DataSrc uint64
+	Weight  uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -35,6 +37,7 @@ const (
 	DjxMapSamples      = "samples"
 	DjxMapTargets      = "targets"
 	DjxProgOnSample    = "on_sample"
+	DjxProgOnSampleMem = "on_sample_mem"
 	DjxVarUnusedSample = "unused_sample"
 )
 
@@ -80,7 +83,8 @@ type DjxSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DjxProgramSpecs struct {
-	OnSample *ebpf.ProgramSpec `ebpf:"on_sample"`
+	OnSample    *ebpf.ProgramSpec `ebpf:"on_sample"`
+	OnSampleMem *ebpf.ProgramSpec `ebpf:"on_sample_mem"`
 }
 
 // DjxMapSpecs contains maps before they are loaded into the kernel.
@@ -143,12 +147,14 @@ type DjxVariables struct {
 //
 // It can be passed to LoadDjxObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DjxPrograms struct {
-	OnSample *ebpf.Program `ebpf:"on_sample"`
+	OnSample    *ebpf.Program `ebpf:"on_sample"`
+	OnSampleMem *ebpf.Program `ebpf:"on_sample_mem"`
 }
 
 func (p *DjxPrograms) Close() error {
 	return _DjxClose(
 		p.OnSample,
+		p.OnSampleMem,
 	)
 }
 

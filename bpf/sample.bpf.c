@@ -10,6 +10,7 @@
 #include <linux/bpf_perf_event.h>
 #include <linux/ptrace.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -18,6 +19,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 // Sample flags.
 #define SAMPLE_BEFORE_OK 1 // before[] holds the 16 bytes ending at ip
 #define SAMPLE_AT_OK 2     // at[] holds the 16 bytes starting at ip
+#define SAMPLE_MEM_OK 4    // data_src and weight were read from the sample
 
 struct sample {
 	__u64 time; // bpf_ktime_get_ns: CLOCK_MONOTONIC, the agent's clock too
@@ -30,6 +32,8 @@ struct sample {
 	__u8 at[INSN_BYTES];
 	__u32 flags;
 	__u32 cpu;
+	__u64 data_src; // union perf_mem_data_src (PEBS, IBS): level, TLB, snoop
+	__u64 weight;   // union perf_sample_weight: latency in cycles
 };
 
 // Counter slots; keep in sync with loader.Counters.
@@ -64,6 +68,36 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+// The kernel's view of a perf_event program's context (CO-RE: only the
+// fields used, relocated by name against the running kernel's BTF).
+// Hardware address-sampling events fill data_src and weight in the
+// perf_sample_data, which struct bpf_perf_event_data does not expose.
+union perf_mem_data_src___djx {
+	__u64 val;
+} __attribute__((preserve_access_index));
+
+union perf_sample_weight___djx {
+	__u64 full;
+} __attribute__((preserve_access_index));
+
+struct perf_sample_data___djx {
+	__u64 sample_flags;
+	union perf_mem_data_src___djx data_src;
+	union perf_sample_weight___djx weight;
+} __attribute__((preserve_access_index));
+
+struct bpf_perf_event_data_kern___djx {
+	struct perf_sample_data___djx *data;
+} __attribute__((preserve_access_index));
+
+// Kernel 6.2+; only the on_sample_mem program calls it, and the loader
+// loads that program only for hardware events.
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+
+#define PERF_SAMPLE_WEIGHT_ (1U << 14)
+#define PERF_SAMPLE_DATA_SRC_ (1U << 15)
+#define PERF_SAMPLE_WEIGHT_STRUCT_ (1U << 24)
+
 // Force emission of the type for bpf2go -type.
 const struct sample *unused_sample __attribute__((unused));
 
@@ -74,8 +108,9 @@ static __always_inline void count(__u32 slot)
 		*v += 1;
 }
 
-SEC("perf_event")
-int on_sample(struct bpf_perf_event_data *ctx)
+// sample fills and submits one sample; mem says whether to read the data
+// source and weight from the kernel's sample data.
+static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -117,6 +152,19 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		flags |= SAMPLE_AT_OK;
 	else
 		__builtin_memset(s->at, 0, INSN_BYTES);
+	s->data_src = 0;
+	s->weight = 0;
+	if (mem) {
+		struct bpf_perf_event_data_kern___djx *k = bpf_cast_to_kern_ctx(ctx);
+		struct perf_sample_data___djx *d = BPF_CORE_READ(k, data);
+		// sample_flags (6.1+) says which fields the PMU driver filled.
+		__u64 sf = BPF_CORE_READ(d, sample_flags);
+		if (sf & PERF_SAMPLE_DATA_SRC_)
+			s->data_src = BPF_CORE_READ(d, data_src.val);
+		if (sf & (PERF_SAMPLE_WEIGHT_ | PERF_SAMPLE_WEIGHT_STRUCT_))
+			s->weight = BPF_CORE_READ(d, weight.full);
+		flags |= SAMPLE_MEM_OK;
+	}
 	s->flags = flags;
 	bpf_ringbuf_submit(s, 0);
 
@@ -130,4 +178,18 @@ int on_sample(struct bpf_perf_event_data *ctx)
 			count(CNT_SIGNAL_FAIL);
 	}
 	return 0;
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	return sample(ctx, 0);
+}
+
+// For hardware address-sampling events (PEBS, IBS): also the data source
+// and the load latency.
+SEC("perf_event")
+int on_sample_mem(struct bpf_perf_event_data *ctx)
+{
+	return sample(ctx, 1);
 }

@@ -31,6 +31,10 @@ const (
 	Decode Source = "decode"
 	// PageFaults samples the software page-fault event; ctx->addr is exact.
 	PageFaults Source = "page-faults"
+	// Hardware samples a PMU address-sampling event (PEBS, IBS) given as a
+	// perf_event_attr in Config.Attr; ctx->addr is exact and the samples
+	// carry the data source and latency.
+	Hardware Source = "hardware"
 )
 
 // ErrClosed is returned by Read after Close.
@@ -46,12 +50,17 @@ type Config struct {
 	// RingSize is the ring buffer size in bytes, a power of two multiple of
 	// the page size; 0 keeps the program's 8 MiB.
 	RingSize uint32
+	// Attr is the event for Hardware (see package pmu), and CPUs the CPUs
+	// its PMU covers (nil: all online CPUs).
+	Attr *unix.PerfEventAttr
+	CPUs []int
 }
 
 // Sample flags, as set by the BPF program.
 const (
 	FlagBeforeOK = 1 << 0
 	FlagAtOK     = 1 << 1
+	FlagMemOK    = 1 << 2 // DataSrc and Weight were read (hardware events)
 )
 
 // Sample is one sample of a profiled thread.
@@ -66,13 +75,17 @@ type Sample struct {
 	At     [16]byte
 	Flags  uint32
 	CPU    uint32
+	// DataSrc (union perf_mem_data_src) and Weight (union
+	// perf_sample_weight) of a hardware sample; 0 when not provided.
+	DataSrc uint64
+	Weight  uint64
 }
 
 // IP returns the sampled instruction pointer.
 func (s *Sample) IP() uint64 { return s.Regs[16] }
 
 // sampleSize is sizeof(struct sample) in sample.bpf.c.
-const sampleSize = 8 + 4 + 4 + 8 + 8 + 21*8 + 16 + 16 + 4 + 4
+const sampleSize = 8 + 4 + 4 + 8 + 8 + 21*8 + 16 + 16 + 4 + 4 + 8 + 8
 
 // Counters are the BPF program's counters, summed over CPUs.
 type Counters struct {
@@ -87,7 +100,8 @@ type Counters struct {
 
 // Sampler owns the BPF objects, perf events and ring buffer reader.
 type Sampler struct {
-	objs   bpf.DjxObjects
+	maps   bpf.DjxMaps
+	prog   *ebpf.Program
 	fds    []int
 	links  []link.Link // referenced so that finalizers don't close them
 	rd     *ringbuf.Reader
@@ -124,15 +138,17 @@ func Open(cfg Config) (s *Sampler, err error) {
 	if cfg.RingSize != 0 {
 		spec.Maps["samples"].MaxEntries = cfg.RingSize
 	}
-	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
+	if err := s.load(spec); err != nil {
 		if errors.Is(err, unix.EPERM) {
 			return nil, fmt.Errorf("load bpf program: %w: %w", ErrPrivilege, err)
 		}
 		return nil, fmt.Errorf("load bpf program: %w: %w", ErrNoBPF, err)
 	}
-	cpus, err := onlineCPUs()
-	if err != nil {
-		return nil, err
+	cpus := cfg.CPUs
+	if len(cpus) == 0 {
+		if cpus, err = onlineCPUs(); err != nil {
+			return nil, err
+		}
 	}
 	for _, cpu := range cpus {
 		fd, err := openEvent(cfg, cpu)
@@ -142,7 +158,7 @@ func Open(cfg Config) (s *Sampler, err error) {
 		s.fds = append(s.fds, fd)
 		l, err := link.AttachRawLink(link.RawLinkOptions{
 			Target:  fd,
-			Program: s.objs.OnSample,
+			Program: s.prog,
 			Attach:  ebpf.AttachPerfEvent,
 		})
 		if err != nil {
@@ -150,7 +166,7 @@ func Open(cfg Config) (s *Sampler, err error) {
 		}
 		s.links = append(s.links, l)
 	}
-	s.rd, err = ringbuf.NewReader(s.objs.Samples)
+	s.rd, err = ringbuf.NewReader(s.maps.Samples)
 	if err != nil {
 		return nil, fmt.Errorf("open ring buffer: %w", err)
 	}
@@ -162,7 +178,45 @@ func Open(cfg Config) (s *Sampler, err error) {
 	return s, nil
 }
 
+// load loads the maps and the one program the source needs: only hardware
+// events use on_sample_mem, whose kfunc (bpf_cast_to_kern_ctx) needs
+// Linux 6.2, so decode and page faults work on older kernels.
+func (s *Sampler) load(spec *ebpf.CollectionSpec) error {
+	if s.cfg.Source == Hardware {
+		var o struct {
+			bpf.DjxMaps
+			Prog *ebpf.Program `ebpf:"on_sample_mem"`
+		}
+		err := spec.LoadAndAssign(&o, nil)
+		s.maps, s.prog = o.DjxMaps, o.Prog
+		return err
+	}
+	var o struct {
+		bpf.DjxMaps
+		Prog *ebpf.Program `ebpf:"on_sample"`
+	}
+	err := spec.LoadAndAssign(&o, nil)
+	s.maps, s.prog = o.DjxMaps, o.Prog
+	return err
+}
+
 func openEvent(cfg Config, cpu int) (int, error) {
+	if cfg.Source == Hardware {
+		if cfg.Attr == nil {
+			return -1, errors.New("hardware source without an event")
+		}
+		attr := *cfg.Attr
+		attr.Size = uint32(unsafe.Sizeof(unix.PerfEventAttr{}))
+		attr.Bits |= unix.PerfBitDisabled
+		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+				return -1, fmt.Errorf("open hardware perf event on cpu %d: %w: %w", cpu, ErrPrivilege, err)
+			}
+			return -1, fmt.Errorf("open hardware perf event on cpu %d: %w", cpu, err)
+		}
+		return fd, nil
+	}
 	attr := unix.PerfEventAttr{
 		Type: unix.PERF_TYPE_SOFTWARE,
 		Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
@@ -208,7 +262,7 @@ func onlineCPUs() ([]int, error) {
 
 // AddPID starts sampling the threads of tgid pid (host pid namespace).
 func (s *Sampler) AddPID(pid int) error {
-	if err := s.objs.Targets.Put(uint32(pid), uint8(0)); err != nil {
+	if err := s.maps.Targets.Put(uint32(pid), uint8(0)); err != nil {
 		return fmt.Errorf("add pid %d to bpf filter: %w", pid, err)
 	}
 	return nil
@@ -222,7 +276,7 @@ func (s *Sampler) SetStackSignal(pid, sig int) error {
 	if sig < 0 || sig > 64 {
 		return fmt.Errorf("stack signal %d out of range 1..64", sig)
 	}
-	if err := s.objs.Targets.Update(uint32(pid), uint8(sig), ebpf.UpdateExist); err != nil {
+	if err := s.maps.Targets.Update(uint32(pid), uint8(sig), ebpf.UpdateExist); err != nil {
 		return fmt.Errorf("set stack signal of pid %d: %w", pid, err)
 	}
 	return nil
@@ -230,7 +284,7 @@ func (s *Sampler) SetStackSignal(pid, sig int) error {
 
 // RemovePID stops sampling pid.
 func (s *Sampler) RemovePID(pid int) error {
-	if err := s.objs.Targets.Delete(uint32(pid)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := s.maps.Targets.Delete(uint32(pid)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("remove pid %d from bpf filter: %w", pid, err)
 	}
 	return nil
@@ -282,6 +336,8 @@ func parseSample(b []byte, s *Sample) {
 	off += 32
 	s.Flags = le.Uint32(b[off:])
 	s.CPU = le.Uint32(b[off+4:])
+	s.DataSrc = le.Uint64(b[off+8:])
+	s.Weight = le.Uint64(b[off+16:])
 }
 
 // Counters sums the per-CPU counters.
@@ -289,7 +345,7 @@ func (s *Sampler) Counters() (Counters, error) {
 	var c Counters
 	for slot, dst := range []*uint64{&c.Matched, &c.Dropped, &c.Kernel, &c.Signaled, &c.SignalFailed} {
 		var vals []uint64
-		if err := s.objs.Counters.Lookup(uint32(slot), &vals); err != nil {
+		if err := s.maps.Counters.Lookup(uint32(slot), &vals); err != nil {
 			return c, fmt.Errorf("read bpf counters: %w", err)
 		}
 		for _, v := range vals {
@@ -321,7 +377,10 @@ func (s *Sampler) Close() error {
 	if s.rd != nil {
 		errs = append(errs, s.rd.Close())
 	}
-	errs = append(errs, s.objs.Close())
+	if s.prog != nil {
+		errs = append(errs, s.prog.Close())
+	}
+	errs = append(errs, s.maps.Close())
 	return errors.Join(errs...)
 }
 

@@ -87,7 +87,7 @@ func fixture(t *testing.T) (lib, classes string) {
 			return
 		}
 		out, err := exec.Command(javac, "--release", "11", "-d", fixtureDir,
-			"testdata/AllocSite.java", "testdata/FreeSite.java").CombinedOutput()
+			"testdata/AllocSite.java", "testdata/FreeSite.java", "testdata/Spin.java").CombinedOutput()
 		if err != nil {
 			fixtureErr = fmt.Errorf("javac: %v\n%s", err, out)
 		}
@@ -169,6 +169,15 @@ func startJVM(t *testing.T, j jdk, opts string, connect bool, args ...string) *j
 // startMain launches class main with the JVM flags flags (and j's) and the agent.
 func startMain(t *testing.T, j jdk, opts string, connect bool, flags []string, main string, args ...string) *jvm {
 	t.Helper()
+	return startJava(t, j, opts, connect, nil, flags, main, args...)
+}
+
+// startJava is startMain; with a non-nil attach it starts java without the
+// agent and calls attach(v, lib, options) to load it dynamically before
+// accepting its connection.
+func startJava(t *testing.T, j jdk, opts string, connect bool, attach func(v *jvm, lib, opts string),
+	flags []string, main string, args ...string) *jvm {
+	t.Helper()
 	lib, classes := fixture(t)
 	// Not t.TempDir: sun_path holds only 107 bytes.
 	dir, err := os.MkdirTemp("", "djx") // mode 0700
@@ -189,7 +198,11 @@ func startMain(t *testing.T, j jdk, opts string, connect bool, flags []string, m
 	if opts != "" {
 		agentOpts += "," + opts
 	}
-	argv := append([]string{"-agentpath:" + lib + "=" + agentOpts}, flags...)
+	var argv []string
+	if attach == nil {
+		argv = append(argv, "-agentpath:"+lib+"="+agentOpts)
+	}
+	argv = append(argv, flags...)
 	argv = append(argv, j.flags...)
 	argv = append(argv, "-cp", classes, main)
 	argv = append(argv, args...)
@@ -232,6 +245,9 @@ func startMain(t *testing.T, j jdk, opts string, connect bool, flags []string, m
 	}()
 	if !connect {
 		return v
+	}
+	if attach != nil {
+		attach(v, lib, agentOpts)
 	}
 	ln.SetDeadline(time.Now().Add(30 * time.Second))
 	if v.conn, err = ln.AcceptUnix(); err != nil {

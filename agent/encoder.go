@@ -80,6 +80,7 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 		str(r.VMName)
 		str(r.VMVersion)
 		str(r.Mode)
+		dst = le.AppendUint32(dst, r.StackSignal)
 	case *Method:
 		dst = le.AppendUint64(dst, r.ID)
 		str(r.ClassSig)
@@ -110,7 +111,8 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 		dst = le.AppendUint64(dst, r.StackErrors)
 		dst = le.AppendUint64(dst, r.AllocsSent)
 		for _, v := range []uint64{r.Frees, r.GCs, r.Reconciles, r.Reconciled,
-			r.ReconcileSkipped, r.ReconcileLimited, r.ReconcileNanos} {
+			r.ReconcileSkipped, r.ReconcileLimited, r.ReconcileNanos,
+			r.StackSignals, r.StacksSent, r.StacksDropped, r.CodeSent, r.CodeDropped, r.SignalsChained} {
 			dst = le.AppendUint64(dst, v)
 		}
 	case *Bye:
@@ -134,6 +136,31 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 			dst = le.AppendUint64(dst, o.Tag)
 			dst = le.AppendUint64(dst, o.Addr)
 		}
+	case *Stack:
+		dst = le.AppendUint64(dst, r.Time)
+		dst = le.AppendUint32(dst, r.TID)
+		dst = le.AppendUint32(dst, uint32(r.Status))
+		dst = le.AppendUint64(dst, r.PC)
+		dst = appendFrames(dst, r.Frames)
+	case *Code:
+		dst = le.AppendUint64(dst, r.Time)
+		dst = le.AppendUint64(dst, r.Method)
+		dst = le.AppendUint64(dst, r.Start)
+		dst = le.AppendUint32(dst, r.Size)
+		dst = le.AppendUint32(dst, uint32(len(r.PCs)))
+		for _, p := range r.PCs {
+			dst = le.AppendUint64(dst, p.PC)
+			dst = appendFrames(dst, p.Frames)
+		}
+	case *CodeUnload:
+		dst = le.AppendUint64(dst, r.Time)
+		dst = le.AppendUint64(dst, r.Method)
+		dst = le.AppendUint64(dst, r.Start)
+	case *Stub:
+		dst = le.AppendUint64(dst, r.Time)
+		dst = le.AppendUint64(dst, r.Start)
+		dst = le.AppendUint32(dst, r.Size)
+		str(r.Name)
 	case *Unknown:
 		dst = append(dst, r.Body...)
 	default:
@@ -145,4 +172,15 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 	}
 	le.PutUint32(dst[start:], uint32(blen))
 	return dst, nil
+}
+
+// appendFrames appends u32 n, n × {u64 jmethodid, u64 bci}.
+func appendFrames(dst []byte, fs []Frame) []byte {
+	le := binary.LittleEndian
+	dst = le.AppendUint32(dst, uint32(len(fs)))
+	for _, f := range fs {
+		dst = le.AppendUint64(dst, f.Method)
+		dst = le.AppendUint64(dst, uint64(f.BCI))
+	}
+	return dst
 }

@@ -154,6 +154,27 @@ func (d *dec) opt64() uint64 {
 	return d.u64()
 }
 
+// opt32 is opt64 for a trailing u32.
+func (d *dec) opt32() uint32 {
+	if d.bad || len(d.b) < 4 {
+		return 0
+	}
+	return d.u32()
+}
+
+// frames reads u32 n, n × {u64 jmethodid, u64 bci}; nil when n is 0.
+func (d *dec) frames() []Frame {
+	n := d.count(16)
+	if n == 0 {
+		return nil
+	}
+	fs := make([]Frame, n)
+	for i := range fs {
+		fs[i] = Frame{Method: d.u64(), BCI: int64(d.u64())}
+	}
+	return fs
+}
+
 // count reads an element count and checks that that many elements of size
 // bytes fit in the rest of the body, so a corrupt count allocates nothing.
 func (d *dec) count(size int) int {
@@ -180,6 +201,7 @@ func decodeRecord(typ RecordType, body []byte) (Record, error) {
 			VMVersion:    d.str(),
 			Mode:         d.str(),
 		}
+		rec.(*Hello).StackSignal = d.opt32()
 	case TypeMethod:
 		m := &Method{ID: d.u64(), ClassSig: d.str(), Name: d.str(), Sig: d.str(), SourceFile: d.str()}
 		if n := d.count(12); n > 0 {
@@ -207,7 +229,9 @@ func decodeRecord(typ RecordType, body []byte) (Record, error) {
 	case TypeStats:
 		rec = &Stats{Callbacks: d.u64(), BelowMinSize: d.u64(), Dropped: d.u64(), StackErrors: d.u64(), AllocsSent: d.u64(),
 			Frees: d.opt64(), GCs: d.opt64(), Reconciles: d.opt64(), Reconciled: d.opt64(),
-			ReconcileSkipped: d.opt64(), ReconcileLimited: d.opt64(), ReconcileNanos: d.opt64()}
+			ReconcileSkipped: d.opt64(), ReconcileLimited: d.opt64(), ReconcileNanos: d.opt64(),
+			StackSignals: d.opt64(), StacksSent: d.opt64(), StacksDropped: d.opt64(),
+			CodeSent: d.opt64(), CodeDropped: d.opt64(), SignalsChained: d.opt64()}
 	case TypeBye:
 		rec = &Bye{Reason: d.str()}
 	case TypeError:
@@ -229,6 +253,27 @@ func decodeRecord(typ RecordType, body []byte) (Record, error) {
 			}
 		}
 		rec = r
+	case TypeStack:
+		st := &Stack{Time: d.u64(), TID: d.u32(), Status: int32(d.u32()), PC: d.u64()}
+		st.Frames = d.frames()
+		rec = st
+	case TypeCode:
+		c := &Code{Time: d.u64(), Method: d.u64(), Start: d.u64(), Size: d.u32()}
+		// Each PC takes at least 12 bytes (u64 pc, u32 nframes).
+		if n := d.count(12); n > 0 {
+			c.PCs = make([]PCInfo, n)
+			for i := range c.PCs {
+				c.PCs[i] = PCInfo{PC: d.u64(), Frames: d.frames()}
+				if d.bad {
+					break
+				}
+			}
+		}
+		rec = c
+	case TypeCodeUnload:
+		rec = &CodeUnload{Time: d.u64(), Method: d.u64(), Start: d.u64()}
+	case TypeStub:
+		rec = &Stub{Time: d.u64(), Start: d.u64(), Size: d.u32(), Name: d.str()}
 	default:
 		return &Unknown{RecType: typ, Body: append([]byte(nil), body...)}, nil
 	}

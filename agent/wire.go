@@ -11,16 +11,24 @@
 //
 // The watermark is CLOCK_MONOTONIC in ns when the batch was cut: every record
 // stamped at or before it has been sent by the end of the batch, and records
-// within the stream are in timestamp order. Readers skip unknown record types
-// (returned as Unknown) and ignore trailing bytes in known bodies, so fields
-// can be appended without a version bump; a reader fills fields missing
-// from an older agent's record with zero (ALLOC's tag, STATS' counters from
-// Frees on).
+// within the stream are in timestamp order. STACK records are the
+// exception: the signal handler stamps them when it runs and the writer
+// ships them later, so they are not in timestamp order with the other
+// records (nor always with each other), and a STACK stamped at or before a
+// batch's watermark may still arrive in the next batch if its handler was
+// running when the batch was cut (rare). Loaders must tolerate both.
+//
+// Readers skip unknown record types (returned as Unknown) and ignore
+// trailing bytes in known bodies, so fields can be appended without a
+// version bump; a reader fills fields missing from an older agent's record
+// with zero (ALLOC's tag, STATS' counters from Frees on, HELLO's
+// stack_signal).
 //
 // Record bodies (u64 time is CLOCK_MONOTONIC ns):
 //
 //	HELLO     1  u32 proto, u32 pid, u64 interval, u64 minsize, u64 time,
-//	             string vm_name, string vm_version, string mode
+//	             string vm_name, string vm_version, string mode,
+//	             u32 stack_signal (trailing; 0: no stack handler)
 //	METHOD    2  u64 jmethodid, string class_sig, string name, string sig,
 //	             string source_file, u32 n, n × {u64 start_bci, u32 line}
 //	ALLOC     3  u64 time, u64 addr, u64 size, u32 tid, u32 nframes,
@@ -30,7 +38,9 @@
 //	             u64 stack_errors, u64 allocs_sent, then trailing:
 //	             u64 frees, u64 gcs, u64 reconciles, u64 reconciled,
 //	             u64 reconcile_skipped, u64 reconcile_limited,
-//	             u64 reconcile_ns
+//	             u64 reconcile_ns, u64 stack_signals, u64 stacks_sent,
+//	             u64 stacks_dropped, u64 code_sent, u64 code_dropped,
+//	             u64 signals_chained
 //	BYE       5  string reason
 //	ERROR     6  string message
 //	INTERVAL  7  u64 time, u64 interval
@@ -38,6 +48,45 @@
 //	GC_START  9  u64 time
 //	GC_FINISH 10 u64 time
 //	RECONCILE 11 u64 time, u32 n, n × {u64 tag, u64 addr}
+//	STACK     12 u64 time, u32 tid, i32 status, u64 pc, u32 nframes,
+//	             nframes × frame
+//	CODE      13 u64 time, u64 method, u64 start, u32 size, u32 npcs,
+//	             npcs × {u64 pc, u32 nframes, nframes × frame}
+//	CODE_UNLOAD 14 u64 time, u64 method, u64 start
+//	STUB      15 u64 time, u64 start, u32 size, string name
+//
+// frame = {u64 jmethodid, u64 bci}, bci a signed 64-bit integer, innermost
+// frame first (as in ALLOC). Every nonzero jmethodid in an ALLOC, STACK or
+// CODE is described by a METHOD record earlier in the stream; 0 means
+// AsyncGetCallTrace found no jmethodID for the frame. A METHOD for a
+// jmethodID whose class was unloaded meanwhile has empty strings and no
+// lines.
+//
+// Access stacks (HELLO stack_signal ≠ 0, option stacks=SIG): the agent's
+// handler for that signal records a STACK for each signal it takes as its
+// own: si_code SI_KERNEL (the loader's BPF program calls
+// bpf_send_signal_thread), or SI_QUEUE with si_value.sival_int 0x534A5844
+// (for tests and BPF-less loaders, via rt_tgsigqueueinfo). Other signals go
+// to the handler installed before the agent's if that was a function, and
+// are ignored otherwise; after the session the handler stays installed and
+// treats every signal so, so signalling a JVM late never kills it. time
+// (CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns), tid and pc (the
+// interrupted instruction pointer, from the signal's ucontext) join the
+// STACK to its sample. status is AsyncGetCallTrace's: the frame count (> 0;
+// stacks are cut at 128 frames), or ≤ 0 as the Stack* constants
+// (StackNoEnv: a thread without a JNIEnv, e.g. a GC worker; no frames). A
+// native frame has bci -3. A full handler ring (2048 stacks) drops stacks,
+// counted in STATS stacks_dropped.
+//
+// JIT code (option code=1, the default): CODE for each compiled method
+// (JVMTI CompiledMethodLoad). Code that existed before the session (all of
+// it in attach mode) is replayed at its start, so a CODE may be repeated.
+// PCs are sorted by pc, each with its inlining chain innermost first; at
+// most 64 frames per PC, and PCs past ~512 KiB of record are left out.
+// CODE_UNLOAD when the code is freed (its method may be stale by then);
+// STUB for code the JVM generated outside Java methods (interpreter, stubs,
+// adapters: DynamicCodeGenerated, also replayed at the start). CODE,
+// CODE_UNLOAD and STUB are in timestamp order with the other records.
 //
 // Tags: the agent tags every object it sends an ALLOC for with a per-session
 // sequential tag (from 1; 0 means untagged) and sends FREE when the JVM

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -22,13 +23,14 @@ var sample = []struct {
 	rec  Record
 }{
 	{"hello", &Hello{ProtoVersion: 1, PID: 4242, Interval: 1024, MinSize: 1024, Monotonic: 123456789,
-		VMName: "OpenJDK 64-Bit Server VM", VMVersion: "17.0.9+9-Debian-1deb12u1", Mode: "attach"}},
+		VMName: "OpenJDK 64-Bit Server VM", VMVersion: "17.0.9+9-Debian-1deb12u1", Mode: "attach", StackSignal: 42}},
 	{"method", &Method{ID: 0x7f00deadbeef, ClassSig: "LAllocSite;", Name: "allocBig", Sig: "()[J",
 		SourceFile: "AllocSite.java", Lines: []LineEntry{{0, 40}, {5, 41}}}},
 	{"alloc", &Alloc{Time: 1000, Addr: 0xffe00010, Size: 4112, TID: 77, TypeSig: "[J",
 		Frames: []Frame{{0x7f00deadbeef, 3}, {0x7f00cafe0000, 17}, {0x7f00cafe0008, -1}}, Tag: 0x1122334455667788}},
 	{"stats", &Stats{Callbacks: 10, BelowMinSize: 6, Dropped: 1, StackErrors: 2, AllocsSent: 3,
-		Frees: 4, GCs: 5, Reconciles: 6, Reconciled: 7, ReconcileSkipped: 8, ReconcileLimited: 9, ReconcileNanos: 10}},
+		Frees: 4, GCs: 5, Reconciles: 6, Reconciled: 7, ReconcileSkipped: 8, ReconcileLimited: 9, ReconcileNanos: 10,
+		StackSignals: 11, StacksSent: 12, StacksDropped: 13, CodeSent: 14, CodeDropped: 15, SignalsChained: 16}},
 	{"bye", &Bye{Reason: "vmdeath"}},
 	{"error", &ErrorRec{Message: "GetStackTrace failed: 15"}},
 	{"interval", &Interval{Time: 123456789, Interval: 8192}},
@@ -36,6 +38,16 @@ var sample = []struct {
 	{"gcstart", &GCStart{Time: 3000}},
 	{"gcfinish", &GCFinish{Time: 4000}},
 	{"reconcile", &Reconcile{Time: 5000, Objects: []TagAddr{{42, 0xffe00010}, {43, 0xffe40020}}}},
+	{"stack", &Stack{Time: 6000, TID: 77, Status: 3, PC: 0x7f00c0de1234,
+		Frames: []Frame{{0x7f00deadbeef, 12}, {0x7f00cafe0000, 17}, {0x7f00cafe0008, -3}}}},
+	{"stack_noenv", &Stack{Time: 6001, TID: 78, Status: StackNoEnv, PC: 0x7f00c0de5678}},
+	{"code", &Code{Time: 7000, Method: 0x7f00cafe0000, Start: 0x7f00c0de0000, Size: 0x1a0,
+		PCs: []PCInfo{
+			{PC: 0x7f00c0de0040, Frames: []Frame{{0x7f00cafe0000, 0}}},
+			{PC: 0x7f00c0de0088, Frames: []Frame{{0x7f00deadbeef, 5}, {0x7f00cafe0000, 17}}},
+		}}},
+	{"codeunload", &CodeUnload{Time: 8000, Method: 0x7f00cafe0000, Start: 0x7f00c0de0000}},
+	{"stub", &Stub{Time: 9000, Start: 0x7f00b0000000, Size: 0x4000, Name: "Interpreter"}},
 	{"unknown", &Unknown{RecType: 99, Body: []byte{1, 2, 3}}},
 }
 
@@ -140,9 +152,13 @@ func TestOlderAgent(t *testing.T) {
 		want Record
 	}{
 		{&Alloc{Time: 1, TypeSig: "[J", Frames: []Frame{{1, 2}}, Tag: 9}, 8, &Alloc{Time: 1, TypeSig: "[J", Frames: []Frame{{1, 2}}}},
-		{&Stats{Callbacks: 1, AllocsSent: 2, Frees: 3, ReconcileNanos: 4}, 7 * 8, &Stats{Callbacks: 1, AllocsSent: 2}},
+		{&Stats{Callbacks: 1, AllocsSent: 2, Frees: 3, ReconcileNanos: 4}, 13 * 8, &Stats{Callbacks: 1, AllocsSent: 2}},
 		// Half a trailing field is ignored, not an error.
-		{&Stats{Callbacks: 1, GCs: 3}, 6*8 - 4, &Stats{Callbacks: 1}},
+		{&Stats{Callbacks: 1, GCs: 3}, 12*8 - 4, &Stats{Callbacks: 1}},
+		// An issue 3 agent: no stack counters.
+		{&Stats{Callbacks: 1, ReconcileNanos: 4, StackSignals: 5, SignalsChained: 6}, 6 * 8,
+			&Stats{Callbacks: 1, ReconcileNanos: 4}},
+		{&Hello{ProtoVersion: 1, Mode: "launch", StackSignal: 42}, 4, &Hello{ProtoVersion: 1, Mode: "launch"}},
 	} {
 		raw := encode(t, &Batch{Records: []Record{tc.rec}})
 		le := binary.LittleEndian
@@ -166,6 +182,41 @@ func TestReconcileCount(t *testing.T) {
 	_, err := NewReader(bytes.NewReader(raw)).Next()
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "truncated RECONCILE") {
 		t.Fatalf("error %v, want truncated RECONCILE", err)
+	}
+}
+
+// TestFrameCounts: corrupt frame and PC counts in STACK and CODE are
+// errors, not allocations.
+func TestFrameCounts(t *testing.T) {
+	le := binary.LittleEndian
+	body := HeaderLen + RecHeaderLen
+	for _, tc := range []struct {
+		name string
+		rec  Record
+		off  int // of the count in the body
+		want string
+	}{
+		{"stack frames", &Stack{Time: 1, Frames: []Frame{{1, 2}}}, 24, "truncated STACK"},
+		{"code pcs", &Code{Time: 1, PCs: []PCInfo{{PC: 1, Frames: []Frame{{1, 2}}}}}, 28, "truncated CODE"},
+		{"code frames", &Code{Time: 1, PCs: []PCInfo{{PC: 1, Frames: []Frame{{1, 2}}}}}, 40, "truncated CODE"},
+		{"stub name", &Stub{Name: "x"}, 20, "truncated STUB"},
+	} {
+		for _, n := range []uint32{2, 1 << 31, math.MaxUint32} {
+			raw := encode(t, &Batch{Records: []Record{tc.rec}})
+			le.PutUint32(raw[body+tc.off:], n)
+			_, err := NewReader(bytes.NewReader(raw)).Next()
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s = %d: error %v, want %s", tc.name, n, err, tc.want)
+			}
+		}
+	}
+	// A cut CODE_UNLOAD.
+	raw := encode(t, &Batch{Records: []Record{&CodeUnload{Time: 1}}})
+	raw = raw[:len(raw)-1]
+	le.PutUint32(raw[8:], le.Uint32(raw[8:])-1)
+	le.PutUint32(raw[HeaderLen:], le.Uint32(raw[HeaderLen:])-1)
+	if _, err := NewReader(bytes.NewReader(raw)).Next(); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("short CODE_UNLOAD: error %v", err)
 	}
 }
 
@@ -269,6 +320,19 @@ func normalize(bs []*Batch) []*Batch {
 			case *Reconcile:
 				if len(r.Objects) == 0 {
 					r.Objects = nil
+				}
+			case *Stack:
+				if len(r.Frames) == 0 {
+					r.Frames = nil
+				}
+			case *Code:
+				if len(r.PCs) == 0 {
+					r.PCs = nil
+				}
+				for i := range r.PCs {
+					if len(r.PCs[i].Frames) == 0 {
+						r.PCs[i].Frames = nil
+					}
 				}
 			case *Unknown:
 				if len(r.Body) == 0 {

@@ -93,7 +93,11 @@ static void apply_interval(jvmtiEnv *j)
 	wb_free(&w);
 }
 
-static void build_method(jvmtiEnv *j, JNIEnv *jni, jmethodID m, struct wbuf *w)
+/* A METHOD record for m. A stale jmethodID (its class unloaded) makes the
+ * JVMTI lookups fail with INVALID_METHODID: the record is then honest and
+ * empty, never a crash. jni may be NULL (no local reference to delete then
+ * leaks one into the caller's frame). */
+void djx_build_method(jvmtiEnv *j, JNIEnv *jni, jmethodID m, struct wbuf *w)
 {
 	char *csig = NULL, *name = NULL, *msig = NULL, *src = NULL;
 	jvmtiLineNumberEntry *lt = NULL;
@@ -135,7 +139,7 @@ static void build_method(jvmtiEnv *j, JNIEnv *jni, jmethodID m, struct wbuf *w)
 	dealloc(j, name);
 	dealloc(j, msig);
 	dealloc(j, lt);
-	if (k != NULL)
+	if (k != NULL && jni != NULL)
 		(*jni)->DeleteLocalRef(jni, k);
 }
 
@@ -153,6 +157,102 @@ static void append_error_locked(const char *msg)
 	wb_end(&w, start);
 	if (!w.err && djx_append_locked(w.p, w.len, 1) == 0)
 		djx.errors_sent++;
+}
+
+void djx_error_locked(const char *msg)
+{
+	append_error_locked(msg);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+#define EMIT_SMALL 128
+
+int djx_emit(JNIEnv *jni, const uint64_t *ids, size_t nids, uint8_t *rec, size_t len, size_t time_off)
+{
+	uint64_t ubuf[EMIT_SMALL], *u = ubuf;
+	size_t obuf[EMIT_SMALL + 1], *mstart = obuf;
+	uint8_t mem[4096];
+	struct wbuf w;
+	size_t nu = 0, nneed = 0, total;
+	int rc = -1;
+
+	if (nids > EMIT_SMALL) {
+		u = malloc(nids * sizeof *u);
+		mstart = malloc((nids + 1) * sizeof *mstart);
+		if (u == NULL || mstart == NULL) {
+			rc = -1;
+			goto out;
+		}
+	}
+	/* Distinct nonzero ids (ASGCT reports 0 for a method without a
+	 * jmethodID: the frame is sent as is, with no METHOD). */
+	for (size_t i = 0; i < nids; i++)
+		if (ids[i] != 0)
+			u[nu++] = ids[i];
+	qsort(u, nu, sizeof *u, cmp_u64);
+	pthread_mutex_lock(&djx.mu);
+	if (djx.detached) {
+		pthread_mutex_unlock(&djx.mu);
+		rc = 1;
+		goto out;
+	}
+	for (size_t i = 0; i < nu; i++)
+		if ((nneed == 0 || u[nneed - 1] != u[i]) && !mset_has(&djx.methods, u[i]))
+			u[nneed++] = u[i];
+	pthread_mutex_unlock(&djx.mu);
+
+	/* JVMTI lookups outside the lock. */
+	wb_init(&w, mem, sizeof mem, 0);
+	for (size_t k = 0; k < nneed; k++) {
+		mstart[k] = w.len;
+		djx_build_method(djx.jvmti, jni, (jmethodID)(uintptr_t)u[k], &w);
+	}
+	mstart[nneed] = w.len;
+	if (w.err) {
+		wb_free(&w);
+		goto out;
+	}
+
+	pthread_mutex_lock(&djx.mu);
+	if (djx.detached) {
+		rc = 1;
+	} else {
+		total = len;
+		for (size_t k = 0; k < nneed; k++) {
+			/* Another thread may have described it meanwhile: mark with 0. */
+			if (mset_has(&djx.methods, u[k]))
+				u[k] = 0;
+			else
+				total += mstart[k + 1] - mstart[k];
+		}
+		if (djx.cur == NULL || djx.cur_len + total > DJX_BUF_CAP - DJX_BUF_RESERVE) {
+			rc = -1;
+		} else {
+			for (size_t k = 0; k < nneed; k++) {
+				if (u[k] == 0)
+					continue;
+				djx_append_locked(w.p + mstart[k], mstart[k + 1] - mstart[k], 1);
+				mset_add(&djx.methods, u[k]); /* on OOM it is just resent */
+			}
+			if (time_off != DJX_NO_TIME)
+				put_u64(rec + time_off, djx_now_ns());
+			djx_append_locked(rec, len, 1);
+			rc = 0;
+		}
+	}
+	pthread_mutex_unlock(&djx.mu);
+	wb_free(&w);
+out:
+	if (u != ubuf)
+		free(u);
+	if (mstart != obuf)
+		free(mstart);
+	return rc;
 }
 
 /* Tags a recorded object with the next sequential tag; 0 when tagging is
@@ -229,7 +329,7 @@ static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, j
 	wb_init(&w, mem, sizeof mem, 0);
 	for (int k = 0; k < nneed; k++) {
 		mstart[k] = w.len;
-		build_method(j, jni, (jmethodID)(uintptr_t)need[k], &w);
+		djx_build_method(j, jni, (jmethodID)(uintptr_t)need[k], &w);
 	}
 	mstart[nneed] = aoff = w.len;
 	start = wb_begin(&w, REC_ALLOC);
@@ -433,8 +533,9 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 	char *vmname, *vmver;
 	size_t start;
 	jvmtiError e;
-
-	/* Before the events are enabled: callbacks compare against these. */
+	char stk_err[160];
+	int stack_signal = 0;
+	JNIEnv *jni = NULL;
 	int rc;
 
 	/* Before the events are enabled: callbacks compare against these. */
@@ -464,6 +565,12 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 		goto fail_mem;
 	}
 
+	/* Before HELLO, which says whether the handler is in place. It stays
+	 * installed even if the session fails below; inactive, it is harmless. */
+	if (djx.opt.stacks != 0) {
+		if (djx_stacks_install(djx.opt.stacks, stk_err, sizeof stk_err) == 0)
+			stack_signal = djx.opt.stacks;
+	}
 	vmname = sysprop(j, "java.vm.name");
 	vmver = sysprop(j, "java.vm.version");
 	wb_init(&w, djx.cur, DJX_BUF_CAP, 1);
@@ -477,6 +584,7 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 	wb_str(&w, vmname);
 	wb_str(&w, vmver);
 	wb_str(&w, djx.mode);
+	wb_u32(&w, (uint32_t)stack_signal); /* trailing (issue 4) */
 	wb_end(&w, start);
 	dealloc(j, vmname);
 	dealloc(j, vmver);
@@ -485,6 +593,8 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 	pthread_mutex_lock(&djx.mu);
 	if (djx.cap_err != NULL)
 		append_error_locked(djx.cap_err);
+	if (djx.opt.stacks != 0 && stack_signal == 0)
+		append_error_locked(stk_err);
 	if (djx.opt.reconcile && !(djx.tagging && djx.gc_events))
 		append_error_locked("reconcile=1 needs object tags and GC events: reconciliation off");
 	pthread_mutex_unlock(&djx.mu);
@@ -508,6 +618,13 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 		djx_writer_abort(); /* the writer frees buffers and closes the fds */
 		return -1;
 	}
+	/* Class events (jmethodIDs for ASGCT) and JIT code records; failures
+	 * are reported as ERROR records, profiling goes on without them. */
+	if ((*djx.vm)->GetEnv(djx.vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK)
+		jni = NULL;
+	djx_code_start(j, jni);
+	if (stack_signal != 0)
+		djx_stacks_start();
 	pthread_detach(djx.writer);
 	return 0;
 
@@ -575,8 +692,10 @@ static int setup_env(JavaVM *vm, char *err, size_t errlen)
 	caps.can_get_line_numbers = 1;
 	caps.can_get_source_file_name = 1;
 	e = (*j)->AddCapabilities(j, &caps);
-	if (e == JVMTI_ERROR_NONE)
+	if (e == JVMTI_ERROR_NONE) {
 		add_tracking_caps(j);
+		djx_code_caps(j);
+	}
 	if (e == JVMTI_ERROR_NOT_AVAILABLE) {
 		snprintf(err, errlen, "heap sampling is in use by another agent (another djx-bpf profile?)");
 		(*j)->DisposeEnvironment(j);
@@ -593,6 +712,7 @@ static int setup_env(JavaVM *vm, char *err, size_t errlen)
 	cb.ObjectFree = on_object_free;
 	cb.GarbageCollectionStart = on_gc_start;
 	cb.GarbageCollectionFinish = on_gc_finish;
+	djx_code_callbacks(&cb);
 	e = (*j)->SetEventCallbacks(j, &cb, (jint)sizeof cb);
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, errlen, "SetEventCallbacks: error %d", (int)e);

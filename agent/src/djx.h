@@ -30,6 +30,10 @@ enum {
 	REC_GC_START = 9,
 	REC_GC_FINISH = 10,
 	REC_RECONCILE = 11,
+	REC_STACK = 12,
+	REC_CODE = 13,
+	REC_CODE_UNLOAD = 14,
+	REC_STUB = 15,
 };
 
 #define DJX_MAX_FRAMES 64
@@ -48,6 +52,8 @@ struct djx_options {
 	int reconcile;   /* read tracked objects' addresses after each GC */
 	uint64_t reconcile_max;   /* tags per reconciliation */
 	uint64_t reconcile_chunk; /* tags per GetObjectsWithTags call */
+	int stacks; /* signal number of the stack handler; 0: off */
+	int code;   /* CODE/CODE_UNLOAD/STUB records (default 1) */
 };
 
 /* GetObjectsWithTags compares every tag-map entry with every tag it is
@@ -59,6 +65,23 @@ struct djx_options {
 #define DJX_RECONCILE_MAX 10000u
 #define DJX_RECONCILE_CHUNK 64u
 #define DJX_RECONCILE_CHUNK_MAX 65536u
+
+/* Access stacks (stacks.c). The handler writes AsyncGetCallTrace's frames
+ * straight into a slot of a preallocated ring: 2048 slots of 128 frames
+ * (about 4.3 MB, allocated once per library copy and never freed, because
+ * the handler stays installed after the session). */
+#define DJX_RING_SLOTS 2048u /* power of two */
+#define DJX_STACK_FRAMES 128
+#define DJX_STACK_NO_ENV (-100) /* agent.StackNoEnv */
+/* A signal is ours if the kernel sent it (SI_KERNEL: bpf_send_signal_thread)
+ * or if it was queued (SI_QUEUE) with this si_value.sival_int ("DJXS"):
+ * tests, and loaders without BPF, signal threads with rt_tgsigqueueinfo. */
+#define DJX_STACK_COOKIE 0x534A5844
+
+/* JIT code records (code.c): bounds per CODE record. */
+#define DJX_CODE_MAX_FRAMES 64         /* inlining depth kept per PC */
+#define DJX_CODE_MAX_BYTES (512u << 10) /* PCs past this are left out */
+#define DJX_CODE_WAIT_MS 200           /* wait for buffer space, then drop */
 
 /* Budget window: callbacks are counted per window and the interval raised
  * when a window exceeds its share of the budget. */
@@ -155,10 +178,42 @@ struct djx {
 	uint64_t reconcile_req; /* GC finishes not yet reconciled */
 	/* Cumulative counters, updated atomically. */
 	uint64_t n_frees, n_gcs, n_reconciles, n_reconciled, n_rec_skipped, n_rec_limited, ns_reconcile;
+
+	/* Stacks and JIT code (issue 4). */
+	int code_events;      /* can_generate_compiled_method_load_events acquired */
+	int class_events;     /* ClassLoad/ClassPrepare enabled (for ASGCT) */
+	const char *stk_err;  /* why the stack handler is off, sent after HELLO */
+	/* Cumulative counters, updated atomically (the first three and the
+	 * last also from the signal handler: lock-free atomics only). */
+	uint64_t n_stack_signals, n_stacks_sent, n_stacks_dropped, n_code_sent, n_code_dropped, n_chained;
 };
 extern struct djx djx;
 
 uint64_t djx_now_ns(void);
+
+/* agent.c */
+void djx_build_method(jvmtiEnv *j, JNIEnv *jni, jmethodID m, struct wbuf *w);
+void djx_error_locked(const char *msg);
+/* Appends the record rec[0..len) preceded by METHOD records for the ids
+ * (any order, duplicates and 0 allowed) not yet described. If time_off is
+ * not (size_t)-1 the u64 at rec + time_off is stamped under the lock.
+ * Returns 0 appended, 1 the session is over (nothing appended), -1 no room. */
+int djx_emit(JNIEnv *jni, const uint64_t *ids, size_t nids, uint8_t *rec, size_t len, size_t time_off);
+#define DJX_NO_TIME ((size_t)-1)
+
+/* stacks.c */
+int djx_stacks_install(int sig, char *err, size_t errlen); /* 0 or -1 */
+void djx_stacks_start(void);  /* the handler starts recording */
+void djx_stacks_stop(void);   /* the handler goes back to ignoring/chaining */
+int djx_stacks_evfd(void);    /* eventfd the handler kicks; -1 if none */
+void djx_stacks_unblock(void); /* on the writer thread */
+int djx_stacks_drain(JNIEnv *jni); /* 0 ring empty, -1 buffer full, 1 session over */
+
+/* code.c */
+void djx_code_callbacks(jvmtiEventCallbacks *cb);
+void djx_code_caps(jvmtiEnv *j);               /* before the session: capabilities */
+void djx_code_start(jvmtiEnv *j, JNIEnv *jni); /* enable events, replay existing code */
+void djx_code_release(jvmtiEnv *j);            /* detach: events off, capability back */
 
 /* writer.c */
 int djx_connect(const char *path, char *err, size_t errlen);

@@ -1,5 +1,5 @@
 /* Option parsing: "sock=PATH,interval=BYTES,minsize=BYTES,budget=N,
- * reconcile=0|1,reconcile_max=N,reconcile_chunk=N". */
+ * reconcile=0|1,reconcile_max=N,reconcile_chunk=N,stacks=SIG,code=0|1". */
 #include <stdio.h>
 #include <string.h>
 
@@ -47,6 +47,7 @@ int djx_parse_options(const char *s, struct djx_options *o, char *err, size_t er
 	o->interval = DJX_DEFAULT_INTERVAL;
 	o->reconcile_max = DJX_RECONCILE_MAX;
 	o->reconcile_chunk = DJX_RECONCILE_CHUNK;
+	o->code = 1;
 	if (s == NULL)
 		s = "";
 	for (const char *p = s; *p;) {
@@ -98,6 +99,21 @@ int djx_parse_options(const char *s, struct djx_options *o, char *err, size_t er
 				snprintf(err, errlen, "option reconcile_chunk: bad value \"%.*s\"", (int)vlen, v);
 				return -1;
 			}
+		} else if (keyis(p, klen, "stacks")) {
+			uint64_t sig;
+			if (parse_bytes(v, vlen, &sig) != 0 || sig > 64 || (vlen > 1 && v[0] == '0') ||
+			    (v[vlen - 1] < '0' || v[vlen - 1] > '9')) {
+				snprintf(err, errlen, "option stacks: bad value \"%.*s\" (a signal number 1..64; 0: off)",
+					 (int)vlen, v);
+				return -1;
+			}
+			o->stacks = (int)sig;
+		} else if (keyis(p, klen, "code")) {
+			if (vlen != 1 || (v[0] != '0' && v[0] != '1')) {
+				snprintf(err, errlen, "option code: bad value \"%.*s\" (0 or 1)", (int)vlen, v);
+				return -1;
+			}
+			o->code = v[0] == '1';
 		} else if (keyis(p, klen, "minsize")) {
 			if (parse_bytes(v, vlen, &o->minsize) != 0) {
 				snprintf(err, errlen, "option minsize: bad value \"%.*s\"", (int)vlen, v);

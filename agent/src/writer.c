@@ -157,6 +157,13 @@ static int flush(const char *bye)
 	wb_u64(&w, ld(&djx.n_rec_skipped));
 	wb_u64(&w, ld(&djx.n_rec_limited));
 	wb_u64(&w, ld(&djx.ns_reconcile));
+	/* Trailing fields (issue 4). */
+	wb_u64(&w, ld(&djx.n_stack_signals));
+	wb_u64(&w, ld(&djx.n_stacks_sent));
+	wb_u64(&w, ld(&djx.n_stacks_dropped));
+	wb_u64(&w, ld(&djx.n_code_sent));
+	wb_u64(&w, ld(&djx.n_code_dropped));
+	wb_u64(&w, ld(&djx.n_chained));
 	wb_end(&w, start);
 	n++;
 	if (bye) {
@@ -197,6 +204,9 @@ static void drain(void)
 
 static void teardown(void)
 {
+	/* First: from here on the signal handler ignores (or chains) our
+	 * signals; it never touches the batch buffers anyway. */
+	djx_stacks_stop();
 	pthread_mutex_lock(&djx.mu);
 	__atomic_store_n(&djx.detached, 1, __ATOMIC_RELEASE);
 	free(djx.cur);
@@ -245,6 +255,7 @@ static void release_sampling(void)
 		caps.can_generate_garbage_collection_events = 1;
 	}
 	(*j)->RelinquishCapabilities(j, &caps);
+	djx_code_release(j);
 }
 
 /* Keeps the JVM's cost of heap sampling bounded: each sampled allocation
@@ -409,6 +420,20 @@ static void drop_reconcile_req(void)
 	pthread_mutex_unlock(&djx.mu);
 }
 
+/* Moves the handler's stacks into the batch, flushing when it fills.
+ * Returns -1 if the connection failed. */
+static int drain_stacks(JNIEnv *env)
+{
+	/* Bounded: the ring holds at most 2048 stacks of ~2 KiB, a batch 4 MiB. */
+	for (int i = 0; i < 8; i++) {
+		if (djx_stacks_drain(env) >= 0)
+			return 0;
+		if (flush(NULL) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 static void *writer_main(void *arg)
 {
 	uint64_t last = djx_now_ns(), win_start = last, win_calls = 0;
@@ -417,6 +442,7 @@ static void *writer_main(void *arg)
 	JNIEnv *env = NULL;
 	int attached = 0, vmdeath = 0;
 	(void)arg;
+	djx_stacks_unblock();
 	/* Attached as a daemon so that detach can call JVMTI (which refuses
 	 * unattached threads); in native code it never holds up a safepoint. */
 	if (djx.vm != NULL) {
@@ -424,20 +450,21 @@ static void *writer_main(void *arg)
 		attached = (*djx.vm)->AttachCurrentThreadAsDaemon(djx.vm, (void **)&env, &a) == JNI_OK;
 	}
 	for (;;) {
-		struct pollfd pf[2] = {
+		struct pollfd pf[3] = {
 			{.fd = djx.sock, .events = POLLIN},
 			{.fd = djx.evfd, .events = POLLIN},
+			{.fd = djx_stacks_evfd(), .events = POLLIN}, /* -1: ignored */
 		};
 		const char *bye = NULL;
 		int stop, kicked, abort_, r, rec;
 		uint64_t now;
 
-		r = poll(pf, 2, 50);
+		r = poll(pf, 3, 50);
 		if (r < 0 && errno != EINTR)
 			break;
-		if (r > 0 && (pf[1].revents & POLLIN)) {
+		for (int k = 1; k < 3 && r > 0; k++) {
 			uint64_t v;
-			if (read(djx.evfd, &v, sizeof v) < 0) {
+			if ((pf[k].revents & POLLIN) && read(pf[k].fd, &v, sizeof v) < 0) {
 				/* EAGAIN: nothing pending */
 			}
 		}
@@ -461,6 +488,9 @@ static void *writer_main(void *arg)
 			bye = "vmdeath";
 			vmdeath = 1;
 		}
+		/* Stacks the signal handler left in its ring, before the cut. */
+		if (attached && drain_stacks(env) != 0)
+			break;
 		now = djx_now_ns();
 		check_budget(now, &win_start, &win_calls);
 		if (bye || kicked || now - last >= DJX_FLUSH_NS) {

@@ -1,0 +1,357 @@
+/* Access stacks: the signal handler that records the interrupted thread's
+ * Java stack with AsyncGetCallTrace (ASGCT), and the ring that carries it to
+ * the writer thread.
+ *
+ * The loader's BPF perf_event program calls bpf_send_signal_thread(sig) on
+ * the sampled thread right after each sample; the kernel delivers it with
+ * si_code SI_KERNEL. The handler stamps CLOCK_MONOTONIC (bpf_ktime_get_ns's
+ * clock), the kernel tid and the interrupted pc (ucontext), so that the
+ * loader can join the stack to its sample by (tid, time, pc).
+ *
+ * Everything the handler touches is async-signal-safe: no malloc, no locks,
+ * no stdio, and none of this library's __thread variables (the TLS of a
+ * dlopen'd library may be allocated with malloc on a thread's first access).
+ * The ring is a bounded lock-free MPSC queue (Vyukov's sequence-numbered
+ * slots): a handler claims a slot with a CAS on head, lets ASGCT write the
+ * frames straight into it and publishes it with a release store of the
+ * slot's sequence; the writer thread drains slots in order. A full ring
+ * drops the stack (counted). The handler stays installed for the life of
+ * the process (the library is never unloaded); once the session is over it
+ * ignores our signals, so a late bpf_send_signal_thread can never reach the
+ * default action of a real-time signal, which would terminate the JVM. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "djx.h"
+
+/* AsyncGetCallTrace's ABI (HotSpot forte.cpp); not in any JDK header. */
+typedef struct {
+	jint lineno; /* bci; -3 for a native method */
+	jmethodID method_id;
+} asgct_frame;
+
+typedef struct {
+	JNIEnv *env_id;
+	jint num_frames; /* > 0 frames, or a ticks_* code <= 0 */
+	asgct_frame *frames;
+} asgct_trace;
+
+typedef void (*asgct_fn)(asgct_trace *trace, jint depth, void *ucontext);
+
+struct slot {
+	uint64_t seq; /* == pos: free for pos; == pos + 1: committed at pos */
+	uint64_t time, pc;
+	uint32_t tid;
+	int32_t status;
+	asgct_frame frames[DJX_STACK_FRAMES];
+};
+
+/* Written before the handler is installed or before active is set, read by
+ * the handler afterwards. */
+static struct {
+	struct slot *ring; /* DJX_RING_SLOTS slots, never freed */
+	uint64_t head;     /* next position to claim (handlers, CAS) */
+	uint64_t tail;     /* next position to drain (writer only) */
+	asgct_fn asgct;
+	JavaVM *vm;
+	int active;        /* a session runs: record our signals */
+	int kicked;        /* writer already woken for a half-full ring */
+	int evfd;          /* never closed: a handler may write to it at any time */
+	int sig;
+	struct sigaction prev; /* the action installed before ours */
+} stk = {.evfd = -1};
+
+#define RELAXED __ATOMIC_RELAXED
+
+static int is_ours(const siginfo_t *si)
+{
+	if (si == NULL)
+		return 0;
+	if (si->si_code == SI_KERNEL)
+		return 1;
+	return si->si_code == SI_QUEUE && si->si_value.sival_int == DJX_STACK_COOKIE;
+}
+
+static uint64_t uc_pc(const void *ucv)
+{
+	const ucontext_t *uc = ucv;
+	if (uc == NULL)
+		return 0;
+#if defined(__x86_64__)
+	return (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+	return (uint64_t)uc->uc_mcontext.pc;
+#else
+	return 0;
+#endif
+}
+
+/* write(2) on an eventfd is async-signal-safe; the fd is never closed, so
+ * it cannot have been reused for another file. */
+static void kick(void)
+{
+	uint64_t one = 1;
+	if (stk.evfd >= 0 && !__atomic_exchange_n(&stk.kicked, 1, RELAXED)) {
+		if (write(stk.evfd, &one, sizeof one) < 0) {
+			/* EAGAIN: the counter is already nonzero, the writer will wake. */
+		}
+	}
+}
+
+static void record(void *uc)
+{
+	struct timespec ts;
+	struct slot *s;
+	JNIEnv *env = NULL;
+	uint64_t pos, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO; async-signal-safe (POSIX) */
+	t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	__atomic_add_fetch(&djx.n_stack_signals, 1, RELAXED);
+
+	pos = __atomic_load_n(&stk.head, RELAXED);
+	for (;;) {
+		uint64_t seq;
+		s = &stk.ring[pos & (DJX_RING_SLOTS - 1)];
+		seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+		if (seq == pos) {
+			if (__atomic_compare_exchange_n(&stk.head, &pos, pos + 1, 1, RELAXED, RELAXED))
+				break;
+			/* pos now holds the current head: retry there. */
+		} else if ((int64_t)(seq - pos) < 0) {
+			/* The slot still holds a stack from a lap ago: full. */
+			__atomic_add_fetch(&djx.n_stacks_dropped, 1, RELAXED);
+			kick();
+			return;
+		} else {
+			pos = __atomic_load_n(&stk.head, RELAXED);
+		}
+	}
+
+	s->time = t;
+	s->tid = (uint32_t)syscall(SYS_gettid); /* glibc's gettid() caches nothing either */
+	s->pc = uc_pc(uc);
+	/* ASGCT only on threads with a JNIEnv (JavaThreads): GC workers and
+	 * other native threads have no Java stack to walk. GetEnv reads the
+	 * JVM's current thread and takes no lock. */
+	if ((*stk.vm)->GetEnv(stk.vm, (void **)&env, JNI_VERSION_1_6) != JNI_OK || env == NULL) {
+		s->status = DJX_STACK_NO_ENV;
+	} else {
+		asgct_trace tr = {.env_id = env, .num_frames = 0, .frames = s->frames};
+		stk.asgct(&tr, DJX_STACK_FRAMES, uc);
+		s->status = tr.num_frames;
+	}
+	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
+	if (pos + 1 - __atomic_load_n(&stk.tail, RELAXED) >= DJX_RING_SLOTS / 2)
+		kick();
+}
+
+/* Not ours, or no session: hand the signal to whoever had it before us. A
+ * default or ignored action is ignored: the default of most signals we
+ * could be installed on (real-time ones) terminates the process. */
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+	const struct sigaction *p = &stk.prev;
+
+	if (p->sa_flags & SA_SIGINFO) {
+		if (p->sa_sigaction == NULL)
+			return;
+		__atomic_add_fetch(&djx.n_chained, 1, RELAXED);
+		p->sa_sigaction(sig, si, uc);
+		return;
+	}
+	if (p->sa_handler == SIG_DFL || p->sa_handler == SIG_IGN || p->sa_handler == NULL)
+		return;
+	__atomic_add_fetch(&djx.n_chained, 1, RELAXED);
+	p->sa_handler(sig);
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+
+	if (is_ours(si) && __atomic_load_n(&stk.active, __ATOMIC_ACQUIRE))
+		record(uc);
+	else
+		chain(sig, si, uc);
+	errno = saved;
+}
+
+/* Signals HotSpot itself handles or that stop or kill the process: the
+ * handler must not take them over (chaining SIGSEGV through us would slow
+ * every implicit null check and hide ours from HotSpot's own checks). */
+static int reserved_signal(int sig)
+{
+	switch (sig) {
+	case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGTRAP:
+	case SIGQUIT: case SIGUSR2: case SIGPIPE: case SIGXFSZ:
+	case SIGHUP: case SIGINT: case SIGTERM: case SIGKILL: case SIGSTOP:
+	case SIGTSTP: case SIGCONT: case SIGTTIN: case SIGTTOU: case SIGCHLD:
+		return 1;
+	}
+	return 0;
+}
+
+static asgct_fn find_asgct(void)
+{
+	void *f = dlsym(RTLD_DEFAULT, "AsyncGetCallTrace");
+	if (f == NULL) {
+		/* libjvm loaded without RTLD_GLOBAL (an embedding launcher). */
+		void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
+		if (h != NULL)
+			f = dlsym(h, "AsyncGetCallTrace");
+	}
+	return (asgct_fn)f;
+}
+
+int djx_stacks_install(int sig, char *err, size_t errlen)
+{
+	struct sigaction sa;
+
+	if (reserved_signal(sig) || sig < 1 || sig > SIGRTMAX) {
+		snprintf(err, errlen, "stacks=%d: the JVM or the kernel owns this signal: no access stacks "
+			 "(use a real-time signal such as %d)", sig, SIGRTMIN + 8);
+		return -1;
+	}
+	if (stk.ring != NULL) {
+		snprintf(err, errlen, "stacks: handler already installed: no access stacks");
+		return -1;
+	}
+	stk.asgct = find_asgct();
+	if (stk.asgct == NULL) {
+		snprintf(err, errlen, "AsyncGetCallTrace not found in the JVM: no access stacks");
+		return -1;
+	}
+	/* Prefaulted: the handler never takes a page fault on the ring. */
+	stk.ring = mmap(NULL, DJX_RING_SLOTS * sizeof(struct slot), PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (stk.ring == MAP_FAILED) {
+		stk.ring = NULL;
+		snprintf(err, errlen, "stacks: mmap ring: %s: no access stacks", strerror(errno));
+		return -1;
+	}
+	for (uint32_t i = 0; i < DJX_RING_SLOTS; i++)
+		stk.ring[i].seq = i;
+	stk.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	stk.vm = djx.vm;
+	/* Read the previous action before ours can run: a signal arriving
+	 * between the install and a copy-out would see a half-written prev. */
+	if (sigaction(sig, NULL, &stk.prev) != 0)
+		goto fail;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_signal;
+	/* No SA_ONSTACK: ASGCT needs more stack than the small alternate
+	 * stacks some native libraries install. No SA_NODEFER: the signal is
+	 * blocked while the handler runs, so one thread never nests in it.
+	 * SIGSEGV/SIGBUS stay unblocked: HotSpot's SafeFetch, which ASGCT's
+	 * frame checks may use, relies on them. */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, NULL) != 0)
+		goto fail;
+	stk.sig = sig;
+	return 0;
+fail:
+	snprintf(err, errlen, "stacks: sigaction(%d): %s: no access stacks", sig, strerror(errno));
+	/* The ring and eventfd stay: nothing refers to them, and a handler
+	 * that was never installed cannot run. */
+	return -1;
+}
+
+void djx_stacks_start(void)
+{
+	if (stk.sig != 0)
+		__atomic_store_n(&stk.active, 1, __ATOMIC_RELEASE);
+}
+
+void djx_stacks_stop(void)
+{
+	__atomic_store_n(&stk.active, 0, __ATOMIC_RELEASE);
+}
+
+/* The writer thread starts with every signal blocked. A blocked real-time
+ * signal stays queued, and queued signals count against the user's
+ * RLIMIT_SIGPENDING: BPF signalling the writer whenever it samples it would
+ * pile them up until the kernel refuses signals for every thread. So the
+ * writer takes ours (it has no Java frames: status 0 or below). */
+void djx_stacks_unblock(void)
+{
+	sigset_t set;
+
+	if (stk.sig == 0)
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, stk.sig);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
+int djx_stacks_evfd(void)
+{
+	return stk.sig != 0 ? stk.evfd : -1;
+}
+
+/* Turns one committed slot into a STACK record (preceded by METHODs). */
+static int emit_slot(JNIEnv *jni, const struct slot *s)
+{
+	uint8_t rec[DJX_REC_HDR + 28 + DJX_STACK_FRAMES * 16];
+	uint64_t ids[DJX_STACK_FRAMES];
+	int nf = s->status > 0 ? s->status : 0;
+	size_t len;
+	int rc;
+
+	if (nf > DJX_STACK_FRAMES)
+		nf = DJX_STACK_FRAMES;
+	len = DJX_REC_HDR + 28 + (size_t)nf * 16;
+	put_rec_hdr(rec, REC_STACK, (uint32_t)(len - DJX_REC_HDR));
+	put_u64(rec + DJX_REC_HDR, s->time);
+	put_u32(rec + DJX_REC_HDR + 8, s->tid);
+	put_u32(rec + DJX_REC_HDR + 12, (uint32_t)s->status);
+	put_u64(rec + DJX_REC_HDR + 16, s->pc);
+	put_u32(rec + DJX_REC_HDR + 24, (uint32_t)nf);
+	/* Frame layout as in ALLOC: u64 jmethodID, u64 bci (signed; -3 native). */
+	for (int i = 0; i < nf; i++) {
+		uint8_t *f = rec + DJX_REC_HDR + 28 + (size_t)i * 16;
+		ids[i] = (uint64_t)(uintptr_t)s->frames[i].method_id;
+		put_u64(f, ids[i]);
+		put_u64(f + 8, (uint64_t)(int64_t)s->frames[i].lineno);
+	}
+	rc = djx_emit(jni, ids, (size_t)nf, rec, len, DJX_NO_TIME);
+	if (rc == 0)
+		__atomic_add_fetch(&djx.n_stacks_sent, 1, RELAXED);
+	return rc;
+}
+
+/* Writer thread only. Stops at the first slot a handler has claimed but not
+ * yet committed: it follows in a later drain (so a STACK may arrive in the
+ * batch after the one whose watermark it precedes). */
+int djx_stacks_drain(JNIEnv *jni)
+{
+	if (stk.ring == NULL)
+		return 0;
+	__atomic_store_n(&stk.kicked, 0, RELAXED);
+	for (;;) {
+		uint64_t pos = stk.tail;
+		struct slot *s = &stk.ring[pos & (DJX_RING_SLOTS - 1)];
+		int rc;
+
+		if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != pos + 1)
+			return 0;
+		rc = emit_slot(jni, s);
+		if (rc < 0)
+			return -1; /* keep the slot; the caller flushes and retries */
+		__atomic_store_n(&s->seq, pos + DJX_RING_SLOTS, __ATOMIC_RELEASE);
+		__atomic_store_n(&stk.tail, pos + 1, RELAXED);
+		if (rc > 0)
+			return 1;
+	}
+}

@@ -1,42 +1,101 @@
 package profiler
 
 import (
+	"errors"
 	"fmt"
-	"os"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/numa"
+	"github.com/djx-bpf/djx-bpf/pmu"
 )
 
-// Event names accepted by --event.
+// Event names accepted by --event besides the pmu catalog and raw events.
 const (
 	EventAuto       = "auto"
 	EventDecode     = "decode"
 	EventPageFaults = "page-faults"
 )
 
-// hwSampling lists the PMUs that expose data-address sampling, by the sysfs
-// path that reveals them.
-var hwSampling = []struct{ path, name string }{
-	{"/sys/bus/event_source/devices/cpu/events/mem-loads", "Intel PEBS (mem-loads)"},
-	{"/sys/bus/event_source/devices/cpu_core/events/mem-loads", "Intel PEBS (mem-loads)"},
-	{"/sys/bus/event_source/devices/ibs_op", "AMD IBS (ibs_op)"},
-	{"/sys/bus/event_source/devices/arm_spe_0", "ARM SPE (arm_spe_0)"},
+// source is the chosen sample source: the loader's kind, and for hardware
+// events the event to open and what its samples measure.
+type source struct {
+	kind  loader.Source
+	event *pmu.Event
+	name  string // what the report calls it
 }
 
-// chooseSource maps --event to a sample source and says why, for auto.
-func chooseSource(event string, root string) (loader.Source, string, error) {
+// chooseSource maps --event to a sample source; for auto it also says what
+// it picked and why. m describes the machine's PMUs (nil: not detected,
+// only decode and page-faults work).
+func chooseSource(event string, m *pmu.Machine) (source, string, error) {
 	switch event {
 	case EventDecode:
-		return loader.Decode, "", nil
+		return source{kind: loader.Decode, name: EventDecode}, "", nil
 	case EventPageFaults:
-		return loader.PageFaults, "", nil
-	case "", EventAuto:
-		for _, hw := range hwSampling {
-			if _, err := os.Stat(root + hw.path); err == nil {
-				return loader.Decode, fmt.Sprintf("event auto: %s found, but hardware address sampling is not implemented yet; using decode", hw.name), nil
-			}
-		}
-		return loader.Decode, "event auto: no hardware address-sampling PMU (Intel PEBS, AMD IBS, ARM SPE) on this machine; using decode (software timer + instruction decoding)", nil
+		return source{kind: loader.PageFaults, name: EventPageFaults}, "", nil
 	}
-	return "", "", fmt.Errorf("unknown event %q: use auto, decode or page-faults", event)
+	if m == nil {
+		return source{}, "", fmt.Errorf("event %q: this machine's PMUs could not be read; use --event decode or page-faults", event)
+	}
+	if event == "" || event == EventAuto {
+		ev, why := m.Auto()
+		src, err := fromEvent(ev)
+		if err != nil {
+			return source{kind: loader.Decode, name: EventDecode}, fmt.Sprintf("event auto: %s is not usable (%v); using decode (software timer + instruction decoding)", ev.Name, err), nil
+		}
+		return src, why, nil
+	}
+	ev, err := m.Resolve(event)
+	if err != nil {
+		return source{}, "", err
+	}
+	src, err := fromEvent(ev)
+	if err != nil {
+		return source{}, "", fmt.Errorf("event %q: %w", event, err)
+	}
+	return src, "", nil
+}
+
+// errAUX and errLeader name what the BPF sampling path cannot consume yet.
+var (
+	errAUX    = errors.New("its records arrive through the perf AUX buffer (ARM SPE), which djx-bpf does not read yet; use decode")
+	errLeader = errors.New("it needs a group leader event (mem-loads-aux on Sapphire Rapids and hybrid cores), which djx-bpf does not open yet; use MEM_LOAD_RETIRED.L1_MISS or L3_MISS")
+)
+
+func fromEvent(ev pmu.Event) (source, error) {
+	switch {
+	case ev.AUX:
+		return source{}, errAUX
+	case ev.Leader != nil:
+		return source{}, errLeader
+	case ev.Attr.Type == unix.PERF_TYPE_SOFTWARE && ev.Attr.Config == unix.PERF_COUNT_SW_CPU_CLOCK:
+		return source{kind: loader.Decode, name: EventDecode}, nil
+	case ev.Attr.Type == unix.PERF_TYPE_SOFTWARE && ev.Attr.Config == unix.PERF_COUNT_SW_PAGE_FAULTS:
+		return source{kind: loader.PageFaults, name: EventPageFaults}, nil
+	}
+	e := ev
+	return source{kind: loader.Hardware, event: &e, name: ev.Name}, nil
+}
+
+// loaderConfig is the sampler configuration for src.
+func (src source) loaderConfig(o *Options) (loader.Config, error) {
+	cfg := loader.Config{Source: src.kind, Freq: o.Freq, Period: max(o.Period, 1)}
+	if src.event == nil {
+		return cfg, nil
+	}
+	ev := *src.event
+	if o.Period > 0 {
+		ev = ev.WithPeriod(o.Period)
+	}
+	cfg.Attr = &ev.Attr
+	if ev.CPUs != "" {
+		cpus, err := numa.ParseCPUList(ev.CPUs)
+		if err != nil {
+			return cfg, fmt.Errorf("event %s: cpus of PMU %s: %w", ev.Name, ev.PMU, err)
+		}
+		cfg.CPUs = cpus
+	}
+	return cfg, nil
 }

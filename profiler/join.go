@@ -32,7 +32,11 @@ type pending struct {
 	addr  uint64 // 0: no data address
 	stime uint64 // when it was taken
 	ip    uint64
-	tid   uint32
+	// accessPC is where to look up the accessing instruction in the JIT pc
+	// map (the first descriptor at or after it): ip for a load found by
+	// look-back (it ends at ip), ip+1 for an access at ip; 0 if unknown.
+	accessPC uint64
+	tid      uint32
 }
 
 // site is one (allocation path, type) pair.
@@ -398,7 +402,9 @@ func (j *jvm) onSample(s *loader.Sample, src loader.Source) {
 	}
 	j.stats.Samples++
 	addr := s.Addr
+	accessPC := s.IP() + 1 // page faults and hardware events: the access is at ip
 	if src == loader.Decode {
+		accessPC = 0
 		j.regs = decode.RegsFromPtRegs(&s.Regs)
 		var before, at []byte
 		if s.Flags&loader.FlagBeforeOK != 0 {
@@ -412,9 +418,11 @@ func (j *jvm) onSample(s *loader.Sample, src loader.Source) {
 		case decode.AtIP:
 			j.stats.DecodedAtIP++
 			addr = res.Addr
+			accessPC = s.IP() + 1
 		case decode.LookBack:
 			j.stats.DecodedLookBack++
 			addr = res.Addr
+			accessPC = s.IP()
 		}
 	}
 	if addr != 0 {
@@ -437,7 +445,7 @@ func (j *jvm) onSample(s *loader.Sample, src loader.Source) {
 		// judging the fault a little later is safe.
 		t += j.faultGrace
 	}
-	j.queue = append(j.queue, pending{time: t, addr: addr, stime: s.Time, ip: s.IP(), tid: s.TID})
+	j.queue = append(j.queue, pending{time: t, addr: addr, stime: s.Time, ip: s.IP(), accessPC: accessPC, tid: s.TID})
 }
 
 // drain applies, in time order, the allocation records, GC batches and

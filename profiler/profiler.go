@@ -22,6 +22,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/heap"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/pmu"
 	"github.com/djx-bpf/djx-bpf/report"
 )
 
@@ -63,7 +64,7 @@ type Options struct {
 	MinSize  uint64        // objects smaller than this are not tracked
 	Interval uint64        // heap sampling interval in bytes; 0: DefaultInterval(MinSize)
 	Freq     int           // decode sampling frequency per CPU, Hz
-	Period   uint64        // page-faults: sample every Period-th fault
+	Period   uint64        // page-faults: every Period-th fault; hardware: every Period-th event (0: the event's default)
 	// AllocBudget caps the JVM's sampled-allocation callbacks per second:
 	// above it the agent raises the heap sampling interval. 0: no cap.
 	AllocBudget uint64
@@ -100,9 +101,6 @@ func (o *Options) fill() {
 	}
 	if o.Freq == 0 {
 		o.Freq = DefaultFreq
-	}
-	if o.Period == 0 {
-		o.Period = 1
 	}
 	if o.Relocation == "" {
 		o.Relocation = DefaultRelocation
@@ -148,7 +146,7 @@ type session struct {
 	opts    Options
 	mode    string
 	pid     int
-	src     loader.Source
+	src     source
 	notes   []string
 	sampler *loader.Sampler
 	ch      *channel.Channel
@@ -173,7 +171,11 @@ func (s *session) addNote(format string, args ...any) {
 
 func newSession(opts Options, mode string) (*session, error) {
 	opts.fill()
-	src, why, err := chooseSource(opts.Event, "")
+	m, merr := pmu.Live()
+	if merr != nil {
+		m = nil // decode and page-faults still work
+	}
+	src, why, err := chooseSource(opts.Event, m)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +190,11 @@ func newSession(opts Options, mode string) (*session, error) {
 }
 
 func (s *session) openSampler() error {
-	smp, err := loader.Open(loader.Config{Source: s.src, Freq: s.opts.Freq, Period: s.opts.Period})
+	cfg, err := s.src.loaderConfig(&s.opts)
+	if err != nil {
+		return err
+	}
+	smp, err := loader.Open(cfg)
 	if err != nil {
 		return err
 	}
@@ -366,7 +372,7 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	if rel != nil {
 		relocC = rel.msgs
 	}
-	s.opts.note("profiling pid %d with event %s", s.pid, s.src)
+	s.opts.note("profiling pid %d with event %s", s.pid, s.src.name)
 
 	samples := make(chan loader.Sample, 4096)
 	go func() {
@@ -428,7 +434,7 @@ loop:
 			}
 			s.opts.Progress(p)
 		case smp := <-samples:
-			s.j.onSample(&smp, s.src)
+			s.j.onSample(&smp, s.src.kind)
 		case m := <-relocC:
 			s.j.applyReloc(m)
 		case b, ok := <-batches:
@@ -483,7 +489,7 @@ loop:
 	s.sampler.Disable()
 	s.sampler.Flush()
 	for smp := range samples {
-		s.j.onSample(&smp, s.src)
+		s.j.onSample(&smp, s.src.kind)
 	}
 	// Ask the agent for its last batch and detach it.
 	if agentOpen {
@@ -605,7 +611,7 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 		s.notes = append(s.notes, fmt.Sprintf("the agent dropped %d records (buffer full); raise --min-size or --alloc-interval", st.AgentDropped))
 	}
 	r := &report.Report{
-		PID: s.pid, JVM: s.j.vmName, Mode: s.mode, Event: string(s.src),
+		PID: s.pid, JVM: s.j.vmName, Mode: s.mode, Event: s.src.name,
 		DurationSec:   elapsed.Seconds(),
 		AllocInterval: s.j.interval, MinSize: s.opts.MinSize,
 		Objects: s.j.report(), Stats: st, Notes: s.notes,

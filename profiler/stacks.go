@@ -200,30 +200,70 @@ func (j *jvm) accessPath(p *pending) []pathFrame {
 				fr = append(fr, pathFrame{name: nf})
 			}
 		}
-		for _, f := range st.Frames {
+		frames := st.Frames
+		if jit, rest, ok := j.refineLeaf(p, frames); ok {
+			for _, f := range jit {
+				fr = append(fr, pathFrame{method: f.Method, bci: f.BCI})
+			}
+			frames = rest
+			j.stats.StackLeafFromJIT++
+		}
+		for _, f := range frames {
 			fr = append(fr, pathFrame{method: f.Method, bci: f.BCI})
 		}
 	case st != nil:
 		j.stats.SamplesWithStack++
-		fr = j.leafFrames(p.ip, fr)
+		fr = j.leafFrames(p, fr)
 		fr = append(fr, pathFrame{name: "[no Java stack: " + stackReason(st.Status) + "]"})
 	default:
-		fr = j.leafFrames(p.ip, fr)
-		if asked {
+		fr = j.leafFrames(p, fr)
+		switch {
+		case asked:
 			fr = append(fr, pathFrame{name: "[stack lost]"})
-		} else {
-			fr = append(fr, pathFrame{name: "[stacks off]"})
+		case j.agentStackSig != 0:
+			// Stacks were not asked for yet (the agent's handler came up
+			// after this sample). Without stacks at all the leaf is the path.
+			fr = append(fr, pathFrame{name: "[no stack requested]"})
 		}
 	}
 	j.pathBuf = fr
 	return fr
 }
 
+// refineLeaf replaces the frames AsyncGetCallTrace gave for the sampled
+// compiled frame by those of the JIT pc map at the accessing instruction.
+// ASGCT looks up the descriptor after pc+1, which in a C2 loop names the
+// instruction after the load (often the next iteration's first line);
+// the access instruction's own descriptor names its line and inlining. It
+// returns the new innermost frames and the caller frames that follow.
+func (j *jvm) refineLeaf(p *pending, frames []agent.Frame) ([]jvmsym.RawFrame, []agent.Frame, bool) {
+	if p.accessPC == 0 || len(frames) == 0 {
+		return nil, nil, false
+	}
+	hit, ok := j.code.Lookup(p.accessPC)
+	if !ok || hit.Stub != "" || len(hit.Frames) == 0 || hit.Frames[0].BCI < 0 {
+		return nil, nil, false
+	}
+	// The physical frame's own method ends ASGCT's virtual frames for it.
+	for i, f := range frames {
+		if f.Method == hit.Method {
+			return hit.Frames, frames[i+1:], true
+		}
+	}
+	return nil, nil, false
+}
+
 // leafFrames appends what the pc alone names: the (inlined) Java frames of
-// compiled code, a JVM stub, a native symbol, a perf-map entry, or a
-// placeholder.
-func (j *jvm) leafFrames(ip uint64, fr []pathFrame) []pathFrame {
+// compiled code at the access, a JVM stub, a native symbol, a perf-map
+// entry, or a placeholder.
+func (j *jvm) leafFrames(p *pending, fr []pathFrame) []pathFrame {
+	ip := p.ip
 	if hit, ok := j.code.Lookup(ip); ok {
+		if hit.Stub == "" && p.accessPC != 0 {
+			if h2, ok := j.code.Lookup(p.accessPC); ok && h2.Start == hit.Start {
+				hit = h2
+			}
+		}
 		if hit.Stub != "" {
 			return append(fr, pathFrame{name: "[" + hit.Stub + "]"})
 		}

@@ -72,8 +72,8 @@ func TestStacksJoinBySameThreadAndPC(t *testing.T) {
 		got[strings.Join(a.Path, " <- ")] += a.Samples
 	}
 	want := map[string]uint64{
-		"Hot.scanA:27 <- Hot.run:55": 4,
-		"Hot.scanB:37 <- Hot.run:55": 1,
+		"Hot.scanA:27 <- Hot.run:55":     4,
+		"Hot.scanB:37 <- Hot.run:55":     1,
 		"[unknown code] <- [stack lost]": 1,
 	}
 	for k, v := range want {
@@ -130,5 +130,28 @@ func TestStacksHoldSamplesForGrace(t *testing.T) {
 	j.onBatch(batch(1000+stackGrace+10, stack(1020, 5, 0xA0, agent.Frame{Method: 20, BCI: 5})))
 	if j.stats.Attributed != 1 || j.stats.SamplesJavaStack != 1 {
 		t.Fatalf("stats %+v", j.stats)
+	}
+}
+
+// AsyncGetCallTrace names the descriptor after pc+1 (in a C2 loop, often
+// the next iteration's first line); the JIT pc map at the access itself
+// replaces the frames of that compiled frame.
+func TestStackLeafFromJITMap(t *testing.T) {
+	j := stackJVM()
+	j.onBatch(batch(120,
+		alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}),
+		// run (22) compiled with scanA (20) inlined; the load ends at 0x7010.
+		&agent.Code{Time: 111, Method: 22, Start: 0x7000, Size: 0x100, PCs: []agent.PCInfo{
+			{PC: 0x7010, Frames: []agent.Frame{{Method: 20, BCI: 5}, {Method: 22, BCI: 2}}},
+			{PC: 0x7020, Frames: []agent.Frame{{Method: 21, BCI: 1}, {Method: 22, BCI: 9}}},
+		}}))
+	// Look-back found the load ending at ip 0x7010; ASGCT named scanB.
+	j.onSample(tsample(1000, 0x1000_0008, 0x7010, 5), loader.PageFaults)
+	j.queue[len(j.queue)-1].accessPC = 0x7010
+	j.onBatch(batch(9000, stack(1010, 5, 0x7010, agent.Frame{Method: 21, BCI: 1}, agent.Frame{Method: 22, BCI: 9}, agent.Frame{Method: 8, BCI: 4})))
+	j.drain(true)
+	a := j.report()[0].Accesses
+	if len(a) != 1 || strings.Join(a[0].Path, " <- ") != "Hot.scanA:27 <- Hot.run:55 <- Hot.main:30" || j.stats.StackLeafFromJIT != 1 {
+		t.Fatalf("accesses %+v, stats %+v", a, j.stats)
 	}
 }

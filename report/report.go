@@ -90,6 +90,7 @@ type Stats struct {
 	StacksUnmatched   uint64            `json:"stacks_unmatched,omitempty"`    // stacks that matched no sample (other pc, or late)
 	StackMismatch     uint64            `json:"stack_mismatch,omitempty"`      // a stack came next but for another pc
 	JITCode           uint64            `json:"jit_code,omitempty"`            // compiled-code blobs the agent reported
+	StackLeafFromJIT  uint64            `json:"stack_leaf_from_jit,omitempty"` // samples whose innermost frames came from the JIT pc map at the access
 }
 
 // Report is the result of profiling one JVM.

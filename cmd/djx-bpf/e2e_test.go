@@ -617,9 +617,25 @@ func TestUnsupportedCollectorSaysSo(t *testing.T) {
 	}
 }
 
+// markerLine is the line of testdata/java/FILE holding the comment marker.
+func markerLine(t *testing.T, file, marker string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../../testdata/java", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(b), "\n") {
+		if strings.HasSuffix(l, "// "+marker) {
+			return i + 1
+		}
+	}
+	t.Fatalf("no %s marker in %s", marker, file)
+	return 0
+}
+
 // Access paths: HotPaths' hot long[] is read by scanA (3/4 of its loads,
-// ACCESS-A at line 27, called at run:55) and scanB (1/4, line 37). The
-// report must put scanA's path first under the hot object, scanB's second.
+// ACCESS-A, called at CALL-A) and scanB (1/4, ACCESS-B). The report must put
+// scanA's line first under the hot object, scanB's second.
 func TestAccessPathsGroundTruth(t *testing.T) {
 	setup(t)
 	for name, home := range jdks() {
@@ -643,11 +659,14 @@ func TestAccessPathsGroundTruth(t *testing.T) {
 
 func checkAccessPaths(t *testing.T, r *report.Report) {
 	t.Helper()
+	at := func(method, marker string) string {
+		return fmt.Sprintf("HotPaths.%s:%d", method, markerLine(t, "HotPaths.java", marker))
+	}
 	s := r.Stats
 	t.Logf("samples %d: with their own stack %d (%.1f%%), Java stack %d (%.1f%%); stacks %d (java %d), unmatched %d, mismatched %d, signals %d refused %d, agent drops %d; errors %v",
 		s.Samples, s.SamplesWithStack, pct(s.SamplesWithStack, s.Samples), s.SamplesJavaStack, pct(s.SamplesJavaStack, s.Samples),
 		s.Stacks, s.StacksJava, s.StacksUnmatched, s.StackMismatch, s.StackSignals, s.StackSignalFailed, s.StacksDropped, s.StackErrors)
-	if len(r.Objects) == 0 || r.Objects[0].Site != "HotPaths.allocHot:14" {
+	if len(r.Objects) == 0 || r.Objects[0].Site != at("allocHot", "HOT-SITE") {
 		t.Fatalf("hot object not first: %+v", r.Objects)
 	}
 	hot := r.Objects[0]
@@ -659,18 +678,19 @@ func checkAccessPaths(t *testing.T, r *report.Report) {
 	}
 	// Paths that differ only below the access merge at depth 1.
 	byLeaf := report.MergeAccesses(hot.Accesses, 1, hot.Samples)
-	if got := byLeaf[0].Path[0]; got != "HotPaths.scanA:27" {
-		t.Errorf("heaviest access site %q, want HotPaths.scanA:27", got)
+	if got, want := byLeaf[0].Path[0], at("scanA", "ACCESS-A"); got != want {
+		t.Errorf("heaviest access site %q, want %s", got, want)
 	}
 	if byLeaf[0].Share < 0.5 {
 		t.Errorf("scanA holds %.1f%% of the hot object's samples, want most (3/4 of its loads)", 100*byLeaf[0].Share)
 	}
-	if len(byLeaf) < 2 || byLeaf[1].Path[0] != "HotPaths.scanB:37" {
-		t.Errorf("second access site %v, want HotPaths.scanB:37", byLeaf[1:])
+	if want := at("scanB", "ACCESS-B"); len(byLeaf) < 2 || byLeaf[1].Path[0] != want {
+		t.Errorf("second access site %v, want %s", byLeaf[1:], want)
 	}
 	top := hot.Accesses[0].Path
-	if len(top) < 3 || top[1] != "HotPaths.run:55" || top[2] != "HotPaths.main:73" {
-		t.Errorf("heaviest path %v, want HotPaths.scanA:27 <- HotPaths.run:55 <- HotPaths.main:73", top)
+	want := []string{at("scanA", "ACCESS-A"), at("run", "CALL-A"), at("main", "CALL-RUN")}
+	if len(top) < len(want) || strings.Join(top[:len(want)], " <- ") != strings.Join(want, " <- ") {
+		t.Errorf("heaviest path %v, want %v", top, want)
 	}
 	if pct(s.SamplesJavaStack, s.Samples) < 50 {
 		t.Errorf("only %.1f%% of samples have a Java stack", pct(s.SamplesJavaStack, s.Samples))

@@ -2,8 +2,9 @@
 // methods, scanA with 3/4 of its loads and scanB with 1/4, and a cold
 // double[] read by scanCold. The hot object's heaviest access path must be
 // scanA's load (ACCESS-A), called from run (CALL-A); the second scanB's.
-// Each load has a line of its own; when C2 inlines the scans into run, the
-// access stacks still name them (inlined frames are reported).
+// Each load and its use are on one line (C2 folds them into one
+// instruction, `add mem, reg`, whose debug information names that line);
+// when C2 inlines the scans into run, the access stacks still name them.
 //
 // Usage: java HotPaths [seconds (0 = forever)]
 // Prints "ready" once, and "done" at the end.

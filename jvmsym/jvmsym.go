@@ -96,6 +96,11 @@ func (t *Table) Resolve(id uint64, bci int64) Frame {
 	if !ok {
 		return Frame{Class: "[unknown]", Method: "0x" + strconv.FormatUint(id, 16)}
 	}
+	if m.ClassSig == "" && m.Name == "" {
+		// The agent could not describe it: its class was unloaded (the
+		// jmethodID is stale) before the METHOD record was built.
+		return Frame{Class: "[unloaded]", Method: "0x" + strconv.FormatUint(id, 16)}
+	}
 	return Frame{Class: TypeName(m.ClassSig), Method: m.Name, Line: LineOf(m.Lines, bci)}
 }
 

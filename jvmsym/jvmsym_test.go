@@ -96,3 +96,14 @@ func TestMethodSignature(t *testing.T) {
 		}
 	}
 }
+
+func TestResolvePlaceholders(t *testing.T) {
+	tb := NewTable()
+	tb.Add(5, Method{})
+	if got := tb.Resolve(5, 3).String(); got != "[unloaded].0x5" {
+		t.Errorf("stale method: %q", got)
+	}
+	if got := tb.Resolve(6, 3).String(); got != "[unknown].0x6" {
+		t.Errorf("unknown method: %q", got)
+	}
+}

@@ -709,3 +709,34 @@ func checkAccessPaths(t *testing.T, r *report.Report) {
 		t.Errorf("access paths hold %d samples, want all %d", n, s.Samples)
 	}
 }
+
+// A profile written as pprof and read back by `djx-bpf report` keeps the
+// ground truth, and go tool pprof shows the object frames.
+func TestProfileToPprofAndBack(t *testing.T) {
+	setup(t)
+	dir := t.TempDir()
+	pb := filepath.Join(dir, "p.pb.gz")
+	code, stdout, stderr := djx(t, "profile", "-o", pb, "--",
+		filepath.Join(jdks()["jdk17"], "bin", "java"), "-Xmx1g", "-cp", classDir, "HotPaths", "5")
+	if code != 0 {
+		t.Fatalf("profile exited %d:\n%s\n%s", code, stdout, stderr)
+	}
+	out := filepath.Join(dir, "r.json")
+	r := runJSON(t, out, []string{"report", "--format", "json", "-o", out, pb})
+	checkAccessPaths(t, r)
+	code, table, stderr := djx(t, "report", pb)
+	if code != 0 || !strings.Contains(table, "HotPaths.allocHot") || !strings.Contains(table, "access paths") {
+		t.Fatalf("report exited %d:\n%s\n%s", code, table, stderr)
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("go tool pprof not run: %v", err)
+	}
+	top, err := exec.Command(goBin, "tool", "pprof", "-top", "-show", "object", pb).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof: %v\n%s", err, top)
+	}
+	if !strings.Contains(string(top), "[object] long[] @ HotPaths.allocHot") {
+		t.Errorf("go tool pprof -top lacks the hot object frame:\n%s", top)
+	}
+}

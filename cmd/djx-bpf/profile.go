@@ -50,7 +50,7 @@ func cmdProfile(args []string) int {
 		format   = fs.String("format", "table", "output format: table, json or pprof; default pprof for -o *.pb.gz or *.pprof")
 		out      = fs.String("o", "", "write the report to `FILE` (atomically) instead of standard output")
 		freq     = fs.Int("freq", profiler.DefaultFreq, "decode: samples per second per CPU")
-		period   = fs.Uint64("period", 1, "page-faults: sample every N-th fault")
+		period   = fs.Uint64("period", 0, "sample every N-th event (page-faults: default 1; hardware events: the catalog's default, see djx-bpf events)")
 		quiet    = fs.Bool("quiet", false, "no progress messages on standard error")
 		relocate = fs.String("relocation", profiler.DefaultRelocation, "how to follow objects the GC moves: uprobe, rescan or off")
 		budget   = fs.Uint64("alloc-budget", profiler.DefaultAllocBudget, "max sampled allocations per second in the JVM before the heap sampling interval is raised (0: no cap)")

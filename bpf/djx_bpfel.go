@@ -35,6 +35,7 @@ type DjxSample struct {
 const (
 	DjxMapCounters     = "counters"
 	DjxMapSamples      = "samples"
+	DjxMapSigLast      = "sig_last"
 	DjxMapTargets      = "targets"
 	DjxProgOnSample    = "on_sample"
 	DjxProgOnSampleMem = "on_sample_mem"
@@ -93,6 +94,7 @@ type DjxProgramSpecs struct {
 type DjxMapSpecs struct {
 	Counters *ebpf.MapSpec `ebpf:"counters"`
 	Samples  *ebpf.MapSpec `ebpf:"samples"`
+	SigLast  *ebpf.MapSpec `ebpf:"sig_last"`
 	Targets  *ebpf.MapSpec `ebpf:"targets"`
 }
 
@@ -125,6 +127,7 @@ func (o *DjxObjects) Close() error {
 type DjxMaps struct {
 	Counters *ebpf.Map `ebpf:"counters"`
 	Samples  *ebpf.Map `ebpf:"samples"`
+	SigLast  *ebpf.Map `ebpf:"sig_last"`
 	Targets  *ebpf.Map `ebpf:"targets"`
 }
 
@@ -132,6 +135,7 @@ func (m *DjxMaps) Close() error {
 	return _DjxClose(
 		m.Counters,
 		m.Samples,
+		m.SigLast,
 		m.Targets,
 	)
 }

@@ -43,8 +43,22 @@ enum {
 	CNT_KERNEL = 2,  // sample taken in kernel mode (no user registers)
 	CNT_SIGNALED = 3,   // stack signal queued to the sampled thread
 	CNT_SIGNAL_FAIL = 4, // ... refused (-EBUSY: one still pending on this CPU)
+	CNT_SIGNAL_SKIP = 5, // ... not sent: the thread had one less than SIG_GAP_NS ago
 	CNT_MAX = 8,
 };
+
+// At most one stack signal per thread per SIG_GAP_NS. Timer samples of one
+// thread are far sparser; page faults come in bursts, and the handler's
+// own faults (its signal frame) would otherwise feed back into more
+// signals and starve the thread.
+#define SIG_GAP_NS 100000
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);   // tid
+	__type(value, __u64); // bpf_ktime_get_ns of the last stack signal
+} sig_last SEC(".maps");
 
 // tgids to sample. The value is the signal that asks the sampled thread for
 // its Java stack (the agent's handler is installed on it), 0 for none.
@@ -132,7 +146,8 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 		count(CNT_DROPPED);
 		return 0;
 	}
-	s->time = bpf_ktime_get_ns();
+	__u64 s_time = bpf_ktime_get_ns();
+	s->time = s_time;
 	s->pid = tgid;
 	s->tid = (__u32)id;
 	s->addr = ctx->addr;
@@ -172,10 +187,17 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 	// returns to user mode, at the same ip, and stamps a later time.
 	__u8 signo = *sig;
 	if (signo) {
-		if (bpf_send_signal_thread(signo) == 0)
+		__u32 tid = (__u32)id;
+		__u64 now = s_time;
+		__u64 *last = bpf_map_lookup_elem(&sig_last, &tid);
+		if (last && now - *last < SIG_GAP_NS) {
+			count(CNT_SIGNAL_SKIP);
+		} else if (bpf_send_signal_thread(signo) == 0) {
+			bpf_map_update_elem(&sig_last, &tid, &now, BPF_ANY);
 			count(CNT_SIGNALED);
-		else
+		} else {
 			count(CNT_SIGNAL_FAIL);
+		}
 	}
 	return 0;
 }

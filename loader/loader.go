@@ -96,6 +96,8 @@ type Counters struct {
 	// refused by the kernel (one still pending from this CPU).
 	Signaled     uint64
 	SignalFailed uint64
+	// SignalSkipped: not sent, the thread had one less than 100 µs ago.
+	SignalSkipped uint64
 }
 
 // Sampler owns the BPF objects, perf events and ring buffer reader.
@@ -343,7 +345,7 @@ func parseSample(b []byte, s *Sample) {
 // Counters sums the per-CPU counters.
 func (s *Sampler) Counters() (Counters, error) {
 	var c Counters
-	for slot, dst := range []*uint64{&c.Matched, &c.Dropped, &c.Kernel, &c.Signaled, &c.SignalFailed} {
+	for slot, dst := range []*uint64{&c.Matched, &c.Dropped, &c.Kernel, &c.Signaled, &c.SignalFailed, &c.SignalSkipped} {
 		var vals []uint64
 		if err := s.maps.Counters.Lookup(uint32(slot), &vals); err != nil {
 			return c, fmt.Errorf("read bpf counters: %w", err)

@@ -216,3 +216,40 @@ func TestMemProgramRunsOnRawAttr(t *testing.T) {
 		t.Fatalf("%d of %d samples inside the touched mapping, want >= 50", in, len(samples))
 	}
 }
+
+// Stack signals on a burst of page faults: at most one per thread per 100
+// µs, so that a fault storm (or faults taken by the signal handler itself)
+// cannot starve the thread. Our own process handles SIGURG (the Go runtime
+// takes it as a preemption request), so it is safe to send here.
+func TestStackSignalsAreRateLimited(t *testing.T) {
+	s := openOrSkip(t, Config{Source: PageFaults, Period: 1})
+	if err := s.SetStackSignal(os.Getpid(), int(unix.SIGURG)); err != nil {
+		t.Fatal(err)
+	}
+	const size = 64 << 20
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	start := time.Now()
+	samples := collect(t, s, 2000, func(stop <-chan struct{}) {
+		for i := 0; i < size; i += 4096 {
+			mem[i] = 1
+		}
+		<-stop
+	})
+	took := time.Since(start)
+	c, err := s.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d samples in %v; signals sent %d, skipped %d, refused %d", len(samples), took, c.Signaled, c.SignalSkipped, c.SignalFailed)
+	if c.Signaled == 0 || c.SignalSkipped == 0 {
+		t.Fatalf("want signals both sent and skipped during a fault burst: %+v", c)
+	}
+	// No more than one per 100 µs per thread (a few threads fault here).
+	if max := uint64(took/(100*time.Microsecond)+1) * 8; c.Signaled > max {
+		t.Errorf("%d signals in %v, more than the rate limit allows (%d)", c.Signaled, took, max)
+	}
+}

@@ -37,6 +37,10 @@ type pending struct {
 	// look-back (it ends at ip), ip+1 for an access at ip; 0 if unknown.
 	accessPC uint64
 	tid      uint32
+	cpu      uint32
+	memOK    bool   // dataSrc and weight came with the sample (hardware)
+	dataSrc  uint64 // union perf_mem_data_src
+	weight   uint64 // union perf_sample_weight
 }
 
 // site is one (allocation path, type) pair.
@@ -50,6 +54,8 @@ type site struct {
 	samples    uint64
 	estSamples float64
 	accesses   accessSet
+	mem        *report.MemMetrics
+	numa       *report.NUMAMetrics
 }
 
 // timedRec is an agent record whose effect depends on when it happened.
@@ -129,6 +135,10 @@ type jvm struct {
 	remainder     accessSet
 	pathBuf       []pathFrame
 	pathKeyBuf    []byte
+
+	// Hardware memory metrics and NUMA placement (mem.go).
+	weightStruct bool // the event reports PERF_SAMPLE_WEIGHT_STRUCT
+	numa         *numaState
 }
 
 func newJVM(pid int) *jvm {
@@ -445,7 +455,8 @@ func (j *jvm) onSample(s *loader.Sample, src loader.Source) {
 		// judging the fault a little later is safe.
 		t += j.faultGrace
 	}
-	j.queue = append(j.queue, pending{time: t, addr: addr, stime: s.Time, ip: s.IP(), accessPC: accessPC, tid: s.TID})
+	j.queue = append(j.queue, pending{time: t, addr: addr, stime: s.Time, ip: s.IP(), accessPC: accessPC, tid: s.TID, cpu: s.CPU,
+		memOK: s.Flags&loader.FlagMemOK != 0, dataSrc: s.DataSrc, weight: s.Weight})
 }
 
 // drain applies, in time order, the allocation records, GC batches and
@@ -517,7 +528,14 @@ func (j *jvm) attribute(p *pending) {
 				s.accesses = make(accessSet)
 			}
 			j.pathKeyBuf = pathKey(j.pathKeyBuf, "", fr)
-			s.accesses.add(j.pathKeyBuf, "", fr)
+			a := s.accesses.add(j.pathKeyBuf, "", fr)
+			if p.memOK {
+				s.mem = j.addMem(s.mem, p)
+				a.mem = j.addMem(a.mem, p)
+			}
+			if j.numa != nil {
+				s.numa = j.numa.add(s.numa, j.pid, p)
+			}
 			return
 		}
 	}
@@ -532,7 +550,10 @@ func (j *jvm) attribute(p *pending) {
 		where = "outside the heap"
 	}
 	j.pathKeyBuf = pathKey(j.pathKeyBuf, where, fr)
-	j.remainder.add(j.pathKeyBuf, where, fr)
+	a := j.remainder.add(j.pathKeyBuf, where, fr)
+	if p.memOK {
+		a.mem = j.addMem(a.mem, p)
+	}
 }
 
 // report resolves names and builds the object table.
@@ -560,6 +581,8 @@ func (j *jvm) report() []report.Object {
 			o.EstBytes += s.estBytes
 			o.Samples += s.samples
 			o.EstSamples += s.estSamples
+			o.Mem = addMetrics(o.Mem, s.mem)
+			o.NUMA = addNUMA(o.NUMA, s.numa)
 			acc[i] = append(acc[i], s.accesses)
 			continue
 		}
@@ -569,6 +592,7 @@ func (j *jvm) report() []report.Object {
 			Type: typ, Site: siteName, AllocPath: path,
 			Objects: s.objects, Bytes: s.bytes, EstObjects: s.estObjects, EstBytes: s.estBytes,
 			Samples: s.samples, EstSamples: s.estSamples,
+			Mem: addMetrics(nil, s.mem), NUMA: addNUMA(nil, s.numa),
 		})
 	}
 	for i, sets := range acc {

@@ -78,6 +78,9 @@ type Options struct {
 	AgentTimeout time.Duration
 	// Notify, when set, receives progress notes meant for the user.
 	Notify func(string)
+	// NUMA looks up the node of every sampled page (move_pages) and of the
+	// sampling CPU, for a per-object remote-access share.
+	NUMA bool
 	// Progress, when set, is called about once a second while profiling.
 	Progress func(Progress)
 }
@@ -365,6 +368,15 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	s.start = time.Now()
 	s.j = newJVM(s.pid)
 	s.j.native = jvmsym.NewNative(s.pid)
+	s.j.weightStruct = s.src.event != nil && s.src.event.Structured()
+	if s.opts.NUMA {
+		n, err := newNUMA()
+		if err != nil {
+			s.addNote("no NUMA placement: %v", err)
+		} else {
+			s.j.numa = n
+		}
+	}
 	s.loadPerfMap()
 	s.loadHeap(ctx)
 	rel := s.startRelocation()
@@ -591,6 +603,7 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 		st.KernelSkipped = c.Kernel
 		st.StackSignals = c.Signaled
 		st.StackSignalFailed = c.SignalFailed
+		st.StackSignalSkip = c.SignalSkipped
 	}
 	st.HeapKnown = s.j.heapKnown
 	if st.InHeap > st.Attributed {

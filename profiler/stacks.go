@@ -11,19 +11,25 @@ import (
 )
 
 // DefaultStackSignal is the signal BPF sends a sampled thread to ask for its
-// Java stack. HotSpot uses none of the real-time signals, glibc keeps 32
-// and 33, and async-profiler and JFR's CPU-time sampler use SIGPROF.
-const DefaultStackSignal = 42
+// Java stack: SIGURG. HotSpot does not use it, its default action is to
+// ignore it (a signal that arrives where no handler is installed does no
+// harm), and as a standard signal it coalesces: at most one is pending per
+// thread, where real-time signals queue and a burst of them can fill the
+// user's RLIMIT_SIGPENDING, after which the kernel refuses every queued
+// signal of that user. async-profiler and JFR's CPU-time sampler use
+// SIGPROF; other users of SIGURG (Go runtimes in native libraries) send
+// it with tgkill, and the agent passes those on to their handler.
+const DefaultStackSignal = 23
 
 // stackGrace is how long a sample waits, beyond the agent's watermark, for
 // the stack its signal asked for: the handler runs when the thread next
 // returns to user mode (p50 ~20 µs here) and may be cut out of the batch it
 // belongs to while it runs.
-const stackGrace = uint64(20 * time.Millisecond)
+const stackGrace = uint64(100 * time.Millisecond)
 
 // maxStackDelay bounds how much later than its sample a stack may be
 // stamped and still be joined to it.
-const maxStackDelay = uint64(100 * time.Millisecond)
+const maxStackDelay = uint64(200 * time.Millisecond)
 
 // stackPrune is how often stacks that no sample claimed are dropped.
 const stackPrune = uint64(time.Second)
@@ -42,6 +48,7 @@ type access struct {
 	where   string // remainder only
 	frames  []pathFrame
 	samples uint64
+	mem     *report.MemMetrics
 }
 
 // accessSet holds the access paths of one object (or of the remainder),
@@ -302,12 +309,14 @@ func (j *jvm) nativeFrame(ip uint64) (string, bool) {
 }
 
 // add counts one sample on the path fr in set, copying fr when new.
-func (s accessSet) add(key []byte, where string, fr []pathFrame) {
+func (s accessSet) add(key []byte, where string, fr []pathFrame) *access {
 	if a, ok := s[string(key)]; ok {
 		a.samples++
-		return
+		return a
 	}
-	s[string(key)] = &access{where: where, frames: append([]pathFrame(nil), fr...), samples: 1}
+	a := &access{where: where, frames: append([]pathFrame(nil), fr...), samples: 1}
+	s[string(key)] = a
+	return a
 }
 
 // pathKey encodes where and fr into buf.
@@ -350,10 +359,11 @@ func (j *jvm) accesses(sets ...accessSet) []report.Access {
 			k := a.where + "\x01" + strings.Join(path, "\x00")
 			if i, ok := idx[k]; ok {
 				out[i].Samples += a.samples
+				out[i].Mem = addMetrics(out[i].Mem, a.mem)
 				continue
 			}
 			idx[k] = len(out)
-			out = append(out, report.Access{Where: a.where, Path: path, Samples: a.samples})
+			out = append(out, report.Access{Where: a.where, Path: path, Samples: a.samples, Mem: addMetrics(nil, a.mem)})
 		}
 	}
 	return out

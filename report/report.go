@@ -35,6 +35,9 @@ type Object struct {
 	// Accesses are the code paths whose samples hit this object, most
 	// sampled first.
 	Accesses []Access `json:"accesses,omitempty"`
+	// Mem: hardware sources only; NUMA: with --numa.
+	Mem  *MemMetrics  `json:"mem,omitempty"`
+	NUMA *NUMAMetrics `json:"numa,omitempty"`
 }
 
 // Access is one access path: the code that touched an object (or, in the
@@ -46,7 +49,8 @@ type Access struct {
 	Path    []string `json:"path"` // innermost frame first
 	Samples uint64   `json:"samples"`
 	// Share is of the object's samples (of all samples, in the remainder).
-	Share float64 `json:"share"`
+	Share float64     `json:"share"`
+	Mem   *MemMetrics `json:"mem,omitempty"`
 }
 
 // Stats are the run's counters.
@@ -79,18 +83,19 @@ type Stats struct {
 	RelocHitsInGC   uint64 `json:"reloc_hits_in_gc,omitempty"` // ... of which inside GC pauses
 	RelocDropped    uint64 `json:"reloc_dropped,omitempty"`    // copies lost: ring buffer full
 	// Access stacks (the agent's AsyncGetCallTrace on a signal from BPF).
-	StackSignals      uint64            `json:"stack_signals,omitempty"`       // signals BPF queued to sampled threads
-	StackSignalFailed uint64            `json:"stack_signal_failed,omitempty"` // ... the kernel refused (one pending)
-	Stacks            uint64            `json:"stacks,omitempty"`              // stacks the agent recorded
-	StacksJava        uint64            `json:"stacks_java,omitempty"`         // ... with Java frames
-	StacksDropped     uint64            `json:"stacks_dropped,omitempty"`      // ... lost in the agent (ring full)
-	StackErrors       map[string]uint64 `json:"stack_errors,omitempty"`        // stacks without Java frames, by reason
-	SamplesWithStack  uint64            `json:"samples_with_stack,omitempty"`  // samples joined to their own stack (same thread, same pc)
-	SamplesJavaStack  uint64            `json:"samples_java_stack,omitempty"`  // ... whose stack has Java frames
-	StacksUnmatched   uint64            `json:"stacks_unmatched,omitempty"`    // stacks that matched no sample (other pc, or late)
-	StackMismatch     uint64            `json:"stack_mismatch,omitempty"`      // a stack came next but for another pc
-	JITCode           uint64            `json:"jit_code,omitempty"`            // compiled-code blobs the agent reported
-	StackLeafFromJIT  uint64            `json:"stack_leaf_from_jit,omitempty"` // samples whose innermost frames came from the JIT pc map at the access
+	StackSignals      uint64            `json:"stack_signals,omitempty"`        // signals BPF queued to sampled threads
+	StackSignalFailed uint64            `json:"stack_signal_failed,omitempty"`  // ... the kernel refused (one pending)
+	StackSignalSkip   uint64            `json:"stack_signal_skipped,omitempty"` // not sent: the thread had one <100 µs before
+	Stacks            uint64            `json:"stacks,omitempty"`               // stacks the agent recorded
+	StacksJava        uint64            `json:"stacks_java,omitempty"`          // ... with Java frames
+	StacksDropped     uint64            `json:"stacks_dropped,omitempty"`       // ... lost in the agent (ring full)
+	StackErrors       map[string]uint64 `json:"stack_errors,omitempty"`         // stacks without Java frames, by reason
+	SamplesWithStack  uint64            `json:"samples_with_stack,omitempty"`   // samples joined to their own stack (same thread, same pc)
+	SamplesJavaStack  uint64            `json:"samples_java_stack,omitempty"`   // ... whose stack has Java frames
+	StacksUnmatched   uint64            `json:"stacks_unmatched,omitempty"`     // stacks that matched no sample (other pc, or late)
+	StackMismatch     uint64            `json:"stack_mismatch,omitempty"`       // a stack came next but for another pc
+	JITCode           uint64            `json:"jit_code,omitempty"`             // compiled-code blobs the agent reported
+	StackLeafFromJIT  uint64            `json:"stack_leaf_from_jit,omitempty"`  // samples whose innermost frames came from the JIT pc map at the access
 }
 
 // Report is the result of profiling one JVM.
@@ -172,10 +177,21 @@ func MergeAccesses(as []Access, depth int, total uint64) []Access {
 		k := a.Where + "\x01" + strings.Join(p, "\x00")
 		if i, ok := idx[k]; ok {
 			out[i].Samples += a.Samples
+			if a.Mem != nil {
+				if out[i].Mem == nil {
+					out[i].Mem = &MemMetrics{}
+				}
+				out[i].Mem.Add(a.Mem)
+			}
 			continue
 		}
 		idx[k] = len(out)
-		out = append(out, Access{Where: a.Where, Path: p, Samples: a.Samples})
+		na := Access{Where: a.Where, Path: p, Samples: a.Samples}
+		if a.Mem != nil {
+			na.Mem = &MemMetrics{}
+			na.Mem.Add(a.Mem)
+		}
+		out = append(out, na)
 	}
 	finishAccesses(out, total)
 	return out
@@ -238,20 +254,45 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 		fmt.Fprintln(w, "no samples hit a tracked object")
 	} else {
 		right := tw.AlignRight
+		// The columns adapt to what the source measured: memory-level
+		// columns only for hardware address sampling, remote share only
+		// with --numa.
+		mem, numa := false, false
+		for _, o := range objs {
+			mem = mem || (o.Mem != nil && o.Mem.Samples > 0)
+			numa = numa || o.NUMA != nil
+		}
+		header := []string{"#", "TYPE", "ALLOCATION SITE", "OBJECTS (EST)", "BYTES", "SAMPLES", "EST SAMPLES", "SHARE"}
+		align := []tw.Align{right, tw.AlignLeft, tw.AlignLeft, right, right, right, right, right}
+		if mem {
+			header = append(header, "AVG LAT", "DRAM", "TLB MISS", "HITM")
+			align = append(align, right, right, right, right)
+		}
+		if numa {
+			header = append(header, "REMOTE")
+			align = append(align, right)
+		}
 		t := tablewriter.NewTable(w,
-			tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: []tw.Align{right, tw.AlignLeft, tw.AlignLeft, right, right, right, right, right}}),
+			tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}),
 			tablewriter.WithHeaderAutoFormat(tw.Off),
 		)
-		t.Header("#", "TYPE", "ALLOCATION SITE", "OBJECTS (EST)", "BYTES", "SAMPLES", "EST SAMPLES", "SHARE")
+		t.Header(header)
 		for i, o := range objs {
-			if err := t.Append([]string{
+			row := []string{
 				strconv.Itoa(i + 1), o.Type, o.Site,
 				fmt.Sprintf("%d (%.0f)", o.Objects, o.EstObjects),
 				Bytes(o.Bytes),
 				strconv.FormatUint(o.Samples, 10),
 				fmt.Sprintf("%.0f", o.EstSamples),
 				fmt.Sprintf("%.1f%%", 100*o.Share),
-			}); err != nil {
+			}
+			if mem {
+				row = append(row, memColumns(o.Mem)...)
+			}
+			if numa {
+				row = append(row, numaColumn(o.NUMA))
+			}
+			if err := t.Append(row); err != nil {
 				return fmt.Errorf("render table: %w", err)
 			}
 		}
@@ -260,6 +301,7 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 		}
 	}
 	writeAccesses(w, objs, r, opt)
+	writeNUMA(w, objs)
 	if quiet > 0 {
 		what := "sites had"
 		if quiet == 1 {
@@ -291,6 +333,65 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
+}
+
+// memColumns renders AVG LAT (cycles), DRAM, TLB MISS and HITM shares.
+func memColumns(m *MemMetrics) []string {
+	if m == nil || m.Samples == 0 {
+		return []string{"-", "-", "-", "-"}
+	}
+	share := func(n uint64) string { return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(m.Samples)) }
+	return []string{fmt.Sprintf("%.0f", float64(m.Latency)/float64(m.Samples)), share(m.DRAM()), share(m.TLBMisses), strconv.FormatUint(m.HitM, 10)}
+}
+
+// numaColumn renders the share of samples whose CPU was on another node
+// than the page.
+func numaColumn(n *NUMAMetrics) string {
+	if n == nil {
+		return "-"
+	}
+	var known uint64 // samples whose page node is known
+	for _, v := range n.Home {
+		known += v
+	}
+	if known == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(n.Remote)/float64(known))
+}
+
+// writeNUMA lists, per shown object, the nodes holding its sampled pages
+// and the nodes of the CPUs that accessed it.
+func writeNUMA(w io.Writer, objs []Object) {
+	any := false
+	nodes := func(m map[int]uint64) string {
+		var total uint64
+		keys := make([]int, 0, len(m))
+		for k, v := range m {
+			keys = append(keys, k)
+			total += v
+		}
+		sort.Ints(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("node%d %.0f%%", k, 100*float64(m[k])/float64(total))
+		}
+		if len(parts) == 0 {
+			return "-"
+		}
+		return strings.Join(parts, ", ")
+	}
+	for i, o := range objs {
+		if o.NUMA == nil {
+			continue
+		}
+		if !any {
+			fmt.Fprintln(w, "\nNUMA (pages of the sampled accesses vs. the CPUs that made them):")
+			any = true
+		}
+		fmt.Fprintf(w, "#%d %s at %s: home %s; accessed from %s; remote %s; page node unknown %d\n",
+			i+1, o.Type, o.Site, nodes(o.NUMA.Home), nodes(o.NUMA.From), numaColumn(o.NUMA), o.NUMA.Unknown)
+	}
 }
 
 // stackErrors formats the failure breakdown, most frequent first.

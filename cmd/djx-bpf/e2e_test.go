@@ -401,7 +401,14 @@ func TestPageFaultEvent(t *testing.T) {
 			sites[o.Site] = true
 		}
 	}
-	t.Logf("page-fault samples %d, attributed %d, on the four arrays %d", r.Stats.Samples, r.Stats.Attributed, arrays)
+	t.Logf("page-fault samples %d, attributed %d, on the four arrays %d; stacks: signals %d, skipped %d, samples with a Java stack %d",
+		r.Stats.Samples, r.Stats.Attributed, arrays, r.Stats.StackSignals, r.Stats.StackSignalSkip, r.Stats.SamplesJavaStack)
+	// Faults come in bursts: the BPF program must have rate-limited the
+	// stack signals (a signal per fault once starved the JVM), and the
+	// faults still get Java stacks (the first touch names its allocation).
+	if r.Stats.StackSignalSkip == 0 || r.Stats.SamplesJavaStack == 0 {
+		t.Errorf("page-fault stacks: %d signals skipped, %d samples with a Java stack; want both > 0", r.Stats.StackSignalSkip, r.Stats.SamplesJavaStack)
+	}
 	if len(sites) != 4 || arrays*10 < r.Stats.Attributed*8 {
 		t.Errorf("first touches of the arrays: %d of %d attributed samples at sites %v, want most at all four sites", arrays, r.Stats.Attributed, sites)
 	}

@@ -12,6 +12,7 @@ Usage:
   djx-bpf profile --pid PID [flags]       profile a running JVM
   djx-bpf profile [flags] -- java ARGS... launch a JVM and profile it until it exits
   djx-bpf report [flags] FILE...          merge saved profiles and print them
+  djx-bpf events                          list the sample sources (--event) of this machine
   djx-bpf version
 
 Run 'djx-bpf profile -h' or 'djx-bpf report -h' for the flags.
@@ -29,6 +30,8 @@ func run(args []string) int {
 	switch args[0] {
 	case "profile":
 		return cmdProfile(args[1:])
+	case "events":
+		return cmdEvents(args[1:])
 	case "report":
 		return cmdReport(args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":

@@ -45,7 +45,7 @@ func cmdProfile(args []string) int {
 	var (
 		pid      = fs.Int("pid", 0, "`PID` of a running JVM to attach to")
 		duration = fs.Duration("duration", 0, "how long to profile (e.g. 30s); default: until Ctrl-C or the target exits")
-		event    = fs.String("event", "auto", "sample source: auto, decode or page-faults")
+		event    = fs.String("event", "auto", "sample source: auto, decode, page-faults, a hardware event or a raw perf event (djx-bpf events lists them)")
 		top      = fs.Int("top", 20, "number of objects to show (0: all)")
 		format   = fs.String("format", "table", "output format: table, json or pprof; default pprof for -o *.pb.gz or *.pprof")
 		out      = fs.String("o", "", "write the report to `FILE` (atomically) instead of standard output")
@@ -56,6 +56,7 @@ func cmdProfile(args []string) int {
 		budget   = fs.Uint64("alloc-budget", profiler.DefaultAllocBudget, "max sampled allocations per second in the JVM before the heap sampling interval is raised (0: no cap)")
 		accTop   = fs.Int("access-top", report.DefaultTableOptions.AccessTop, "table: access paths shown under each object and in the remainder (0: none; json lists all)")
 		depth    = fs.Int("depth", report.DefaultTableOptions.Depth, "table: frames shown per access path (0: all; json has whole paths)")
+		numaFlag = fs.Bool("numa", false, "find the NUMA node of each sampled page and of the sampling CPU: per object home nodes, accessing nodes and remote share")
 		stackSig = fs.Int("stack-signal", profiler.DefaultStackSignal, "`SIGNAL` number that asks sampled threads for their Java stacks (0: no access stacks)")
 	)
 	minSize := uint64(profiler.DefaultMinSize)
@@ -89,7 +90,7 @@ func cmdProfile(args []string) int {
 		fmt.Fprintf(os.Stderr, "djx-bpf profile: bad --pid %d\n", *pid)
 		return 2
 	case *stackSig < 0 || *stackSig > 64 || *stackSig == int(syscall.SIGKILL) || *stackSig == int(syscall.SIGSTOP):
-		fmt.Fprintf(os.Stderr, "djx-bpf profile: bad --stack-signal %d: use a free signal such as %d (real-time signals 34-64 are unused by HotSpot), or 0 for no stacks\n", *stackSig, profiler.DefaultStackSignal)
+		fmt.Fprintf(os.Stderr, "djx-bpf profile: bad --stack-signal %d: use a free signal such as %d (SIGURG; HotSpot uses neither it nor real-time signals), or 0 for no stacks\n", *stackSig, profiler.DefaultStackSignal)
 		return 2
 	case *accTop < 0 || *depth < 0:
 		fmt.Fprintln(os.Stderr, "djx-bpf profile: --access-top and --depth must be 0 or more")
@@ -102,7 +103,7 @@ func cmdProfile(args []string) int {
 	opts := profiler.Options{
 		Event: *event, Duration: *duration, MinSize: minSize, Interval: interval,
 		Freq: *freq, Period: *period, AllocBudget: *budget, Relocation: *relocate,
-		StackSignal: sig,
+		StackSignal: sig, NUMA: *numaFlag,
 	}
 	live := !*quiet && isCharDevice(os.Stderr)
 	if !*quiet {

@@ -1,0 +1,94 @@
+package profiler
+
+import (
+	"github.com/djx-bpf/djx-bpf/numa"
+	"github.com/djx-bpf/djx-bpf/pmu"
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// addMem counts sample p's data source and latency into m (allocated on
+// first use).
+func (j *jvm) addMem(m *report.MemMetrics, p *pending) *report.MemMetrics {
+	if m == nil {
+		m = &report.MemMetrics{}
+	}
+	m.Samples++
+	m.Latency += pmu.DecodeWeight(p.weight, j.weightStruct).Latency
+	d := pmu.DecodeDataSrc(p.dataSrc)
+	level := string(d.Level)
+	if level == "" {
+		level = "unknown"
+	}
+	if m.Levels == nil {
+		m.Levels = make(map[string]uint64)
+	}
+	m.Levels[level]++
+	if d.TLBMiss {
+		m.TLBMisses++
+	}
+	if d.SnoopHitM {
+		m.HitM++
+	}
+	if d.Remote {
+		m.Remote++
+	}
+	return m
+}
+
+// addMetrics returns a sum of a and b (nil when both are).
+func addMetrics(a, b *report.MemMetrics) *report.MemMetrics {
+	if b == nil {
+		return a
+	}
+	if a == nil {
+		a = &report.MemMetrics{}
+	}
+	a.Add(b)
+	return a
+}
+
+func addNUMA(a, b *report.NUMAMetrics) *report.NUMAMetrics {
+	if b == nil {
+		return a
+	}
+	if a == nil {
+		a = &report.NUMAMetrics{}
+	}
+	a.Add(b)
+	return a
+}
+
+// numaState finds the node of each sampled page (move_pages, cached per
+// page) and of each sampling CPU.
+type numaState struct {
+	topo  *numa.Topology
+	pages *numa.Cache
+}
+
+// newNUMA reads the topology and prepares the page lookups for --numa.
+func newNUMA() (*numaState, error) {
+	topo, err := numa.LoadTopology("/")
+	if err != nil {
+		return nil, err
+	}
+	return &numaState{topo: topo, pages: numa.NewCache(numa.MovePages{}, numa.DefaultMaxAge)}, nil
+}
+
+// add counts where sample p's page lives and where it was accessed from.
+func (n *numaState) add(m *report.NUMAMetrics, pid int, p *pending) *report.NUMAMetrics {
+	if m == nil {
+		m = &report.NUMAMetrics{Home: make(map[int]uint64), From: make(map[int]uint64)}
+	}
+	node, err := n.pages.Node(pid, p.addr)
+	if err != nil || node == numa.Unknown {
+		m.Unknown++
+		return m
+	}
+	from := n.topo.NodeOfCPU(int(p.cpu))
+	m.Home[node]++
+	m.From[from]++
+	if from != node && from != numa.Unknown {
+		m.Remote++
+	}
+	return m
+}

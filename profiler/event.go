@@ -86,8 +86,15 @@ func (src source) loaderConfig(o *Options) (loader.Config, error) {
 		return cfg, nil
 	}
 	ev := *src.event
-	if o.Period > 0 {
+	switch {
+	case o.Period > 0:
 		ev = ev.WithPeriod(o.Period)
+	case o.HWFreq > 0:
+		e, err := ev.WithFreq(uint64(o.HWFreq))
+		if err != nil {
+			return cfg, fmt.Errorf("event %s: --freq: %w; give --period instead", ev.Name, err)
+		}
+		ev = e
 	}
 	cfg.Attr = &ev.Attr
 	if ev.CPUs != "" {

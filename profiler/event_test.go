@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/pmu"
 )
@@ -68,5 +70,19 @@ func TestHardwareLoaderConfig(t *testing.T) {
 	}
 	if cfg.Source != loader.Hardware || cfg.Attr.Sample != 5003 || len(cfg.CPUs) == 0 {
 		t.Fatalf("config %+v attr %+v", cfg, cfg.Attr)
+	}
+}
+
+func TestHardwareFreqMode(t *testing.T) {
+	src, _, err := chooseSource("mem-loads", machine(t, "intel-skylake-sp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := src.loaderConfig(&Options{HWFreq: 4000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Attr.Sample != 4000 || cfg.Attr.Bits&unix.PerfBitFreq == 0 {
+		t.Fatalf("attr %+v: want frequency mode at 4000 Hz", cfg.Attr)
 	}
 }

@@ -64,7 +64,10 @@ type Options struct {
 	MinSize  uint64        // objects smaller than this are not tracked
 	Interval uint64        // heap sampling interval in bytes; 0: DefaultInterval(MinSize)
 	Freq     int           // decode sampling frequency per CPU, Hz
-	Period   uint64        // page-faults: every Period-th fault; hardware: every Period-th event (0: the event's default)
+	// HWFreq, when set, samples a hardware event in frequency mode (the
+	// kernel adjusts the period to about HWFreq samples per second).
+	HWFreq int
+	Period uint64 // page-faults: every Period-th fault; hardware: every Period-th event (0: the event's default)
 	// AllocBudget caps the JVM's sampled-allocation callbacks per second:
 	// above it the agent raises the heap sampling interval. 0: no cap.
 	AllocBudget uint64

@@ -49,7 +49,7 @@ func cmdProfile(args []string) int {
 		top      = fs.Int("top", 20, "number of objects to show (0: all)")
 		format   = fs.String("format", "table", "output format: table, json or pprof; default pprof for -o *.pb.gz or *.pprof")
 		out      = fs.String("o", "", "write the report to `FILE` (atomically) instead of standard output")
-		freq     = fs.Int("freq", profiler.DefaultFreq, "decode: samples per second per CPU")
+		freq     = fs.Int("freq", profiler.DefaultFreq, "samples per second per CPU (decode; hardware events: frequency mode instead of the catalog's period)")
 		period   = fs.Uint64("period", 0, "sample every N-th event (page-faults: default 1; hardware events: the catalog's default, see djx-bpf events)")
 		quiet    = fs.Bool("quiet", false, "no progress messages on standard error")
 		relocate = fs.String("relocation", profiler.DefaultRelocation, "how to follow objects the GC moves: uprobe, rescan or off")
@@ -70,8 +70,11 @@ func cmdProfile(args []string) int {
 		return 2
 	}
 	launch := fs.Args()
-	formatGiven := false
-	fs.Visit(func(f *flag.Flag) { formatGiven = formatGiven || f.Name == "format" })
+	formatGiven, freqGiven := false, false
+	fs.Visit(func(f *flag.Flag) {
+		formatGiven = formatGiven || f.Name == "format"
+		freqGiven = freqGiven || f.Name == "freq"
+	})
 	*format = outputFormat(*format, formatGiven, *out)
 	switch {
 	case *pid == 0 && len(launch) == 0:
@@ -104,6 +107,9 @@ func cmdProfile(args []string) int {
 		Event: *event, Duration: *duration, MinSize: minSize, Interval: interval,
 		Freq: *freq, Period: *period, AllocBudget: *budget, Relocation: *relocate,
 		StackSignal: sig, NUMA: *numaFlag,
+	}
+	if freqGiven {
+		opts.HWFreq = *freq
 	}
 	live := !*quiet && isCharDevice(os.Stderr)
 	if !*quiet {

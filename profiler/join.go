@@ -535,6 +535,7 @@ func (j *jvm) attribute(p *pending) {
 			}
 			if j.numa != nil {
 				s.numa = j.numa.add(s.numa, j.pid, p)
+				a.numa = j.numa.add(a.numa, j.pid, p)
 			}
 			return
 		}

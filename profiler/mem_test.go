@@ -47,6 +47,9 @@ func TestMemMetricsAndNUMA(t *testing.T) {
 	if a := o.Accesses; len(a) != 1 || a[0].Mem == nil || a[0].Mem.Samples != 3 {
 		t.Errorf("access metrics %+v", a)
 	}
+	if a := o.Accesses[0].NUMA; a == nil || a.Remote != 2 || a.Home[1] != 3 {
+		t.Errorf("access numa %+v", a)
+	}
 	n := o.NUMA
 	if n == nil || n.Home[1] != 3 || n.From[0] != 2 || n.From[1] != 1 || n.Remote != 2 {
 		t.Fatalf("numa %+v", n)

@@ -49,6 +49,7 @@ type access struct {
 	frames  []pathFrame
 	samples uint64
 	mem     *report.MemMetrics
+	numa    *report.NUMAMetrics
 }
 
 // accessSet holds the access paths of one object (or of the remainder),
@@ -360,10 +361,11 @@ func (j *jvm) accesses(sets ...accessSet) []report.Access {
 			if i, ok := idx[k]; ok {
 				out[i].Samples += a.samples
 				out[i].Mem = addMetrics(out[i].Mem, a.mem)
+				out[i].NUMA = addNUMA(out[i].NUMA, a.numa)
 				continue
 			}
 			idx[k] = len(out)
-			out = append(out, report.Access{Where: a.where, Path: path, Samples: a.samples, Mem: addMetrics(nil, a.mem)})
+			out = append(out, report.Access{Where: a.where, Path: path, Samples: a.samples, Mem: addMetrics(nil, a.mem), NUMA: addNUMA(nil, a.numa)})
 		}
 	}
 	return out

@@ -49,8 +49,9 @@ type Access struct {
 	Path    []string `json:"path"` // innermost frame first
 	Samples uint64   `json:"samples"`
 	// Share is of the object's samples (of all samples, in the remainder).
-	Share float64     `json:"share"`
-	Mem   *MemMetrics `json:"mem,omitempty"`
+	Share float64      `json:"share"`
+	Mem   *MemMetrics  `json:"mem,omitempty"`
+	NUMA  *NUMAMetrics `json:"numa,omitempty"`
 }
 
 // Stats are the run's counters.
@@ -183,6 +184,12 @@ func MergeAccesses(as []Access, depth int, total uint64) []Access {
 				}
 				out[i].Mem.Add(a.Mem)
 			}
+			if a.NUMA != nil {
+				if out[i].NUMA == nil {
+					out[i].NUMA = &NUMAMetrics{}
+				}
+				out[i].NUMA.Add(a.NUMA)
+			}
 			continue
 		}
 		idx[k] = len(out)
@@ -190,6 +197,10 @@ func MergeAccesses(as []Access, depth int, total uint64) []Access {
 		if a.Mem != nil {
 			na.Mem = &MemMetrics{}
 			na.Mem.Add(a.Mem)
+		}
+		if a.NUMA != nil {
+			na.NUMA = &NUMAMetrics{}
+			na.NUMA.Add(a.NUMA)
 		}
 		out = append(out, na)
 	}
@@ -423,7 +434,14 @@ func writeAccesses(w io.Writer, objs []Object, r *Report, opt TableOptions) {
 		return
 	}
 	line := func(a Access) {
-		fmt.Fprintf(w, "  %6.1f%% %6d  %s\n", 100*a.Share, a.Samples, strings.Join(a.Path, " <- "))
+		extra := ""
+		if a.Mem != nil && a.Mem.Samples > 0 {
+			extra += fmt.Sprintf("  [avg lat %.0f, DRAM %s]", float64(a.Mem.Latency)/float64(a.Mem.Samples), memColumns(a.Mem)[1])
+		}
+		if a.NUMA != nil {
+			extra += "  [remote " + numaColumn(a.NUMA) + "]"
+		}
+		fmt.Fprintf(w, "  %6.1f%% %6d  %s%s\n", 100*a.Share, a.Samples, strings.Join(a.Path, " <- "), extra)
 	}
 	any := false
 	for i, o := range objs {

@@ -397,11 +397,14 @@ func writeNUMA(w io.Writer, objs []Object) {
 			continue
 		}
 		if !any {
-			fmt.Fprintln(w, "\nNUMA (pages of the sampled accesses vs. the CPUs that made them):")
+			fmt.Fprintln(w, "NUMA (pages of the sampled accesses vs. the CPUs that made them):")
 			any = true
 		}
 		fmt.Fprintf(w, "#%d %s at %s: home %s; accessed from %s; remote %s; page node unknown %d\n",
 			i+1, o.Type, o.Site, nodes(o.NUMA.Home), nodes(o.NUMA.From), numaColumn(o.NUMA), o.NUMA.Unknown)
+	}
+	if any {
+		fmt.Fprintln(w)
 	}
 }
 

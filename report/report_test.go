@@ -177,3 +177,19 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+// Hardware sources and --numa add columns and a NUMA section; decode
+// reports (sample()) have neither.
+func TestTableMemAndNUMAColumns(t *testing.T) {
+	r := sample()
+	hot := &r.Objects[0]
+	hot.Mem = &MemMetrics{Samples: 7000, Latency: 7000 * 180, Levels: map[string]uint64{"L3": 2000, "local DRAM": 4000, "remote DRAM": 1000}, TLBMisses: 700, HitM: 12, Remote: 1000}
+	hot.NUMA = &NUMAMetrics{Home: map[int]uint64{0: 5000, 1: 2000}, From: map[int]uint64{0: 3500, 1: 3500}, Remote: 3500}
+	hot.Accesses[0].Mem = &MemMetrics{Samples: 5000, Latency: 5000 * 200, Levels: map[string]uint64{"local DRAM": 5000}}
+	hot.Accesses[0].NUMA = &NUMAMetrics{Home: map[int]uint64{0: 5000}, From: map[int]uint64{1: 5000}, Remote: 5000}
+	var b bytes.Buffer
+	if err := WriteTable(&b, r, TableOptions{Top: 20, AccessTop: 3, Depth: 2}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "table_mem.golden", b.Bytes())
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/djx-bpf/djx-bpf/report"
@@ -129,7 +130,7 @@ func Decode(p *profile.Profile) ([]*report.Report, error) {
 			if len(stack) == 0 || stack[len(stack)-1] != report.RemainderFrame(where) {
 				return nil, fmt.Errorf("corrupt sample: remainder sample does not end in %q", report.RemainderFrame(where))
 			}
-			d.addRemainder(where, stack[:len(stack)-1], uint64(n))
+			d.addRemainder(where, stack[:len(stack)-1], uint64(n), s)
 			continue
 		}
 		at := slices.IndexFunc(stack, func(f string) bool { return strings.HasPrefix(f, "[object] ") })
@@ -140,7 +141,7 @@ func Decode(p *profile.Profile) ([]*report.Report, error) {
 		if !ok {
 			return nil, fmt.Errorf("corrupt sample: object %s (allocated at %s) is not in the metadata of pid %d", stack[at], strings.Join(stack[at+1:], " <- "), d.rep.PID)
 		}
-		d.addAccess(k, stack[:at], uint64(n))
+		d.addAccess(k, stack[:at], uint64(n), s)
 	}
 	for _, d := range ds {
 		for k := range d.rep.Objects {
@@ -158,7 +159,7 @@ func Decode(p *profile.Profile) ([]*report.Report, error) {
 	return reps, nil
 }
 
-func (d *decoded) addAccess(obj int, path []string, n uint64) {
+func (d *decoded) addAccess(obj int, path []string, n uint64, s *profile.Sample) {
 	o := &d.rep.Objects[obj]
 	if d.paths[obj] == nil {
 		d.paths[obj] = make(map[string]int)
@@ -166,20 +167,72 @@ func (d *decoded) addAccess(obj int, path []string, n uint64) {
 	key := strings.Join(path, "\x00")
 	if i, ok := d.paths[obj][key]; ok {
 		o.Accesses[i].Samples += n
+		addMetrics(&o.Accesses[i], s)
 		return
 	}
 	d.paths[obj][key] = len(o.Accesses)
 	o.Accesses = append(o.Accesses, report.Access{Path: clonePath(path), Samples: n})
+	addMetrics(&o.Accesses[len(o.Accesses)-1], s)
 }
 
-func (d *decoded) addRemainder(where string, path []string, n uint64) {
+func (d *decoded) addRemainder(where string, path []string, n uint64, s *profile.Sample) {
 	key := where + "\x01" + strings.Join(path, "\x00")
 	if i, ok := d.rest[key]; ok {
 		d.rep.Remainder[i].Samples += n
+		addMetrics(&d.rep.Remainder[i], s)
 		return
 	}
 	d.rest[key] = len(d.rep.Remainder)
 	d.rep.Remainder = append(d.rep.Remainder, report.Access{Where: where, Path: clonePath(path), Samples: n})
+	addMetrics(&d.rep.Remainder[len(d.rep.Remainder)-1], s)
+}
+
+// addMetrics adds the memory metrics and NUMA placement a sample carries
+// (metricLabels) to its access path. Negative values are corrupt input and
+// are left out.
+func addMetrics(a *report.Access, s *profile.Sample) {
+	num := func(k string) uint64 {
+		if v := s.NumLabel[k]; len(v) == 1 && v[0] > 0 {
+			return uint64(v[0])
+		}
+		return 0
+	}
+	if _, ok := s.NumLabel[numMemSamples]; ok {
+		m := &report.MemMetrics{Samples: num(numMemSamples), TLBMisses: num(numTLBMisses), HitM: num(numHitM), Remote: num(numRemoteMem)}
+		if len(s.Value) > ValLatency && s.Value[ValLatency] > 0 {
+			m.Latency = uint64(s.Value[ValLatency])
+		}
+		for k := range s.NumLabel {
+			if l, ok := strings.CutPrefix(k, numLevel); ok {
+				if m.Levels == nil {
+					m.Levels = make(map[string]uint64)
+				}
+				m.Levels[l] = num(k)
+			}
+		}
+		if a.Mem == nil {
+			a.Mem = &report.MemMetrics{}
+		}
+		a.Mem.Add(m)
+	}
+	if _, ok := s.NumLabel[numRemote]; ok {
+		n := &report.NUMAMetrics{Home: map[int]uint64{}, From: map[int]uint64{}, Remote: num(numRemote), Unknown: num(numUnknown)}
+		for k := range s.NumLabel {
+			if v, ok := strings.CutPrefix(k, numHome); ok {
+				if node, err := strconv.Atoi(v); err == nil {
+					n.Home[node] = num(k)
+				}
+			} else if v, ok := strings.CutPrefix(k, numFrom); ok {
+				if node, err := strconv.Atoi(v); err == nil {
+					n.From[node] = num(k)
+				}
+			}
+		}
+		if a.NUMA == nil {
+			a.NUMA = &report.NUMAMetrics{}
+		}
+		a.NUMA.Add(n)
+	}
 }
 
 func clonePath(p []string) []string {
@@ -212,10 +265,11 @@ func label(s *profile.Sample, key string) string {
 	return ""
 }
 
-// checkSampleTypes wants the value types Encode writes.
+// checkSampleTypes wants the value types Encode writes; files from before
+// the latency type have its first six.
 func checkSampleTypes(p *profile.Profile) error {
-	ok := len(p.SampleType) == len(SampleTypes)
-	for i := 0; ok && i < len(SampleTypes); i++ {
+	ok := len(p.SampleType) == len(SampleTypes) || len(p.SampleType) == ValLatency
+	for i := 0; ok && i < len(p.SampleType); i++ {
 		ok = p.SampleType[i].Type == SampleTypes[i].Type && p.SampleType[i].Unit == SampleTypes[i].Unit
 	}
 	if ok {

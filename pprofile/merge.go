@@ -89,6 +89,7 @@ func Merge(reps ...*report.Report) *report.Report {
 				m.Samples += o.Samples
 				m.EstSamples += o.EstSamples
 			}
+			mergeMetrics(&out.Objects[i], &o, ok)
 			accesses[i] = append(accesses[i], o.Accesses...)
 		}
 		remainder = append(remainder, r.Remainder...)
@@ -201,4 +202,24 @@ func sizes(ns []uint64) string {
 		s[i] = report.Bytes(n)
 	}
 	return strings.Join(s, ", ")
+}
+
+// mergeMetrics adds o's memory metrics and NUMA placement into m; a new m
+// (!existing) gets copies, so that merging never changes its inputs.
+func mergeMetrics(m, o *report.Object, existing bool) {
+	if !existing {
+		m.Mem, m.NUMA = nil, nil
+	}
+	if o.Mem != nil {
+		if m.Mem == nil {
+			m.Mem = &report.MemMetrics{}
+		}
+		m.Mem.Add(o.Mem)
+	}
+	if o.NUMA != nil {
+		if m.NUMA == nil {
+			m.NUMA = &report.NUMAMetrics{}
+		}
+		m.NUMA.Add(o.NUMA)
+	}
 }

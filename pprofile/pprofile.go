@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
@@ -67,6 +68,9 @@ const (
 	ValAllocBytes
 	ValEstAllocObjects
 	ValEstAllocBytes
+	// ValLatency is the summed load latency of the access samples, where
+	// the source measures it (PEBS, IBS); 0 otherwise.
+	ValLatency
 	numValues
 )
 
@@ -78,6 +82,7 @@ var SampleTypes = [numValues]struct{ Type, Unit string }{
 	{"alloc_bytes", "bytes"},
 	{"est_alloc_objects", "count"},
 	{"est_alloc_bytes", "bytes"},
+	{"latency", "cycles"},
 }
 
 // Kinds of samples, in the "kind" label.
@@ -211,7 +216,7 @@ func (e *encoder) report(r *report.Report) {
 				stack := make([]*profile.Location, 0, len(a.Path)+len(tail))
 				stack = e.appendLocs(stack, a.Path)
 				stack = append(stack, tail...)
-				e.add(stack, access, pid, ValSamples, clamp(a.Samples), ValEstSamples, est[k])
+				e.add(stack, access, metricLabels(pid, a.Mem, a.NUMA), ValSamples, clamp(a.Samples), ValEstSamples, est[k], ValLatency, latency(a.Mem))
 			}
 		}
 		if n := weights[len(o.Accesses)]; n > 0 || est[len(o.Accesses)] > 0 {
@@ -228,8 +233,58 @@ func (e *encoder) report(r *report.Report) {
 		stack = e.appendLocs(stack, a.Path)
 		stack = append(stack, e.loc(report.RemainderFrame(a.Where)))
 		labels := map[string][]string{"where": {a.Where}, "event": {r.Event}, "kind": {KindRemainder}}
-		e.add(stack, labels, pid, ValSamples, clamp(a.Samples))
+		e.add(stack, labels, metricLabels(pid, a.Mem, a.NUMA), ValSamples, clamp(a.Samples), ValLatency, latency(a.Mem))
 	}
+}
+
+func latency(m *report.MemMetrics) int64 {
+	if m == nil {
+		return 0
+	}
+	return clamp(m.Latency)
+}
+
+// Numeric labels that carry an access path's memory metrics and NUMA
+// placement, so that a profile read back shows the same table.
+const (
+	numMemSamples = "mem_samples"
+	numTLBMisses  = "tlb_misses"
+	numHitM       = "hitm"
+	numRemoteMem  = "remote_mem"
+	numLevel      = "level:" // + level name
+	numHome       = "numa_home:"
+	numFrom       = "numa_from:"
+	numRemote     = "numa_remote"
+	numUnknown    = "numa_unknown"
+)
+
+// metricLabels adds the labels of mem and numa to pid's (shared: copied
+// only when there is something to add).
+func metricLabels(pid map[string][]int64, mem *report.MemMetrics, numa *report.NUMAMetrics) map[string][]int64 {
+	if mem == nil && numa == nil {
+		return pid
+	}
+	out := maps.Clone(pid)
+	if mem != nil {
+		out[numMemSamples] = []int64{clamp(mem.Samples)}
+		out[numTLBMisses] = []int64{clamp(mem.TLBMisses)}
+		out[numHitM] = []int64{clamp(mem.HitM)}
+		out[numRemoteMem] = []int64{clamp(mem.Remote)}
+		for l, n := range mem.Levels {
+			out[numLevel+l] = []int64{clamp(n)}
+		}
+	}
+	if numa != nil {
+		out[numRemote] = []int64{clamp(numa.Remote)}
+		out[numUnknown] = []int64{clamp(numa.Unknown)}
+		for n, v := range numa.Home {
+			out[numHome+strconv.Itoa(n)] = []int64{clamp(v)}
+		}
+		for n, v := range numa.From {
+			out[numFrom+strconv.Itoa(n)] = []int64{clamp(v)}
+		}
+	}
+	return out
 }
 
 // add appends a sample; iv holds pairs of value index and value.

@@ -626,3 +626,30 @@ func BenchmarkMerge10(b *testing.B) {
 		}
 	})
 }
+
+// Memory metrics and NUMA placement (hardware sources, --numa) survive the
+// round trip: per object in the metadata, per path in numeric labels and
+// the latency value.
+func TestPprofRoundTripMemNUMA(t *testing.T) {
+	want := testReport()
+	o := &want.Objects[0]
+	o.Mem = &report.MemMetrics{Samples: 10, Latency: 2000, Levels: map[string]uint64{"L3": 4, "local DRAM": 6}, TLBMisses: 2, HitM: 1}
+	o.NUMA = &report.NUMAMetrics{Home: map[int]uint64{0: 7, 1: 3}, From: map[int]uint64{0: 10}, Remote: 3, Unknown: 1}
+	o.Accesses[0].Mem = &report.MemMetrics{Samples: 5, Latency: 900, Levels: map[string]uint64{"local DRAM": 5}, Remote: 1}
+	o.Accesses[0].NUMA = &report.NUMAMetrics{Home: map[int]uint64{1: 3}, From: map[int]uint64{0: 3}, Remote: 3}
+	if len(want.Remainder) > 0 {
+		want.Remainder[0].Mem = &report.MemMetrics{Samples: 2, Latency: 60, Levels: map[string]uint64{"L1": 2}}
+	}
+	got, err := Read(bytes.NewReader(encode(t, want)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got[0], want) {
+		t.Errorf("round trip differs:\n got %+v\nwant %+v", got[0].Objects[0], want.Objects[0])
+	}
+	wt, _, _ := tables(t, want)
+	gt, _, _ := tables(t, got[0])
+	if gt != wt {
+		t.Errorf("table differs:\n--- got\n%s\n--- want\n%s", gt, wt)
+	}
+}

@@ -1,0 +1,166 @@
+package discover
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMainOf(t *testing.T) {
+	for _, c := range []struct {
+		args string
+		want string
+	}{
+		{"java -Xmx1g -cp a.jar:b com.example.Main arg", "com.example.Main"},
+		{"java -classpath x -jar app.jar --port 8080", "-jar app.jar"},
+		{"java --add-opens java.base/java.lang=ALL-UNNAMED -m mod/com.x.Main", "-m mod/com.x.Main"},
+		{"java -XX:+UseG1GC", ""},
+	} {
+		if got := MainOf(strings.Fields(c.args)); got != c.want {
+			t.Errorf("MainOf(%q) = %q, want %q", c.args, got, c.want)
+		}
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	st := "Name:\tjava\nUid:\t1000\t1001\t1001\t1001\nNSpid:\t4242\t7\n"
+	uid, ns := parseStatus([]byte(st), 4242)
+	if uid != 1001 || ns != 7 {
+		t.Errorf("uid %d nspid %d, want 1001 (effective) and 7 (innermost)", uid, ns)
+	}
+}
+
+func TestCommittedAndOops(t *testing.T) {
+	jdk17 := " garbage-first heap   total 524288K, used 2048K [0x00000000e0000000, 0x0000000100000000)\n  region size 1024K\n Metaspace       used 6K, committed 64K, reserved 1056768K\n  class space    used 0K, committed 0K, reserved 1048576K\n"
+	jdk25 := "garbage-first heap   total reserved 262144K, committed 262144K, used 111854K [0x00000000f0000000, 0x0000000100000000)\n Metaspace       used 6K, committed 64K, reserved 1114112K\n"
+	parallel := " PSYoungGen      total 305664K, used 15729K [...)\n ParOldGen       total 699392K, used 0K [...)\n Metaspace       used 6K, committed 64K, reserved 1056768K\n"
+	for _, c := range []struct {
+		text string
+		want uint64
+	}{{jdk17, 524288 << 10}, {jdk25, 262144 << 10}, {parallel, (305664 + 699392) << 10}} {
+		if got := committed(c.text); got != c.want {
+			t.Errorf("committed = %d, want %d for\n%s", got, c.want, c.text)
+		}
+	}
+	for _, c := range []struct {
+		info, flags, mode string
+		shift             int
+	}{
+		{"Heap address: 0x00000000f0000000, size: 256 MB, Compressed Oops mode: 32-bit\n", "-XX:+UseCompressedOops", "32-bit", 0},
+		{"heap address: 0x0000001000000000, size: 31744 MB, Compressed Oops mode: Non-zero disjoint base: 0x0000001000000000, Oop shift amount: 3\n", "", "Non-zero disjoint base", 3},
+		{"heap address: 0x0000000080000000, size: 30720 MB, Compressed Oops mode: Zero based, Oop shift amount: 3\n", "-XX:+UseCompressedOops", "Zero based", 3},
+		{" Compressed Oops: Disabled\n", "-XX:+UseParallelGC", "off", 0},
+		{"", "-XX:-UseCompressedOops", "off", 0},
+	} {
+		mode, _, shift := oopsMode(c.info, c.flags)
+		if mode != c.mode || shift != c.shift {
+			t.Errorf("oopsMode(%q) = %q %d, want %q %d", c.info, mode, shift, c.mode, c.shift)
+		}
+	}
+}
+
+// Live: list's view of JVMs with different heaps matches what each JVM
+// logs about itself at startup (-Xlog:gc+init prints "Compressed Oops:
+// Enabled (32-bit)" or "Disabled", and "Heap Max Capacity: 256M").
+func TestDescribeMatchesJVMsOwnView(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live JVM test skipped in -short mode")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("attaching needs root (or the JVM's user)")
+	}
+	jdk := "/usr/lib/jvm/java-17-openjdk-amd64"
+	homes := []string{jdk}
+	if _, err := os.Stat("/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"); err == nil {
+		homes = append(homes, "/usr/lib/jvm/temurin-25-jdk-amd64")
+	} else {
+		t.Logf("Temurin 25 not installed: testing JDK 17 only")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "Idle.java")
+	if err := os.WriteFile(src, []byte(`public class Idle { public static void main(String[] a) throws Exception { System.out.println("ready"); Thread.sleep(60000); } }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(filepath.Join(jdk, "bin", "javac"), "-d", dir, src).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	coops := regexp.MustCompile(`Compressed Oops: (?:Enabled \(([^)]+)\)|(Disabled))`)
+	maxCap := regexp.MustCompile(`Heap Max Capacity: (\d+)([MG])`)
+	for _, home := range homes {
+		for _, flags := range [][]string{{"-Xmx256m"}, {"-Xmx2g", "-XX:+UseParallelGC"}, {"-Xmx512m", "-XX:-UseCompressedOops"}, {"-Xmx31g"}} {
+			args := append(append([]string{"-Xlog:gc+init=info"}, flags...), "-cp", dir, "Idle")
+			cmd := exec.Command(filepath.Join(home, "bin", "java"), args...)
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := cmd.Process.Pid
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			var logged []string
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				logged = append(logged, sc.Text())
+				if sc.Text() == "ready" {
+					break
+				}
+			}
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			j, ok := Inspect(pid)
+			if !ok || j.Kind != HotSpot || j.Main != "Idle" {
+				t.Fatalf("%s %v: /proc view %+v ok=%v", home, flags, j, ok)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			d := Describe(ctx, j)
+			cancel()
+			if d.Attach != "ok" {
+				t.Fatalf("%s %v: attach: %s", home, flags, d.Attach)
+			}
+			log := strings.Join(logged, "\n")
+			own, capm := coops.FindStringSubmatch(log), maxCap.FindStringSubmatch(log)
+			if own == nil || capm == nil {
+				t.Fatalf("%s %v: the JVM logged no compressed-oops mode or max capacity:\n%s", home, flags, log)
+			}
+			want := own[1]
+			if own[2] != "" {
+				want = "off"
+			}
+			wantMax := parseU(capm[1]) << 20
+			if capm[2] == "G" {
+				wantMax <<= 10
+			}
+			t.Logf("%s %v: list says %s, %s, oops %q shift %d, max %d committed %d; the JVM logged %q, %q", filepath.Base(home), flags, d.VM, d.GC, d.Oops, d.OopShift, d.MaxHeap, d.Committed, own[0], capm[0])
+			if d.Oops != want {
+				t.Errorf("%s %v: compressed oops %q, the JVM says %q", home, flags, d.Oops, want)
+			}
+			if d.MaxHeap != wantMax {
+				t.Errorf("%s %v: max heap %d, the JVM says %d", home, flags, d.MaxHeap, wantMax)
+			}
+			if d.Committed == 0 || d.Committed > d.MaxHeap || d.Reserved < d.MaxHeap/2 {
+				t.Errorf("%s %v: committed %d reserved %d max %d", home, flags, d.Committed, d.Reserved, d.MaxHeap)
+			}
+			if (flags[len(flags)-1] == "-XX:+UseParallelGC") != (d.GC == "Parallel") {
+				t.Errorf("%s %v: GC %q", home, flags, d.GC)
+			}
+		}
+	}
+}
+
+func parseU(s string) uint64 {
+	var n uint64
+	for _, c := range s {
+		n = n*10 + uint64(c-'0')
+	}
+	return n
+}

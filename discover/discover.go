@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // VM kinds.
@@ -22,15 +23,19 @@ const (
 
 // JVM is one Java process as /proc shows it.
 type JVM struct {
-	PID         int    // host pid
-	NSPID       int    // pid in its own pid namespace (== PID outside containers)
-	UID         int    // effective uid
-	User        string // user name, or the uid when the host has no such user
-	Kind        string // HotSpot or OpenJ9
-	Main        string // main class or -jar file, as given on the command line
-	Java        string // the java binary (argv[0])
-	AgentLoaded bool   // a djx-bpf agent library is mapped (loaded by an earlier or running profile)
-	Container   bool   // in another pid namespace than ours
+	PID     int    // host pid
+	NSPID   int    // pid in its own pid namespace (== PID outside containers)
+	UID     int    // effective uid
+	User    string // user name, or the uid when the host has no such user
+	Kind    string // HotSpot or OpenJ9
+	Main    string // main class or -jar file, as given on the command line
+	Java    string // the java binary (argv[0])
+	Cmdline string `json:"-"` // the whole command line, space-separated
+	// Age is how long the process has run (0 if unknown): a JVM attached
+	// while it is still starting refuses JVMTI 11 environments.
+	Age         time.Duration `json:"-"`
+	AgentLoaded bool          // a djx-bpf agent library is mapped (loaded by an earlier or running profile)
+	Container   bool          // in another pid namespace than ours
 }
 
 // ProcRoot is where /proc is read; tests point it at a fake tree.
@@ -76,6 +81,7 @@ func Inspect(pid int) (JVM, bool) {
 		j.UID, j.NSPID = parseStatus(st, pid)
 	}
 	j.Container = j.NSPID != pid
+	j.Age = age(dir)
 	j.User = strconv.Itoa(j.UID)
 	if u, err := user.LookupId(j.User); err == nil {
 		j.User = u.Username
@@ -86,6 +92,7 @@ func Inspect(pid int) (JVM, bool) {
 			j.Java = args[0]
 		}
 		j.Main = MainOf(args)
+		j.Cmdline = strings.Join(args, " ")
 	}
 	return j, true
 }
@@ -148,4 +155,47 @@ func MainOf(args []string) string {
 		}
 	}
 	return ""
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's start time; 100 on
+// every Linux architecture djx-bpf runs on.
+const clockTicks = 100
+
+// age reads how long ago the process started: its start time (field 22 of
+// /proc/PID/stat, in clock ticks since boot) against /proc/uptime.
+func age(dir string) time.Duration {
+	st, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count from its ')'.
+	i := bytes.LastIndexByte(st, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(st[i+1:]))
+	if len(f) < 20 {
+		return 0
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0
+	}
+	up, err := os.ReadFile(filepath.Join(ProcRoot, "uptime"))
+	if err != nil {
+		return 0
+	}
+	uf := strings.Fields(string(up))
+	if len(uf) == 0 {
+		return 0
+	}
+	secs, err := strconv.ParseFloat(uf[0], 64)
+	if err != nil {
+		return 0
+	}
+	d := time.Duration(secs*float64(time.Second)) - time.Duration(start)*time.Second/clockTicks
+	if d < 0 {
+		return 0
+	}
+	return d
 }

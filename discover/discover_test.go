@@ -118,7 +118,7 @@ func TestDescribeMatchesJVMsOwnView(t *testing.T) {
 				}
 			}()
 			j, ok := Inspect(pid)
-			if !ok || j.Kind != HotSpot || j.Main != "Idle" {
+			if !ok || j.Kind != HotSpot || j.Main != "Idle" || j.Age <= 0 || j.Age > time.Minute {
 				t.Fatalf("%s %v: /proc view %+v ok=%v", home, flags, j, ok)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -162,6 +162,11 @@ type session struct {
 	start   time.Time
 	// stacksAsked: the BPF program was told to signal the JVM for stacks.
 	stacksAsked bool
+	// shared is set when the sampler serves several JVMs (scan): samples
+	// come from the dispatcher, and the sampler is not this session's to
+	// stop or close.
+	shared *dispatcher
+	feed   <-chan loader.Sample
 }
 
 // noteExit records that the target ended before the profile did.
@@ -212,7 +217,9 @@ func (s *session) close() {
 	if s.conn != nil {
 		s.conn.Close()
 	}
-	if s.sampler != nil {
+	if s.shared != nil {
+		s.shared.remove(s.pid)
+	} else if s.sampler != nil {
 		s.sampler.Close()
 	}
 	if s.ch != nil {
@@ -227,12 +234,21 @@ func Attach(ctx context.Context, pid int, opts Options) (*report.Report, error) 
 		return nil, err
 	}
 	defer s.close()
+	if err := s.openSampler(); err != nil {
+		return nil, err
+	}
+	return s.attach(ctx, pid)
+}
+
+// attach loads the agent into pid and profiles it with the session's
+// sampler.
+func (s *session) attach(ctx context.Context, pid int) (_ *report.Report, err error) {
 	s.pid = pid
 	if s.target, err = attach.Inspect(pid); err != nil {
 		return nil, err
 	}
-	if err := s.openSampler(); err != nil {
-		return nil, err
+	if s.shared != nil {
+		s.feed = s.shared.add(pid)
 	}
 	if s.ch, err = channel.Create(channel.Spec{Root: s.target.Root, UID: s.target.UID, GID: s.target.GID, Library: agent.Library()}); err != nil {
 		return nil, fmt.Errorf("prepare agent channel for pid %d: %w", pid, err)
@@ -389,17 +405,22 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	}
 	s.opts.note("profiling pid %d with event %s", s.pid, s.src.name)
 
-	samples := make(chan loader.Sample, 4096)
-	go func() {
-		defer close(samples)
-		var smp loader.Sample
-		for {
-			if err := s.sampler.Read(&smp); err != nil {
-				return // closed, or flushed at the end
+	samples := s.feed
+	if samples == nil {
+		own := make(chan loader.Sample, 4096)
+		go func() {
+			defer close(own)
+			var smp loader.Sample
+			for {
+				if err := s.sampler.Read(&smp); err != nil {
+					return // closed, or flushed at the end
+				}
+				own <- smp
 			}
-			samples <- smp
-		}
-	}()
+		}()
+		samples = own
+	}
+	loopSamples := samples
 	batches := make(chan *agent.Batch, 64)
 	agentDone := make(chan error, 1)
 	go func() {
@@ -448,7 +469,11 @@ loop:
 				p.Dropped = c.Dropped
 			}
 			s.opts.Progress(p)
-		case smp := <-samples:
+		case smp, ok := <-loopSamples:
+			if !ok {
+				loopSamples = nil // the shared sampler closed: the scan is ending
+				continue
+			}
 			s.j.onSample(&smp, s.src.kind)
 		case m := <-relocC:
 			s.j.applyReloc(m)
@@ -501,8 +526,16 @@ loop:
 		s.j.stats.RelocHitsInGC = c.HitsInGC
 		s.j.stats.RelocDropped = c.Dropped
 	}
-	s.sampler.Disable()
-	s.sampler.Flush()
+	if s.shared != nil {
+		// Other JVMs go on sampling: stop this one's samples and take
+		// what the dispatcher still holds for it.
+		s.sampler.SetStackSignal(s.pid, 0)
+		s.sampler.RemovePID(s.pid)
+		s.shared.closeAfter(s.pid, 100*time.Millisecond)
+	} else {
+		s.sampler.Disable()
+		s.sampler.Flush()
+	}
 	for smp := range samples {
 		s.j.onSample(&smp, s.src.kind)
 	}
@@ -601,7 +634,7 @@ func (s *session) loadHeap(ctx context.Context) {
 
 func (s *session) finish(elapsed time.Duration) *report.Report {
 	st := s.j.stats
-	if c, err := s.sampler.Counters(); err == nil {
+	if c, err := s.sampler.Counters(); err == nil && s.shared == nil {
 		st.Dropped = c.Dropped
 		st.KernelSkipped = c.Kernel
 		st.StackSignals = c.Signaled

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -745,5 +746,79 @@ func TestProfileToPprofAndBack(t *testing.T) {
 	}
 	if !strings.Contains(string(top), "[object] long[] @ HotPaths.allocHot") {
 		t.Errorf("go tool pprof -top lacks the hot object frame:\n%s", top)
+	}
+}
+
+// scan: two JVMs with different hot objects (JDK 17 and Temurin 25 when
+// present), and a third that starts during the scan and exits before it
+// ends. Each report must rank its own JVM's hot object first; the late
+// JVM must be picked up and reported with its exit. --match keeps the scan
+// off JVMs of other tests running in parallel.
+func TestScanSeveralJVMs(t *testing.T) {
+	setup(t)
+	marker := fmt.Sprintf("-Ddjx.scan.test=%d", time.Now().UnixNano())
+	home25 := jdks()["jdk17"]
+	if h, ok := jdks()["temurin25"]; ok {
+		home25 = h
+	}
+	a := startJVM(t, jdks()["jdk17"], []string{marker}, "30")
+	b := startJVM(t, home25, []string{marker}, "-main=HotPaths", "30")
+	out := filepath.Join(t.TempDir(), "scan.json")
+	scan := exec.Command(binPath, "scan", "--duration", "9s", "--match", regexp.QuoteMeta(marker), "--format", "json", "-o", out)
+	var stderrB strings.Builder
+	scan.Stderr = &stderrB
+	if err := scan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if scan.ProcessState == nil {
+			scan.Process.Kill()
+			scan.Wait()
+		}
+	})
+	time.Sleep(2 * time.Second)
+	c := startJVM(t, jdks()["jdk17"], []string{marker}, "-main=HotPaths", "5")
+	err := scan.Wait()
+	stderr := stderrB.String()
+	if err != nil {
+		t.Fatalf("scan: %v\n%s", err, stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc report.Scan
+	if err := json.Unmarshal(data, &sc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]string{a.cmd.Process.Pid: "HotArrays.allocHot:12", b.cmd.Process.Pid: "HotPaths.allocHot:" + fmt.Sprint(markerLine(t, "HotPaths.java", "HOT-SITE")), c.cmd.Process.Pid: "HotPaths.allocHot:" + fmt.Sprint(markerLine(t, "HotPaths.java", "HOT-SITE"))}
+	got := map[int]*report.Report{}
+	for _, r := range sc.JVMs {
+		got[r.PID] = r
+	}
+	if len(sc.JVMs) != 3 || len(sc.Skipped) != 0 {
+		t.Fatalf("scan profiled %d JVMs (want 3), skipped %+v; late JVM's output:\n%s\nstderr:\n%s", len(sc.JVMs), sc.Skipped, c.output(), stderr)
+	}
+	for pid, site := range want {
+		r := got[pid]
+		if r == nil {
+			t.Errorf("pid %d not in the scan", pid)
+			continue
+		}
+		t.Logf("pid %d: %d samples, top %s %s (%.1f%%), notes %q", pid, r.Stats.Samples, r.Objects[0].Type, r.Objects[0].Site, 100*r.Objects[0].Share, r.Notes)
+		if len(r.Objects) == 0 || r.Objects[0].Site != site || r.Objects[0].Type != "long[]" {
+			t.Errorf("pid %d: top object %+v, want long[] at %s", pid, r.Objects, site)
+		}
+	}
+	if r := got[c.cmd.Process.Pid]; r != nil && !strings.Contains(strings.Join(r.Notes, "\n"), "exited") {
+		t.Errorf("late JVM exited during the scan, but its report says nothing: %q", r.Notes)
+	}
+	// The scan leaves the JVMs running.
+	for _, j := range []*jvm{a, b} {
+		select {
+		case <-j.done:
+			t.Errorf("pid %d ended during the scan: %s", j.cmd.Process.Pid, j.output())
+		default:
+		}
 	}
 }

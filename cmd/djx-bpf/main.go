@@ -12,6 +12,7 @@ Usage:
   djx-bpf profile --pid PID [flags]       profile a running JVM
   djx-bpf profile [flags] -- java ARGS... launch a JVM and profile it until it exits
   djx-bpf report [flags] FILE...          merge saved profiles and print them
+  djx-bpf scan [flags]                    profile every JVM on this host at once
   djx-bpf list                            list the JVMs on this host
   djx-bpf events                          list the sample sources (--event) of this machine
   djx-bpf version
@@ -35,6 +36,8 @@ func run(args []string) int {
 		return cmdEvents(args[1:])
 	case "list":
 		return cmdList(args[1:])
+	case "scan":
+		return cmdScan(args[1:])
 	case "report":
 		return cmdReport(args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":

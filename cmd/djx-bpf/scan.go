@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/djx-bpf/djx-bpf/profiler"
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// pidList parses "1,2,3".
+func pidList(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad pid %q: want a comma-separated list of pids", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// cmdScan profiles every JVM on the host at once.
+func cmdScan(args []string) int {
+	fs := flag.NewFlagSet("scan", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage:\n  djx-bpf scan [flags]\n\nProfiles every JVM on this host (containers included) at once, and JVMs that start meanwhile.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	var (
+		duration = fs.Duration("duration", 0, "how long to scan (e.g. 30s); default: until Ctrl-C")
+		pids     = fs.String("pids", "", "only these JVMs (comma-separated pids)")
+		exclude  = fs.String("exclude", "", "leave these JVMs alone (comma-separated pids)")
+		match    = fs.String("match", "", "only JVMs whose command line matches `REGEX`")
+		event    = fs.String("event", "auto", "sample source (see djx-bpf events)")
+		top      = fs.Int("top", 10, "objects per JVM and in the combined table (0: all)")
+		accTop   = fs.Int("access-top", report.DefaultTableOptions.AccessTop, "table: access paths under each object (0: none)")
+		depth    = fs.Int("depth", report.DefaultTableOptions.Depth, "table: frames per access path (0: all)")
+		format   = fs.String("format", "table", "output format: table or json")
+		out      = fs.String("o", "", "write the report to `FILE` (atomically) instead of standard output")
+		freq     = fs.Int("freq", profiler.DefaultFreq, "decode: samples per second per CPU")
+		quiet    = fs.Bool("quiet", false, "no progress messages on standard error")
+		relocate = fs.String("relocation", profiler.DefaultRelocation, "how to follow objects the GC moves: uprobe, rescan or off")
+		stackSig = fs.Int("stack-signal", profiler.DefaultStackSignal, "signal that asks sampled threads for their Java stacks (0: none)")
+	)
+	minSize := uint64(profiler.DefaultMinSize)
+	fs.Var(sizeFlag{&minSize}, "min-size", "track objects of at least this `SIZE`")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(os.Stderr, "djx-bpf scan: "+format+"\n", a...)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return usage("unexpected argument %q (scan takes flags only)", fs.Arg(0))
+	}
+	if *format != "table" && *format != "json" {
+		return usage("unknown --format %q: use table or json", *format)
+	}
+	so := profiler.ScanOptions{Options: profiler.Options{
+		Event: *event, Duration: *duration, MinSize: minSize, Freq: *freq,
+		AllocBudget: profiler.DefaultAllocBudget, Relocation: *relocate, StackSignal: *stackSig,
+	}}
+	if *stackSig == 0 {
+		so.StackSignal = -1
+	}
+	var err error
+	if so.PIDs, err = pidList(*pids); err != nil {
+		return usage("--pids: %v", err)
+	}
+	if so.Exclude, err = pidList(*exclude); err != nil {
+		return usage("--exclude: %v", err)
+	}
+	if *match != "" {
+		if so.Match, err = regexp.Compile(*match); err != nil {
+			return usage("--match: %v", err)
+		}
+	}
+	if !*quiet {
+		so.Notify = func(msg string) { fmt.Fprintf(os.Stderr, "djx-bpf: %s\n", msg) }
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sc, err := profiler.Scan(ctx, so)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "djx-bpf: %v\n", err)
+		return 1
+	}
+	opt := report.TableOptions{Top: *top, AccessTop: *accTop, Depth: *depth}
+	write := func(w io.Writer) error {
+		if *format == "json" {
+			return report.WriteScanJSON(w, sc, *top)
+		}
+		return report.WriteScanTable(w, sc, opt)
+	}
+	if *out == "" {
+		err = write(os.Stdout)
+	} else {
+		err = writeFileAtomic(*out, write)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "djx-bpf: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,87 @@
+package profiler
+
+import (
+	"sync"
+	"time"
+
+	"github.com/djx-bpf/djx-bpf/loader"
+)
+
+// dispatcher reads the one sampler a scan shares among its JVMs and hands
+// each JVM's samples to its session.
+type dispatcher struct {
+	smp   *loader.Sampler
+	mu    sync.Mutex
+	chans map[uint32]chan loader.Sample
+	// lost counts samples dropped because a session did not keep up (its
+	// channel was full): one slow JVM must not stall the others.
+	lost uint64
+	done chan struct{}
+}
+
+func newDispatcher(smp *loader.Sampler) *dispatcher {
+	d := &dispatcher{smp: smp, chans: make(map[uint32]chan loader.Sample), done: make(chan struct{})}
+	go d.run()
+	return d
+}
+
+func (d *dispatcher) run() {
+	defer close(d.done)
+	var smp loader.Sample
+	for {
+		if err := d.smp.Read(&smp); err != nil {
+			d.mu.Lock()
+			for pid, c := range d.chans {
+				close(c)
+				delete(d.chans, pid)
+			}
+			d.mu.Unlock()
+			return
+		}
+		d.mu.Lock()
+		if c := d.chans[smp.PID]; c != nil {
+			select {
+			case c <- smp:
+			default:
+				d.lost++
+			}
+		}
+		d.mu.Unlock()
+	}
+}
+
+// add registers pid and returns its samples; the channel is closed by
+// remove, closeAfter or when the sampler closes.
+func (d *dispatcher) add(pid int) <-chan loader.Sample {
+	c := make(chan loader.Sample, 1<<16)
+	d.mu.Lock()
+	d.chans[uint32(pid)] = c
+	d.mu.Unlock()
+	return c
+}
+
+// remove unregisters pid and closes its channel.
+func (d *dispatcher) remove(pid int) {
+	d.mu.Lock()
+	if c, ok := d.chans[uint32(pid)]; ok {
+		close(c)
+		delete(d.chans, uint32(pid))
+	}
+	d.mu.Unlock()
+}
+
+// closeAfter removes pid once the samples already in the ring buffer have
+// had time to pass.
+func (d *dispatcher) closeAfter(pid int, wait time.Duration) {
+	go func() {
+		time.Sleep(wait)
+		d.remove(pid)
+	}()
+}
+
+// lostSamples is the number of samples dropped for slow sessions.
+func (d *dispatcher) lostSamples() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lost
+}

@@ -184,6 +184,25 @@ func writeReport(rep *report.Report, format string, opt report.TableOptions, out
 // writeFileAtomic writes through a temporary file renamed over path, so that
 // a failed write never leaves a truncated report behind.
 func writeFileAtomic(path string, write func(io.Writer) error) error {
+	// A device or pipe (-o /dev/null, -o /dev/stdout, a fifo) is written in
+	// place: renaming a file over it would replace /dev/null itself.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			return fmt.Errorf("write %s: is a directory", path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		if err := write(f); err != nil {
+			f.Close()
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		return nil
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// -o replaces a regular file atomically, keeps it on a failed write, and
+// writes devices and pipes in place: renaming over /dev/null once turned
+// it into a regular file for the whole machine.
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.txt")
+	put := func(s string) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := io.WriteString(w, s); return err }
+	}
+	if err := writeFileAtomic(path, put("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFileAtomic(path, func(w io.Writer) error { io.WriteString(w, "half"); return errors.New("boom") }); err == nil {
+		t.Fatal("failed write reported success")
+	}
+	if b, _ := os.ReadFile(path); string(b) != "one" {
+		t.Errorf("a failed write changed the file: %q", b)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		f, err := os.Open(fifo)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(f)
+		f.Close()
+		got <- string(b)
+	}()
+	if err := writeFileAtomic(fifo, put("through")); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s != "through" {
+		t.Errorf("fifo read %q", s)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the fifo was replaced: %v %v", fi.Mode(), err)
+	}
+	if err := writeFileAtomic(os.DevNull, put("x")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(os.DevNull); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("%s is no longer a character device: %v %v", os.DevNull, fi.Mode(), err)
+	}
+}

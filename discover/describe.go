@@ -22,22 +22,24 @@ type Details struct {
 	Committed uint64 `json:"committed_heap"` // committed heap, bytes
 	// Oops is the compressed-oops mode as HotSpot names it ("32-bit",
 	// "Zero based", "Non-zero disjoint base", "Non-zero based"), or "off".
-	Oops      string `json:"compressed_oops,omitempty"`
-	OopBase   uint64 `json:"oop_base,omitempty"` // heap-based modes: the base
-	OopShift  int    `json:"oop_shift"`
-	Attach    string `json:"attach"` // "ok", or why attaching failed
-	AttachErr error  `json:"-"`
+	Oops     string `json:"compressed_oops,omitempty"`
+	OopBase  uint64 `json:"oop_base,omitempty"` // heap-based modes: the base
+	OopShift int    `json:"oop_shift"`
+	// Geometry is the heap model read from VM.info (nil if unreadable).
+	Geometry  *heap.Geometry `json:"geometry,omitempty"`
+	Attach    string         `json:"attach"` // "ok", or why attaching failed
+	AttachErr error          `json:"-"`
 }
 
 // Describe asks a HotSpot JVM for its version, flags and heap through the
 // attach protocol (VM.version, VM.flags, GC.heap_info, VM.info). The
 // diagnostic commands only read VM state: the JVM runs on undisturbed.
-// OpenJ9 JVMs are described from /proc only.
+// OpenJ9 JVMs are asked through OpenJ9's attach protocol for their system
+// properties and a javacore (see OpenJ9Geometry).
 func Describe(ctx context.Context, j JVM) Details {
 	var d Details
-	if j.Kind != HotSpot {
-		d.Attach = "OpenJ9 attach is not supported by list yet"
-		return d
+	if j.Kind == OpenJ9 {
+		return describeOpenJ9(ctx, j)
 	}
 	t, err := attach.Inspect(j.PID)
 	if err != nil {
@@ -71,7 +73,7 @@ func Describe(ctx context.Context, j JVM) Details {
 		}
 		d.Committed = committed(info.Text)
 	}
-	d.Oops, d.OopBase, d.OopShift = oopsMode(jcmd("VM.info"), flags)
+	d.Oops, d.OopBase, d.OopShift, d.Geometry = oopsMode(jcmd("VM.info"))
 	if d.AttachErr != nil && d.Attach == "ok" {
 		d.Attach = "ok (" + d.AttachErr.Error() + ")"
 	}
@@ -102,8 +104,6 @@ var (
 	committedK = regexp.MustCompile(`committed (\d+)K`) // JDK 21+: "total reserved NK, committed NK"
 	shenCommit = regexp.MustCompile(`(\d+)M committed`)
 	zCapacity  = regexp.MustCompile(`capacity (\d+)M`)
-	oopsRE     = regexp.MustCompile(`Compressed Oops mode: ([^,\n]+)`)
-	shiftRE    = regexp.MustCompile(`Oop shift amount: (\d+)`)
 )
 
 // committed sums the committed sizes GC.heap_info prints: "total NK" per
@@ -138,29 +138,24 @@ func committed(text string) uint64 {
 	return n
 }
 
-// oopsMode reads the compressed-oops mode and shift from VM.info ("heap
-// address: ..., size: ... MB, Compressed Oops mode: Zero based, Oop shift
-// amount: 3"); "off" when VM.flags shows -XX:-UseCompressedOops.
-func oopsMode(vmInfo, flags string) (mode string, base uint64, shift int) {
-	// Off by flag, or by ergonomics (a heap above 32 GiB): VM.info then
-	// says "Compressed Oops: Disabled".
-	if strings.Contains(flags, "-XX:-UseCompressedOops") || strings.Contains(vmInfo, "Compressed Oops: Disabled") {
-		return "off", 0, 0
+// hotspotModes names the geometry's reference modes the way HotSpot's own
+// logs and VM.info do.
+var hotspotModes = map[heap.RefMode]string{
+	heap.RefsFull:         "off",
+	heap.RefsUnscaled:     "32-bit",
+	heap.RefsZeroBased:    "Zero based",
+	heap.RefsDisjointBase: "Non-zero disjoint base",
+	heap.RefsHeapBased:    "Non-zero based",
+}
+
+// oopsMode reads the compressed-oops mode, base and shift from VM.info
+// through the heap geometry model.
+func oopsMode(vmInfo string) (mode string, base uint64, shift int, g *heap.Geometry) {
+	geo, err := heap.ParseVMInfo(vmInfo)
+	if err != nil {
+		return "", 0, 0, nil
 	}
-	m := oopsRE.FindStringSubmatch(vmInfo)
-	if m == nil {
-		return "", 0, 0
-	}
-	mode = strings.TrimSpace(m[1])
-	// "Non-zero disjoint base: 0x0000001000000000"
-	if name, b, ok := strings.Cut(mode, ":"); ok {
-		mode = strings.TrimSpace(name)
-		base, _ = strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(b), "0x"), 16, 64)
-	}
-	if s := shiftRE.FindStringSubmatch(vmInfo); s != nil {
-		shift, _ = strconv.Atoi(s[1])
-	}
-	return mode, base, shift
+	return hotspotModes[geo.Mode], geo.Base, int(geo.Shift), &geo
 }
 
 // String formats a one-line summary for errors and logs.

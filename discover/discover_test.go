@@ -48,21 +48,6 @@ func TestCommittedAndOops(t *testing.T) {
 			t.Errorf("committed = %d, want %d for\n%s", got, c.want, c.text)
 		}
 	}
-	for _, c := range []struct {
-		info, flags, mode string
-		shift             int
-	}{
-		{"Heap address: 0x00000000f0000000, size: 256 MB, Compressed Oops mode: 32-bit\n", "-XX:+UseCompressedOops", "32-bit", 0},
-		{"heap address: 0x0000001000000000, size: 31744 MB, Compressed Oops mode: Non-zero disjoint base: 0x0000001000000000, Oop shift amount: 3\n", "", "Non-zero disjoint base", 3},
-		{"heap address: 0x0000000080000000, size: 30720 MB, Compressed Oops mode: Zero based, Oop shift amount: 3\n", "-XX:+UseCompressedOops", "Zero based", 3},
-		{" Compressed Oops: Disabled\n", "-XX:+UseParallelGC", "off", 0},
-		{"", "-XX:-UseCompressedOops", "off", 0},
-	} {
-		mode, _, shift := oopsMode(c.info, c.flags)
-		if mode != c.mode || shift != c.shift {
-			t.Errorf("oopsMode(%q) = %q %d, want %q %d", c.info, mode, shift, c.mode, c.shift)
-		}
-	}
 }
 
 // Live: list's view of JVMs with different heaps matches what each JVM

@@ -14,6 +14,7 @@ Usage:
   djx-bpf report [flags] FILE...          merge saved profiles and print them
   djx-bpf scan [flags]                    profile every JVM on this host at once
   djx-bpf list                            list the JVMs on this host
+  djx-bpf heap --pid PID                  print a JVM's heap geometry
   djx-bpf events                          list the sample sources (--event) of this machine
   djx-bpf version
 
@@ -38,6 +39,8 @@ func run(args []string) int {
 		return cmdList(args[1:])
 	case "scan":
 		return cmdScan(args[1:])
+	case "heap":
+		return cmdHeap(args[1:])
 	case "report":
 		return cmdReport(args[1:], os.Stdout, os.Stderr)
 	case "version", "--version":

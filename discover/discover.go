@@ -26,6 +26,7 @@ type JVM struct {
 	PID     int    // host pid
 	NSPID   int    // pid in its own pid namespace (== PID outside containers)
 	UID     int    // effective uid
+	GID     int    // effective gid
 	User    string // user name, or the uid when the host has no such user
 	Kind    string // HotSpot or OpenJ9
 	Main    string // main class or -jar file, as given on the command line
@@ -78,7 +79,7 @@ func Inspect(pid int) (JVM, bool) {
 	}
 	j := JVM{PID: pid, NSPID: pid, Kind: kind, AgentLoaded: bytes.Contains(maps, []byte("libdjxagent.so"))}
 	if st, err := os.ReadFile(filepath.Join(dir, "status")); err == nil {
-		j.UID, j.NSPID = parseStatus(st, pid)
+		j.UID, j.GID, j.NSPID = parseStatus(st, pid)
 	}
 	j.Container = j.NSPID != pid
 	j.Age = age(dir)
@@ -108,8 +109,8 @@ func vmKind(maps []byte) string {
 	return ""
 }
 
-// parseStatus reads the effective uid and the innermost NSpid.
-func parseStatus(st []byte, pid int) (uid, nspid int) {
+// parseStatus reads the effective uid and gid and the innermost NSpid.
+func parseStatus(st []byte, pid int) (uid, gid, nspid int) {
 	nspid = pid
 	for _, line := range strings.Split(string(st), "\n") {
 		f := strings.Fields(line)
@@ -121,13 +122,17 @@ func parseStatus(st []byte, pid int) (uid, nspid int) {
 			if len(f) > 2 {
 				uid, _ = strconv.Atoi(f[2])
 			}
+		case "Gid:":
+			if len(f) > 2 {
+				gid, _ = strconv.Atoi(f[2])
+			}
 		case "NSpid:":
 			if n, err := strconv.Atoi(f[len(f)-1]); err == nil {
 				nspid = n
 			}
 		}
 	}
-	return uid, nspid
+	return uid, gid, nspid
 }
 
 // optsWithValue are java launcher options whose value is the next argument.

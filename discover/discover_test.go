@@ -29,9 +29,9 @@ func TestMainOf(t *testing.T) {
 }
 
 func TestParseStatus(t *testing.T) {
-	st := "Name:\tjava\nUid:\t1000\t1001\t1001\t1001\nNSpid:\t4242\t7\n"
-	uid, ns := parseStatus([]byte(st), 4242)
-	if uid != 1001 || ns != 7 {
+	st := "Name:\tjava\nUid:\t1000\t1001\t1001\t1001\nGid:\t50\t51\t51\t51\nNSpid:\t4242\t7\n"
+	uid, gid, ns := parseStatus([]byte(st), 4242)
+	if uid != 1001 || gid != 51 || ns != 7 {
 		t.Errorf("uid %d nspid %d, want 1001 (effective) and 7 (innermost)", uid, ns)
 	}
 }

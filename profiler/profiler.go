@@ -167,6 +167,9 @@ type session struct {
 	// stop or close.
 	shared *dispatcher
 	feed   <-chan loader.Sample
+	// heapPre is the heap read before the session ran (OpenJ9: from a
+	// javacore); nil: loadHeap asks HotSpot's GC.heap_info.
+	heapPre *heap.Info
 }
 
 // noteExit records that the target ended before the profile did.
@@ -245,6 +248,9 @@ func Attach(ctx context.Context, pid int, opts Options) (*report.Report, error) 
 func (s *session) attach(ctx context.Context, pid int) (_ *report.Report, err error) {
 	s.pid = pid
 	if s.target, err = attach.Inspect(pid); err != nil {
+		if errors.Is(err, attach.ErrUnsupportedVM) {
+			return s.attachOpenJ9(ctx, pid)
+		}
 		return nil, err
 	}
 	if s.shared != nil {
@@ -607,6 +613,10 @@ func (s *session) loadPerfMap() {
 // (jcmd GC.heap_info) so that samples can be classified as in the heap.
 // Done before the first sample is processed, so every sample is classified.
 func (s *session) loadHeap(ctx context.Context) {
+	if s.heapPre != nil {
+		s.j.heap, s.j.heapKnown = *s.heapPre, len(s.heapPre.Ranges) > 0
+		return
+	}
 	if s.target == nil {
 		s.addNote("heap range unknown (no attach listener); in_heap is not counted")
 		return

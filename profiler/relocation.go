@@ -49,6 +49,14 @@ func (s *session) startRelocation() *relocation {
 	}
 	switch s.j.heap.GC {
 	case "Serial", "Parallel", "G1", "":
+	case "OpenJ9":
+		// OpenJ9 copies objects with its own routines, not libc memmove;
+		// the agent's rescans (JVMTI tags) work on any VM.
+		if s.opts.Relocation != RelocOff {
+			s.opts.note("relocation: OpenJ9 does not copy through libc memmove; rescanning the tracked objects after each GC")
+			s.j.rescan = true
+		}
+		return nil
 	case "Epsilon":
 		s.addNote("relocation: Epsilon never moves objects; nothing to track")
 		s.j.noReconcile = true

@@ -89,10 +89,6 @@ func Scan(ctx context.Context, so ScanOptions) (*report.Scan, error) {
 			}
 			known[j.PID] = true
 			sc.Stats.Discovered++
-			if j.Kind != discover.HotSpot {
-				sc.Skipped = append(sc.Skipped, report.SkippedJVM{PID: j.PID, Main: j.Main, Reason: j.Kind + ": profiling needs HotSpot's attach and JVMTI heap sampling (OpenJ9 is listed, not profiled, in this release)"})
-				continue
-			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

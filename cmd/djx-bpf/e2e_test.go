@@ -822,3 +822,39 @@ func TestScanSeveralJVMs(t *testing.T) {
 		}
 	}
 }
+
+// list and heap on a running JVM: the JVM is listed with its heap and
+// compressed-oops mode, and heap prints the same geometry.
+func TestListAndHeap(t *testing.T) {
+	setup(t)
+	j := startJVM(t, jdks()["jdk17"], []string{"-Xmx512m"}, "20")
+	pid := j.cmd.Process.Pid
+	code, stdout, stderr := djx(t, "list", "--format", "json")
+	if code != 0 {
+		t.Fatalf("list exited %d: %s", code, stderr)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
+		t.Fatalf("list json: %v\n%s", err, stdout)
+	}
+	var row map[string]any
+	for _, r := range rows {
+		if int(r["PID"].(float64)) == pid {
+			row = r
+		}
+	}
+	if row == nil {
+		t.Fatalf("pid %d not listed:\n%s", pid, stdout)
+	}
+	if row["Kind"] != "HotSpot" || row["Main"] != "HotArrays" || row["attach"] != "ok" || row["gc"] != "G1" ||
+		row["compressed_oops"] != "32-bit" || row["max_heap"].(float64) != 512<<20 {
+		t.Errorf("list row %v", row)
+	}
+	code, out, stderr := djx(t, "heap", "--pid", strconv.Itoa(pid))
+	if code != 0 || !strings.Contains(out, "unscaled compressed refs, base 0x0, shift 0") || !strings.Contains(out, "512MiB") {
+		t.Errorf("heap exited %d:\n%s\n%s", code, out, stderr)
+	}
+	if code, _, stderr := djx(t, "heap", "--pid", strconv.Itoa(os.Getpid())); code != 1 || !strings.Contains(stderr, "not a HotSpot JVM") {
+		t.Errorf("heap on a non-JVM: exit %d, %q", code, stderr)
+	}
+}

@@ -193,3 +193,30 @@ func TestTableMemAndNUMAColumns(t *testing.T) {
 	}
 	golden(t, "table_mem.golden", b.Bytes())
 }
+
+func TestScanOutput(t *testing.T) {
+	a := sample()
+	b := sample()
+	b.PID = 5151
+	b.Objects = b.Objects[1:2]
+	b.Objects[0].Samples, b.Objects[0].Share = 9000, 1
+	sc := &Scan{Event: "decode", DurationSec: 10, JVMs: []*Report{b, a},
+		Skipped: []SkippedJVM{{PID: 77, Main: "Legacy", Reason: "attach refused: -XX:+DisableAttachMechanism"}},
+		Stats:   ScanStats{Discovered: 3, Profiled: 2}}
+	sc.Finish()
+	if sc.JVMs[0].PID != 4242 {
+		t.Fatalf("JVMs not ordered by pid: %d", sc.JVMs[0].PID)
+	}
+	var b1, b2 bytes.Buffer
+	if err := WriteScanTable(&b1, sc, TableOptions{Top: 5}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "scan.golden", b1.Bytes())
+	if err := WriteScanJSON(&b2, sc, 0); err != nil {
+		t.Fatal(err)
+	}
+	var back Scan
+	if err := json.Unmarshal(b2.Bytes(), &back); err != nil || len(back.JVMs) != 2 || back.JVMs[1].PID != 5151 || back.Skipped[0].PID != 77 {
+		t.Fatalf("scan JSON: %v %+v", err, back)
+	}
+}

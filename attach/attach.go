@@ -34,7 +34,7 @@ var (
 	ErrNotJVM = errors.New("not a HotSpot JVM (no libjvm.so mapped)")
 	// ErrUnsupportedVM means a JVM whose attach protocol is not implemented
 	// (OpenJ9).
-	ErrUnsupportedVM = errors.New("unsupported JVM: OpenJ9 (libj9vm) dynamic attach is not implemented")
+	ErrUnsupportedVM = errors.New("an OpenJ9 JVM (libj9vm): HotSpot's attach protocol does not apply (package openj9 attaches it)")
 	// ErrRefused means the attach listener never came up (e.g.
 	// -XX:+DisableAttachMechanism) or the JVM refused the operation (e.g.
 	// -XX:-EnableDynamicAgentLoading).

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/bpf"
+	"github.com/djx-bpf/djx-bpf/numa"
 )
 
 // Source is a sample source: which perf event drives the BPF program.
@@ -203,25 +204,8 @@ func (s *Sampler) load(spec *ebpf.CollectionSpec) error {
 }
 
 func openEvent(cfg Config, cpu int) (int, error) {
-	if cfg.Source == Hardware {
-		if cfg.Attr == nil {
-			return -1, errors.New("hardware source without an event")
-		}
-		attr := *cfg.Attr
-		attr.Size = uint32(unsafe.Sizeof(unix.PerfEventAttr{}))
-		attr.Bits |= unix.PerfBitDisabled
-		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
-		if err != nil {
-			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-				return -1, fmt.Errorf("open hardware perf event on cpu %d: %w: %w", cpu, ErrPrivilege, err)
-			}
-			return -1, fmt.Errorf("open hardware perf event on cpu %d: %w", cpu, err)
-		}
-		return fd, nil
-	}
 	attr := unix.PerfEventAttr{
 		Type: unix.PERF_TYPE_SOFTWARE,
-		Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
 		// exclude_kernel: a kernel-mode sample has no user registers.
 		Bits: unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv,
 	}
@@ -233,9 +217,16 @@ func openEvent(cfg Config, cpu int) (int, error) {
 	case PageFaults:
 		attr.Config = unix.PERF_COUNT_SW_PAGE_FAULTS
 		attr.Sample = cfg.Period
+	case Hardware:
+		if cfg.Attr == nil {
+			return -1, errors.New("hardware source without an event")
+		}
+		attr = *cfg.Attr
+		attr.Bits |= unix.PerfBitDisabled
 	default:
 		return -1, fmt.Errorf("unknown sample source %q", cfg.Source)
 	}
+	attr.Size = uint32(unsafe.Sizeof(unix.PerfEventAttr{}))
 	fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
@@ -255,7 +246,10 @@ func onlineCPUs() ([]int, error) {
 		}
 		return cpus, nil
 	}
-	cpus, err := parseCPUList(string(b))
+	cpus, err := numa.ParseCPUList(string(b))
+	if err == nil && len(cpus) == 0 {
+		err = fmt.Errorf("empty cpu list %q", b)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("parse online cpus: %w", err)
 	}

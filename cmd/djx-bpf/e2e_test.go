@@ -763,6 +763,8 @@ func TestScanSeveralJVMs(t *testing.T) {
 	}
 	a := startJVM(t, jdks()["jdk17"], []string{marker}, "30")
 	b := startJVM(t, home25, []string{marker}, "-main=HotPaths", "30")
+	// A JVM that refuses attach is listed with the reason and left alone.
+	refusing := startJVM(t, jdks()["jdk17"], []string{marker, "-XX:+DisableAttachMechanism"}, "30")
 	out := filepath.Join(t.TempDir(), "scan.json")
 	scan := exec.Command(binPath, "scan", "--duration", "9s", "--match", regexp.QuoteMeta(marker), "--format", "json", "-o", out)
 	var stderrB strings.Builder
@@ -796,7 +798,13 @@ func TestScanSeveralJVMs(t *testing.T) {
 	for _, r := range sc.JVMs {
 		got[r.PID] = r
 	}
-	if len(sc.JVMs) != 3 || len(sc.Skipped) != 0 {
+	if len(sc.Skipped) != 1 || sc.Skipped[0].PID != refusing.cmd.Process.Pid || !strings.Contains(sc.Skipped[0].Reason, "refused") {
+		t.Errorf("skipped %+v, want pid %d refusing attach", sc.Skipped, refusing.cmd.Process.Pid)
+	}
+	if sc.Stats.Discovered != 4 || sc.Stats.Profiled != 3 {
+		t.Errorf("discovered %d, profiled %d; want 4 and 3", sc.Stats.Discovered, sc.Stats.Profiled)
+	}
+	if len(sc.JVMs) != 3 {
 		t.Fatalf("scan profiled %d JVMs (want 3), skipped %+v; late JVM's output:\n%s\nstderr:\n%s", len(sc.JVMs), sc.Skipped, c.output(), stderr)
 	}
 	for pid, site := range want {
@@ -814,7 +822,7 @@ func TestScanSeveralJVMs(t *testing.T) {
 		t.Errorf("late JVM exited during the scan, but its report says nothing: %q", r.Notes)
 	}
 	// The scan leaves the JVMs running.
-	for _, j := range []*jvm{a, b} {
+	for _, j := range []*jvm{a, b, refusing} {
 		select {
 		case <-j.done:
 			t.Errorf("pid %d ended during the scan: %s", j.cmd.Process.Pid, j.output())

@@ -53,6 +53,10 @@ enum {
 // signals and starve the thread.
 #define SIG_GAP_NS 100000
 
+// Wake the reader only once this much is pending; it also polls every few
+// milliseconds. A wakeup per sample cost the loader more than the samples.
+#define WAKEUP_BYTES (16 * 1024)
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -181,7 +185,8 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 		flags |= SAMPLE_MEM_OK;
 	}
 	s->flags = flags;
-	bpf_ringbuf_submit(s, 0);
+	__u64 pending = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA);
+	bpf_ringbuf_submit(s, pending >= WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 
 	// After the sample is in the ring: the handler runs when the thread
 	// returns to user mode, at the same ip, and stamps a later time.

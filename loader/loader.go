@@ -298,7 +298,9 @@ var ErrFlushed = ringbuf.ErrFlushed
 func (s *Sampler) Flush() error { return s.rd.Flush() }
 
 // Read blocks until the next sample and decodes it into out. It returns
-// ErrClosed after Close.
+// ErrClosed after Close. The BPF program wakes readers only once 16 KiB
+// are pending: at low rates give Read a deadline (or use ReadBatch, which
+// polls) so that it looks again.
 func (s *Sampler) Read(out *Sample) error {
 	var rec ringbuf.Record
 	for {
@@ -313,6 +315,40 @@ func (s *Sampler) Read(out *Sample) error {
 			return nil
 		}
 	}
+}
+
+// PollInterval is how often ReadBatch looks at the ring buffer: the BPF
+// program wakes the reader only when 16 KiB are pending.
+const PollInterval = 5 * time.Millisecond
+
+// ReadBatch blocks until a sample arrives, then takes every sample already
+// in the ring buffer as well (up to cap(dst)), appending them to dst[:0]:
+// one wakeup and one hand-off per burst instead of per sample. It polls
+// every PollInterval, so do not combine it with SetDeadline.
+func (s *Sampler) ReadBatch(dst []Sample) ([]Sample, error) {
+	dst = dst[:0]
+	if cap(dst) == 0 {
+		dst = make([]Sample, 0, 256)
+	}
+	var smp Sample
+	for {
+		s.rd.SetDeadline(time.Now().Add(PollInterval))
+		err := s.Read(&smp)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return dst, err
+		}
+	}
+	dst = append(dst, smp)
+	for len(dst) < cap(dst) && s.rd.AvailableBytes() > 0 {
+		if err := s.Read(&smp); err != nil {
+			return dst, nil // the next call reports it
+		}
+		dst = append(dst, smp)
+	}
+	return dst, nil
 }
 
 func parseSample(b []byte, s *Sample) {

@@ -12,7 +12,7 @@ import (
 type dispatcher struct {
 	smp   *loader.Sampler
 	mu    sync.Mutex
-	chans map[uint32]chan loader.Sample
+	chans map[uint32]chan []loader.Sample
 	// lost counts samples dropped because a session did not keep up (its
 	// channel was full): one slow JVM must not stall the others.
 	lost uint64
@@ -20,40 +20,49 @@ type dispatcher struct {
 }
 
 func newDispatcher(smp *loader.Sampler) *dispatcher {
-	d := &dispatcher{smp: smp, chans: make(map[uint32]chan loader.Sample), done: make(chan struct{})}
+	d := &dispatcher{smp: smp, chans: make(map[uint32]chan []loader.Sample), done: make(chan struct{})}
 	go d.run()
 	return d
 }
 
 func (d *dispatcher) run() {
 	defer close(d.done)
-	var smp loader.Sample
+	groups := make(map[uint32][]loader.Sample)
+	buf := make([]loader.Sample, 0, 64)
 	for {
-		if err := d.smp.Read(&smp); err != nil {
-			d.mu.Lock()
+		b, err := d.smp.ReadBatch(buf)
+		buf = b
+		for _, smp := range b {
+			groups[smp.PID] = append(groups[smp.PID], smp)
+		}
+		d.mu.Lock()
+		for pid, g := range groups {
+			if c := d.chans[pid]; c != nil {
+				select {
+				case c <- g:
+				default:
+					d.lost += uint64(len(g))
+				}
+			}
+			delete(groups, pid)
+		}
+		if err != nil {
 			for pid, c := range d.chans {
 				close(c)
 				delete(d.chans, pid)
 			}
-			d.mu.Unlock()
-			return
-		}
-		d.mu.Lock()
-		if c := d.chans[smp.PID]; c != nil {
-			select {
-			case c <- smp:
-			default:
-				d.lost++
-			}
 		}
 		d.mu.Unlock()
+		if err != nil {
+			return
+		}
 	}
 }
 
 // add registers pid and returns its samples; the channel is closed by
 // remove, closeAfter or when the sampler closes.
-func (d *dispatcher) add(pid int) <-chan loader.Sample {
-	c := make(chan loader.Sample, 1<<16)
+func (d *dispatcher) add(pid int) <-chan []loader.Sample {
+	c := make(chan []loader.Sample, 1024)
 	d.mu.Lock()
 	d.chans[uint32(pid)] = c
 	d.mu.Unlock()

@@ -166,7 +166,7 @@ type session struct {
 	// come from the dispatcher, and the sampler is not this session's to
 	// stop or close.
 	shared *dispatcher
-	feed   <-chan loader.Sample
+	feed   <-chan []loader.Sample
 	// heapPre is the heap read before the session ran (OpenJ9: from a
 	// javacore); nil: loadHeap asks HotSpot's GC.heap_info.
 	heapPre *heap.Info
@@ -411,17 +411,28 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	}
 	s.opts.note("profiling pid %d with event %s", s.pid, s.src.name)
 
+	// Batches go back to the reader once applied: a sample is ~300 bytes,
+	// and allocating per batch made the loader's GC its biggest cost.
+	free := make(chan []loader.Sample, 64)
 	samples := s.feed
 	if samples == nil {
-		own := make(chan loader.Sample, 4096)
+		own := make(chan []loader.Sample, 64)
 		go func() {
 			defer close(own)
-			var smp loader.Sample
 			for {
-				if err := s.sampler.Read(&smp); err != nil {
+				var buf []loader.Sample
+				select {
+				case buf = <-free:
+				default:
+					buf = make([]loader.Sample, 0, 64)
+				}
+				b, err := s.sampler.ReadBatch(buf)
+				if len(b) > 0 {
+					own <- b
+				}
+				if err != nil {
 					return // closed, or flushed at the end
 				}
-				own <- smp
 			}
 		}()
 		samples = own
@@ -475,12 +486,18 @@ loop:
 				p.Dropped = c.Dropped
 			}
 			s.opts.Progress(p)
-		case smp, ok := <-loopSamples:
+		case b, ok := <-loopSamples:
 			if !ok {
 				loopSamples = nil // the shared sampler closed: the scan is ending
 				continue
 			}
-			s.j.onSample(&smp, s.src.kind)
+			for i := range b {
+				s.j.onSample(&b[i], s.src.kind)
+			}
+			select {
+			case free <- b:
+			default:
+			}
 		case m := <-relocC:
 			s.j.applyReloc(m)
 		case b, ok := <-batches:
@@ -542,8 +559,10 @@ loop:
 		s.sampler.Disable()
 		s.sampler.Flush()
 	}
-	for smp := range samples {
-		s.j.onSample(&smp, s.src.kind)
+	for b := range samples {
+		for i := range b {
+			s.j.onSample(&b[i], s.src.kind)
+		}
 	}
 	// Ask the agent for its last batch and detach it.
 	if agentOpen {

@@ -4,6 +4,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 )
 
 const usage = `djx-bpf: object-centric memory profiler for the JVM (eBPF)
@@ -22,6 +23,19 @@ Run 'djx-bpf profile -h' or 'djx-bpf report -h' for the flags.
 `
 
 func main() {
+	// DJX_BPF_CPUPROFILE=FILE writes a Go CPU profile of djx-bpf itself,
+	// for measuring what the loader costs (go tool pprof FILE).
+	if path := os.Getenv("DJX_BPF_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				code := run(os.Args[1:])
+				pprof.StopCPUProfile()
+				f.Close()
+				os.Exit(code)
+			}
+			f.Close()
+		}
+	}
 	os.Exit(run(os.Args[1:]))
 }
 

@@ -43,7 +43,7 @@ enum {
 	CNT_KERNEL = 2,  // sample taken in kernel mode (no user registers)
 	CNT_SIGNALED = 3,   // stack signal queued to the sampled thread
 	CNT_SIGNAL_FAIL = 4, // ... refused (-EBUSY: one still pending on this CPU)
-	CNT_SIGNAL_SKIP = 5, // ... not sent: the thread had one less than SIG_GAP_NS ago
+	CNT_SIGNAL_SKIP = 5, // ... not sent: one less than SIG_GAP_NS ago, or a thread younger than SIG_MIN_AGE_NS
 	CNT_MAX = 8,
 };
 
@@ -52,6 +52,18 @@ enum {
 // own faults (its signal frame) would otherwise feed back into more
 // signals and starve the thread.
 #define SIG_GAP_NS 100000
+
+// Threads younger than this get no stack signal. The agent's handler asks
+// the JVM for the thread's JNIEnv (libjvm thread-local storage); on a
+// thread the JVM has just created (G1 starts GC workers on demand, at the
+// start of a pause) that access can race the thread's own TLS setup: one
+// GC worker crashed with a null Thread::current() right after such a
+// signal. Sampled, but not signalled, while young.
+#define SIG_MIN_AGE_NS (200ULL * 1000 * 1000)
+
+struct task_struct___djx {
+	__u64 start_time; // CLOCK_MONOTONIC ns, as bpf_ktime_get_ns
+} __attribute__((preserve_access_index));
 
 // Wake the reader only once this much is pending; it also polls every few
 // milliseconds. A wakeup per sample cost the loader more than the samples.
@@ -195,7 +207,9 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 		__u32 tid = (__u32)id;
 		__u64 now = s_time;
 		__u64 *last = bpf_map_lookup_elem(&sig_last, &tid);
-		if (last && now - *last < SIG_GAP_NS) {
+		struct task_struct___djx *task = (void *)bpf_get_current_task();
+		__u64 born = BPF_CORE_READ(task, start_time);
+		if ((last && now - *last < SIG_GAP_NS) || now - born < SIG_MIN_AGE_NS) {
 			count(CNT_SIGNAL_SKIP);
 		} else if (bpf_send_signal_thread(signo) == 0) {
 			bpf_map_update_elem(&sig_last, &tid, &now, BPF_ANY);

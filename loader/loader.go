@@ -97,7 +97,8 @@ type Counters struct {
 	// refused by the kernel (one still pending from this CPU).
 	Signaled     uint64
 	SignalFailed uint64
-	// SignalSkipped: not sent, the thread had one less than 100 µs ago.
+	// SignalSkipped: not sent, the thread had one less than 100 µs ago or
+	// is younger than 200 ms (see SIG_MIN_AGE_NS in sample.bpf.c).
 	SignalSkipped uint64
 }
 

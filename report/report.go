@@ -86,7 +86,7 @@ type Stats struct {
 	// Access stacks (the agent's AsyncGetCallTrace on a signal from BPF).
 	StackSignals      uint64            `json:"stack_signals,omitempty"`        // signals BPF queued to sampled threads
 	StackSignalFailed uint64            `json:"stack_signal_failed,omitempty"`  // ... the kernel refused (one pending)
-	StackSignalSkip   uint64            `json:"stack_signal_skipped,omitempty"` // not sent: the thread had one <100 µs before
+	StackSignalSkip   uint64            `json:"stack_signal_skipped,omitempty"` // not sent: one <100 µs before, or a thread <200 ms old
 	Stacks            uint64            `json:"stacks,omitempty"`               // stacks the agent recorded
 	StacksJava        uint64            `json:"stacks_java,omitempty"`          // ... with Java frames
 	StacksDropped     uint64            `json:"stacks_dropped,omitempty"`       // ... lost in the agent (ring full)

@@ -655,7 +655,11 @@ func TestAccessPathsGroundTruth(t *testing.T) {
 					args = []string{"profile", "--format", "json", "-o", out, "--",
 						filepath.Join(home, "bin", "java"), "-Xmx1g", "-cp", classDir, "HotPaths", "6"}
 				} else {
-					j := startJVM(t, home, nil, "-main=HotPaths", "10")
+					// Code C2 compiled before the attach has debug information at
+					// safepoints only (HotSpot records the rest only while a
+					// CompiledMethodLoad listener exists); DebugNonSafepoints makes
+					// the attach-mode line numbers as exact as launch mode's.
+					j := startJVM(t, home, []string{"-XX:+UnlockDiagnosticVMOptions", "-XX:+DebugNonSafepoints"}, "-main=HotPaths", "10")
 					args = []string{"profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--format", "json", "-o", out}
 				}
 				r := runJSON(t, out, args)

@@ -51,5 +51,24 @@ generate:
 		(apt-get update -qq && apt-get install -y -qq clang-16 llvm-16 libbpf-dev linux-libc-dev)
 	$(GO) generate ./bpf
 
+# Overhead of djx-bpf on real Java applications (H2, Xalan from Debian's
+# packages) and synthetic ones, unprofiled / attach / launch, alternating
+# rounds; see README "Benchmarks". As root. BENCH_RUNS=N (default 3),
+# BENCH_WORKLOADS, BENCH_MODES, BENCH_VARIANTS, BENCH_DJX_FLAGS, BENCH_OUT
+# select what runs; BENCH_GO=1 also runs the Go hot-path benchmarks.
+BENCH_JARS := /usr/share/java/h2.jar:/usr/share/java/xalan2.jar:/usr/share/java/serializer.jar
+
+bench: deps build
+	@test "$$(id -u)" = 0 || (echo "make bench: run as root (djx-bpf loads BPF programs and attaches to JVMs)"; exit 1)
+	@test -f /usr/share/java/h2.jar -a -f /usr/share/java/xalan2.jar -a -f /usr/share/java/serializer.jar || \
+		(apt-get update -qq && apt-get install -y -qq libh2-java libxalan2-java)
+	@mkdir -p $(BUILD)/bench/java
+	$(JAVA_HOME)/bin/javac -d $(BUILD)/bench/java -cp $(BENCH_JARS) bench/java/*.java $(JAVA_SRCS)
+	$(GO) build -o $(BUILD)/djxbench ./bench/cmd/djxbench
+	$(BUILD)/djxbench -bin $(BIN) -java $(JAVA_HOME)/bin/java -cp $(BUILD)/bench/java:$(BENCH_JARS)
+	@if [ -n "$(BENCH_GO)" ]; then $(GO) test -run '^$$' -bench . -benchtime 1s -benchmem ./decode/ ./profiler/ ./jvmsym/ ./reloc/ && \
+		$(GO) test -run '^$$' -bench 'Lookup|Insert|Remove' -benchtime 200000x -benchmem ./objindex/ && \
+		$(GO) test -run '^$$' -bench 'ApplyMoves' -benchtime 2000x -benchmem ./objindex/; fi
+
 clean:
 	rm -rf $(BUILD) agent/libdjxagent.so

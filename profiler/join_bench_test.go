@@ -48,6 +48,10 @@ func benchJVM(b *testing.B, n int, stackSig bool) *jvm {
 		}
 		j.onBatch(batch(2, rs...))
 	}
+	if stackSig {
+		// Stacks hold the horizon stackGrace behind the watermark.
+		j.onBatch(batch(3 + stackGrace))
+	}
 	if got := len(j.objs); got != n {
 		b.Fatalf("tracked %d objects, want %d", got, n)
 	}

@@ -224,6 +224,11 @@ func (s *session) close() {
 		s.conn.Close()
 	}
 	if s.shared != nil {
+		// Also after a failed attach: the shared filter must not keep
+		// sampling a JVM nobody profiles.
+		if s.pid != 0 {
+			s.sampler.RemovePID(s.pid)
+		}
 		s.shared.remove(s.pid)
 	} else if s.sampler != nil {
 		s.sampler.Close()

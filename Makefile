@@ -33,9 +33,12 @@ vet: agent/libdjxagent.so
 	$(GO) vet ./...
 
 # Every test, privileged end-to-end ones included (they skip, saying why,
-# where the kernel or privileges don't allow them).
+# where the kernel or privileges don't allow them). One package at a time
+# (-p 1): the end-to-end tests measure attribution shares of real JVMs, and
+# on a 2-core machine the JVMs of other packages' live tests (heap, discover,
+# agent, reloc) would compete with them for the CPUs.
 test: deps build vet
-	JAVA_HOME=$(JAVA_HOME) $(GO) test -count=1 -timeout 20m ./...
+	JAVA_HOME=$(JAVA_HOME) $(GO) test -p 1 -count=1 -timeout 20m ./...
 
 test-short: agent/libdjxagent.so
 	$(GO) test -short ./...

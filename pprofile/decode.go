@@ -210,10 +210,7 @@ func addMetrics(a *report.Access, s *profile.Sample) {
 				m.Levels[l] = num(k)
 			}
 		}
-		if a.Mem == nil {
-			a.Mem = &report.MemMetrics{}
-		}
-		a.Mem.Add(m)
+		a.Mem = report.SumMem(a.Mem, m)
 	}
 	if _, ok := s.NumLabel[numRemote]; ok {
 		n := &report.NUMAMetrics{Home: map[int]uint64{}, From: map[int]uint64{}, Remote: num(numRemote), Unknown: num(numUnknown)}
@@ -228,10 +225,7 @@ func addMetrics(a *report.Access, s *profile.Sample) {
 				}
 			}
 		}
-		if a.NUMA == nil {
-			a.NUMA = &report.NUMAMetrics{}
-		}
-		a.NUMA.Add(n)
+		a.NUMA = report.SumNUMA(a.NUMA, n)
 	}
 }
 

@@ -78,18 +78,13 @@ func Merge(reps ...*report.Report) *report.Report {
 				c := o
 				c.Accesses = nil
 				c.AllocPath = slices.Clone(o.AllocPath)
+				// Copies, so that merging never changes its inputs.
+				c.Mem, c.NUMA = report.SumMem(nil, o.Mem), report.SumNUMA(nil, o.NUMA)
 				out.Objects = append(out.Objects, c)
 				accesses = append(accesses, nil)
 			} else {
-				m := &out.Objects[i]
-				m.Objects += o.Objects
-				m.Bytes += o.Bytes
-				m.EstObjects += o.EstObjects
-				m.EstBytes += o.EstBytes
-				m.Samples += o.Samples
-				m.EstSamples += o.EstSamples
+				out.Objects[i].AddCounts(&o)
 			}
-			mergeMetrics(&out.Objects[i], &o, ok)
 			accesses[i] = append(accesses[i], o.Accesses...)
 		}
 		remainder = append(remainder, r.Remainder...)
@@ -202,24 +197,4 @@ func sizes(ns []uint64) string {
 		s[i] = report.Bytes(n)
 	}
 	return strings.Join(s, ", ")
-}
-
-// mergeMetrics adds o's memory metrics and NUMA placement into m; a new m
-// (!existing) gets copies, so that merging never changes its inputs.
-func mergeMetrics(m, o *report.Object, existing bool) {
-	if !existing {
-		m.Mem, m.NUMA = nil, nil
-	}
-	if o.Mem != nil {
-		if m.Mem == nil {
-			m.Mem = &report.MemMetrics{}
-		}
-		m.Mem.Add(o.Mem)
-	}
-	if o.NUMA != nil {
-		if m.NUMA == nil {
-			m.NUMA = &report.NUMAMetrics{}
-		}
-		m.NUMA.Add(o.NUMA)
-	}
 }

@@ -574,27 +574,20 @@ func (j *jvm) report() []report.Object {
 		typ := jvmsym.TypeName(s.typeSig)
 		// Different bcis on one line name the same site: merge them.
 		key := typ + "\x00" + strings.Join(path, "\x00")
+		o := report.Object{
+			Type: typ, Site: siteName, AllocPath: path,
+			Objects: s.objects, Bytes: s.bytes, EstObjects: s.estObjects, EstBytes: s.estBytes,
+			Samples: s.samples, EstSamples: s.estSamples,
+			Mem: report.SumMem(nil, s.mem), NUMA: report.SumNUMA(nil, s.numa),
+		}
 		if i, ok := byName[key]; ok {
-			o := &out[i]
-			o.Objects += s.objects
-			o.Bytes += s.bytes
-			o.EstObjects += s.estObjects
-			o.EstBytes += s.estBytes
-			o.Samples += s.samples
-			o.EstSamples += s.estSamples
-			o.Mem = addMetrics(o.Mem, s.mem)
-			o.NUMA = addNUMA(o.NUMA, s.numa)
+			out[i].AddCounts(&o)
 			acc[i] = append(acc[i], s.accesses)
 			continue
 		}
 		acc[len(out)] = []accessSet{s.accesses}
 		byName[key] = len(out)
-		out = append(out, report.Object{
-			Type: typ, Site: siteName, AllocPath: path,
-			Objects: s.objects, Bytes: s.bytes, EstObjects: s.estObjects, EstBytes: s.estBytes,
-			Samples: s.samples, EstSamples: s.estSamples,
-			Mem: addMetrics(nil, s.mem), NUMA: addNUMA(nil, s.numa),
-		})
+		out = append(out, o)
 	}
 	for i, sets := range acc {
 		out[i].Accesses = j.accesses(sets...)

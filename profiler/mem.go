@@ -35,29 +35,6 @@ func (j *jvm) addMem(m *report.MemMetrics, p *pending) *report.MemMetrics {
 	return m
 }
 
-// addMetrics returns a sum of a and b (nil when both are).
-func addMetrics(a, b *report.MemMetrics) *report.MemMetrics {
-	if b == nil {
-		return a
-	}
-	if a == nil {
-		a = &report.MemMetrics{}
-	}
-	a.Add(b)
-	return a
-}
-
-func addNUMA(a, b *report.NUMAMetrics) *report.NUMAMetrics {
-	if b == nil {
-		return a
-	}
-	if a == nil {
-		a = &report.NUMAMetrics{}
-	}
-	a.Add(b)
-	return a
-}
-
 // numaState finds the node of each sampled page (move_pages, cached per
 // page) and of each sampling CPU.
 type numaState struct {

@@ -360,12 +360,12 @@ func (j *jvm) accesses(sets ...accessSet) []report.Access {
 			k := a.where + "\x01" + strings.Join(path, "\x00")
 			if i, ok := idx[k]; ok {
 				out[i].Samples += a.samples
-				out[i].Mem = addMetrics(out[i].Mem, a.mem)
-				out[i].NUMA = addNUMA(out[i].NUMA, a.numa)
+				out[i].Mem = report.SumMem(out[i].Mem, a.mem)
+				out[i].NUMA = report.SumNUMA(out[i].NUMA, a.numa)
 				continue
 			}
 			idx[k] = len(out)
-			out = append(out, report.Access{Where: a.where, Path: path, Samples: a.samples, Mem: addMetrics(nil, a.mem), NUMA: addNUMA(nil, a.numa)})
+			out = append(out, report.Access{Where: a.where, Path: path, Samples: a.samples, Mem: report.SumMem(nil, a.mem), NUMA: report.SumNUMA(nil, a.numa)})
 		}
 	}
 	return out

@@ -68,3 +68,28 @@ func (n *NUMAMetrics) Add(o *NUMAMetrics) {
 	n.Remote += o.Remote
 	n.Unknown += o.Unknown
 }
+
+// SumMem returns a plus b: a itself, allocated when nil and b is not; b is
+// never aliased, so merging leaves its inputs unchanged.
+func SumMem(a, b *MemMetrics) *MemMetrics {
+	if b == nil {
+		return a
+	}
+	if a == nil {
+		a = &MemMetrics{}
+	}
+	a.Add(b)
+	return a
+}
+
+// SumNUMA is SumMem for NUMA placement.
+func SumNUMA(a, b *NUMAMetrics) *NUMAMetrics {
+	if b == nil {
+		return a
+	}
+	if a == nil {
+		a = &NUMAMetrics{}
+	}
+	a.Add(b)
+	return a
+}

@@ -40,6 +40,20 @@ type Object struct {
 	NUMA *NUMAMetrics `json:"numa,omitempty"`
 }
 
+// AddCounts adds b's allocation and sample counts and its metrics to o
+// (the merge of two reports of one site, or of sites that name the same
+// type and path).
+func (o *Object) AddCounts(b *Object) {
+	o.Objects += b.Objects
+	o.Bytes += b.Bytes
+	o.EstObjects += b.EstObjects
+	o.EstBytes += b.EstBytes
+	o.Samples += b.Samples
+	o.EstSamples += b.EstSamples
+	o.Mem = SumMem(o.Mem, b.Mem)
+	o.NUMA = SumNUMA(o.NUMA, b.NUMA)
+}
+
 // Access is one access path: the code that touched an object (or, in the
 // remainder, memory outside tracked objects) and its samples.
 type Access struct {
@@ -178,31 +192,12 @@ func MergeAccesses(as []Access, depth int, total uint64) []Access {
 		k := a.Where + "\x01" + strings.Join(p, "\x00")
 		if i, ok := idx[k]; ok {
 			out[i].Samples += a.Samples
-			if a.Mem != nil {
-				if out[i].Mem == nil {
-					out[i].Mem = &MemMetrics{}
-				}
-				out[i].Mem.Add(a.Mem)
-			}
-			if a.NUMA != nil {
-				if out[i].NUMA == nil {
-					out[i].NUMA = &NUMAMetrics{}
-				}
-				out[i].NUMA.Add(a.NUMA)
-			}
+			out[i].Mem = SumMem(out[i].Mem, a.Mem)
+			out[i].NUMA = SumNUMA(out[i].NUMA, a.NUMA)
 			continue
 		}
 		idx[k] = len(out)
-		na := Access{Where: a.Where, Path: p, Samples: a.Samples}
-		if a.Mem != nil {
-			na.Mem = &MemMetrics{}
-			na.Mem.Add(a.Mem)
-		}
-		if a.NUMA != nil {
-			na.NUMA = &NUMAMetrics{}
-			na.NUMA.Add(a.NUMA)
-		}
-		out = append(out, na)
+		out = append(out, Access{Where: a.Where, Path: p, Samples: a.Samples, Mem: SumMem(nil, a.Mem), NUMA: SumNUMA(nil, a.NUMA)})
 	}
 	finishAccesses(out, total)
 	return out

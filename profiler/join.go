@@ -534,8 +534,9 @@ func (j *jvm) attribute(p *pending) {
 				a.mem = j.addMem(a.mem, p)
 			}
 			if j.numa != nil {
-				s.numa = j.numa.add(s.numa, j.pid, p)
-				a.numa = j.numa.add(a.numa, j.pid, p)
+				node, from := j.numa.place(j.pid, p)
+				s.numa = count(s.numa, node, from)
+				a.numa = count(a.numa, node, from)
 			}
 			return
 		}

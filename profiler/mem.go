@@ -51,17 +51,25 @@ func newNUMA() (*numaState, error) {
 	return &numaState{topo: topo, pages: numa.NewCache(numa.MovePages{}, numa.DefaultMaxAge)}, nil
 }
 
-// add counts where sample p's page lives and where it was accessed from.
-func (n *numaState) add(m *report.NUMAMetrics, pid int, p *pending) *report.NUMAMetrics {
+// place finds the node holding sample p's page (numa.Unknown if it cannot
+// be read) and the node of the CPU that took it.
+func (n *numaState) place(pid int, p *pending) (node, from int) {
+	node, err := n.pages.Node(pid, p.addr)
+	if err != nil {
+		node = numa.Unknown
+	}
+	return node, n.topo.NodeOfCPU(int(p.cpu))
+}
+
+// count adds one sample whose page is on node, taken on a CPU of node from.
+func count(m *report.NUMAMetrics, node, from int) *report.NUMAMetrics {
 	if m == nil {
 		m = &report.NUMAMetrics{Home: make(map[int]uint64), From: make(map[int]uint64)}
 	}
-	node, err := n.pages.Node(pid, p.addr)
-	if err != nil || node == numa.Unknown {
+	if node == numa.Unknown {
 		m.Unknown++
 		return m
 	}
-	from := n.topo.NodeOfCPU(int(p.cpu))
 	m.Home[node]++
 	m.From[from]++
 	if from != node && from != numa.Unknown {

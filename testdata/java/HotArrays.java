@@ -1,49 +1,70 @@
-// Ground truth for djx-bpf: four equally sized arrays allocated at distinct
-// sites; the random-access loop spends 13/16 of its loads on the one that
-// allocHot() returns, 1/16 on each of the others. Every round reallocates the
-// arrays so that a profiler attached mid-run sees fresh allocations.
-//
+// Ground truth for djx-bpf: four arrays allocated at distinct sites; the
+// loop spends 13/16 of its loads on the one allocHot() returns, 1/16 on each
+// of the others, and that array is 13 times as large, so every cache line is
+// read equally often and the cost split follows the load split under any
+// cache pressure. Every round reallocates the arrays (attach sees them).
 // Usage: java HotArrays [seconds (0 = forever)] [round-ms]
 // Prints "ready" once, then "ops N" each second (loads done in that second).
 public class HotArrays {
-    static final int N = 1 << 20; // 8 MiB per long[]
+    static final int COLD = 1 << 17, HOT = 13 * COLD; // 1 MiB and 13 MiB
 
     static long[] allocHot() {
-        return new long[N]; // HOT-SITE
+        return new long[HOT]; // HOT-SITE
     }
 
     static long[] allocCold1() {
-        return new long[N]; // COLD-SITE-1
+        return new long[COLD]; // COLD-SITE-1
     }
 
     static long[] allocCold2() {
-        return new long[N]; // COLD-SITE-2
+        return new long[COLD]; // COLD-SITE-2
     }
 
     static double[] allocCold3() {
-        return new double[N]; // COLD-SITE-3
+        return new double[COLD]; // COLD-SITE-3
     }
 
     static long seed = 0x9E3779B97F4A7C15L;
 
+    // Sixteen loads in straight-line code, each at a uniformly random index
+    // (the top 24 bits of an LCG step, scaled to the length): no branch to
+    // mispredict and no load waits for another, so the misses of all four
+    // arrays overlap alike.
     static long work(long[] hot, long[] c1, long[] c2, double[] c3, int iters) {
         long s = seed, sum = 0;
-        final int mask = N - 1;
-        for (int i = 0; i < iters; i++) {
+        for (int i = 0; i < iters; i += 16) {
             s = s * 6364136223846793005L + 1442695040888963407L;
-            int idx = (int) (s >>> 40) & mask;
-            // A fixed pattern, so that branch prediction costs the same
-            // for every array and the cost split follows the load split.
-            int sel = i & 15;
-            if (sel < 13) {
-                sum += hot[idx];
-            } else if (sel == 13) {
-                sum += c1[idx];
-            } else if (sel == 14) {
-                sum += c2[idx];
-            } else {
-                sum += (long) c3[idx];
-            }
+            sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            sum += c1[(int) (((s >>> 40) * COLD) >>> 24)];
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            sum += c2[(int) (((s >>> 40) * COLD) >>> 24)];
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            sum += (long) c3[(int) (((s >>> 40) * COLD) >>> 24)];
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
         }
         seed = s;
         return sum;

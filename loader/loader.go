@@ -104,14 +104,16 @@ type Counters struct {
 
 // Sampler owns the BPF objects, perf events and ring buffer reader.
 type Sampler struct {
-	maps   bpf.DjxMaps
-	prog   *ebpf.Program
-	fds    []int
-	links  []link.Link // referenced so that finalizers don't close them
-	rd     *ringbuf.Reader
-	cfg    Config
-	mu     sync.Mutex
-	closed bool
+	maps  bpf.DjxMaps
+	prog  *ebpf.Program
+	fds   []int
+	links []link.Link // referenced so that finalizers don't close them
+	rd    *ringbuf.Reader
+	cfg   Config
+	// lastComplete is when ReadBatch last found the ring buffer empty.
+	lastComplete uint64
+	mu           sync.Mutex
+	closed       bool
 }
 
 // Open loads the program and starts sampling on every online CPU. Samples
@@ -322,34 +324,71 @@ func (s *Sampler) Read(out *Sample) error {
 // program wakes the reader only when 16 KiB are pending.
 const PollInterval = 5 * time.Millisecond
 
+// completeSlack covers a sample whose BPF program read the clock but had not
+// yet reserved its record when the reader found the ring buffer empty (the
+// program runs in interrupt context, but a guest's vCPU can stall).
+const completeSlack = uint64(10 * time.Millisecond)
+
+// completeEvery is how often ReadBatch returns without samples, only to say
+// how far the stream is complete.
+const completeEvery = uint64(20 * time.Millisecond)
+
+// Now is CLOCK_MONOTONIC in nanoseconds: the clock of Sample.Time
+// (bpf_ktime_get_ns) and of the agent's records.
+func Now() uint64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
 // ReadBatch blocks until a sample arrives, then takes every sample already
 // in the ring buffer as well (up to cap(dst)), appending them to dst[:0]:
 // one wakeup and one hand-off per burst instead of per sample. It polls
 // every PollInterval, so do not combine it with SetDeadline.
-func (s *Sampler) ReadBatch(dst []Sample) ([]Sample, error) {
+//
+// complete says how far the stream is known to be whole: every sample taken
+// before it (Sample.Time) has been returned by this call or an earlier one;
+// 0 if this call cannot tell. While no sample comes, ReadBatch returns no
+// samples every so often just to advance it, so that a consumer joining
+// samples with other streams by time knows it has seen all of them.
+func (s *Sampler) ReadBatch(dst []Sample) (_ []Sample, complete uint64, _ error) {
 	dst = dst[:0]
 	if cap(dst) == 0 {
 		dst = make([]Sample, 0, 256)
 	}
 	var smp Sample
 	for {
+		t := Now()
 		s.rd.SetDeadline(time.Now().Add(PollInterval))
 		err := s.Read(&smp)
 		if err == nil {
 			break
 		}
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			return dst, err
+			return dst, 0, err
+		}
+		// Nothing was reserved during the wait: every sample taken before
+		// it began has been returned.
+		if t >= s.lastComplete+completeEvery {
+			s.lastComplete = t
+			return dst, max(t, completeSlack) - completeSlack, nil
 		}
 	}
 	dst = append(dst, smp)
-	for len(dst) < cap(dst) && s.rd.AvailableBytes() > 0 {
+	for len(dst) < cap(dst) {
+		// AvailableBytes counts records reserved but not yet committed, so
+		// an empty ring at t means every sample taken before t is read.
+		t := Now()
+		if s.rd.AvailableBytes() == 0 {
+			s.lastComplete = t
+			return dst, max(t, completeSlack) - completeSlack, nil
+		}
 		if err := s.Read(&smp); err != nil {
-			return dst, nil // the next call reports it
+			return dst, 0, nil // the next call reports it
 		}
 		dst = append(dst, smp)
 	}
-	return dst, nil
+	return dst, 0, nil
 }
 
 func parseSample(b []byte, s *Sample) {

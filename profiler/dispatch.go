@@ -7,12 +7,19 @@ import (
 	"github.com/djx-bpf/djx-bpf/loader"
 )
 
+// sampleBatch is samples of one JVM in arrival order, with how far the
+// sample stream is complete (loader.Sampler.ReadBatch; 0: unknown).
+type sampleBatch struct {
+	samples  []loader.Sample
+	complete uint64
+}
+
 // dispatcher reads the one sampler a scan shares among its JVMs and hands
 // each JVM's samples to its session.
 type dispatcher struct {
 	smp   *loader.Sampler
 	mu    sync.Mutex
-	chans map[uint32]chan []loader.Sample
+	chans map[uint32]chan sampleBatch
 	// lost counts samples dropped because a session did not keep up (its
 	// channel was full): one slow JVM must not stall the others.
 	lost uint64
@@ -20,7 +27,7 @@ type dispatcher struct {
 }
 
 func newDispatcher(smp *loader.Sampler) *dispatcher {
-	d := &dispatcher{smp: smp, chans: make(map[uint32]chan []loader.Sample), done: make(chan struct{})}
+	d := &dispatcher{smp: smp, chans: make(map[uint32]chan sampleBatch), done: make(chan struct{})}
 	go d.run()
 	return d
 }
@@ -30,22 +37,24 @@ func (d *dispatcher) run() {
 	groups := make(map[uint32][]loader.Sample)
 	buf := make([]loader.Sample, 0, 64)
 	for {
-		b, err := d.smp.ReadBatch(buf)
+		b, complete, err := d.smp.ReadBatch(buf)
 		buf = b
 		for _, smp := range b {
 			groups[smp.PID] = append(groups[smp.PID], smp)
 		}
 		d.mu.Lock()
-		for pid, g := range groups {
-			if c := d.chans[pid]; c != nil {
-				select {
-				case c <- g:
-				default:
-					d.lost += uint64(len(g))
-				}
+		for pid, c := range d.chans {
+			g := groups[pid]
+			if len(g) == 0 && complete == 0 {
+				continue
 			}
-			delete(groups, pid)
+			select {
+			case c <- sampleBatch{g, complete}:
+			default:
+				d.lost += uint64(len(g))
+			}
 		}
+		clear(groups)
 		if err != nil {
 			for pid, c := range d.chans {
 				close(c)
@@ -61,8 +70,8 @@ func (d *dispatcher) run() {
 
 // add registers pid and returns its samples; the channel is closed by
 // remove, closeAfter or when the sampler closes.
-func (d *dispatcher) add(pid int) <-chan []loader.Sample {
-	c := make(chan []loader.Sample, 1024)
+func (d *dispatcher) add(pid int) <-chan sampleBatch {
+	c := make(chan sampleBatch, 1024)
 	d.mu.Lock()
 	d.chans[uint32(pid)] = c
 	d.mu.Unlock()

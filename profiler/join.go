@@ -88,8 +88,13 @@ type jvm struct {
 	connected bool
 	helloTime uint64
 	watermark uint64
-	heap      heap.Info
-	heapKnown bool
+	drained   uint64 // the horizon drain last reached: heap state is past it
+	// sampleWM: every sample taken before it has reached onSample, when
+	// sampleStream says a sampler reports it (tests feed samples directly).
+	sampleWM     uint64
+	sampleStream bool
+	heap         heap.Info
+	heapKnown    bool
 
 	idx     *objindex.Index
 	syms    *jvmsym.Table
@@ -280,9 +285,22 @@ func (j *jvm) relocComplete(t uint64) {
 // skipped or limited.
 const rescanTimeout = uint64(500 * time.Millisecond)
 
+// samplesComplete says every sample taken before t has been fed to
+// onSample (0: nothing new known).
+func (j *jvm) samplesComplete(t uint64) {
+	if t > j.sampleWM {
+		j.sampleWM = t
+		j.drain(false)
+	}
+}
+
 // horizon is the time up to which every stream is complete.
 func (j *jvm) horizon() uint64 {
 	h := j.watermark
+	if j.sampleStream {
+		// A sample still on its way must meet the heap as it was.
+		h = min(h, j.sampleWM)
+	}
 	if j.stackSig != 0 {
 		// Stacks come a little after their samples.
 		h = max(h, stackGrace) - stackGrace
@@ -411,6 +429,10 @@ func (j *jvm) onSample(s *loader.Sample, src loader.Source) {
 		return
 	}
 	j.stats.Samples++
+	if s.Time < j.drained {
+		j.stats.Late++
+		j.stats.LateMaxMs = max(j.stats.LateMaxMs, float64(j.drained-s.Time)/1e6)
+	}
 	addr := s.Addr
 	accessPC := s.IP() + 1 // page faults and hardware events: the access is at ip
 	if src == loader.Decode {
@@ -464,6 +486,9 @@ func (j *jvm) onSample(s *loader.Sample, src loader.Source) {
 // that each sample meets the heap as it was when it was taken.
 func (j *jvm) drain(final bool) {
 	h := j.horizon()
+	if !final {
+		j.drained = max(j.drained, h)
+	}
 	for {
 		const none = ^uint64(0)
 		ta, tg, ts := none, none, none

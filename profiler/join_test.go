@@ -99,6 +99,42 @@ func TestJoinWaitsForWatermark(t *testing.T) {
 	}
 }
 
+// A sample that reaches the join after the agent's watermark has passed it
+// (the loader read the ring buffer late) is still judged against the heap of
+// its time: the horizon waits for the sample stream too.
+func TestJoinWaitsForSampleStream(t *testing.T) {
+	j := exactJVM(1)
+	j.sampleStream = true
+	j.onBatch(batch(10, hello(1), alloc(2, 0x2000, 4096, "[B", agent.Frame{Method: 1})))
+	j.samplesComplete(12)
+	// The memory is reused at 20; the agent's stream is complete to 100.
+	j.onBatch(batch(100, alloc(20, 0x2000, 4096, "[I", agent.Frame{Method: 2})))
+	if j.drained > 12 {
+		t.Fatalf("horizon %d ran past the sample stream (12)", j.drained)
+	}
+	j.onSample(fault(15, 0x2100), loader.PageFaults) // taken on the old object
+	j.samplesComplete(90)
+	j.onSample(fault(95, 0x2100), loader.PageFaults) // and one on the new
+	j.drain(true)
+	got := map[string]uint64{}
+	for _, o := range j.report() {
+		got[o.Type] = o.Samples
+	}
+	if got["byte[]"] != 1 || got["int[]"] != 1 || j.stats.Late != 0 {
+		t.Errorf("samples by type %v, late %d: want one each, none late", got, j.stats.Late)
+	}
+
+	// Without the sample stream's bound, the first sample comes too late.
+	k := exactJVM(1)
+	k.onBatch(batch(10, hello(1), alloc(2, 0x2000, 4096, "[B", agent.Frame{Method: 1})))
+	k.onBatch(batch(100, alloc(20, 0x2000, 4096, "[I", agent.Frame{Method: 2})))
+	k.onSample(fault(15, 0x2100), loader.PageFaults)
+	k.drain(true)
+	if k.stats.Late != 1 || k.stats.LateMaxMs <= 0 {
+		t.Errorf("late %d (max %v ms): want the sample counted late", k.stats.Late, k.stats.LateMaxMs)
+	}
+}
+
 func TestJoinReuseChargesNewObject(t *testing.T) {
 	j := exactJVM(1)
 	j.onBatch(batch(10, hello(1),

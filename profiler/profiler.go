@@ -169,7 +169,7 @@ type session struct {
 	// come from the dispatcher, and the sampler is not this session's to
 	// stop or close.
 	shared *dispatcher
-	feed   <-chan []loader.Sample
+	feed   <-chan sampleBatch
 	// heapPre is the heap read before the session ran (OpenJ9: from a
 	// javacore); nil: loadHeap asks HotSpot's GC.heap_info.
 	heapPre *heap.Info
@@ -400,6 +400,7 @@ func watchExit(pid int) <-chan struct{} {
 func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Report, error) {
 	s.start = time.Now()
 	s.j = newJVM(s.pid)
+	s.j.sampleStream = true
 	s.j.native = jvmsym.NewNative(s.pid)
 	s.j.weightStruct = s.src.event != nil && s.src.event.Structured()
 	if s.opts.NUMA {
@@ -424,19 +425,24 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	free := make(chan []loader.Sample, 64)
 	samples := s.feed
 	if samples == nil {
-		own := make(chan []loader.Sample, 64)
+		own := make(chan sampleBatch, 64)
 		go func() {
 			defer close(own)
+			var buf []loader.Sample
 			for {
-				var buf []loader.Sample
-				select {
-				case buf = <-free:
-				default:
-					buf = make([]loader.Sample, 0, 64)
+				if buf == nil {
+					select {
+					case buf = <-free:
+					default:
+						buf = make([]loader.Sample, 0, 64)
+					}
 				}
-				b, err := s.sampler.ReadBatch(buf)
-				if len(b) > 0 {
-					own <- b
+				b, complete, err := s.sampler.ReadBatch(buf)
+				if len(b) > 0 || complete != 0 {
+					own <- sampleBatch{b, complete}
+					if len(b) > 0 {
+						buf = nil // the loop owns it until it comes back
+					}
 				}
 				if err != nil {
 					return // closed, or flushed at the end
@@ -499,12 +505,15 @@ loop:
 				loopSamples = nil // the shared sampler closed: the scan is ending
 				continue
 			}
-			for i := range b {
-				s.j.onSample(&b[i], s.src.kind)
+			for i := range b.samples {
+				s.j.onSample(&b.samples[i], s.src.kind)
 			}
-			select {
-			case free <- b:
-			default:
+			s.j.samplesComplete(b.complete)
+			if cap(b.samples) > 0 && s.shared == nil {
+				select {
+				case free <- b.samples:
+				default:
+				}
 			}
 		case m := <-relocC:
 			s.j.applyReloc(m)
@@ -568,8 +577,8 @@ loop:
 		s.sampler.Flush()
 	}
 	for b := range samples {
-		for i := range b {
-			s.j.onSample(&b[i], s.src.kind)
+		for i := range b.samples {
+			s.j.onSample(&b.samples[i], s.src.kind)
 		}
 	}
 	// Ask the agent for its last batch and detach it.
@@ -695,6 +704,9 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 	}
 	if st.AgentDropped > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("the agent dropped %d records (buffer full); raise --min-size or --alloc-interval", st.AgentDropped))
+	}
+	if st.Late*100 > st.Samples {
+		s.notes = append(s.notes, fmt.Sprintf("%d samples reached the join up to %.0f ms after newer heap changes and were judged against them; the machine may be overloaded (lower --freq)", st.Late, st.LateMaxMs))
 	}
 	r := &report.Report{
 		PID: s.pid, JVM: s.j.vmName, Mode: s.mode, Event: s.src.name,

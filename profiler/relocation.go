@@ -6,8 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/reloc"
 )
 
@@ -109,20 +108,13 @@ func (s *session) startRelocation() *relocation {
 	return r
 }
 
-// monotonicNow is CLOCK_MONOTONIC, the clock of BPF and the agent.
-func monotonicNow() uint64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return uint64(ts.Nano())
-}
-
 // read forwards events; when the ring buffer has stayed empty for a short
 // while, everything produced before the wait began has been delivered.
 func (r *relocation) read() {
 	defer close(r.msgs)
 	var ev reloc.Event
 	for {
-		start := monotonicNow()
+		start := loader.Now()
 		r.tr.SetDeadline(time.Now().Add(20 * time.Millisecond))
 		err := r.tr.Read(&ev)
 		switch {
@@ -165,7 +157,7 @@ func (r *relocation) stop(j *jvm) (reloc.Counters, error) {
 		j.applyReloc(m)
 	}
 	if j.curGC != nil { // the profile ended inside a GC
-		j.onGCEnd(monotonicNow())
+		j.onGCEnd(loader.Now())
 	}
 	return c, errors.Join(derr, cerr, r.tr.Close())
 }

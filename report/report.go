@@ -80,12 +80,17 @@ type Stats struct {
 	DecodedLookBack uint64 `json:"decoded_look_back"`
 	KernelSkipped   uint64 `json:"kernel_skipped"`
 	Unjoined        uint64 `json:"unjoined"` // samples before the agent connected
-	AllocsTracked   uint64 `json:"allocs_tracked"`
-	AllocCallbacks  uint64 `json:"alloc_callbacks"`
-	AllocsBelowMin  uint64 `json:"allocs_below_min"`
-	AgentDropped    uint64 `json:"agent_dropped"`
-	AgentErrors     uint64 `json:"agent_errors"`
-	HeapKnown       bool   `json:"heap_known"`
+	// Late counts samples that reached the join after it had applied heap
+	// changes newer than them (judged against a newer heap); LateMaxMs is
+	// the worst such lag.
+	Late           uint64  `json:"late,omitempty"`
+	LateMaxMs      float64 `json:"late_max_ms,omitempty"`
+	AllocsTracked  uint64  `json:"allocs_tracked"`
+	AllocCallbacks uint64  `json:"alloc_callbacks"`
+	AllocsBelowMin uint64  `json:"allocs_below_min"`
+	AgentDropped   uint64  `json:"agent_dropped"`
+	AgentErrors    uint64  `json:"agent_errors"`
+	HeapKnown      bool    `json:"heap_known"`
 	// GC relocation tracking.
 	GCs             uint64 `json:"gcs,omitempty"`              // GCs seen
 	Relocations     uint64 `json:"relocations,omitempty"`      // tracked objects moved by observed copies

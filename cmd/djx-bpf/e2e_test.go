@@ -186,8 +186,8 @@ func readReport(t *testing.T, path string) *report.Report {
 func checkGroundTruth(t *testing.T, r *report.Report) {
 	t.Helper()
 	s := r.Stats
-	t.Logf("stats: samples %d, with address %d (%.1f%%), in heap %d, attributed %d (%.1f%% of addressed), dropped %d, allocs %d",
-		s.Samples, s.WithAddress, pct(s.WithAddress, s.Samples), s.InHeap, s.Attributed, pct(s.Attributed, s.WithAddress), s.Dropped, s.AllocsTracked)
+	t.Logf("stats: samples %d, with address %d (%.1f%%), in heap %d, attributed %d (%.1f%% of addressed), dropped %d, allocs %d, late %d (max %.0f ms)",
+		s.Samples, s.WithAddress, pct(s.WithAddress, s.Samples), s.InHeap, s.Attributed, pct(s.Attributed, s.WithAddress), s.Dropped, s.AllocsTracked, s.Late, s.LateMaxMs)
 	for i, o := range r.Objects {
 		if i < 5 {
 			t.Logf("#%d %s %s objects %d samples %d share %.1f%%", i+1, o.Type, o.Site, o.Objects, o.Samples, 100*o.Share)
@@ -200,8 +200,10 @@ func checkGroundTruth(t *testing.T, r *report.Report) {
 	if top.Site != hotSite || top.Type != "long[]" {
 		t.Fatalf("top object is %s at %s, want long[] at %s", top.Type, top.Site, hotSite)
 	}
-	if top.Share < 0.6 {
-		t.Errorf("hot object share %.1f%%, want a clearly dominant share (>= 60%%; workload gives it 81%%)", 100*top.Share)
+	// HotArrays' cost split follows its load split (13/16 = 81%) under any
+	// cache pressure; 70% leaves room for warm-up and interpreted code.
+	if top.Share < 0.7 {
+		t.Errorf("hot object share %.1f%%, want >= 70%% (the workload gives it 81%% of the loads and of the cost)", 100*top.Share)
 	}
 	if len(r.Objects) > 1 && r.Objects[1].Share*2 > top.Share {
 		t.Errorf("runner-up share %.1f%% too close to the hot object's %.1f%%", 100*r.Objects[1].Share, 100*top.Share)
@@ -599,14 +601,21 @@ func TestFreedMemoryReuse(t *testing.T) {
 		t.Errorf("old %d, new %d of %d in-heap samples: each phase should get about half", old, cur, r.Stats.InHeap)
 	}
 
-	r = launchJSON(t, []string{"--min-size", "6MiB"}, "-XX:+UseG1GC", "-Xmx512m", "Reuse", "1.5")
+	// An explicit interval: min-size/4 would be 1.5 MiB, and JDK 17 samples
+	// allocations outside TLABs ~8x less often (JDK-8356372), which catches
+	// the 8 MiB array only about half the time.
+	r = launchJSON(t, []string{"--min-size", "6MiB", "--alloc-interval", "64KiB"}, "-XX:+UseG1GC", "-Xmx512m", "Reuse", "1.5")
 	old = 0
 	for _, o := range r.Objects {
 		if o.Site == "Reuse.allocOld:9" {
 			old = o.Samples
 		}
 	}
-	t.Logf("untracked new array: old %d of %d in-heap samples, freed %d", old, r.Stats.InHeap, r.Stats.Freed)
+	t.Logf("untracked new array: old %d of %d in-heap samples, freed %d; allocs tracked %d, below min size %d, late samples %d; objects:",
+		old, r.Stats.InHeap, r.Stats.Freed, r.Stats.AllocsTracked, r.Stats.AllocsBelowMin, r.Stats.Late)
+	for _, o := range r.Objects {
+		t.Logf("  %s %s objects %d bytes %d samples %d", o.Type, o.Site, o.Objects, o.Bytes, o.Samples)
+	}
 	if r.Stats.Freed == 0 || old*10 > r.Stats.InHeap*7 {
 		t.Errorf("dead array charged %d of %d in-heap samples (freed %d): samples on the new array went to it", old, r.Stats.InHeap, r.Stats.Freed)
 	}

@@ -321,8 +321,10 @@ func (s *Sampler) Read(out *Sample) error {
 }
 
 // PollInterval is how often ReadBatch looks at the ring buffer: the BPF
-// program wakes the reader only when 16 KiB are pending.
-const PollInterval = 5 * time.Millisecond
+// program wakes the reader only when 16 KiB are pending. Each look costs the
+// loader ~0.1 ms of CPU (measured: 0.43 s over an idle 8 s profile at 5 ms);
+// the join waits longer than this for stacks anyway.
+const PollInterval = 25 * time.Millisecond
 
 // completeSlack covers a sample whose BPF program read the clock but had not
 // yet reserved its record when the reader found the ring buffer empty (the
@@ -331,7 +333,7 @@ const completeSlack = uint64(10 * time.Millisecond)
 
 // completeEvery is how often ReadBatch returns without samples, only to say
 // how far the stream is complete.
-const completeEvery = uint64(20 * time.Millisecond)
+const completeEvery = uint64(50 * time.Millisecond)
 
 // Now is CLOCK_MONOTONIC in nanoseconds: the clock of Sample.Time
 // (bpf_ktime_get_ns) and of the agent's records.

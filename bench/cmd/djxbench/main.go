@@ -54,8 +54,8 @@ type workload struct {
 }
 
 var workloads = []workload{
-	{Name: "h2", Class: "H2Bench", Args: []string{"60000", "500"}, JVMFlags: []string{"-Xmx1g"}},
-	{Name: "xalan", Class: "XalanBench", Args: []string{"20000", "8"}, JVMFlags: []string{"-Xmx1g"}},
+	{Name: "h2", Class: "H2Bench", Args: []string{"60000", "1500"}, JVMFlags: []string{"-Xmx1g"}},
+	{Name: "xalan", Class: "XalanBench", Args: []string{"20000", "40"}, JVMFlags: []string{"-Xmx1g"}},
 	{Name: "allocheavy", Class: "AllocHeavy", Args: []string{"8"}, JVMFlags: []string{"-Xmx1g"}, FixedTime: true},
 	{Name: "gchot", Class: "GcHot", Args: []string{"8"}, JVMFlags: []string{"-Xmx512m", "-Xmn32m"}, FixedTime: true},
 	{Name: "hotarrays", Class: "HotArrays", Args: []string{"8"}, JVMFlags: []string{"-Xmx1g"}, FixedTime: true},
@@ -63,9 +63,17 @@ var workloads = []workload{
 
 // variants are djx-bpf settings compared against the defaults (-variants).
 var variants = map[string][]string{
-	"default":     nil,
-	"freq999":     {"--freq", "999"},
-	"freq4999":    {"--freq", "4999"},
+	"default":  nil,
+	"freq999":  {"--freq", "999"},
+	"freq4999": {"--freq", "4999"},
+	"freq499":  {"--freq", "499"},
+	"freq199":  {"--freq", "199"},
+	// agentonly leaves the agent's cost: allocation sampling, rescans and
+	// JIT records, with the sampler nearly idle.
+	"agentonly":   {"--freq", "1", "--stack-signal", "0"},
+	"ao-budget1k": {"--freq", "1", "--stack-signal", "0", "--alloc-budget", "1000"},
+	"ao-relocoff": {"--freq", "1", "--stack-signal", "0", "--relocation", "off"},
+	"ao-big":      {"--freq", "1", "--stack-signal", "0", "--min-size", "1MiB", "--relocation", "off"},
 	"nostacks":    {"--stack-signal", "0"},
 	"rescan":      {"--relocation", "rescan"},
 	"relocoff":    {"--relocation", "off"},

@@ -39,14 +39,14 @@ const (
 	DefaultMinSize = 1024
 	// DefaultFreq: every sample costs the sampled thread a signal and an
 	// AsyncGetCallTrace, and the loader ~20 µs; at 1999 Hz the stack path
-	// alone took ~4% of Xalan's CPU (perf, README "Overhead"). 499 Hz
+	// alone took ~4% of Xalan's CPU (perf, README "Benchmarks"). 499 Hz
 	// still gives ~15k samples per busy core in 30 s.
 	DefaultFreq = 499
 	// DefaultAllocBudget bounds the agent's cost on allocation-heavy code:
 	// a callback costs the allocating thread ~0.4 µs when the object is
 	// below min size and ~3-30 µs when it is recorded (GetStackTrace over
 	// deep stacks). At 10000/s the callbacks took 3.4% of Xalan's CPU, at
-	// 2500/s 1.3% (perf, README "Overhead").
+	// 2500/s 1.3% (perf, README "Benchmarks").
 	DefaultAllocBudget = 2500
 	// DefaultRelocation: see README for the measured trade-off. The
 	// memmove uprobe traps on every copy of every thread, not only in GC

@@ -39,6 +39,7 @@ const (
 	DjxMapTargets      = "targets"
 	DjxProgOnSample    = "on_sample"
 	DjxProgOnSampleMem = "on_sample_mem"
+	DjxVarSigGapNs     = "sig_gap_ns"
 	DjxVarUnusedSample = "unused_sample"
 )
 
@@ -102,6 +103,7 @@ type DjxMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DjxVariableSpecs struct {
+	SigGapNs     *ebpf.VariableSpec `ebpf:"sig_gap_ns"`
 	UnusedSample *ebpf.VariableSpec `ebpf:"unused_sample"`
 }
 
@@ -144,6 +146,7 @@ func (m *DjxMaps) Close() error {
 //
 // It can be passed to LoadDjxObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DjxVariables struct {
+	SigGapNs     *ebpf.Variable `ebpf:"sig_gap_ns"`
 	UnusedSample *ebpf.Variable `ebpf:"unused_sample"`
 }
 

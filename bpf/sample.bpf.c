@@ -20,6 +20,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define SAMPLE_BEFORE_OK 1 // before[] holds the 16 bytes ending at ip
 #define SAMPLE_AT_OK 2     // at[] holds the 16 bytes starting at ip
 #define SAMPLE_MEM_OK 4    // data_src and weight were read from the sample
+#define SAMPLE_NO_STACK 8  // no stack signal was sent for it on purpose (gap, young thread)
 
 struct sample {
 	__u64 time; // bpf_ktime_get_ns: CLOCK_MONOTONIC, the agent's clock too
@@ -43,15 +44,17 @@ enum {
 	CNT_KERNEL = 2,  // sample taken in kernel mode (no user registers)
 	CNT_SIGNALED = 3,   // stack signal queued to the sampled thread
 	CNT_SIGNAL_FAIL = 4, // ... refused (-EBUSY: one still pending on this CPU)
-	CNT_SIGNAL_SKIP = 5, // ... not sent: one less than SIG_GAP_NS ago, or a thread younger than SIG_MIN_AGE_NS
+	CNT_SIGNAL_SKIP = 5, // ... not sent: one less than sig_gap_ns ago, or a thread younger than SIG_MIN_AGE_NS
 	CNT_MAX = 8,
 };
 
-// At most one stack signal per thread per SIG_GAP_NS. Timer samples of one
-// thread are far sparser; page faults come in bursts, and the handler's
-// own faults (its signal frame) would otherwise feed back into more
-// signals and starve the thread.
-#define SIG_GAP_NS 100000
+// At most one stack signal per thread per sig_gap_ns (set by the loader;
+// at least 100 us). A stack costs the thread tens of us on deep Java
+// stacks, so the loader spaces them (--stack-interval) and borrows a
+// thread's last stack for the samples in between. Page faults come in
+// bursts, and the handler's own faults (its signal frame) would otherwise
+// feed back into more signals and starve the thread.
+volatile const __u64 sig_gap_ns = 100000;
 
 // Threads younger than this get no stack signal. The agent's handler asks
 // the JVM for the thread's JNIEnv (libjvm thread-local storage); on a
@@ -196,23 +199,27 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 			s->weight = BPF_CORE_READ(d, weight.full);
 		flags |= SAMPLE_MEM_OK;
 	}
+	__u8 signo = *sig;
+	__u32 tid = (__u32)id;
+	if (signo) {
+		__u64 *last = bpf_map_lookup_elem(&sig_last, &tid);
+		struct task_struct___djx *task = (void *)bpf_get_current_task();
+		__u64 born = BPF_CORE_READ(task, start_time);
+		if ((last && s_time - *last < sig_gap_ns) || s_time - born < SIG_MIN_AGE_NS) {
+			count(CNT_SIGNAL_SKIP);
+			flags |= SAMPLE_NO_STACK;
+			signo = 0;
+		}
+	}
 	s->flags = flags;
 	__u64 pending = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA);
 	bpf_ringbuf_submit(s, pending >= WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 
 	// After the sample is in the ring: the handler runs when the thread
 	// returns to user mode, at the same ip, and stamps a later time.
-	__u8 signo = *sig;
 	if (signo) {
-		__u32 tid = (__u32)id;
-		__u64 now = s_time;
-		__u64 *last = bpf_map_lookup_elem(&sig_last, &tid);
-		struct task_struct___djx *task = (void *)bpf_get_current_task();
-		__u64 born = BPF_CORE_READ(task, start_time);
-		if ((last && now - *last < SIG_GAP_NS) || now - born < SIG_MIN_AGE_NS) {
-			count(CNT_SIGNAL_SKIP);
-		} else if (bpf_send_signal_thread(signo) == 0) {
-			bpf_map_update_elem(&sig_last, &tid, &now, BPF_ANY);
+		if (bpf_send_signal_thread(signo) == 0) {
+			bpf_map_update_elem(&sig_last, &tid, &s_time, BPF_ANY);
 			count(CNT_SIGNALED);
 		} else {
 			count(CNT_SIGNAL_FAIL);

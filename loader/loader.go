@@ -55,13 +55,24 @@ type Config struct {
 	// its PMU covers (nil: all online CPUs).
 	Attr *unix.PerfEventAttr
 	CPUs []int
+	// StackGap is the least time between two stack signals to one thread
+	// (SetStackSignal); samples in between carry FlagNoStack. Below
+	// MinStackGap (and 0) it is MinStackGap.
+	StackGap time.Duration
 }
+
+// MinStackGap bounds the stack signals of a thread whatever StackGap says:
+// a burst of page faults must not turn into a signal storm.
+const MinStackGap = 100 * time.Microsecond
 
 // Sample flags, as set by the BPF program.
 const (
 	FlagBeforeOK = 1 << 0
 	FlagAtOK     = 1 << 1
 	FlagMemOK    = 1 << 2 // DataSrc and Weight were read (hardware events)
+	// FlagNoStack: stacks are asked for, but not for this sample (one was
+	// sent to its thread less than StackGap ago, or the thread is new).
+	FlagNoStack = 1 << 3
 )
 
 // Sample is one sample of a profiled thread.
@@ -143,6 +154,9 @@ func Open(cfg Config) (s *Sampler, err error) {
 	}
 	if cfg.RingSize != 0 {
 		spec.Maps["samples"].MaxEntries = cfg.RingSize
+	}
+	if err := spec.Variables[bpf.DjxVarSigGapNs].Set(uint64(max(cfg.StackGap, MinStackGap))); err != nil {
+		return nil, fmt.Errorf("set the stack signal gap: %w", err)
 	}
 	if err := s.load(spec); err != nil {
 		if errors.Is(err, unix.EPERM) {

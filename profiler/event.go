@@ -81,7 +81,7 @@ func fromEvent(ev pmu.Event) (source, error) {
 
 // loaderConfig is the sampler configuration for src.
 func (src source) loaderConfig(o *Options) (loader.Config, error) {
-	cfg := loader.Config{Source: src.kind, Freq: o.Freq, Period: max(o.Period, 1)}
+	cfg := loader.Config{Source: src.kind, Freq: o.Freq, Period: max(o.Period, 1), StackGap: o.StackInterval}
 	if src.event == nil {
 		return cfg, nil
 	}

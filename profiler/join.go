@@ -39,6 +39,7 @@ type pending struct {
 	tid      uint32
 	cpu      uint32
 	memOK    bool   // dataSrc and weight came with the sample (hardware)
+	noStack  bool   // no stack was asked for this sample (the thread had one just before)
 	dataSrc  uint64 // union perf_mem_data_src
 	weight   uint64 // union perf_sample_weight
 }
@@ -132,6 +133,7 @@ type jvm struct {
 	agentStackSig int    // the signal the agent's handler is installed on
 	stacksFrom    uint64 // when BPF started signalling
 	stacks        map[uint32]*stackQ
+	lastStacks    map[stackKey]*lastStack // per thread and code blob, for borrowStack
 	lastPrune     uint64
 	code          *jvmsym.CodeTable
 	native        *jvmsym.Native
@@ -148,7 +150,7 @@ type jvm struct {
 
 func newJVM(pid int) *jvm {
 	j := &jvm{pid: pid, idx: objindex.New(), syms: jvmsym.NewTable(), siteIdx: make(map[string]int32), tags: make(map[uint64]objindex.ID), faultGrace: pageFaultGrace,
-		stacks: make(map[uint32]*stackQ), code: jvmsym.NewCodeTable(), nativeCache: make(map[uint64]string), remainder: make(accessSet)}
+		stacks: make(map[uint32]*stackQ), lastStacks: make(map[stackKey]*lastStack), code: jvmsym.NewCodeTable(), nativeCache: make(map[uint64]string), remainder: make(accessSet)}
 	j.idx.OnEvict(func(o objindex.Object) { j.forget(o.ID) })
 	j.idx.OnMove(func(o objindex.Object) { j.objs[o.ID].start = o.Start })
 	return j
@@ -478,7 +480,7 @@ func (j *jvm) onSample(s *loader.Sample, src loader.Source) {
 		t += j.faultGrace
 	}
 	j.queue = append(j.queue, pending{time: t, addr: addr, stime: s.Time, ip: s.IP(), accessPC: accessPC, tid: s.TID, cpu: s.CPU,
-		memOK: s.Flags&loader.FlagMemOK != 0, dataSrc: s.DataSrc, weight: s.Weight})
+		memOK: s.Flags&loader.FlagMemOK != 0, dataSrc: s.DataSrc, weight: s.Weight, noStack: s.Flags&loader.FlagNoStack != 0})
 }
 
 // drain applies, in time order, the allocation records, GC batches and

@@ -85,6 +85,10 @@ type Options struct {
 	// StackSignal is the signal that asks sampled threads for their Java
 	// stacks (access paths): DefaultStackSignal when 0; negative: no stacks.
 	StackSignal int
+	// StackInterval is the least time between two stacks of one thread;
+	// samples in between borrow their callers from the thread's last
+	// stack. DefaultStackInterval when 0.
+	StackInterval time.Duration
 	// AgentTimeout bounds the wait for the agent to connect.
 	AgentTimeout time.Duration
 	// Notify, when set, receives progress notes meant for the user.
@@ -121,6 +125,9 @@ func (o *Options) fill() {
 	}
 	if o.StackSignal == 0 {
 		o.StackSignal = DefaultStackSignal
+	}
+	if o.StackInterval == 0 {
+		o.StackInterval = DefaultStackInterval
 	}
 	if o.AgentTimeout == 0 {
 		o.AgentTimeout = 15 * time.Second

@@ -155,3 +155,50 @@ func TestStackLeafFromJITMap(t *testing.T) {
 		t.Fatalf("accesses %+v, stats %+v", a, j.stats)
 	}
 }
+
+// Samples between two stacks of a thread (the stack interval) take the
+// callers of the thread's last stack when they run in the same compiled
+// code; their own frames inside it come from the JIT pc map. Elsewhere they
+// keep their leaf and say the stack was not taken.
+func TestStackBorrowedWithinCompiledCode(t *testing.T) {
+	j := stackJVM()
+	j.onBatch(batch(120,
+		alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}),
+		// run (22) with scanA (20) and scanB (21) inlined.
+		&agent.Code{Time: 111, Method: 22, Start: 0x7000, Size: 0x100, PCs: []agent.PCInfo{
+			{PC: 0x7010, Frames: []agent.Frame{{Method: 20, BCI: 5}, {Method: 22, BCI: 2}}},
+			{PC: 0x7040, Frames: []agent.Frame{{Method: 21, BCI: 5}, {Method: 22, BCI: 9}}},
+		}},
+		&agent.Code{Time: 112, Method: 7, Start: 0x8000, Size: 0x100, PCs: []agent.PCInfo{
+			{PC: 0x8010, Frames: []agent.Frame{{Method: 7, BCI: 1}}},
+		}}))
+	noStack := func(t, ip uint64) *loader.Sample {
+		s := tsample(t, 0x1000_0008, ip, 5)
+		s.Flags = loader.FlagNoStack
+		return s
+	}
+	j.onSample(tsample(1000, 0x1000_0008, 0x700c, 5), loader.PageFaults) // stacked, in scanA
+	j.onSample(noStack(2000, 0x703c), loader.PageFaults)                 // in scanB, same code
+	j.onSample(noStack(3000, 0x800c), loader.PageFaults)                 // other code
+	j.onSample(noStack(1000+borrowMaxAge+10, 0x700c), loader.PageFaults) // too late to borrow
+	j.onBatch(batch(1<<40, stack(1010, 5, 0x700c, agent.Frame{Method: 20, BCI: 4}, agent.Frame{Method: 22, BCI: 2}, agent.Frame{Method: 8, BCI: 3})))
+	j.drain(true)
+	got := map[string]uint64{}
+	for _, a := range j.report()[0].Accesses {
+		got[strings.Join(a.Path, " <- ")] += a.Samples
+	}
+	want := map[string]uint64{
+		"Hot.scanA:27 <- Hot.run:55 <- Hot.main:30":       1, // its own stack, leaf from the JIT map
+		"Hot.scanB:37 <- Hot.run:55 <- Hot.main:30":       1, // borrowed callers
+		"Hot.make:12 <- [stack not taken]":                1,
+		"Hot.scanA:27 <- Hot.run:55 <- [stack not taken]": 1,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("path %q: %d samples, want %d (all: %v)", k, got[k], v, got)
+		}
+	}
+	if j.stats.SamplesStackBorrowed != 1 || j.stats.SamplesWithStack != 1 {
+		t.Errorf("borrowed %d, with stack %d; want 1 and 1", j.stats.SamplesStackBorrowed, j.stats.SamplesWithStack)
+	}
+}

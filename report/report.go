@@ -112,10 +112,13 @@ type Stats struct {
 	StackErrors       map[string]uint64 `json:"stack_errors,omitempty"`         // stacks without Java frames, by reason
 	SamplesWithStack  uint64            `json:"samples_with_stack,omitempty"`   // samples joined to their own stack (same thread, same pc)
 	SamplesJavaStack  uint64            `json:"samples_java_stack,omitempty"`   // ... whose stack has Java frames
-	StacksUnmatched   uint64            `json:"stacks_unmatched,omitempty"`     // stacks that matched no sample (other pc, or late)
-	StackMismatch     uint64            `json:"stack_mismatch,omitempty"`       // a stack came next but for another pc
-	JITCode           uint64            `json:"jit_code,omitempty"`             // compiled-code blobs the agent reported
-	StackLeafFromJIT  uint64            `json:"stack_leaf_from_jit,omitempty"`  // samples whose innermost frames came from the JIT pc map at the access
+	// SamplesStackBorrowed: samples with no stack of their own (the stack
+	// interval) whose callers came from their thread's last stack.
+	SamplesStackBorrowed uint64 `json:"samples_stack_borrowed,omitempty"`
+	StacksUnmatched      uint64 `json:"stacks_unmatched,omitempty"`    // stacks that matched no sample (other pc, or late)
+	StackMismatch        uint64 `json:"stack_mismatch,omitempty"`      // a stack came next but for another pc
+	JITCode              uint64 `json:"jit_code,omitempty"`            // compiled-code blobs the agent reported
+	StackLeafFromJIT     uint64 `json:"stack_leaf_from_jit,omitempty"` // samples whose innermost frames came from the JIT pc map at the access
 }
 
 // Report is the result of profiling one JVM.

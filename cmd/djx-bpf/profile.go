@@ -58,6 +58,7 @@ func cmdProfile(args []string) int {
 		depth    = fs.Int("depth", report.DefaultTableOptions.Depth, "table: frames shown per access path (0: all; json has whole paths)")
 		numaFlag = fs.Bool("numa", false, "find the NUMA node of each sampled page and of the sampling CPU: per object home nodes, accessing nodes and remote share")
 		stackSig = fs.Int("stack-signal", profiler.DefaultStackSignal, "`SIGNAL` number that asks sampled threads for their Java stacks (0: no access stacks)")
+		stackIvl = fs.Duration("stack-interval", profiler.DefaultStackInterval, "least time between two Java stacks of one thread; samples in between take their callers from the thread's last stack (min 100us)")
 	)
 	minSize := uint64(profiler.DefaultMinSize)
 	var interval uint64
@@ -98,6 +99,9 @@ func cmdProfile(args []string) int {
 	case *accTop < 0 || *depth < 0:
 		fmt.Fprintln(os.Stderr, "djx-bpf profile: --access-top and --depth must be 0 or more")
 		return 2
+	case *stackIvl < 0:
+		fmt.Fprintf(os.Stderr, "djx-bpf profile: bad --stack-interval %v: give a duration such as 10ms, or 0 for a stack with every sample\n", *stackIvl)
+		return 2
 	}
 	sig := *stackSig
 	if sig == 0 {
@@ -106,7 +110,7 @@ func cmdProfile(args []string) int {
 	opts := profiler.Options{
 		Event: *event, Duration: *duration, MinSize: minSize, Interval: interval,
 		Freq: *freq, Period: *period, AllocBudget: *budget, Relocation: *relocate,
-		StackSignal: sig, NUMA: *numaFlag,
+		StackSignal: sig, StackInterval: stackInterval(*stackIvl), NUMA: *numaFlag,
 	}
 	if freqGiven {
 		opts.HWFreq = *freq
@@ -224,4 +228,11 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// stackInterval maps --stack-interval to the profiler's option: 0 (and
+// anything below the BPF program's floor) asks for a stack with every
+// sample, which the program still spaces by 100 us.
+func stackInterval(d time.Duration) time.Duration {
+	return max(d, 100*time.Microsecond)
 }

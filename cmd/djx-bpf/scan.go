@@ -55,6 +55,7 @@ func cmdScan(args []string) int {
 		quiet    = fs.Bool("quiet", false, "no progress messages on standard error")
 		relocate = fs.String("relocation", profiler.DefaultRelocation, "how to follow objects the GC moves: uprobe, rescan or off")
 		stackSig = fs.Int("stack-signal", profiler.DefaultStackSignal, "signal that asks sampled threads for their Java stacks (0: none)")
+		stackIvl = fs.Duration("stack-interval", profiler.DefaultStackInterval, "least time between two Java stacks of one thread")
 	)
 	minSize := uint64(profiler.DefaultMinSize)
 	fs.Var(sizeFlag{&minSize}, "min-size", "track objects of at least this `SIZE`")
@@ -76,7 +77,7 @@ func cmdScan(args []string) int {
 	}
 	so := profiler.ScanOptions{Options: profiler.Options{
 		Event: *event, Duration: *duration, MinSize: minSize, Freq: *freq,
-		AllocBudget: profiler.DefaultAllocBudget, Relocation: *relocate, StackSignal: *stackSig,
+		AllocBudget: profiler.DefaultAllocBudget, Relocation: *relocate, StackSignal: *stackSig, StackInterval: stackInterval(*stackIvl),
 	}}
 	if *stackSig == 0 {
 		so.StackSignal = -1

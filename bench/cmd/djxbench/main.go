@@ -118,7 +118,7 @@ type summary struct {
 	Samples      float64 `json:"samples,omitempty"`       // medians over the runs
 	Dropped      float64 `json:"dropped"`
 	AttrPct      float64 `json:"attributed_pct,omitempty"` // attributed / in heap
-	StackPct     float64 `json:"stack_pct,omitempty"`      // samples joined to a Java stack / samples
+	StackPct     float64 `json:"stack_pct,omitempty"`      // samples with Java callers (own stack or borrowed) / samples
 	GCs          float64 `json:"gcs,omitempty"`
 	RelocHits    float64 `json:"reloc_hits,omitempty"`
 }
@@ -687,7 +687,7 @@ func summarize(runs []run) []summary {
 				attr = append(attr, 100*stat(st, "attributed")/ih)
 			}
 			if n := stat(st, "samples"); n > 0 {
-				stk = append(stk, 100*stat(st, "samples_java_stack")/n)
+				stk = append(stk, 100*(stat(st, "samples_java_stack")+stat(st, "samples_stack_borrowed"))/n)
 			}
 			gcs = append(gcs, stat(st, "gcs"))
 			rh = append(rh, stat(st, "reloc_hits"))
@@ -725,7 +725,7 @@ func printTable(w io.Writer, r *result, old *result) {
 			prev[s.Workload+"/"+s.Mode+"/"+s.Variant] = s
 		}
 	}
-	fmt.Fprintf(w, "%-10s %-6s %-11s %4s  %-22s %-22s %8s %9s %7s %6s %6s %5s %8s", "workload", "mode", "variant", "runs", "runtime ratio", "peak RSS ratio", "djx CPU/s", "samples", "dropped", "attr%", "stack%", "GCs", "reloc")
+	fmt.Fprintf(w, "%-10s %-6s %-11s %4s  %-22s %-22s %8s %9s %7s %6s %6s %5s %8s", "workload", "mode", "variant", "runs", "runtime ratio", "peak RSS ratio", "djx CPU/s", "samples", "dropped", "attr%", "java%", "GCs", "reloc")
 	if old != nil {
 		fmt.Fprintf(w, "  %-8s", "before")
 	}

@@ -339,8 +339,12 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 	fmt.Fprintf(w, "allocations tracked %d (callbacks %d, below min size %d, agent drops %d)\n",
 		s.AllocsTracked, s.AllocCallbacks, s.AllocsBelowMin, s.AgentDropped)
 	if s.StackSignals > 0 || s.Stacks > 0 {
-		fmt.Fprintf(w, "stacks: samples with their own stack %d (%s), with Java frames %d (%s); stacks %d, unmatched %d, agent drops %d, signals refused %d%s\n",
-			s.SamplesWithStack, pct(s.SamplesWithStack, s.Samples), s.SamplesJavaStack, pct(s.SamplesJavaStack, s.Samples),
+		borrowed := ""
+		if s.SamplesStackBorrowed > 0 {
+			borrowed = fmt.Sprintf(", callers borrowed from their thread's last stack %d (%s)", s.SamplesStackBorrowed, pct(s.SamplesStackBorrowed, s.Samples))
+		}
+		fmt.Fprintf(w, "stacks: samples with their own stack %d (%s), with Java frames %d (%s)%s; stacks %d, unmatched %d, agent drops %d, signals refused %d%s\n",
+			s.SamplesWithStack, pct(s.SamplesWithStack, s.Samples), s.SamplesJavaStack, pct(s.SamplesJavaStack, s.Samples), borrowed,
 			s.Stacks, s.StacksUnmatched, s.StacksDropped, s.StackSignalFailed, stackErrors(s.StackErrors))
 	}
 	for _, n := range r.Notes {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -218,5 +219,17 @@ func TestScanOutput(t *testing.T) {
 	var back Scan
 	if err := json.Unmarshal(b2.Bytes(), &back); err != nil || len(back.JVMs) != 2 || back.JVMs[1].PID != 5151 || back.Skipped[0].PID != 77 {
 		t.Fatalf("scan JSON: %v %+v", err, back)
+	}
+}
+
+// The stats line says how many samples borrowed their callers, when some did.
+func TestTableSaysBorrowedCallers(t *testing.T) {
+	r := &Report{Stats: Stats{Samples: 200, StackSignals: 50, Stacks: 50, SamplesWithStack: 50, SamplesJavaStack: 48, SamplesStackBorrowed: 120}}
+	var b bytes.Buffer
+	if err := WriteTable(&b, r, TableOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "callers borrowed from their thread's last stack 120 (60.0%)"; !strings.Contains(b.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, b.String())
 	}
 }

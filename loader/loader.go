@@ -391,6 +391,7 @@ func (s *Sampler) ReadBatch(dst []Sample) (_ []Sample, complete uint64, _ error)
 		}
 	}
 	dst = append(dst, smp)
+	latest := smp.Time
 	for len(dst) < cap(dst) {
 		// AvailableBytes counts records reserved but not yet committed, so
 		// an empty ring at t means every sample taken before t is read.
@@ -400,11 +401,16 @@ func (s *Sampler) ReadBatch(dst []Sample) (_ []Sample, complete uint64, _ error)
 			return dst, max(t, completeSlack) - completeSlack, nil
 		}
 		if err := s.Read(&smp); err != nil {
-			return dst, 0, nil // the next call reports it
+			break // the next call reports it
 		}
 		dst = append(dst, smp)
+		latest = max(latest, smp.Time)
 	}
-	return dst, 0, nil
+	// The ring is not empty (a busy machine may never leave it empty), but
+	// the program reserves a record before it reads the clock: a sample
+	// taken more than completeSlack before the latest one read was
+	// reserved before it, so it has been read too.
+	return dst, max(latest, completeSlack) - completeSlack, nil
 }
 
 func parseSample(b []byte, s *Sample) {

@@ -45,20 +45,11 @@ func cmdScan(args []string) int {
 		pids     = fs.String("pids", "", "only these JVMs (comma-separated pids)")
 		exclude  = fs.String("exclude", "", "leave these JVMs alone (comma-separated pids)")
 		match    = fs.String("match", "", "only JVMs whose command line matches `REGEX`")
-		event    = fs.String("event", "auto", "sample source (see djx-bpf events)")
 		top      = fs.Int("top", 10, "objects per JVM and in the combined table (0: all)")
-		accTop   = fs.Int("access-top", report.DefaultTableOptions.AccessTop, "table: access paths under each object (0: none)")
-		depth    = fs.Int("depth", report.DefaultTableOptions.Depth, "table: frames per access path (0: all)")
 		format   = fs.String("format", "table", "output format: table or json")
-		out      = fs.String("o", "", "write the report to `FILE` (atomically) instead of standard output")
-		freq     = fs.Int("freq", profiler.DefaultFreq, "decode: samples per second per CPU")
-		quiet    = fs.Bool("quiet", false, "no progress messages on standard error")
-		relocate = fs.String("relocation", profiler.DefaultRelocation, "how to follow objects the GC moves: uprobe, rescan or off")
-		stackSig = fs.Int("stack-signal", profiler.DefaultStackSignal, "signal that asks sampled threads for their Java stacks (0: none)")
-		stackIvl = fs.Duration("stack-interval", profiler.DefaultStackInterval, "least time between two Java stacks of one thread")
 	)
-	minSize := uint64(profiler.DefaultMinSize)
-	fs.Var(sizeFlag{&minSize}, "min-size", "track objects of at least this `SIZE`")
+	var sf sampleFlags
+	sf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -75,13 +66,11 @@ func cmdScan(args []string) int {
 	if *format != "table" && *format != "json" {
 		return usage("unknown --format %q: use table or json", *format)
 	}
-	so := profiler.ScanOptions{Options: profiler.Options{
-		Event: *event, Duration: *duration, MinSize: minSize, Freq: *freq,
-		AllocBudget: profiler.DefaultAllocBudget, Relocation: *relocate, StackSignal: *stackSig, StackInterval: stackInterval(*stackIvl),
-	}}
-	if *stackSig == 0 {
-		so.StackSignal = -1
+	if err := sf.check(); err != nil {
+		return usage("%v", err)
 	}
+	so := profiler.ScanOptions{Options: sf.options()}
+	so.Duration = *duration
 	var err error
 	if so.PIDs, err = pidList(*pids); err != nil {
 		return usage("--pids: %v", err)
@@ -94,7 +83,7 @@ func cmdScan(args []string) int {
 			return usage("--match: %v", err)
 		}
 	}
-	if !*quiet {
+	if !sf.quiet {
 		so.Notify = func(msg string) { fmt.Fprintf(os.Stderr, "djx-bpf: %s\n", msg) }
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -104,17 +93,17 @@ func cmdScan(args []string) int {
 		fmt.Fprintf(os.Stderr, "djx-bpf: %v\n", err)
 		return 1
 	}
-	opt := report.TableOptions{Top: *top, AccessTop: *accTop, Depth: *depth}
+	opt := sf.table(*top)
 	write := func(w io.Writer) error {
 		if *format == "json" {
 			return report.WriteScanJSON(w, sc, *top)
 		}
 		return report.WriteScanTable(w, sc, opt)
 	}
-	if *out == "" {
+	if sf.out == "" {
 		err = write(os.Stdout)
 	} else {
-		err = writeFileAtomic(*out, write)
+		err = writeFileAtomic(sf.out, write)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "djx-bpf: %v\n", err)

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/djx-bpf/djx-bpf/profiler"
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// sampleFlags are the flags profile and scan share: what to sample, how to
+// follow objects and stacks, and how to show them.
+type sampleFlags struct {
+	event, relocate string
+	freq, stackSig  int
+	stackIvl        time.Duration
+	minSize         uint64
+	budget          uint64
+	accTop, depth   int
+	quiet           bool
+	out             string
+}
+
+func (f *sampleFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.event, "event", "auto", "sample source: auto, decode, page-faults, a hardware event or a raw perf event (djx-bpf events lists them)")
+	fs.IntVar(&f.freq, "freq", profiler.DefaultFreq, "samples per second per CPU (decode; hardware events: frequency mode instead of the catalog's period)")
+	fs.StringVar(&f.relocate, "relocation", profiler.DefaultRelocation, "how to follow objects the GC moves: uprobe, rescan or off")
+	fs.Uint64Var(&f.budget, "alloc-budget", profiler.DefaultAllocBudget, "max sampled allocations per second in the JVM before the heap sampling interval is raised (0: no cap)")
+	fs.IntVar(&f.stackSig, "stack-signal", profiler.DefaultStackSignal, "`SIGNAL` number that asks sampled threads for their Java stacks (0: no access stacks)")
+	fs.DurationVar(&f.stackIvl, "stack-interval", profiler.DefaultStackInterval, "least time between two Java stacks of one thread; samples in between take their callers from the thread's last stack (0: a stack with every sample)")
+	f.minSize = profiler.DefaultMinSize
+	fs.Var(sizeFlag{&f.minSize}, "min-size", "track objects of at least this `SIZE` (e.g. 1KiB)")
+	fs.IntVar(&f.accTop, "access-top", report.DefaultTableOptions.AccessTop, "table: access paths shown under each object and in the remainder (0: none; json lists all)")
+	fs.IntVar(&f.depth, "depth", report.DefaultTableOptions.Depth, "table: frames shown per access path (0: all; json has whole paths)")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress messages on standard error")
+	fs.StringVar(&f.out, "o", "", "write the report to `FILE` (atomically) instead of standard output")
+}
+
+// check says what is wrong with the values, in a way the user can act on.
+func (f *sampleFlags) check() error {
+	switch {
+	case f.stackSig < 0 || f.stackSig > 64 || f.stackSig == int(syscall.SIGKILL) || f.stackSig == int(syscall.SIGSTOP):
+		return fmt.Errorf("bad --stack-signal %d: use a free signal such as %d (SIGURG; HotSpot uses neither it nor real-time signals), or 0 for no stacks", f.stackSig, profiler.DefaultStackSignal)
+	case f.stackIvl < 0:
+		return fmt.Errorf("bad --stack-interval %v: give a duration such as 10ms, or 0 for a stack with every sample", f.stackIvl)
+	case f.accTop < 0 || f.depth < 0:
+		return fmt.Errorf("--access-top and --depth must be 0 or more")
+	}
+	return nil
+}
+
+// options are the profiler options these flags set.
+func (f *sampleFlags) options() profiler.Options {
+	sig := f.stackSig
+	if sig == 0 {
+		sig = -1 // profiler: no stacks
+	}
+	// Below the BPF program's floor (0 included) the program still spaces a
+	// thread's stacks by 100 us.
+	ivl := max(f.stackIvl, 100*time.Microsecond)
+	return profiler.Options{Event: f.event, Freq: f.freq, MinSize: f.minSize, AllocBudget: f.budget,
+		Relocation: f.relocate, StackSignal: sig, StackInterval: ivl}
+}
+
+// table are the table options these flags set, with top rows.
+func (f *sampleFlags) table(top int) report.TableOptions {
+	return report.TableOptions{Top: top, AccessTop: f.accTop, Depth: f.depth}
+}

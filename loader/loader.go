@@ -340,9 +340,10 @@ func (s *Sampler) Read(out *Sample) error {
 // the join waits longer than this for stacks anyway.
 const PollInterval = 25 * time.Millisecond
 
-// completeSlack covers a sample whose BPF program read the clock but had not
-// yet reserved its record when the reader found the ring buffer empty (the
-// program runs in interrupt context, but a guest's vCPU can stall).
+// completeSlack is the margin on the completeness bound. The program
+// reserves its record before it reads the clock, so a sample stamped
+// before a look at the ring was already counted by it; the margin covers
+// the gap between the two, which a guest's stalled vCPU can stretch.
 const completeSlack = uint64(10 * time.Millisecond)
 
 // completeEvery is how often ReadBatch returns without samples, only to say

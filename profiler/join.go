@@ -431,10 +431,6 @@ func (j *jvm) onSample(s *loader.Sample, src loader.Source) {
 		return
 	}
 	j.stats.Samples++
-	if s.Time < j.drained {
-		j.stats.Late++
-		j.stats.LateMaxMs = max(j.stats.LateMaxMs, float64(j.drained-s.Time)/1e6)
-	}
 	addr := s.Addr
 	accessPC := s.IP() + 1 // page faults and hardware events: the access is at ip
 	if src == loader.Decode {
@@ -478,6 +474,11 @@ func (j *jvm) onSample(s *loader.Sample, src loader.Source) {
 		// never touched, so no other object can have owned it meanwhile:
 		// judging the fault a little later is safe.
 		t += j.faultGrace
+	}
+	if t < j.drained {
+		// Judged against a heap newer than its time.
+		j.stats.Late++
+		j.stats.LateMaxMs = max(j.stats.LateMaxMs, float64(j.drained-t)/1e6)
 	}
 	j.queue = append(j.queue, pending{time: t, addr: addr, stime: s.Time, ip: s.IP(), accessPC: accessPC, tid: s.TID, cpu: s.CPU,
 		memOK: s.Flags&loader.FlagMemOK != 0, dataSrc: s.DataSrc, weight: s.Weight, noStack: s.Flags&loader.FlagNoStack != 0})

@@ -637,10 +637,7 @@ func (s *session) askStacks() {
 		s.addNote("no access stacks: %v", err)
 		return
 	}
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err == nil {
-		s.j.stacksFrom = uint64(ts.Nano())
-	}
+	s.j.stacksFrom = loader.Now()
 	s.j.stackSig = sig
 }
 

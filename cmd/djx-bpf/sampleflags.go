@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/profiler"
 	"github.com/djx-bpf/djx-bpf/report"
 )
@@ -57,9 +58,9 @@ func (f *sampleFlags) options() profiler.Options {
 	if sig == 0 {
 		sig = -1 // profiler: no stacks
 	}
-	// Below the BPF program's floor (0 included) the program still spaces a
-	// thread's stacks by 100 us.
-	ivl := max(f.stackIvl, 100*time.Microsecond)
+	// 0 asks for a stack with every sample: the BPF program's floor, not
+	// the profiler's default.
+	ivl := max(f.stackIvl, loader.MinStackGap)
 	return profiler.Options{Event: f.event, Freq: f.freq, MinSize: f.minSize, AllocBudget: f.budget,
 		Relocation: f.relocate, StackSignal: sig, StackInterval: ivl}
 }

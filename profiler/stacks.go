@@ -231,13 +231,13 @@ func (j *jvm) accessPath(p *pending) []pathFrame {
 	case st != nil && st.Status > 0:
 		j.stats.SamplesWithStack++
 		j.stats.SamplesJavaStack++
-		j.keepStack(p, st)
-		// A sample in native code (libjvm's arraycopy, libc's memcpy) is
-		// an access by that code on behalf of the Java frames.
-		if _, inCode := j.code.Lookup(p.ip); !inCode {
-			if nf, ok := j.nativeFrame(p.ip); ok {
-				fr = append(fr, pathFrame{name: nf})
-			}
+		// The stack was taken at p.ip (takeStack checks it).
+		if hit, inCode := j.code.Lookup(p.ip); inCode {
+			j.keepStack(p, hit, st)
+		} else if nf, ok := j.nativeFrame(p.ip); ok {
+			// A sample in native code (libjvm's arraycopy, libc's memcpy)
+			// is an access by that code on behalf of the Java frames.
+			fr = append(fr, pathFrame{name: nf})
 		}
 		frames := st.Frames
 		if jit, rest, ok := j.refineLeaf(p, frames); ok {
@@ -277,11 +277,10 @@ func (j *jvm) accessPath(p *pending) []pathFrame {
 	return fr
 }
 
-// keepStack remembers st, the Java stack of sample p, as its thread's last
-// one when it was taken in compiled code.
-func (j *jvm) keepStack(p *pending, st *agent.Stack) {
-	hit, ok := j.code.Lookup(st.PC)
-	if !ok || hit.Stub != "" {
+// keepStack remembers st, the Java stack of sample p taken in the code hit,
+// as its thread's last one in that code when it is compiled Java code.
+func (j *jvm) keepStack(p *pending, hit jvmsym.CodeHit, st *agent.Stack) {
+	if hit.Stub != "" {
 		return
 	}
 	k := stackKey{p.tid, hit.Start}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/agent"
 	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/report"
 )
 
 // stackJVM is an exactJVM whose agent has a stack handler and whose BPF
@@ -67,10 +68,7 @@ func TestStacksJoinBySameThreadAndPC(t *testing.T) {
 	if len(objs) != 1 {
 		t.Fatalf("objects %+v", objs)
 	}
-	got := map[string]uint64{}
-	for _, a := range objs[0].Accesses {
-		got[strings.Join(a.Path, " <- ")] += a.Samples
-	}
+	got := pathSamples(objs[0].Accesses)
 	want := map[string]uint64{
 		"Hot.scanA:27 <- Hot.run:55":     4,
 		"Hot.scanB:37 <- Hot.run:55":     1,
@@ -104,10 +102,7 @@ func TestStackFallbackFromJITCode(t *testing.T) {
 		&agent.Stack{Time: 1010, TID: 5, Status: agent.StackNotWalkableJ, PC: 0x700c},
 		&agent.Stack{Time: 2010, TID: 5, Status: agent.StackUnknownJava, PC: 0x9100}))
 	j.drain(true)
-	got := map[string]uint64{}
-	for _, a := range j.report()[0].Accesses {
-		got[strings.Join(a.Path, " <- ")] += a.Samples
-	}
+	got := pathSamples(j.report()[0].Accesses)
 	for _, k := range []string{
 		"Hot.scanA:27 <- Hot.run:55 <- [no Java stack: not walkable, in Java]",
 		"[Interpreter] <- [no Java stack: unknown, in Java]",
@@ -183,10 +178,7 @@ func TestStackBorrowedWithinCompiledCode(t *testing.T) {
 	j.onSample(noStack(1000+borrowMaxAge+10, 0x700c), loader.PageFaults) // too late to borrow
 	j.onBatch(batch(1<<40, stack(1010, 5, 0x700c, agent.Frame{Method: 20, BCI: 4}, agent.Frame{Method: 22, BCI: 2}, agent.Frame{Method: 8, BCI: 3})))
 	j.drain(true)
-	got := map[string]uint64{}
-	for _, a := range j.report()[0].Accesses {
-		got[strings.Join(a.Path, " <- ")] += a.Samples
-	}
+	got := pathSamples(j.report()[0].Accesses)
 	want := map[string]uint64{
 		"Hot.scanA:27 <- Hot.run:55 <- Hot.main:30":       1, // its own stack, leaf from the JIT map
 		"Hot.scanB:37 <- Hot.run:55 <- Hot.main:30":       1, // borrowed callers
@@ -201,4 +193,13 @@ func TestStackBorrowedWithinCompiledCode(t *testing.T) {
 	if j.stats.SamplesStackBorrowed != 1 || j.stats.SamplesWithStack != 1 {
 		t.Errorf("borrowed %d, with stack %d; want 1 and 1", j.stats.SamplesStackBorrowed, j.stats.SamplesWithStack)
 	}
+}
+
+// pathSamples sums samples per access path, its frames joined by " <- ".
+func pathSamples(as []report.Access) map[string]uint64 {
+	got := map[string]uint64{}
+	for _, a := range as {
+		got[strings.Join(a.Path, " <- ")] += a.Samples
+	}
+	return got
 }

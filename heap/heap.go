@@ -39,6 +39,10 @@ type Info struct {
 	// survivors, old), from bottom to end, named "<generation>/<space>".
 	// They move as the heap resizes; use them for reporting, not filtering.
 	Spaces []Range
+	// RegionSize is G1's region size in bytes (its " region size 1024K"
+	// line), 0 for other collectors. Objects of at least half of it are
+	// humongous: G1 never moves them.
+	RegionSize uint64
 	// Partial is true when Ranges may not cover every heap address:
 	// ZGC prints no addresses at all (its heap is a large virtual
 	// reservation, with multi-mapped views in JDK 17's non-generational ZGC),
@@ -123,6 +127,15 @@ func ParseHeapInfo(text string) (Info, error) {
 			expectRange = ""
 			continue
 		}
+		if rest, ok := strings.CutPrefix(line, "region size "); ok && info.GC == "G1" {
+			size, _, _ := strings.Cut(rest, ",")
+			v, err := parseKiB(size)
+			if err != nil {
+				return info, fmt.Errorf("parse heap info line %d: region size: %w", n+1, err)
+			}
+			info.RegionSize = v
+			continue
+		}
 		if len(addrs) < 2 {
 			continue
 		}
@@ -155,6 +168,22 @@ func ParseHeapInfo(text string) (Info, error) {
 		return info, fmt.Errorf("parse heap info: %s heap without an address range", info.GC)
 	}
 	return info, nil
+}
+
+// parseKiB parses HotSpot's "1024K" (and "32M") sizes.
+func parseKiB(s string) (uint64, error) {
+	mult := uint64(1)
+	switch {
+	case strings.HasSuffix(s, "K"):
+		mult, s = 1<<10, strings.TrimSuffix(s, "K")
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1<<20, strings.TrimSuffix(s, "M")
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || v == 0 {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return v * mult, nil
 }
 
 func generation(line string) (struct{ prefix, gc string }, bool) {

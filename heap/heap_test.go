@@ -16,6 +16,9 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the pars
 func render(i Info) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "gc %s partial %v\n", i.GC, i.Partial)
+	if i.RegionSize != 0 {
+		fmt.Fprintf(&b, "region size %d\n", i.RegionSize)
+	}
 	for _, r := range i.Ranges {
 		fmt.Fprintf(&b, "range %#016x %#016x %s\n", r.Start, r.End, r.Name)
 	}
@@ -127,6 +130,8 @@ func TestErrors(t *testing.T) {
 		"Unknown collector heap\n",
 		" garbage-first heap   total 1K, used 1K\n", // G1 without a range
 		" garbage-first heap   total 1K, used 1K [0x2000, 0x1000)\n",
+		" garbage-first heap   total 1K, used 1K [0x1000, 0x2000)\n  region size 0K, 5 young (5120K)\n",
+		" garbage-first heap   total 1K, used 1K [0x1000, 0x2000)\n  region size lots, 5 young (5120K)\n",
 		" PSYoungGen total 1K [0x1000, 0x2000, 0x3000)\n def new generation total 1K [0x3000, 0x4000, 0x5000)\n",
 	} {
 		if info, err := ParseHeapInfo(text); err == nil {

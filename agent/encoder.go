@@ -112,7 +112,8 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 		dst = le.AppendUint64(dst, r.AllocsSent)
 		for _, v := range []uint64{r.Frees, r.GCs, r.Reconciles, r.Reconciled,
 			r.ReconcileSkipped, r.ReconcileLimited, r.ReconcileNanos,
-			r.StackSignals, r.StacksSent, r.StacksDropped, r.CodeSent, r.CodeDropped, r.SignalsChained} {
+			r.StackSignals, r.StacksSent, r.StacksDropped, r.CodeSent, r.CodeDropped, r.SignalsChained,
+			r.Untagged, r.UntaggedFreed} {
 			dst = le.AppendUint64(dst, v)
 		}
 	case *Bye:

@@ -231,7 +231,8 @@ func decodeRecord(typ RecordType, body []byte) (Record, error) {
 			Frees: d.opt64(), GCs: d.opt64(), Reconciles: d.opt64(), Reconciled: d.opt64(),
 			ReconcileSkipped: d.opt64(), ReconcileLimited: d.opt64(), ReconcileNanos: d.opt64(),
 			StackSignals: d.opt64(), StacksSent: d.opt64(), StacksDropped: d.opt64(),
-			CodeSent: d.opt64(), CodeDropped: d.opt64(), SignalsChained: d.opt64()}
+			CodeSent: d.opt64(), CodeDropped: d.opt64(), SignalsChained: d.opt64(),
+			Untagged: d.opt64(), UntaggedFreed: d.opt64()}
 	case TypeBye:
 		rec = &Bye{Reason: d.str()}
 	case TypeError:

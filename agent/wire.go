@@ -40,7 +40,7 @@
 //	             u64 reconcile_skipped, u64 reconcile_limited,
 //	             u64 reconcile_ns, u64 stack_signals, u64 stacks_sent,
 //	             u64 stacks_dropped, u64 code_sent, u64 code_dropped,
-//	             u64 signals_chained
+//	             u64 signals_chained, u64 untagged, u64 untagged_freed
 //	BYE       5  string reason
 //	ERROR     6  string message
 //	INTERVAL  7  u64 time, u64 interval
@@ -75,7 +75,7 @@
 // STACK to its sample. status is AsyncGetCallTrace's: the frame count (> 0;
 // stacks are cut at 128 frames), or ≤ 0 as the Stack* constants
 // (StackNoEnv: a thread without a JNIEnv, e.g. a GC worker; no frames). A
-// native frame has bci -3. A full handler ring (2048 stacks) drops stacks,
+// native frame has bci -3. A full handler ring (256 stacks) drops stacks,
 // counted in STATS stacks_dropped.
 //
 // JIT code (option code=1, the default): CODE for each compiled method
@@ -98,9 +98,31 @@
 // addresses valid at its time, and no GC started between their reading and
 // the record (records that would straddle a GC are dropped). Tags of
 // objects that died are left out.
+//
+// Commands: the loader writes single commands on the same socket. 'Q' asks
+// for the last batch (BYE "detach") and ends the session. 'H' and a u64 N
+// (CommandUntag) has objects of at least N bytes tracked without a JVMTI
+// tag: for G1's humongous objects, which a tag keeps from being eagerly
+// reclaimed and which never move. Their ALLOC still carries a tag number;
+// after each GC the agent rereads the word at offset 8 of each such object
+// (klass, and array length with compressed class pointers) and sends FREE
+// when it changed, i.e. once the region was reused or uncommitted. They are
+// never in RECONCILE records.
 package agent
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// CommandQuit asks the agent for its last batch and ends the session.
+const CommandQuit = 'Q'
+
+// CommandUntag returns the command that tracks objects of at least min
+// bytes without JVMTI tags (see the package comment); 0 tags every object.
+func CommandUntag(min uint64) []byte {
+	return binary.LittleEndian.AppendUint64([]byte{'H'}, min)
+}
 
 // Wire constants.
 const (
@@ -270,6 +292,9 @@ type Stats struct {
 	CodeSent       uint64 // CODE records sent
 	CodeDropped    uint64 // CODE records lost: buffer full
 	SignalsChained uint64 // signals passed on to the handler installed before ours
+	// Objects tracked without JVMTI tags (issue 8, CommandUntag).
+	Untagged      uint64 // ALLOCs whose death the agent checks after each GC
+	UntaggedFreed uint64 // ... found dead (FREE records sent)
 }
 
 // Stack status codes below zero. 0 and -1..-10 are AsyncGetCallTrace's own

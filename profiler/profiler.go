@@ -425,6 +425,7 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	}
 	s.loadPerfMap()
 	s.loadHeap(ctx)
+	s.untagHumongous()
 	rel := s.startRelocation()
 	var relocC <-chan relocMsg
 	if rel != nil {
@@ -595,7 +596,7 @@ loop:
 	}
 	// Ask the agent for its last batch and detach it.
 	if agentOpen {
-		s.conn.Write([]byte{'Q'})
+		s.conn.Write([]byte{agent.CommandQuit})
 		deadline := time.After(3 * time.Second)
 	wait:
 		for {
@@ -687,6 +688,19 @@ func (s *session) loadHeap(ctx context.Context) {
 	}
 }
 
+// untagHumongous has the agent track G1's humongous objects (half a region
+// and more) without JVMTI tags: a tag keeps a dead humongous array from
+// being reclaimed at the next young GC, which grew Xalan's heap by half.
+// G1 never moves them, so the agent checks their headers after GCs instead.
+func (s *session) untagHumongous() {
+	if s.conn == nil || s.j.heap.GC != "G1" || s.j.heap.RegionSize == 0 {
+		return
+	}
+	if _, err := s.conn.Write(agent.CommandUntag(s.j.heap.RegionSize / 2)); err != nil {
+		s.addNote("humongous objects stay tagged: %v", err)
+	}
+}
+
 func (s *session) finish(elapsed time.Duration) *report.Report {
 	st := s.j.stats
 	if c, err := s.sampler.Counters(); err == nil && s.shared == nil {
@@ -708,6 +722,8 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 	st.AllocsBelowMin = a.BelowMinSize
 	st.AgentDropped = a.Dropped
 	st.StacksDropped = a.StacksDropped
+	st.HumongousUntagged = a.Untagged
+	st.HumongousFreed = a.UntaggedFreed
 	if st.Dropped > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("%d samples were dropped because the ring buffer was full; lower --freq", st.Dropped))
 	}

@@ -98,10 +98,14 @@ type Stats struct {
 	MovesVerified   uint64 `json:"moves_verified,omitempty"`   // reconciled objects found where we had them
 	MovesMissed     uint64 `json:"moves_missed,omitempty"`     // ... found elsewhere: a move the uprobes missed (or, with rescan, the move itself)
 	Freed           uint64 `json:"freed,omitempty"`            // tracked objects the JVM collected
-	HeapUntracked   uint64 `json:"heap_untracked"`             // in the heap but in no tracked object
-	RelocHits       uint64 `json:"reloc_hits,omitempty"`       // memmove uprobe hits (each costs a trap)
-	RelocHitsInGC   uint64 `json:"reloc_hits_in_gc,omitempty"` // ... of which inside GC pauses
-	RelocDropped    uint64 `json:"reloc_dropped,omitempty"`    // copies lost: ring buffer full
+	// G1 humongous objects tracked without JVMTI tags (their headers are
+	// checked after each GC), and how many of them were found freed.
+	HumongousUntagged uint64 `json:"humongous_untagged,omitempty"`
+	HumongousFreed    uint64 `json:"humongous_freed,omitempty"`
+	HeapUntracked     uint64 `json:"heap_untracked"`             // in the heap but in no tracked object
+	RelocHits         uint64 `json:"reloc_hits,omitempty"`       // memmove uprobe hits (each costs a trap)
+	RelocHitsInGC     uint64 `json:"reloc_hits_in_gc,omitempty"` // ... of which inside GC pauses
+	RelocDropped      uint64 `json:"reloc_dropped,omitempty"`    // copies lost: ring buffer full
 	// Access stacks (the agent's AsyncGetCallTrace on a signal from BPF).
 	StackSignals      uint64            `json:"stack_signals,omitempty"`        // signals BPF queued to sampled threads
 	StackSignalFailed uint64            `json:"stack_signal_failed,omitempty"`  // ... the kernel refused (one pending)

@@ -283,8 +283,8 @@ static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, j
 	jint nf = 0;
 	int nneed = 0;
 	size_t aoff, start;
-	uint64_t tag;
-	int sent = 0;
+	uint64_t tag, addr;
+	int sent = 0, big;
 	jvmtiError e;
 
 	(void)thread;
@@ -354,8 +354,10 @@ static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, j
 	if (e != JVMTI_ERROR_NONE)
 		snprintf(errmsg, sizeof errmsg, "GetStackTrace failed: %d", (int)e);
 	/* Outside mu: SetTag takes the tag-map lock, and JDK 17 posts ObjectFree
-	 * (which takes mu) while holding it. Lock order: tag map, then mu. */
-	tag = tag_object(j, object);
+	 * (which takes mu) while holding it. Lock order: tag map, then mu.
+	 * Humongous objects get a tag number but no JVMTI tag (big.c). */
+	big = djx.tagging && djx_big_wants((uint64_t)size);
+	tag = big ? __atomic_add_fetch(&djx.next_tag, 1, RELAXED) : tag_object(j, object);
 	put_u64(w.p + w.len - 8, tag);
 
 	pthread_mutex_lock(&djx.mu);
@@ -380,12 +382,15 @@ static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, j
 			 * stays time-ordered and the watermark holds. The callback runs
 			 * in native state, so a GC may have moved the object since the
 			 * allocation; the handle always holds the current address. */
+			addr = (uint64_t)(uintptr_t)*(void **)object;
 			put_u64(w.p + aoff + DJX_REC_HDR, djx_now_ns());
-			put_u64(w.p + aoff + DJX_REC_HDR + 8, (uint64_t)(uintptr_t)*(void **)object);
+			put_u64(w.p + aoff + DJX_REC_HDR + 8, addr);
+			if (big && djx_big_add_locked(tag, addr, (uint64_t)size) != 0)
+				put_u64(w.p + w.len - 8, 0); /* out of memory: death untracked */
 			djx_append_locked(w.p + aoff, w.len - aoff, 1);
 			__atomic_add_fetch(&djx.n_sent, 1, RELAXED);
 			sent = 1;
-			if (tag != 0)
+			if (tag != 0 && !big)
 				tset_add(&djx.live, tag); /* on OOM it is just not reconciled */
 			if (e != JVMTI_ERROR_NONE)
 				append_error_locked(errmsg);
@@ -394,7 +399,7 @@ static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, j
 	pthread_mutex_unlock(&djx.mu);
 	wb_free(&w);
 	/* No ALLOC names this tag: take it back so that no FREE reports it. */
-	if (!sent && tag != 0)
+	if (!sent && tag != 0 && !big)
 		(*j)->SetTag(j, object, 0);
 }
 
@@ -404,7 +409,7 @@ static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, j
  * pause): no JNI, no JVMTI but raw monitors and memory. They only append
  * a fixed-size record under mu, which no thread holds across a JVM call or
  * for longer than a memcpy, and touch nothing once the session is over. */
-static void append_fixed_locked(uint16_t type, uint64_t arg, int has_arg)
+static int append_fixed_locked(uint16_t type, uint64_t arg, int has_arg)
 {
 	uint8_t rec[DJX_REC_HDR + 16];
 	uint32_t blen = has_arg ? 16 : 8;
@@ -412,8 +417,16 @@ static void append_fixed_locked(uint16_t type, uint64_t arg, int has_arg)
 	put_rec_hdr(rec, type, blen);
 	put_u64(rec + DJX_REC_HDR, djx_now_ns());
 	put_u64(rec + DJX_REC_HDR + 8, arg);
-	if (djx_append_locked(rec, DJX_REC_HDR + blen, 1) != 0)
+	if (djx_append_locked(rec, DJX_REC_HDR + blen, 1) != 0) {
 		__atomic_add_fetch(&djx.n_dropped, 1, RELAXED);
+		return -1;
+	}
+	return 0;
+}
+
+int djx_free_locked(uint64_t tag)
+{
+	return append_fixed_locked(REC_FREE, tag, 1);
 }
 
 static void JNICALL on_object_free(jvmtiEnv *j, jlong tag)
@@ -452,6 +465,8 @@ static void JNICALL on_gc_finish(jvmtiEnv *j)
 		if (djx.opt.reconcile && djx.tagging) {
 			djx.reconcile_req++;
 			djx_kick_locked(); /* the writer reconciles; JVMTI works there */
+		} else if (djx_big_pending_locked()) {
+			djx_kick_locked(); /* the writer checks the humongous objects */
 		}
 	}
 	pthread_mutex_unlock(&djx.mu);

@@ -40,6 +40,7 @@ enum {
 #define DJX_MAX_LINES 16384          /* line-table entries per METHOD record */
 #define DJX_BUF_CAP (4u << 20)       /* one batch buffer, header included */
 #define DJX_BUF_RESERVE 512u         /* tail kept free for STATS and BYE */
+#define DJX_BUF_KEEP (256u << 10)    /* resident part of a batch buffer after a flush */
 #define DJX_FLUSH_NS 50000000ull     /* writer flush period */
 #define DJX_DEFAULT_INTERVAL 524288u /* JVMTI's own default */
 #define DJX_MAX_ERRORS 32            /* ERROR records per session */
@@ -67,10 +68,12 @@ struct djx_options {
 #define DJX_RECONCILE_CHUNK_MAX 65536u
 
 /* Access stacks (stacks.c). The handler writes AsyncGetCallTrace's frames
- * straight into a slot of a preallocated ring: 2048 slots of 128 frames
- * (about 4.3 MB, allocated once per library copy and never freed, because
- * the handler stays installed after the session). */
-#define DJX_RING_SLOTS 2048u /* power of two */
+ * straight into a slot of a preallocated ring: 256 slots of 128 frames
+ * (about 530 KB, allocated once per library copy and never freed, because
+ * the handler stays installed after the session). The writer drains it at
+ * half full; 2048 slots were 4.3 MB of the JVM's RSS (5% of a small heap's
+ * footprint) for stacks that come at most every 100 us per thread. */
+#define DJX_RING_SLOTS 256u /* power of two */
 #define DJX_STACK_FRAMES 128
 #define DJX_STACK_NO_ENV (-100) /* agent.StackNoEnv */
 /* A signal is ours if the kernel sent it (SI_KERNEL: bpf_send_signal_thread)
@@ -186,6 +189,10 @@ struct djx {
 	/* Cumulative counters, updated atomically (the first three and the
 	 * last also from the signal handler: lock-free atomics only). */
 	uint64_t n_stack_signals, n_stacks_sent, n_stacks_dropped, n_code_sent, n_code_dropped, n_chained;
+
+	/* Humongous objects without tags (issue 8, big.c). */
+	uint64_t untag_min;          /* atomic; 0: tag every object */
+	uint64_t n_big, n_big_freed; /* atomic counters */
 };
 extern struct djx djx;
 
@@ -200,6 +207,17 @@ void djx_error_locked(const char *msg);
  * Returns 0 appended, 1 the session is over (nothing appended), -1 no room. */
 int djx_emit(JNIEnv *jni, const uint64_t *ids, size_t nids, uint8_t *rec, size_t len, size_t time_off);
 #define DJX_NO_TIME ((size_t)-1)
+
+/* Appends a FREE record for tag (mu held); 0, or -1 when the buffer is full. */
+int djx_free_locked(uint64_t tag);
+
+/* big.c: objects tracked without tags (G1 humongous). */
+int djx_big_init(void);             /* 0, or -1 when /proc/self/mem is unreadable */
+int djx_big_wants(uint64_t size);   /* track an object of this size untagged */
+int djx_big_add_locked(uint64_t tag, uint64_t addr, uint64_t size);
+int djx_big_check(void);            /* after a GC; -1 if a FREE was dropped */
+int djx_big_pending_locked(void);   /* a GC finished since the last check */
+void djx_big_reset_locked(void);
 
 /* stacks.c */
 int djx_stacks_install(int sig, char *err, size_t errlen); /* 0 or -1 */

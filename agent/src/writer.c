@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -124,6 +125,23 @@ static inline uint64_t ld(uint64_t *p)
 }
 
 /* Cuts the current batch (adding STATS, and BYE if bye != NULL) and sends it. */
+/* A big batch (the attach-time replay of JIT code fills megabytes) leaves
+ * its pages resident for the rest of the session: 8 MB of the JVM's RSS for
+ * two buffers. Give back all but the first DJX_BUF_KEEP bytes; the pages
+ * come back zeroed on the next big batch. */
+static void trim(uint8_t *b, size_t used)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)b + DJX_BUF_KEEP + pg - 1) & ~(pg - 1);
+	uintptr_t hi = ((uintptr_t)b + used + pg - 1) & ~(pg - 1);
+	uintptr_t end = ((uintptr_t)b + DJX_BUF_CAP) & ~(pg - 1); /* our pages only */
+
+	if (hi > end)
+		hi = end;
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 static int flush(const char *bye)
 {
 	struct wbuf w;
@@ -164,6 +182,9 @@ static int flush(const char *bye)
 	wb_u64(&w, ld(&djx.n_code_sent));
 	wb_u64(&w, ld(&djx.n_code_dropped));
 	wb_u64(&w, ld(&djx.n_chained));
+	/* Trailing fields (issue 8). */
+	wb_u64(&w, ld(&djx.n_big));
+	wb_u64(&w, ld(&djx.n_big_freed));
 	wb_end(&w, start);
 	n++;
 	if (bye) {
@@ -190,6 +211,8 @@ static int flush(const char *bye)
 	put_u32(b + 12, n);
 	put_u64(b + 16, wm);
 	rc = w.err ? -1 : send_all(b, w.len);
+	if (w.len > DJX_BUF_KEEP)
+		trim(b, w.len);
 	djx.spare = b;
 	return rc;
 }
@@ -213,6 +236,8 @@ static void teardown(void)
 	djx.cur = NULL;
 	mset_free(&djx.methods);
 	tset_free(&djx.live); /* ObjectFree checks detached under mu first */
+	djx_big_reset_locked();
+	__atomic_store_n(&djx.untag_min, 0, __ATOMIC_RELAXED);
 	close(djx.evfd); /* kicks happen under mu and check evfd */
 	djx.evfd = -1;
 	pthread_mutex_unlock(&djx.mu);
@@ -277,6 +302,40 @@ static void check_budget(uint64_t now, uint64_t *win_start, uint64_t *win_calls)
 	__atomic_store_n(&djx.want_interval, want, __ATOMIC_RELEASE);
 	*win_start = now;
 	*win_calls = calls;
+}
+
+/* Commands from the loader (agent.Command*), possibly split across reads:
+ * 'Q' asks for the last batch and detach; 'H' and a u64 (little-endian)
+ * track objects of at least that many bytes without JVMTI tags (big.c).
+ * Other bytes are ignored. Returns 1 when a 'Q' came. */
+struct cmdbuf {
+	uint8_t b[9];
+	size_t n;
+};
+
+static int on_input(struct cmdbuf *c, const uint8_t *in, size_t len)
+{
+	int quit = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (c->n == 0) {
+			if (in[i] == 'Q')
+				quit = 1;
+			else if (in[i] == 'H')
+				c->b[c->n++] = in[i];
+			continue;
+		}
+		c->b[c->n++] = in[i];
+		if (c->n == sizeof c->b) {
+			uint64_t v = 0;
+			for (int k = 8; k >= 1; k--)
+				v = v << 8 | c->b[k];
+			if (djx_big_init() == 0)
+				__atomic_store_n(&djx.untag_min, v, __ATOMIC_RELAXED);
+			c->n = 0;
+		}
+	}
+	return quit;
 }
 
 /* Session over or ending: a reconciliation stops between chunks. */
@@ -439,6 +498,7 @@ static void *writer_main(void *arg)
 	uint64_t last = djx_now_ns(), win_start = last, win_calls = 0;
 	uint64_t *rtags = NULL; /* reconciliation snapshot, reconcile_max tags */
 	size_t rcursor = 0;
+	struct cmdbuf cmd = {.n = 0};
 	JNIEnv *env = NULL;
 	int attached = 0, vmdeath = 0;
 	(void)arg;
@@ -473,7 +533,7 @@ static void *writer_main(void *arg)
 			ssize_t got = recv(djx.sock, in, sizeof in, MSG_DONTWAIT);
 			if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
 				break; /* the loader closed the socket: detach */
-			if (got > 0 && memchr(in, 'Q', (size_t)got))
+			if (got > 0 && on_input(&cmd, in, (size_t)got))
 				bye = "detach";
 		}
 		pthread_mutex_lock(&djx.mu);
@@ -506,6 +566,7 @@ static void *writer_main(void *arg)
 			else if (reconcile(env, rtags, &rcursor) != 0)
 				break;
 		}
+		djx_big_check(); /* a dropped FREE is counted like any drop */
 	}
 	free(rtags);
 	teardown();

@@ -113,7 +113,8 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 		for _, v := range []uint64{r.Frees, r.GCs, r.Reconciles, r.Reconciled,
 			r.ReconcileSkipped, r.ReconcileLimited, r.ReconcileNanos,
 			r.StackSignals, r.StacksSent, r.StacksDropped, r.CodeSent, r.CodeDropped, r.SignalsChained,
-			r.Untagged, r.UntaggedFreed} {
+			r.Untagged, r.UntaggedFreed, r.AllocNanos, r.StackNanos, r.CodeNanos, r.WriterCPUNanos,
+			r.ProcessCPUNanos} {
 			dst = le.AppendUint64(dst, v)
 		}
 	case *Bye:

@@ -232,7 +232,9 @@ func decodeRecord(typ RecordType, body []byte) (Record, error) {
 			ReconcileSkipped: d.opt64(), ReconcileLimited: d.opt64(), ReconcileNanos: d.opt64(),
 			StackSignals: d.opt64(), StacksSent: d.opt64(), StacksDropped: d.opt64(),
 			CodeSent: d.opt64(), CodeDropped: d.opt64(), SignalsChained: d.opt64(),
-			Untagged: d.opt64(), UntaggedFreed: d.opt64()}
+			Untagged: d.opt64(), UntaggedFreed: d.opt64(),
+			AllocNanos: d.opt64(), StackNanos: d.opt64(), CodeNanos: d.opt64(), WriterCPUNanos: d.opt64(),
+			ProcessCPUNanos: d.opt64()}
 	case TypeBye:
 		rec = &Bye{Reason: d.str()}
 	case TypeError:

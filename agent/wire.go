@@ -40,7 +40,9 @@
 //	             u64 reconcile_skipped, u64 reconcile_limited,
 //	             u64 reconcile_ns, u64 stack_signals, u64 stacks_sent,
 //	             u64 stacks_dropped, u64 code_sent, u64 code_dropped,
-//	             u64 signals_chained, u64 untagged, u64 untagged_freed
+//	             u64 signals_chained, u64 untagged, u64 untagged_freed,
+//	             u64 alloc_ns, u64 stack_ns, u64 code_ns, u64 writer_cpu_ns,
+//	             u64 process_cpu_ns
 //	BYE       5  string reason
 //	ERROR     6  string message
 //	INTERVAL  7  u64 time, u64 interval
@@ -295,6 +297,16 @@ type Stats struct {
 	// Objects tracked without JVMTI tags (issue 8, CommandUntag).
 	Untagged      uint64 // ALLOCs whose death the agent checks after each GC
 	UntaggedFreed uint64 // ... found dead (FREE records sent)
+	// What the agent cost the JVM: time in its SampledObjectAlloc callbacks,
+	// its stack signal handler, its JIT code and ClassPrepare callbacks, and
+	// its writer thread's CPU time.
+	AllocNanos     uint64
+	StackNanos     uint64
+	CodeNanos      uint64
+	WriterCPUNanos uint64
+	// ProcessCPUNanos is the JVM's CPU time (all its threads) since the
+	// session started.
+	ProcessCPUNanos uint64
 }
 
 // Stack status codes below zero. 0 and -1..-10 are AsyncGetCallTrace's own

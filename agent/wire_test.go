@@ -31,7 +31,8 @@ var sample = []struct {
 	{"stats", &Stats{Callbacks: 10, BelowMinSize: 6, Dropped: 1, StackErrors: 2, AllocsSent: 3,
 		Frees: 4, GCs: 5, Reconciles: 6, Reconciled: 7, ReconcileSkipped: 8, ReconcileLimited: 9, ReconcileNanos: 10,
 		StackSignals: 11, StacksSent: 12, StacksDropped: 13, CodeSent: 14, CodeDropped: 15, SignalsChained: 16,
-		Untagged: 17, UntaggedFreed: 18}},
+		Untagged: 17, UntaggedFreed: 18, AllocNanos: 19, StackNanos: 20, CodeNanos: 21, WriterCPUNanos: 22,
+		ProcessCPUNanos: 23}},
 	{"bye", &Bye{Reason: "vmdeath"}},
 	{"error", &ErrorRec{Message: "GetStackTrace failed: 15"}},
 	{"interval", &Interval{Time: 123456789, Interval: 8192}},
@@ -162,14 +163,14 @@ func TestOlderAgent(t *testing.T) {
 		want Record
 	}{
 		{&Alloc{Time: 1, TypeSig: "[J", Frames: []Frame{{1, 2}}, Tag: 9}, 8, &Alloc{Time: 1, TypeSig: "[J", Frames: []Frame{{1, 2}}}},
-		{&Stats{Callbacks: 1, AllocsSent: 2, Frees: 3, ReconcileNanos: 4}, 15 * 8, &Stats{Callbacks: 1, AllocsSent: 2}},
+		{&Stats{Callbacks: 1, AllocsSent: 2, Frees: 3, ReconcileNanos: 4}, 20 * 8, &Stats{Callbacks: 1, AllocsSent: 2}},
 		// Half a trailing field is ignored, not an error.
-		{&Stats{Callbacks: 1, GCs: 3}, 14*8 - 4, &Stats{Callbacks: 1}},
+		{&Stats{Callbacks: 1, GCs: 3}, 19*8 - 4, &Stats{Callbacks: 1}},
 		// An issue 3 agent: no stack counters.
-		{&Stats{Callbacks: 1, ReconcileNanos: 4, StackSignals: 5, SignalsChained: 6}, 8 * 8,
+		{&Stats{Callbacks: 1, ReconcileNanos: 4, StackSignals: 5, SignalsChained: 6}, 13 * 8,
 			&Stats{Callbacks: 1, ReconcileNanos: 4}},
 		// An issue 4 agent: no untagged counters.
-		{&Stats{Callbacks: 1, SignalsChained: 6, Untagged: 7, UntaggedFreed: 8}, 2 * 8,
+		{&Stats{Callbacks: 1, SignalsChained: 6, Untagged: 7, UntaggedFreed: 8}, 7 * 8,
 			&Stats{Callbacks: 1, SignalsChained: 6}},
 		{&Hello{ProtoVersion: 1, Mode: "launch", StackSignal: 42}, 4, &Hello{ProtoVersion: 1, Mode: "launch"}},
 	} {

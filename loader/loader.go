@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"sync"
@@ -121,6 +122,9 @@ type Sampler struct {
 	links []link.Link // referenced so that finalizers don't close them
 	rd    *ringbuf.Reader
 	cfg   Config
+	// runStats keeps the kernel's BPF run-time statistics on while the
+	// sampler is open (nil where the kernel lacks them, before 5.8).
+	runStats io.Closer
 	// lastComplete is when ReadBatch last found the ring buffer empty.
 	lastComplete uint64
 	mu           sync.Mutex
@@ -157,6 +161,11 @@ func Open(cfg Config) (s *Sampler, err error) {
 	}
 	if err := spec.Variables[bpf.DjxVarSigGapNs].Set(uint64(max(cfg.StackGap, MinStackGap))); err != nil {
 		return nil, fmt.Errorf("set the stack signal gap: %w", err)
+	}
+	// The kernel counts BPF run time only while someone asks: two clock
+	// reads per run, for every program on the machine, until closed.
+	if c, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
+		s.runStats = c
 	}
 	if err := s.load(spec); err != nil {
 		if errors.Is(err, unix.EPERM) {
@@ -435,6 +444,22 @@ func parseSample(b []byte, s *Sample) {
 	s.Weight = le.Uint64(b[off+16:])
 }
 
+// RunTime is how long the sampling program has run in total, on every CPU
+// and for every process it saw (false: the kernel keeps no statistics).
+// It leaves out the perf interrupt that calls it.
+func (s *Sampler) RunTime() (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.runStats == nil || s.prog == nil {
+		return 0, false
+	}
+	st, err := s.prog.Stats()
+	if err != nil {
+		return 0, false
+	}
+	return st.Runtime, true
+}
+
 // Counters sums the per-CPU counters.
 func (s *Sampler) Counters() (Counters, error) {
 	var c Counters
@@ -474,6 +499,9 @@ func (s *Sampler) Close() error {
 	}
 	if s.prog != nil {
 		errs = append(errs, s.prog.Close())
+	}
+	if s.runStats != nil {
+		errs = append(errs, s.runStats.Close())
 	}
 	errs = append(errs, s.maps.Close())
 	return errors.Join(errs...)

@@ -122,6 +122,14 @@ func TestDecodeSourceSamplesOwnThreads(t *testing.T) {
 	if c.Matched < uint64(len(samples)) {
 		t.Errorf("counters %+v below %d delivered", c, len(samples))
 	}
+	run, ok := s.RunTime()
+	if !ok {
+		t.Skip("kernel keeps no BPF run-time statistics (before 5.8)")
+	}
+	t.Logf("BPF program: %v for %d matched samples", run, c.Matched)
+	if run <= 0 || run > time.Duration(c.Matched)*time.Millisecond {
+		t.Errorf("BPF run time %v for %d samples", run, c.Matched)
+	}
 }
 
 func TestPageFaultSourceGivesExactAddress(t *testing.T) {

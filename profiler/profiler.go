@@ -175,6 +175,8 @@ type session struct {
 	j       *jvm
 	target  *attach.Target
 	start   time.Time
+	// cost0 holds the BPF run time and djx-bpf's CPU time at the start.
+	cost0 costMark
 	// stacksAsked: the BPF program was told to signal the JVM for stacks.
 	stacksAsked bool
 	// shared is set when the sampler serves several JVMs (scan): samples
@@ -411,6 +413,7 @@ func watchExit(pid int) <-chan struct{} {
 // run joins the streams until the profile ends, then drains and reports.
 func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Report, error) {
 	s.start = time.Now()
+	s.cost0 = s.costNow()
 	s.j = newJVM(s.pid)
 	s.j.sampleStream = true
 	s.j.native = jvmsym.NewNative(s.pid)
@@ -724,6 +727,7 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 	st.StacksDropped = a.StacksDropped
 	st.HumongousUntagged = a.Untagged
 	st.HumongousFreed = a.UntaggedFreed
+	s.cost(&st, a)
 	if st.Dropped > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("%d samples were dropped because the ring buffer was full; lower --freq", st.Dropped))
 	}

@@ -119,10 +119,24 @@ type Stats struct {
 	// SamplesStackBorrowed: samples with no stack of their own (the stack
 	// interval) whose callers came from their thread's last stack.
 	SamplesStackBorrowed uint64 `json:"samples_stack_borrowed,omitempty"`
-	StacksUnmatched      uint64 `json:"stacks_unmatched,omitempty"`    // stacks that matched no sample (other pc, or late)
-	StackMismatch        uint64 `json:"stack_mismatch,omitempty"`      // a stack came next but for another pc
-	JITCode              uint64 `json:"jit_code,omitempty"`            // compiled-code blobs the agent reported
-	StackLeafFromJIT     uint64 `json:"stack_leaf_from_jit,omitempty"` // samples whose innermost frames came from the JIT pc map at the access
+	StacksUnmatched      uint64 `json:"stacks_unmatched,omitempty"` // stacks that matched no sample (other pc, or late)
+	StackMismatch        uint64 `json:"stack_mismatch,omitempty"`   // a stack came next but for another pc
+	// What the profile cost, measured in ms of CPU time: the JVM's own CPU
+	// time over the agent's session, the agent's time inside it (allocation
+	// callbacks, stack signal handler, JIT code and class callbacks, writer
+	// thread), the BPF sampling program's run time (every CPU, every
+	// process it saw) and djx-bpf's CPU time. Not in them: the kernel's perf
+	// interrupt and signal delivery, and the JVM's own heap-sampling slow
+	// path.
+	CostJVMCPUMs     float64 `json:"cost_jvm_cpu_ms,omitempty"`
+	CostAllocMs      float64 `json:"cost_alloc_ms,omitempty"`
+	CostStackMs      float64 `json:"cost_stack_ms,omitempty"`
+	CostCodeMs       float64 `json:"cost_code_ms,omitempty"`
+	CostWriterMs     float64 `json:"cost_writer_ms,omitempty"`
+	CostBPFMs        float64 `json:"cost_bpf_ms,omitempty"`
+	CostDjxCPUMs     float64 `json:"cost_djx_cpu_ms,omitempty"`
+	JITCode          uint64  `json:"jit_code,omitempty"`            // compiled-code blobs the agent reported
+	StackLeafFromJIT uint64  `json:"stack_leaf_from_jit,omitempty"` // samples whose innermost frames came from the JIT pc map at the access
 }
 
 // Report is the result of profiling one JVM.
@@ -342,6 +356,12 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 		s.Samples, s.WithAddress, pct(s.WithAddress, s.Samples), heap, s.Attributed, pct(s.Attributed, s.InHeap), s.Dropped)
 	fmt.Fprintf(w, "allocations tracked %d (callbacks %d, below min size %d, agent drops %d)\n",
 		s.AllocsTracked, s.AllocCallbacks, s.AllocsBelowMin, s.AgentDropped)
+	if s.CostJVMCPUMs > 0 {
+		agent := s.CostAllocMs + s.CostStackMs + s.CostCodeMs + s.CostWriterMs
+		of := func(v float64) string { return fmt.Sprintf("%.2f%%", 100*v/s.CostJVMCPUMs) }
+		fmt.Fprintf(w, "cost: agent %s of the JVM's CPU (allocations %s, stacks %s, JIT records %s, writer %s), BPF %s; djx-bpf %.2f CPU-s\n",
+			of(agent), of(s.CostAllocMs), of(s.CostStackMs), of(s.CostCodeMs), of(s.CostWriterMs), of(s.CostBPFMs), s.CostDjxCPUMs/1000)
+	}
 	if s.StackSignals > 0 || s.Stacks > 0 {
 		borrowed := ""
 		if s.SamplesStackBorrowed > 0 {

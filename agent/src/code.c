@@ -51,9 +51,12 @@ static void JNICALL on_class_load(jvmtiEnv *j, JNIEnv *jni, jthread t, jclass k)
 
 static void JNICALL on_class_prepare(jvmtiEnv *j, JNIEnv *jni, jthread t, jclass k)
 {
+	uint64_t t0 = djx_now_ns();
+
 	(void)jni, (void)t;
 	if (!__atomic_load_n(&djx.detached, __ATOMIC_ACQUIRE))
 		make_method_ids(j, k);
+	__atomic_add_fetch(&djx.ns_code, djx_now_ns() - t0, RELAXED);
 }
 
 struct pcref {
@@ -98,8 +101,8 @@ static int emit_wait(JNIEnv *jni, const uint64_t *ids, size_t nids, uint8_t *rec
 	}
 }
 
-static void JNICALL on_compiled_load(jvmtiEnv *j, jmethodID method, jint code_size, const void *code_addr,
-				     jint map_length, const jvmtiAddrLocationMap *map, const void *compile_info)
+static void compiled_load(jvmtiEnv *j, jmethodID method, jint code_size, const void *code_addr,
+			  const void *compile_info)
 {
 	const jvmtiCompiledMethodLoadInlineRecord *ir = inline_info(compile_info);
 	struct pcref *order = NULL;
@@ -109,7 +112,7 @@ static void JNICALL on_compiled_load(jvmtiEnv *j, jmethodID method, jint code_si
 	struct wbuf w;
 	size_t start;
 
-	(void)j, (void)map_length, (void)map;
+	(void)j;
 	if (__atomic_load_n(&djx.detached, __ATOMIC_ACQUIRE))
 		return;
 	if (ir != NULL && ir->numpcs > 0 && ir->pcinfo != NULL)
@@ -181,6 +184,16 @@ static void append_small(const uint8_t *rec, size_t len)
 			__atomic_add_fetch(&djx.n_dropped, 1, RELAXED);
 	}
 	pthread_mutex_unlock(&djx.mu);
+}
+
+static void JNICALL on_compiled_load(jvmtiEnv *j, jmethodID method, jint code_size, const void *code_addr,
+				     jint map_length, const jvmtiAddrLocationMap *map, const void *compile_info)
+{
+	uint64_t t0 = djx_now_ns();
+
+	(void)map_length, (void)map;
+	compiled_load(j, method, code_size, code_addr, compile_info);
+	__atomic_add_fetch(&djx.ns_code, djx_now_ns() - t0, RELAXED);
 }
 
 static void JNICALL on_compiled_unload(jvmtiEnv *j, jmethodID method, const void *code_addr)

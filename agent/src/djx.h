@@ -86,8 +86,9 @@ struct djx_options {
 #define DJX_CODE_MAX_BYTES (512u << 10) /* PCs past this are left out */
 #define DJX_CODE_WAIT_MS 200           /* wait for buffer space, then drop */
 
-/* Budget window: callbacks are counted per window and the interval raised
- * when a window exceeds its share of the budget. */
+/* Budget window: the callback that completes a window's share of the
+ * budget (budget x DJX_BUDGET_NS) doubles the interval if the window took
+ * less than DJX_BUDGET_NS. */
 #define DJX_BUDGET_NS 250000000ull
 #define DJX_MAX_INTERVAL (1ull << 30)
 
@@ -169,6 +170,7 @@ struct djx {
 	/* The writer asks for a larger heap sampling interval (want) when the
 	 * callback rate exceeds the budget; a Java thread applies it (cur). */
 	uint64_t want_interval, cur_interval;
+	uint64_t win_ns, win_calls; /* the budget window's start (atomic) */
 
 	/* Tags, frees and GC epochs (issue 3). */
 	int tagging;   /* can_tag_objects + ObjectFree acquired (set before events) */
@@ -193,10 +195,16 @@ struct djx {
 	/* Humongous objects without tags (issue 8, big.c). */
 	uint64_t untag_min;          /* atomic; 0: tag every object */
 	uint64_t n_big, n_big_freed; /* atomic counters */
+
+	/* What the agent costs the JVM (issue 8): ns spent in our callbacks and
+	 * signal handler (atomic), and the writer thread's CPU time. */
+	uint64_t ns_alloc, ns_stack, ns_code, ns_writer;
+	uint64_t cpu0; /* the process's CPU time when the session started */
 };
 extern struct djx djx;
 
 uint64_t djx_now_ns(void);
+uint64_t djx_cpu_ns(clockid_t clock); /* CLOCK_PROCESS/THREAD_CPUTIME_ID; 0 on error */
 
 /* agent.c */
 void djx_build_method(jvmtiEnv *j, JNIEnv *jni, jmethodID m, struct wbuf *w);

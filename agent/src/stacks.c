@@ -154,6 +154,8 @@ static void record(void *uc)
 	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
 	if (pos + 1 - __atomic_load_n(&stk.tail, RELAXED) >= DJX_RING_SLOTS / 2)
 		kick();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	__atomic_add_fetch(&djx.ns_stack, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - t, RELAXED);
 }
 
 /* Not ours, or no session: hand the signal to whoever had it before us. A

@@ -125,6 +125,15 @@ static inline uint64_t ld(uint64_t *p)
 }
 
 /* Cuts the current batch (adding STATS, and BYE if bye != NULL) and sends it. */
+uint64_t djx_cpu_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	if (clock_gettime(clock, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* A big batch (the attach-time replay of JIT code fills megabytes) leaves
  * its pages resident for the rest of the session: 8 MB of the JVM's RSS for
  * two buffers. Give back all but the first DJX_BUF_KEEP bytes; the pages
@@ -185,6 +194,12 @@ static int flush(const char *bye)
 	/* Trailing fields (issue 8). */
 	wb_u64(&w, ld(&djx.n_big));
 	wb_u64(&w, ld(&djx.n_big_freed));
+	wb_u64(&w, ld(&djx.ns_alloc));
+	wb_u64(&w, ld(&djx.ns_stack));
+	wb_u64(&w, ld(&djx.ns_code));
+	/* The writer thread is created per session: its clock is ours alone. */
+	wb_u64(&w, djx_cpu_ns(CLOCK_THREAD_CPUTIME_ID));
+	wb_u64(&w, djx_cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - djx.cpu0);
 	wb_end(&w, start);
 	n++;
 	if (bye) {
@@ -281,27 +296,6 @@ static void release_sampling(void)
 	}
 	(*j)->RelinquishCapabilities(j, &caps);
 	djx_code_release(j);
-}
-
-/* Keeps the JVM's cost of heap sampling bounded: each sampled allocation
- * costs the allocating thread a slow path and a callback (~0.4 us when we
- * drop it, ~3 us when we record it), so a window over its share of the
- * budget doubles the interval until the rate fits. */
-static void check_budget(uint64_t now, uint64_t *win_start, uint64_t *win_calls)
-{
-	uint64_t calls = ld(&djx.n_callbacks), limit, want;
-
-	if (djx.opt.budget == 0 || now - *win_start < DJX_BUDGET_NS)
-		return;
-	limit = djx.opt.budget * (now - *win_start) / 1000000000ull;
-	want = __atomic_load_n(&djx.want_interval, __ATOMIC_ACQUIRE);
-	while (calls - *win_calls > limit && want < DJX_MAX_INTERVAL) {
-		want *= 2;
-		limit *= 2;
-	}
-	__atomic_store_n(&djx.want_interval, want, __ATOMIC_RELEASE);
-	*win_start = now;
-	*win_calls = calls;
 }
 
 /* Commands from the loader (agent.Command*), possibly split across reads:
@@ -495,7 +489,7 @@ static int drain_stacks(JNIEnv *env)
 
 static void *writer_main(void *arg)
 {
-	uint64_t last = djx_now_ns(), win_start = last, win_calls = 0;
+	uint64_t last = djx_now_ns();
 	uint64_t *rtags = NULL; /* reconciliation snapshot, reconcile_max tags */
 	size_t rcursor = 0;
 	struct cmdbuf cmd = {.n = 0};
@@ -552,7 +546,6 @@ static void *writer_main(void *arg)
 		if (attached && drain_stacks(env) != 0)
 			break;
 		now = djx_now_ns();
-		check_budget(now, &win_start, &win_calls);
 		if (bye || kicked || now - last >= DJX_FLUSH_NS) {
 			if (flush(bye) != 0 || bye)
 				break;

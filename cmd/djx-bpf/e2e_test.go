@@ -273,7 +273,29 @@ func TestLaunchGroundTruth(t *testing.T) {
 				t.Errorf("mode %q", r.Mode)
 			}
 			checkGroundTruth(t, r)
+			checkCost(t, r)
 		})
+	}
+}
+
+// checkCost: the measured costs of a profile of HotArrays, which keeps one
+// thread busy, are all there and plausible: the JVM's CPU time is about one
+// CPU for the duration, and the agent's share of it is small.
+func checkCost(t *testing.T, r *report.Report) {
+	t.Helper()
+	s := r.Stats
+	agent := s.CostAllocMs + s.CostStackMs + s.CostCodeMs + s.CostWriterMs
+	t.Logf("cost over %.1fs: JVM CPU %.0f ms; agent %.1f ms (alloc %.1f, stacks %.1f, code %.1f, writer %.1f); BPF %.1f ms; djx-bpf %.0f ms",
+		r.DurationSec, s.CostJVMCPUMs, agent, s.CostAllocMs, s.CostStackMs, s.CostCodeMs, s.CostWriterMs, s.CostBPFMs, s.CostDjxCPUMs)
+	wall := r.DurationSec * 1000
+	if s.CostJVMCPUMs < 0.5*wall || s.CostJVMCPUMs > 2.5*wall {
+		t.Errorf("JVM CPU %.0f ms over %.0f ms of a one-thread workload", s.CostJVMCPUMs, wall)
+	}
+	if s.CostStackMs <= 0 || s.CostWriterMs <= 0 || s.CostBPFMs <= 0 || s.CostDjxCPUMs <= 0 {
+		t.Errorf("a cost is missing: %+v", s)
+	}
+	if agent > 0.1*s.CostJVMCPUMs {
+		t.Errorf("agent took %.0f of the JVM's %.0f CPU-ms", agent, s.CostJVMCPUMs)
 	}
 }
 
@@ -437,7 +459,17 @@ func TestAllocBudget(t *testing.T) {
 		t.Errorf("notes %q do not explain the raised interval", r.Notes)
 	}
 	per := float64(r.Stats.AllocCallbacks) / r.DurationSec
-	t.Logf("interval %d -> %d, %d callbacks in %.1fs (%.0f/s)", r.AllocInterval, r.AllocIntervalMax, r.Stats.AllocCallbacks, r.DurationSec, per)
+	t.Logf("interval %d -> %d, %d callbacks in %.1fs (%.0f/s), %.1f ms in them",
+		r.AllocInterval, r.AllocIntervalMax, r.Stats.AllocCallbacks, r.DurationSec, per, r.Stats.CostAllocMs)
+	// The budget holds from the first window: the callback that fills a
+	// window raises the interval at once (the writer's 250 ms check let
+	// ~100k callbacks through at the start).
+	if per > 1.5*2500 {
+		t.Errorf("%.0f callbacks/s, budget 2500/s", per)
+	}
+	if r.Stats.CostAllocMs <= 0 {
+		t.Errorf("no time measured in the allocation callbacks")
+	}
 	for _, o := range r.Objects {
 		if o.Type == "byte[]" && o.Site == "AllocHeavy.main:20" && o.EstObjects <= float64(o.Objects) {
 			t.Errorf("est_objects %.0f not above tracked %d for 2 KiB arrays sampled at a raised interval", o.EstObjects, o.Objects)

@@ -1,0 +1,55 @@
+package profiler
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// costMark is what a profile's cost is measured from: the sampling
+// program's run time and djx-bpf's own CPU time.
+type costMark struct {
+	bpfRun time.Duration
+	bpfOK  bool
+	cpu    time.Duration
+}
+
+// costNow reads the marks. With a sampler shared by several JVMs (scan),
+// neither can be charged to one of them.
+func (s *session) costNow() costMark {
+	var m costMark
+	if s.shared != nil {
+		return m
+	}
+	if s.sampler != nil {
+		m.bpfRun, m.bpfOK = s.sampler.RunTime()
+	}
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
+		m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return m
+}
+
+// cost fills the report's measured costs: the agent's time inside the JVM
+// (its last STATS), against the JVM's CPU time over the session, and the
+// BPF program's and djx-bpf's CPU time since the session began.
+func (s *session) cost(st *report.Stats, a agent.Stats) {
+	ms := func(ns uint64) float64 { return float64(ns) / 1e6 }
+	st.CostJVMCPUMs = ms(a.ProcessCPUNanos)
+	st.CostAllocMs = ms(a.AllocNanos)
+	st.CostStackMs = ms(a.StackNanos)
+	st.CostCodeMs = ms(a.CodeNanos)
+	st.CostWriterMs = ms(a.WriterCPUNanos)
+	if s.shared != nil {
+		return
+	}
+	now := s.costNow()
+	if now.bpfOK && s.cost0.bpfOK {
+		st.CostBPFMs = float64(now.bpfRun-s.cost0.bpfRun) / 1e6
+	}
+	st.CostDjxCPUMs = float64(now.cpu-s.cost0.cpu) / 1e6
+}

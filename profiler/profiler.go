@@ -44,10 +44,10 @@ const (
 	DefaultFreq = 499
 	// DefaultAllocBudget bounds the agent's cost on allocation-heavy code:
 	// a callback costs the allocating thread ~0.4 µs when the object is
-	// below min size and ~3-30 µs when it is recorded (GetStackTrace over
-	// deep stacks). At 10000/s the callbacks took 3.4% of Xalan's CPU, at
-	// 2500/s 1.3% (perf, README "Benchmarks").
-	DefaultAllocBudget = 2500
+	// below min size and ~3-40 µs when it is recorded (GetStackTrace over
+	// deep stacks). Measured in the callbacks (report cost line), Xalan's
+	// took 1.95-2.39% of its CPU at 2500/s and 0.90-1.06% at 1000/s.
+	DefaultAllocBudget = 1000
 	// DefaultRelocation: see README for the measured trade-off. The
 	// memmove uprobe traps on every copy of every thread, not only in GC
 	// pauses: `make bench` measured H2 and Xalan 1.9-2.6x slower with it,

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/profiler"
 	"github.com/djx-bpf/djx-bpf/report"
 )
 
@@ -464,8 +465,8 @@ func TestAllocBudget(t *testing.T) {
 	// The budget holds from the first window: the callback that fills a
 	// window raises the interval at once (the writer's 250 ms check let
 	// ~100k callbacks through at the start).
-	if per > 1.5*2500 {
-		t.Errorf("%.0f callbacks/s, budget 2500/s", per)
+	if per > 1.5*profiler.DefaultAllocBudget {
+		t.Errorf("%.0f callbacks/s, budget %d/s", per, profiler.DefaultAllocBudget)
 	}
 	if r.Stats.CostAllocMs <= 0 {
 		t.Errorf("no time measured in the allocation callbacks")

@@ -121,6 +121,10 @@ type summary struct {
 	StackPct     float64 `json:"stack_pct,omitempty"`      // samples with Java callers (own stack or borrowed) / samples
 	GCs          float64 `json:"gcs,omitempty"`
 	RelocHits    float64 `json:"reloc_hits,omitempty"`
+	// Measured costs (the report's cost_*_ms) as % of the JVM's CPU time:
+	// the agent's time in the JVM, and the BPF program's run time.
+	AgentPct spread `json:"agent_pct"`
+	BPFPct   spread `json:"bpf_pct"`
 }
 
 type spread struct {
@@ -667,7 +671,7 @@ func summarize(runs []run) []summary {
 	for _, k := range order {
 		g := groups[k]
 		s := summary{Workload: k.w, Mode: k.m, Variant: k.v, Runs: len(g)}
-		var rt, rss, cpu, smp, drop, attr, stk, gcs, rh []float64
+		var rt, rss, cpu, smp, drop, attr, stk, gcs, rh, agt, bpf []float64
 		for _, r := range g {
 			b, ok := base[fmt.Sprint(r.Workload, "/", r.Round)]
 			if ok && b.Cost > 0 && b.HWMKiB > 0 {
@@ -691,11 +695,17 @@ func summarize(runs []run) []summary {
 			}
 			gcs = append(gcs, stat(st, "gcs"))
 			rh = append(rh, stat(st, "reloc_hits"))
+			if jc := stat(st, "cost_jvm_cpu_ms"); jc > 0 {
+				a := stat(st, "cost_alloc_ms") + stat(st, "cost_stack_ms") + stat(st, "cost_code_ms") + stat(st, "cost_writer_ms")
+				agt = append(agt, 100*a/jc)
+				bpf = append(bpf, 100*stat(st, "cost_bpf_ms")/jc)
+			}
 		}
 		s.RuntimeRatio, s.RSSRatio = spreadOf(rt), spreadOf(rss)
 		s.DjxCPUPerS = spreadOf(cpu).Median
 		s.Samples, s.Dropped, s.AttrPct = spreadOf(smp).Median, spreadOf(drop).Median, spreadOf(attr).Median
 		s.StackPct, s.GCs, s.RelocHits = spreadOf(stk).Median, spreadOf(gcs).Median, spreadOf(rh).Median
+		s.AgentPct, s.BPFPct = spreadOf(agt), spreadOf(bpf)
 		out = append(out, s)
 	}
 	return out
@@ -725,7 +735,7 @@ func printTable(w io.Writer, r *result, old *result) {
 			prev[s.Workload+"/"+s.Mode+"/"+s.Variant] = s
 		}
 	}
-	fmt.Fprintf(w, "%-10s %-6s %-11s %4s  %-22s %-22s %8s %9s %7s %6s %6s %5s %8s", "workload", "mode", "variant", "runs", "runtime ratio", "peak RSS ratio", "djx CPU/s", "samples", "dropped", "attr%", "java%", "GCs", "reloc")
+	fmt.Fprintf(w, "%-10s %-6s %-11s %4s  %-22s %-22s %-19s %6s %8s %9s %7s %6s %6s %5s %8s", "workload", "mode", "variant", "runs", "runtime ratio", "peak RSS ratio", "agent% of JVM CPU", "bpf%", "djx CPU/s", "samples", "dropped", "attr%", "java%", "GCs", "reloc")
 	if old != nil {
 		fmt.Fprintf(w, "  %-8s", "before")
 	}
@@ -738,7 +748,8 @@ func printTable(w io.Writer, r *result, old *result) {
 		}
 		fmt.Fprintf(w, "%-10s %-6s %-11s %4d  %-22s %-22s", s.Workload, s.Mode, s.Variant, s.Runs, rt, rs)
 		if s.Mode != "base" {
-			fmt.Fprintf(w, " %8.3f %9.0f %7.0f %6.1f %6.1f %5.0f %8.0f", s.DjxCPUPerS, s.Samples, s.Dropped, s.AttrPct, s.StackPct, s.GCs, s.RelocHits)
+			ag := fmt.Sprintf("%.2f [%.2f–%.2f]", s.AgentPct.Median, s.AgentPct.Min, s.AgentPct.Max)
+			fmt.Fprintf(w, " %-19s %6.2f %8.3f %9.0f %7.0f %6.1f %6.1f %5.0f %8.0f", ag, s.BPFPct.Median, s.DjxCPUPerS, s.Samples, s.Dropped, s.AttrPct, s.StackPct, s.GCs, s.RelocHits)
 			if p, ok := prev[s.Workload+"/"+s.Mode+"/"+s.Variant]; ok {
 				fmt.Fprintf(w, "  %.3f", p.RuntimeRatio.Median)
 			}

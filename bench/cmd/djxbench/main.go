@@ -142,7 +142,9 @@ type result struct {
 	DjxFlags  []string  `json:"djx_flags,omitempty"`
 	Runs      []run     `json:"runs"`
 	Summaries []summary `json:"summaries"`
-	Seconds   float64   `json:"total_s"`
+	// Toggle holds the toggle mode's results (-toggle).
+	Toggle  []toggleResult `json:"toggle,omitempty"`
+	Seconds float64        `json:"total_s"`
 }
 
 // procs tracks the process groups the harness started.
@@ -208,6 +210,9 @@ func main() {
 		verbose  = flag.Bool("v", false, "print each run")
 		compare  = flag.String("compare", "", "print the summaries of this earlier results file beside the new ones")
 		fromFile = flag.String("summarize", "", "do not run: print the table of this results file")
+		toggleN  = flag.Int("toggle", envInt("BENCH_TOGGLE", 0), "instead of separate runs: this many profiled windows on one long-running JVM per workload, each between unprofiled ones (env BENCH_TOGGLE)")
+		window   = flag.Duration("window", 10*time.Second, "toggle: length of each window")
+		warm     = flag.Duration("warm", 20*time.Second, "toggle: warm-up before the first window")
 	)
 	flag.Parse()
 	if *fromFile != "" {
@@ -216,6 +221,9 @@ func main() {
 			fatal("%v", err)
 		}
 		printTable(os.Stdout, &r, nil)
+		if len(r.Toggle) > 0 {
+			printToggle(os.Stdout, r.Toggle)
+		}
 		return
 	}
 	if os.Geteuid() != 0 {
@@ -283,6 +291,34 @@ func main() {
 	}
 	if b, err := exec.Command(*java, "-version").CombinedOutput(); err == nil {
 		res.Java = strings.SplitN(strings.TrimSpace(string(b)), "\n", 2)[0]
+	}
+	if *toggleN > 0 {
+		fmt.Fprintf(os.Stderr, "djxbench: toggle: %d workloads, %d pairs of %s windows each, variant %s\n", len(ws), *toggleN, *window, vs[0])
+		for _, w := range ws {
+			tr := h.toggle(w, *toggleN, *window, *warm, vs[0])
+			if tr.Err != "" {
+				fmt.Fprintf(os.Stderr, "djxbench: toggle %s: %s\n", w.Name, tr.Err)
+			}
+			res.Toggle = append(res.Toggle, tr)
+		}
+		res.Seconds = time.Since(res.Started).Seconds()
+		printToggle(os.Stdout, res.Toggle)
+		path := *out
+		if path == "" {
+			path = filepath.Join("bench", "results", "toggle-"+res.Started.Format("20060102-150405")+".json")
+		}
+		if err := writeJSON(path, res); err != nil {
+			fmt.Fprintf(os.Stderr, "djxbench: %v\n", err)
+		} else {
+			fmt.Fprintf(os.Stderr, "djxbench: results in %s (%.0f s)\n", path, res.Seconds)
+		}
+		cleanup()
+		for _, tr := range res.Toggle {
+			if tr.Err != "" {
+				os.Exit(1)
+			}
+		}
+		return
 	}
 	total := *runs * len(ws) * (1 + (len(ms)-1)*len(vs))
 	fmt.Fprintf(os.Stderr, "djxbench: %d runs (%d rounds × %d workloads × base + %d modes × %d variants)\n", total, *runs, len(ws), len(ms)-1, len(vs))

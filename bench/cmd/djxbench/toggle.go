@@ -1,0 +1,200 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The toggle mode measures the steady-state cost of a profile on one
+// long-running JVM: its work rate while djx-bpf is attached (--pid,
+// --duration) against the windows just before and after, without it,
+// alternating. Each JVM is its own control, with the same JIT state, heap
+// and CPU placement, so the slow drifts of a shared machine that make
+// separate runs differ by ±15–20% cancel out. Start-up (JIT warm-up,
+// djx-bpf's own start, the agent's attach) is left out of the windows.
+
+// longArgs are the workloads' arguments for a run that lasts until killed.
+var longArgs = map[string][]string{
+	"h2":         {"60000", "100000000"},
+	"xalan":      {"20000", "100000000"},
+	"allocheavy": {"0"},
+	"gchot":      {"0"},
+	"hotarrays":  {"0"},
+}
+
+// opsLog records the workload's cumulative "ops N" lines with the time
+// each arrived.
+type opsLog struct {
+	mu  sync.Mutex
+	t   []time.Time
+	ops []float64
+}
+
+func (l *opsLog) follow(ch <-chan string) {
+	for line := range ch {
+		f := strings.Fields(line)
+		if len(f) != 2 || f[0] != "ops" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			continue
+		}
+		l.mu.Lock()
+		l.t = append(l.t, time.Now())
+		l.ops = append(l.ops, v)
+		l.mu.Unlock()
+	}
+}
+
+// rate is the work per second between the first and the last ops line
+// inside [from, to]; ok is false with fewer than two lines there.
+func (l *opsLog) rate(from, to time.Time) (float64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first, last := -1, -1
+	for i, t := range l.t {
+		if t.Before(from) || t.After(to) {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		last = i
+	}
+	if first < 0 || last <= first {
+		return 0, false
+	}
+	return (l.ops[last] - l.ops[first]) / l.t[last].Sub(l.t[first]).Seconds(), true
+}
+
+// togglePair is one profiled window and the unprofiled ones around it.
+type togglePair struct {
+	Before, On, After float64        // work per second
+	Ratio             float64        // time per unit of work, on / mean(before, after)
+	Control           float64        // after / before: the same quantity with no profile in between
+	Stats             map[string]any `json:"stats,omitempty"`
+}
+
+type toggleResult struct {
+	Workload string       `json:"workload"`
+	Window   float64      `json:"window_s"`
+	Pairs    []togglePair `json:"pairs"`
+	Ratio    spread       `json:"ratio"`
+	Control  spread       `json:"control"` // |after/before - 1|
+	AgentPct spread       `json:"agent_pct"`
+	BPFPct   spread       `json:"bpf_pct"`
+	Err      string       `json:"error,omitempty"`
+}
+
+// toggle runs w until killed and alternates unprofiled and profiled windows
+// of win, pairs times, after warm of warm-up.
+func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant string) toggleResult {
+	res := toggleResult{Workload: w.Name, Window: win.Seconds()}
+	wl := w
+	wl.Args = longArgs[w.Name]
+	pr, pw := io.Pipe()
+	jvm, err := start(h.javaArgs(wl, false), nil, pw, io.Discard)
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	defer func() {
+		syscall.Kill(-jvm.Process.Pid, syscall.SIGKILL) // our own group, by pid
+		jvm.Wait()
+		started.done(jvm.Process.Pid)
+		pw.Close()
+	}()
+	var log opsLog
+	go log.follow(lines(pr))
+
+	const settle = 1500 * time.Millisecond // djx-bpf's start and the attach; the agent's detach
+	time.Sleep(warm)
+	var agt, bpf, ratios, ctl []float64
+	prevStart := time.Now()
+	time.Sleep(win)
+	for i := 0; i < pairs; i++ {
+		before, ok := log.rate(prevStart, time.Now())
+		if !ok {
+			res.Err = fmt.Sprintf("no work reported in an unprofiled window (pair %d)", i+1)
+			return res
+		}
+		report := filepath.Join(h.tmp, fmt.Sprintf("toggle-%s-%d.json", w.Name, i))
+		argv := []string{h.bin, "profile", "--pid", strconv.Itoa(jvm.Process.Pid), "--duration", (win + settle).String(), "--quiet", "--format", "json", "-o", report}
+		argv = append(append(argv, variants[variant]...), h.djxFlags...)
+		var stderr strings.Builder
+		djx, err := start(argv, nil, io.Discard, &stderr)
+		if err != nil {
+			res.Err = err.Error()
+			return res
+		}
+		onFrom := time.Now().Add(settle)
+		if err := waitCmd(djx, time.Now().Add(win+settle+30*time.Second)); err != nil {
+			res.Err = fmt.Sprintf("djx-bpf: %v: %s", err, tail(stderr.String()))
+			return res
+		}
+		on, ok := log.rate(onFrom, time.Now())
+		if !ok {
+			res.Err = fmt.Sprintf("no work reported in a profiled window (pair %d)", i+1)
+			return res
+		}
+		time.Sleep(settle)
+		prevStart = time.Now()
+		time.Sleep(win)
+		after, ok := log.rate(prevStart, time.Now())
+		if !ok {
+			res.Err = fmt.Sprintf("no work reported in an unprofiled window (pair %d)", i+1)
+			return res
+		}
+		p := togglePair{Before: before, On: on, After: after, Ratio: (before + after) / 2 / on, Control: after / before}
+		var rep struct {
+			Stats map[string]any `json:"stats"`
+		}
+		if err := readJSON(report, &rep); err == nil {
+			p.Stats = rep.Stats
+			if jc := stat(rep.Stats, "cost_jvm_cpu_ms"); jc > 0 {
+				a := stat(rep.Stats, "cost_alloc_ms") + stat(rep.Stats, "cost_stack_ms") + stat(rep.Stats, "cost_code_ms") + stat(rep.Stats, "cost_writer_ms")
+				agt = append(agt, 100*a/jc)
+				bpf = append(bpf, 100*stat(rep.Stats, "cost_bpf_ms")/jc)
+			}
+		}
+		res.Pairs = append(res.Pairs, p)
+		ratios = append(ratios, p.Ratio)
+		ctl = append(ctl, abs(p.Control-1))
+		fmt.Fprintf(os.Stderr, "djxbench: toggle %s pair %d: %.4g/s before, %.4g/s profiled, %.4g/s after: ratio %.3f\n",
+			w.Name, i+1, before, on, after, p.Ratio)
+		// The next pair's "before" is this one's "after".
+	}
+	res.Ratio, res.Control = spreadOf(ratios), spreadOf(ctl)
+	res.AgentPct, res.BPFPct = spreadOf(agt), spreadOf(bpf)
+	return res
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func printToggle(w io.Writer, rs []toggleResult) {
+	fmt.Fprintf(w, "toggle: one JVM per workload, profiled and unprofiled windows alternating; ratio = time per unit of work profiled / unprofiled around it: median [min–max]\n")
+	fmt.Fprintf(w, "%-10s %5s %8s  %-22s %-22s %-19s %6s\n", "workload", "pairs", "window", "runtime ratio", "control |after/before-1|", "agent% of JVM CPU", "bpf%")
+	for _, r := range rs {
+		if r.Err != "" {
+			fmt.Fprintf(w, "%-10s error: %s\n", r.Workload, r.Err)
+			continue
+		}
+		fmt.Fprintf(w, "%-10s %5d %7.0fs  %-22s %-22s %-19s %6.2f\n", r.Workload, len(r.Pairs), r.Window,
+			fmt.Sprintf("%.3f [%.3f–%.3f]", r.Ratio.Median, r.Ratio.Min, r.Ratio.Max),
+			fmt.Sprintf("%.3f [%.3f–%.3f]", r.Control.Median, r.Control.Min, r.Control.Max),
+			fmt.Sprintf("%.2f [%.2f–%.2f]", r.AgentPct.Median, r.AgentPct.Min, r.AgentPct.Max), r.BPFPct.Median)
+	}
+}

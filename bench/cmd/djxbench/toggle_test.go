@@ -1,0 +1,24 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+// TestOpsRate: the rate counts only the ops lines inside the window, from
+// its first to its last.
+func TestOpsRate(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var l opsLog
+	for i, ops := range []float64{10, 20, 40, 60, 80, 90} {
+		l.t = append(l.t, t0.Add(time.Duration(i)*time.Second))
+		l.ops = append(l.ops, ops)
+	}
+	got, ok := l.rate(t0.Add(1500*time.Millisecond), t0.Add(4500*time.Millisecond))
+	if !ok || got != 20 {
+		t.Errorf("rate over lines 2..4 = %v, %v; want 20/s", got, ok)
+	}
+	if _, ok := l.rate(t0.Add(1500*time.Millisecond), t0.Add(2500*time.Millisecond)); ok {
+		t.Error("a window with one line has no rate")
+	}
+}

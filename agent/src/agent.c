@@ -39,13 +39,20 @@ __attribute__((format(printf, 1, 2))) static void logmsg(const char *fmt, ...)
 	fprintf(stderr, DJX_LOG "%s\n", line);
 }
 
-/* gettid is a real syscall (~0.2 us in a VM); cache it per thread. */
-static uint32_t cached_tid(void)
+/* No __thread here, nor anywhere in this library: a library with a TLS
+ * segment bumps glibc's TLS generation when it is dlopen'ed (a new copy per
+ * profile), and every thread's next access to any dynamic TLS, libjvm's
+ * Thread::current() included, then takes __tls_get_addr's slow path, which
+ * may reallocate the thread's DTV with malloc. Our stack signal handler
+ * calls GetEnv (Thread::current()); if it interrupts a thread inside that
+ * slow path, the nested one corrupts the outer one. Twice a JVM died with
+ * a null Thread::current() in a JVM thread (a GC worker, a C2 compiler
+ * thread waking from its 5 s wait 4 s after the second profile's dlopen).
+ * agent_test.go checks that the library has no TLS segment. gettid costs
+ * ~0.2 us, once per recorded allocation. */
+static uint32_t current_tid(void)
 {
-	static __thread uint32_t tid;
-	if (tid == 0)
-		tid = (uint32_t)syscall(SYS_gettid);
-	return tid;
+	return (uint32_t)syscall(SYS_gettid);
 }
 
 static void dealloc(jvmtiEnv *j, void *p)
@@ -363,7 +370,7 @@ static void sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass
 	wb_u64(&w, 0); /* time, patched under the lock */
 	wb_u64(&w, 0); /* addr, patched under the lock */
 	wb_u64(&w, (uint64_t)size);
-	wb_u32(&w, cached_tid());
+	wb_u32(&w, current_tid());
 	wb_u32(&w, (uint32_t)nf);
 	wb_str(&w, tsig);
 	for (jint i = 0; i < nf; i++) {

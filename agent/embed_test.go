@@ -1,0 +1,32 @@
+package agent
+
+import (
+	"bytes"
+	"debug/elf"
+	"testing"
+)
+
+// TestLibraryHasNoTLS: the agent library must not have thread-local
+// storage. A new copy is dlopen'ed per profile; with a TLS segment each
+// one bumps glibc's TLS generation, every thread's next TLS access then
+// takes __tls_get_addr's allocating slow path, and the stack signal handler
+// (GetEnv reads libjvm's Thread::current()) can interrupt and corrupt it:
+// two JVMs died with a null Thread::current() before __thread went away.
+func TestLibraryHasNoTLS(t *testing.T) {
+	f, err := elf.NewFile(bytes.NewReader(Library()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_TLS {
+			t.Fatalf("libdjxagent.so has a PT_TLS segment (%d bytes): no __thread variables in agent/src", p.Memsz)
+		}
+	}
+	syms, _ := f.DynamicSymbols()
+	for _, s := range syms {
+		if s.Name == "__tls_get_addr" {
+			t.Fatal("libdjxagent.so calls __tls_get_addr: no __thread variables in agent/src")
+		}
+	}
+}

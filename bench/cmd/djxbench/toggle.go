@@ -29,15 +29,18 @@ var longArgs = map[string][]string{
 	"hotarrays":  {"0"},
 }
 
-// opsLog records the workload's cumulative "ops N" lines with the time
-// each arrived.
+// opsLog records the workload's "ops N" lines, as cumulative counts, with
+// the time each arrived. Fixed-time workloads print the count of each
+// second (perSecond), the others a running total.
 type opsLog struct {
-	mu  sync.Mutex
-	t   []time.Time
-	ops []float64
+	mu        sync.Mutex
+	t         []time.Time
+	ops       []float64
+	perSecond bool
 }
 
 func (l *opsLog) follow(ch <-chan string) {
+	total := 0.0
 	for line := range ch {
 		f := strings.Fields(line)
 		if len(f) != 2 || f[0] != "ops" {
@@ -46,6 +49,10 @@ func (l *opsLog) follow(ch <-chan string) {
 		v, err := strconv.ParseFloat(f[1], 64)
 		if err != nil {
 			continue
+		}
+		if l.perSecond {
+			total += v
+			v = total
 		}
 		l.mu.Lock()
 		l.t = append(l.t, time.Now())
@@ -112,7 +119,7 @@ func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant
 		started.done(jvm.Process.Pid)
 		pw.Close()
 	}()
-	var log opsLog
+	log := opsLog{perSecond: w.FixedTime}
 	go log.follow(lines(pr))
 
 	const settle = 1500 * time.Millisecond // djx-bpf's start and the attach; the agent's detach

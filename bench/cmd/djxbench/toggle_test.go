@@ -22,3 +22,17 @@ func TestOpsRate(t *testing.T) {
 		t.Error("a window with one line has no rate")
 	}
 }
+
+// TestOpsPerSecond: per-second counts are summed into a running total.
+func TestOpsPerSecond(t *testing.T) {
+	l := opsLog{perSecond: true}
+	ch := make(chan string, 8)
+	for _, s := range []string{"ready", "ops 5", "ops 7", "ops 6", "done"} {
+		ch <- s
+	}
+	close(ch)
+	l.follow(ch)
+	if want := []float64{5, 12, 18}; len(l.ops) != 3 || l.ops[0] != want[0] || l.ops[1] != want[1] || l.ops[2] != want[2] {
+		t.Errorf("ops %v, want %v", l.ops, want)
+	}
+}

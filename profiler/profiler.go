@@ -46,8 +46,10 @@ const (
 	// a callback costs the allocating thread ~0.4 µs when the object is
 	// below min size and ~3-40 µs when it is recorded (GetStackTrace over
 	// deep stacks). Measured in the callbacks (report cost line), Xalan's
-	// took 1.95-2.39% of its CPU at 2500/s and 0.90-1.06% at 1000/s.
-	DefaultAllocBudget = 1000
+	// took 1.95-2.39% of its CPU at 2500/s and 0.90-1.06% at 1000/s, which
+	// left the agent at 2.4% of it in djxbench's toggle windows. JFR samples
+	// 150 allocations/s by default for the same reason.
+	DefaultAllocBudget = 500
 	// DefaultRelocation: see README for the measured trade-off. The
 	// memmove uprobe traps on every copy of every thread, not only in GC
 	// pauses: `make bench` measured H2 and Xalan 1.9-2.6x slower with it,

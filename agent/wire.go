@@ -77,7 +77,7 @@
 // STACK to its sample. status is AsyncGetCallTrace's: the frame count (> 0;
 // stacks are cut at 128 frames), or ≤ 0 as the Stack* constants
 // (StackNoEnv: a thread without a JNIEnv, e.g. a GC worker; no frames). A
-// native frame has bci -3. A full handler ring (256 stacks) drops stacks,
+// native frame has bci -3. A full handler ring (128 stacks) drops stacks,
 // counted in STATS stacks_dropped.
 //
 // JIT code (option code=1, the default): CODE for each compiled method

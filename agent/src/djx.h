@@ -40,7 +40,7 @@ enum {
 #define DJX_MAX_LINES 16384          /* line-table entries per METHOD record */
 #define DJX_BUF_CAP (4u << 20)       /* one batch buffer, header included */
 #define DJX_BUF_RESERVE 512u         /* tail kept free for STATS and BYE */
-#define DJX_BUF_KEEP (256u << 10)    /* resident part of a batch buffer after a flush */
+#define DJX_BUF_KEEP (64u << 10)     /* resident part of a batch buffer after a flush */
 #define DJX_FLUSH_NS 50000000ull     /* writer flush period */
 #define DJX_DEFAULT_INTERVAL 524288u /* JVMTI's own default */
 #define DJX_MAX_ERRORS 32            /* ERROR records per session */
@@ -68,12 +68,13 @@ struct djx_options {
 #define DJX_RECONCILE_CHUNK_MAX 65536u
 
 /* Access stacks (stacks.c). The handler writes AsyncGetCallTrace's frames
- * straight into a slot of a preallocated ring: 256 slots of 128 frames
- * (about 530 KB, allocated once per library copy and never freed, because
+ * straight into a slot of a preallocated ring: 128 slots of 128 frames
+ * (about 270 KB, allocated once per library copy and never freed, because
  * the handler stays installed after the session). The writer drains it at
- * half full; 2048 slots were 4.3 MB of the JVM's RSS (5% of a small heap's
- * footprint) for stacks that come at most every 100 us per thread. */
-#define DJX_RING_SLOTS 256u /* power of two */
+ * half full, within a few ms; 2048 slots were 4.3 MB of the JVM's RSS (5%
+ * of a small heap's footprint). At the default stack interval a busy
+ * thread sends 100 stacks/s; full rings drop stacks, counted. */
+#define DJX_RING_SLOTS 128u /* power of two */
 #define DJX_STACK_FRAMES 128
 #define DJX_STACK_NO_ENV (-100) /* agent.StackNoEnv */
 /* A signal is ours if the kernel sent it (SI_KERNEL: bpf_send_signal_thread)

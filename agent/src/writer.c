@@ -477,7 +477,7 @@ static void drop_reconcile_req(void)
  * Returns -1 if the connection failed. */
 static int drain_stacks(JNIEnv *env)
 {
-	/* Bounded: the ring holds at most 2048 stacks of ~2 KiB, a batch 4 MiB. */
+	/* Bounded: the ring holds at most 128 stacks of ~2 KiB, a batch 4 MiB. */
 	for (int i = 0; i < 8; i++) {
 		if (djx_stacks_drain(env) >= 0)
 			return 0;

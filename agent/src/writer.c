@@ -124,7 +124,6 @@ static inline uint64_t ld(uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
-/* Cuts the current batch (adding STATS, and BYE if bye != NULL) and sends it. */
 uint64_t djx_cpu_ns(clockid_t clock)
 {
 	struct timespec ts;
@@ -151,6 +150,7 @@ static void trim(uint8_t *b, size_t used)
 		madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+/* Cuts the current batch (adding STATS, and BYE if bye != NULL) and sends it. */
 static int flush(const char *bye)
 {
 	struct wbuf w;

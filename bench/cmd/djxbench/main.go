@@ -191,6 +191,7 @@ var started = &procs{pids: map[int]bool{}}
 type harness struct {
 	bin, java, cp, tmp string
 	djxFlags           []string
+	jvmFlags           []string // added to every workload's
 	timeout            time.Duration
 	verbose            bool
 }
@@ -205,6 +206,7 @@ func main() {
 		modes    = flag.String("modes", envStr("BENCH_MODES", "base,attach,launch"), "modes: base, attach, launch (env BENCH_MODES)")
 		vars     = flag.String("variants", envStr("BENCH_VARIANTS", "default"), "djx-bpf settings to compare, comma-separated: "+variantNames()+" (env BENCH_VARIANTS)")
 		extra    = flag.String("djx-flags", envStr("BENCH_DJX_FLAGS", ""), "extra djx-bpf profile flags for every profiled run (env BENCH_DJX_FLAGS)")
+		jvmExtra = flag.String("jvm-flags", envStr("BENCH_JVM_FLAGS", ""), "extra JVM flags for every run, e.g. -XX:ParallelGCThreads=1 (env BENCH_JVM_FLAGS)")
 		out      = flag.String("o", envStr("BENCH_OUT", ""), "JSON results file (default bench/results/TIME.json)")
 		timeout  = flag.Duration("timeout", 3*time.Minute, "give up on one run after this long")
 		verbose  = flag.Bool("v", false, "print each run")
@@ -222,6 +224,13 @@ func main() {
 		}
 		printTable(os.Stdout, &r, nil)
 		if len(r.Toggle) > 0 {
+			for i := range r.Toggle { // files from before the geomean was kept
+				var v []float64
+				for _, p := range r.Toggle[i].Pairs {
+					v = append(v, p.Ratio)
+				}
+				r.Toggle[i].Geomean, r.Toggle[i].CILow, r.Toggle[i].CIHigh = geomeanCI(v)
+			}
 			printToggle(os.Stdout, r.Toggle)
 		}
 		return
@@ -269,7 +278,7 @@ func main() {
 	if err != nil {
 		fatal("%v", err)
 	}
-	h := &harness{bin: *bin, java: *java, cp: *cp, tmp: tmp, djxFlags: strings.Fields(*extra), timeout: *timeout, verbose: *verbose}
+	h := &harness{bin: *bin, java: *java, cp: *cp, tmp: tmp, djxFlags: strings.Fields(*extra), jvmFlags: strings.Fields(*jvmExtra), timeout: *timeout, verbose: *verbose}
 	ctx := context.Background()
 	cleanup := func() {
 		started.killAll()
@@ -388,6 +397,7 @@ func findWorkload(name string) (workload, bool) {
 func (h *harness) javaArgs(w workload, gate bool) []string {
 	a := []string{h.java}
 	a = append(a, w.JVMFlags...)
+	a = append(a, h.jvmFlags...)
 	a = append(a, "-cp", h.cp, "Bench")
 	if gate {
 		a = append(a, "--gate")

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -95,10 +96,16 @@ type toggleResult struct {
 	Window   float64      `json:"window_s"`
 	Pairs    []togglePair `json:"pairs"`
 	Ratio    spread       `json:"ratio"`
-	Control  spread       `json:"control"` // |after/before - 1|
-	AgentPct spread       `json:"agent_pct"`
-	BPFPct   spread       `json:"bpf_pct"`
-	Err      string       `json:"error,omitempty"`
+	// Geomean is the geometric mean of the ratios, with the 95% confidence
+	// interval of its log (normal approximation): what the pairs can
+	// resolve, which the spread of single pairs hides.
+	Geomean  float64 `json:"geomean"`
+	CILow    float64 `json:"ci95_low,omitempty"`
+	CIHigh   float64 `json:"ci95_high,omitempty"`
+	Control  spread  `json:"control"` // |after/before - 1|
+	AgentPct spread  `json:"agent_pct"`
+	BPFPct   spread  `json:"bpf_pct"`
+	Err      string  `json:"error,omitempty"`
 }
 
 // toggle runs w until killed and alternates unprofiled and profiled windows
@@ -180,8 +187,31 @@ func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant
 		// The next pair's "before" is this one's "after".
 	}
 	res.Ratio, res.Control = spreadOf(ratios), spreadOf(ctl)
+	res.Geomean, res.CILow, res.CIHigh = geomeanCI(ratios)
 	res.AgentPct, res.BPFPct = spreadOf(agt), spreadOf(bpf)
 	return res
+}
+
+// geomeanCI returns the geometric mean of v and its 95% confidence
+// interval (normal approximation on the logs; none below two values).
+func geomeanCI(v []float64) (g, lo, hi float64) {
+	if len(v) == 0 {
+		return 0, 0, 0
+	}
+	var sum, sq float64
+	for _, x := range v {
+		sum += math.Log(x)
+	}
+	m := sum / float64(len(v))
+	if len(v) < 2 {
+		return math.Exp(m), 0, 0
+	}
+	for _, x := range v {
+		d := math.Log(x) - m
+		sq += d * d
+	}
+	se := math.Sqrt(sq/float64(len(v)-1)) / math.Sqrt(float64(len(v)))
+	return math.Exp(m), math.Exp(m - 1.96*se), math.Exp(m + 1.96*se)
 }
 
 func abs(x float64) float64 {
@@ -193,14 +223,15 @@ func abs(x float64) float64 {
 
 func printToggle(w io.Writer, rs []toggleResult) {
 	fmt.Fprintf(w, "toggle: one JVM per workload, profiled and unprofiled windows alternating; ratio = time per unit of work profiled / unprofiled around it: median [min–max]\n")
-	fmt.Fprintf(w, "%-10s %5s %8s  %-22s %-22s %-19s %6s\n", "workload", "pairs", "window", "runtime ratio", "control |after/before-1|", "agent% of JVM CPU", "bpf%")
+	fmt.Fprintf(w, "%-10s %5s %8s  %-22s %-22s %-22s %-19s %6s\n", "workload", "pairs", "window", "runtime ratio", "geomean [95% CI]", "control |after/before-1|", "agent% of JVM CPU", "bpf%")
 	for _, r := range rs {
 		if r.Err != "" {
 			fmt.Fprintf(w, "%-10s error: %s\n", r.Workload, r.Err)
 			continue
 		}
-		fmt.Fprintf(w, "%-10s %5d %7.0fs  %-22s %-22s %-19s %6.2f\n", r.Workload, len(r.Pairs), r.Window,
+		fmt.Fprintf(w, "%-10s %5d %7.0fs  %-22s %-22s %-22s %-19s %6.2f\n", r.Workload, len(r.Pairs), r.Window,
 			fmt.Sprintf("%.3f [%.3f–%.3f]", r.Ratio.Median, r.Ratio.Min, r.Ratio.Max),
+			fmt.Sprintf("%.3f [%.3f–%.3f]", r.Geomean, r.CILow, r.CIHigh),
 			fmt.Sprintf("%.3f [%.3f–%.3f]", r.Control.Median, r.Control.Min, r.Control.Max),
 			fmt.Sprintf("%.2f [%.2f–%.2f]", r.AgentPct.Median, r.AgentPct.Min, r.AgentPct.Max), r.BPFPct.Median)
 	}

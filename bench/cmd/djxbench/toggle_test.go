@@ -36,3 +36,12 @@ func TestOpsPerSecond(t *testing.T) {
 		t.Errorf("ops %v, want %v", l.ops, want)
 	}
 }
+
+// TestGeomeanCI: ratios 0.9 and 1.1 around 1 give a geomean just below 1
+// and an interval around it.
+func TestGeomeanCI(t *testing.T) {
+	g, lo, hi := geomeanCI([]float64{0.9, 1.1, 0.9, 1.1})
+	if g < 0.99 || g > 1.0 || lo >= g || hi <= g || lo < 0.85 || hi > 1.15 {
+		t.Errorf("geomeanCI = %.3f [%.3f, %.3f]", g, lo, hi)
+	}
+}

@@ -312,15 +312,7 @@ func main() {
 		}
 		res.Seconds = time.Since(res.Started).Seconds()
 		printToggle(os.Stdout, res.Toggle)
-		path := *out
-		if path == "" {
-			path = filepath.Join("bench", "results", "toggle-"+res.Started.Format("20060102-150405")+".json")
-		}
-		if err := writeJSON(path, res); err != nil {
-			fmt.Fprintf(os.Stderr, "djxbench: %v\n", err)
-		} else {
-			fmt.Fprintf(os.Stderr, "djxbench: results in %s (%.0f s)\n", path, res.Seconds)
-		}
+		save(res, *out, "toggle-")
 		cleanup()
 		for _, tr := range res.Toggle {
 			if tr.Err != "" {
@@ -358,20 +350,24 @@ func main() {
 	res.Seconds = time.Since(res.Started).Seconds()
 	res.Summaries = summarize(res.Runs)
 	printTable(os.Stdout, res, old)
-	path := *out
-	if path == "" {
-		path = filepath.Join("bench", "results", res.Started.Format("20060102-150405")+".json")
-	}
-	if err := writeJSON(path, res); err != nil {
-		fmt.Fprintf(os.Stderr, "djxbench: %v\n", err)
-	} else {
-		fmt.Fprintf(os.Stderr, "djxbench: results in %s (%.0f s)\n", path, res.Seconds)
-	}
+	save(res, *out, "")
 	cleanup()
 	for _, r := range res.Runs {
 		if r.Err != "" {
 			os.Exit(1)
 		}
+	}
+}
+
+// save writes res to path, or to bench/results/PREFIXTIME.json without one.
+func save(res *result, path, prefix string) {
+	if path == "" {
+		path = filepath.Join("bench", "results", prefix+res.Started.Format("20060102-150405")+".json")
+	}
+	if err := writeJSON(path, res); err != nil {
+		fmt.Fprintf(os.Stderr, "djxbench: %v\n", err)
+	} else {
+		fmt.Fprintf(os.Stderr, "djxbench: results in %s (%.0f s)\n", path, res.Seconds)
 	}
 }
 
@@ -692,6 +688,17 @@ func stat(m map[string]any, k string) float64 {
 	return 0
 }
 
+// costPcts is a profile's measured agent and BPF time as % of the JVM's
+// CPU time (its cost_*_ms stats); false without the JVM's CPU time.
+func costPcts(st map[string]any) (agent, bpf float64, ok bool) {
+	jc := stat(st, "cost_jvm_cpu_ms")
+	if jc <= 0 {
+		return 0, 0, false
+	}
+	a := stat(st, "cost_alloc_ms") + stat(st, "cost_stack_ms") + stat(st, "cost_code_ms") + stat(st, "cost_writer_ms")
+	return 100 * a / jc, 100 * stat(st, "cost_bpf_ms") / jc, true
+}
+
 func summarize(runs []run) []summary {
 	base := map[string]run{} // workload/round
 	for _, r := range runs {
@@ -741,10 +748,8 @@ func summarize(runs []run) []summary {
 			}
 			gcs = append(gcs, stat(st, "gcs"))
 			rh = append(rh, stat(st, "reloc_hits"))
-			if jc := stat(st, "cost_jvm_cpu_ms"); jc > 0 {
-				a := stat(st, "cost_alloc_ms") + stat(st, "cost_stack_ms") + stat(st, "cost_code_ms") + stat(st, "cost_writer_ms")
-				agt = append(agt, 100*a/jc)
-				bpf = append(bpf, 100*stat(st, "cost_bpf_ms")/jc)
+			if a, b, ok := costPcts(st); ok {
+				agt, bpf = append(agt, a), append(bpf, b)
 			}
 		}
 		s.RuntimeRatio, s.RSSRatio = spreadOf(rt), spreadOf(rss)

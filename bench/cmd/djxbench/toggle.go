@@ -173,10 +173,8 @@ func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant
 		}
 		if err := readJSON(report, &rep); err == nil {
 			p.Stats = rep.Stats
-			if jc := stat(rep.Stats, "cost_jvm_cpu_ms"); jc > 0 {
-				a := stat(rep.Stats, "cost_alloc_ms") + stat(rep.Stats, "cost_stack_ms") + stat(rep.Stats, "cost_code_ms") + stat(rep.Stats, "cost_writer_ms")
-				agt = append(agt, 100*a/jc)
-				bpf = append(bpf, 100*stat(rep.Stats, "cost_bpf_ms")/jc)
+			if a, b, ok := costPcts(rep.Stats); ok {
+				agt, bpf = append(agt, a), append(bpf, b)
 			}
 		}
 		res.Pairs = append(res.Pairs, p)

@@ -139,6 +139,12 @@ type Stats struct {
 	StackLeafFromJIT uint64  `json:"stack_leaf_from_jit,omitempty"` // samples whose innermost frames came from the JIT pc map at the access
 }
 
+// AgentCostMs is the agent's measured time inside the JVM: its allocation
+// callbacks, stack handler, JIT code and class callbacks and writer thread.
+func (s *Stats) AgentCostMs() float64 {
+	return s.CostAllocMs + s.CostStackMs + s.CostCodeMs + s.CostWriterMs
+}
+
 // Report is the result of profiling one JVM.
 type Report struct {
 	PID           int     `json:"pid"`
@@ -357,7 +363,7 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 	fmt.Fprintf(w, "allocations tracked %d (callbacks %d, below min size %d, agent drops %d)\n",
 		s.AllocsTracked, s.AllocCallbacks, s.AllocsBelowMin, s.AgentDropped)
 	if s.CostJVMCPUMs > 0 {
-		agent := s.CostAllocMs + s.CostStackMs + s.CostCodeMs + s.CostWriterMs
+		agent := s.AgentCostMs()
 		of := func(v float64) string { return fmt.Sprintf("%.2f%%", 100*v/s.CostJVMCPUMs) }
 		fmt.Fprintf(w, "cost: agent %s of the JVM's CPU (allocations %s, stacks %s, JIT records %s, writer %s), BPF %s; djx-bpf %.2f CPU-s\n",
 			of(agent), of(s.CostAllocMs), of(s.CostStackMs), of(s.CostCodeMs), of(s.CostWriterMs), of(s.CostBPFMs), s.CostDjxCPUMs/1000)

@@ -285,7 +285,7 @@ func TestLaunchGroundTruth(t *testing.T) {
 func checkCost(t *testing.T, r *report.Report) {
 	t.Helper()
 	s := r.Stats
-	agent := s.CostAllocMs + s.CostStackMs + s.CostCodeMs + s.CostWriterMs
+	agent := s.AgentCostMs()
 	t.Logf("cost over %.1fs: JVM CPU %.0f ms; agent %.1f ms (alloc %.1f, stacks %.1f, code %.1f, writer %.1f); BPF %.1f ms; djx-bpf %.0f ms",
 		r.DurationSec, s.CostJVMCPUMs, agent, s.CostAllocMs, s.CostStackMs, s.CostCodeMs, s.CostWriterMs, s.CostBPFMs, s.CostDjxCPUMs)
 	wall := r.DurationSec * 1000

@@ -979,3 +979,49 @@ func TestAgentReconcileCost(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentPause: 'P' stops allocation sampling and 'R' restarts it (the
+// loader's --control). The commands come split across writes, after an 'H'
+// whose u64 is split too, as a stream socket may deliver them.
+func TestAgentPause(t *testing.T) {
+	for _, j := range availableJDKs(t) {
+		t.Run(j.name, func(t *testing.T) {
+			v := startJVM(t, j, "interval=1024,minsize=1024", true, "site", "500", "1000")
+			var s stream
+			s.add(t, v.until(v.ready()))
+			before := len(s.allocs)
+			if before < 200 {
+				t.Fatalf("%d ALLOCs before the pause, want the ~1000 of 4 KiB and 1 KiB arrays", before)
+			}
+			// 'H' with 2^40 (tags every array here), then 'P'.
+			cmd := CommandUntag(1 << 40)
+			write := func(b []byte) {
+				if _, err := v.conn.Write(b); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(20 * time.Millisecond) // separate reads
+			}
+			write(cmd[:4])
+			write(append(cmd[4:], CommandPause))
+			// The writer takes commands at once (it polls the socket); the
+			// margin covers a loaded machine.
+			time.Sleep(500 * time.Millisecond)
+			phase := func() int {
+				v.send("again")
+				n := len(s.allocs)
+				s.add(t, v.until(v.ready()))
+				return len(s.allocs) - n
+			}
+			if n := phase(); n != 0 {
+				t.Errorf("%d ALLOCs while paused, want 0", n)
+			}
+			write([]byte{CommandResume})
+			time.Sleep(500 * time.Millisecond)
+			if n := phase(); n < before/2 {
+				t.Errorf("%d ALLOCs after the resume, want about the %d before the pause", n, before)
+			}
+			v.send("exit")
+			v.exit()
+		})
+	}
+}

@@ -109,7 +109,8 @@
 // after each GC the agent rereads the word at offset 8 of each such object
 // (klass, and array length with compressed class pointers) and sends FREE
 // when it changed, i.e. once the region was reused or uncommitted. They are
-// never in RECONCILE records.
+// never in RECONCILE records. 'P' and 'R' pause and resume allocation
+// sampling.
 package agent
 
 import (
@@ -119,6 +120,14 @@ import (
 
 // CommandQuit asks the agent for its last batch and ends the session.
 const CommandQuit = 'Q'
+
+// CommandPause switches the JVM's allocation sampling off until
+// CommandResume (djx-bpf --control): objects allocated meanwhile are not
+// tracked; tags, frees, GC events and JIT records go on.
+const (
+	CommandPause  = 'P'
+	CommandResume = 'R'
+)
 
 // CommandUntag returns the command that tracks objects of at least min
 // bytes without JVMTI tags (see the package comment); 0 tags every object.

@@ -510,12 +510,26 @@ func (s *Sampler) Close() error {
 // Disable stops the perf events; samples already in the ring buffer can still
 // be read.
 func (s *Sampler) Disable() {
+	_ = s.ioctlAll(unix.PERF_EVENT_IOC_DISABLE)
+}
+
+// Enable restarts the perf events after Disable.
+func (s *Sampler) Enable() error {
+	if err := s.ioctlAll(unix.PERF_EVENT_IOC_ENABLE); err != nil {
+		return fmt.Errorf("enable perf event: %w", err)
+	}
+	return nil
+}
+
+func (s *Sampler) ioctlAll(req uint) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return
+		return nil
 	}
+	var errs []error
 	for _, fd := range s.fds {
-		_ = unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+		errs = append(errs, unix.IoctlSetInt(fd, req, 0))
 	}
+	return errors.Join(errs...)
 }

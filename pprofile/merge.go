@@ -63,6 +63,7 @@ func Merge(reps ...*report.Report) *report.Report {
 		samePID = samePID && r.PID == first.PID
 		sameSetting = sameSetting && r.AllocInterval == first.AllocInterval && r.MinSize == first.MinSize
 		out.DurationSec += r.DurationSec
+		out.DisabledSec += r.DisabledSec
 		out.AllocInterval = max(out.AllocInterval, r.AllocInterval)
 		out.AllocIntervalMax = max(out.AllocIntervalMax, r.AllocIntervalMax)
 		out.MinSize = max(out.MinSize, r.MinSize)

@@ -100,6 +100,12 @@ type Options struct {
 	NUMA bool
 	// Progress, when set, is called about once a second while profiling.
 	Progress func(Progress)
+	// Control, when set, switches sampling off (false) and on (true) while
+	// profiling, as perf record's --control does: the perf events and the
+	// JVM's allocation sampling stop; objects already tracked are still
+	// followed. Switched, when set, is called after each command.
+	Control  <-chan bool
+	Switched func(on bool, err error)
 }
 
 // Progress is a live view of a profile in progress.
@@ -189,6 +195,7 @@ type session struct {
 	// heapPre is the heap read before the session ran (OpenJ9: from a
 	// javacore); nil: loadHeap asks HotSpot's GC.heap_info.
 	heapPre *heap.Info
+	sw      switcher // Options.Control
 }
 
 // noteExit records that the target ended before the profile did.
@@ -502,6 +509,7 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 		tick = t.C
 	}
 	lastN, lastT := uint64(0), s.start
+	control := s.opts.Control
 loop:
 	for {
 		select {
@@ -532,6 +540,15 @@ loop:
 				case free <- b.samples:
 				default:
 				}
+			}
+		case on, ok := <-control:
+			if !ok {
+				control = nil
+				continue
+			}
+			err := s.setSampling(on)
+			if s.opts.Switched != nil {
+				s.opts.Switched(on, err)
 			}
 		case m := <-relocC:
 			s.j.applyReloc(m)
@@ -742,6 +759,7 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 	r := &report.Report{
 		PID: s.pid, JVM: s.j.vmName, Mode: s.mode, Event: s.src.name,
 		DurationSec:   elapsed.Seconds(),
+		DisabledSec:   s.sw.offTime(s.start.Add(elapsed)).Seconds(),
 		AllocInterval: s.j.interval, MinSize: s.opts.MinSize,
 		Objects: s.j.report(), Stats: st, Notes: s.notes,
 		Remainder: s.j.accesses(s.j.remainder),

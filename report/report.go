@@ -147,11 +147,14 @@ func (s *Stats) AgentCostMs() float64 {
 
 // Report is the result of profiling one JVM.
 type Report struct {
-	PID           int     `json:"pid"`
-	JVM           string  `json:"jvm,omitempty"`
-	Mode          string  `json:"mode"`  // attach | launch
-	Event         string  `json:"event"` // sample source
-	DurationSec   float64 `json:"duration_s"`
+	PID         int     `json:"pid"`
+	JVM         string  `json:"jvm,omitempty"`
+	Mode        string  `json:"mode"`  // attach | launch
+	Event       string  `json:"event"` // sample source
+	DurationSec float64 `json:"duration_s"`
+	// DisabledSec is the part of the duration with sampling switched off
+	// (--control disable).
+	DisabledSec   float64 `json:"disabled_s,omitempty"`
 	AllocInterval uint64  `json:"alloc_interval"`
 	// AllocIntervalMax is the interval the agent raised it to (0: never).
 	AllocIntervalMax uint64   `json:"alloc_interval_max,omitempty"`
@@ -275,8 +278,11 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 	if r.JVM != "" {
 		fmt.Fprintf(w, " (%s)", r.JVM)
 	}
-	fmt.Fprintf(w, ", %s mode, event %s, %.1fs, heap sampling interval %s, min size %s\n",
-		r.Mode, r.Event, r.DurationSec, Bytes(r.AllocInterval), Bytes(r.MinSize))
+	fmt.Fprintf(w, ", %s mode, event %s, %.1fs", r.Mode, r.Event, r.DurationSec)
+	if r.DisabledSec > 0 {
+		fmt.Fprintf(w, " (sampling off %.1fs)", r.DisabledSec)
+	}
+	fmt.Fprintf(w, ", heap sampling interval %s, min size %s\n", Bytes(r.AllocInterval), Bytes(r.MinSize))
 	// Sites that no sample hit cost nothing measurable: the table leaves
 	// them out (JSON keeps them, with their allocation counts).
 	var objs []Object

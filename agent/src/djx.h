@@ -168,6 +168,7 @@ struct djx {
 	/* Cumulative counters, updated atomically. */
 	uint64_t n_callbacks, n_below, n_dropped, n_stackerr, n_sent;
 	int disabled; /* SampledObjectAlloc switched off after detach */
+	int paused;   /* writer only: the loader paused allocation sampling ('P') */
 	/* The writer asks for a larger heap sampling interval (want) when the
 	 * callback rate exceeds the budget; a Java thread applies it (cur). */
 	uint64_t want_interval, cur_interval;

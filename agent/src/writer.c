@@ -298,16 +298,33 @@ static void release_sampling(void)
 	djx_code_release(j);
 }
 
+/* 'P' pauses allocation sampling, 'R' resumes it (the loader's --control
+ * disable/enable): while paused the JVM pays nothing for it, and objects
+ * allocated meanwhile are not tracked. Tags, frees, GC events and JIT
+ * records go on, so that tracked objects stay right. The writer is attached,
+ * so it may switch the event itself. */
+static void set_paused(int on)
+{
+	jvmtiEnv *j = djx.jvmti;
+
+	if (on == djx.paused || __atomic_load_n(&djx.disabled, __ATOMIC_ACQUIRE))
+		return;
+	if ((*j)->SetEventNotificationMode(j, on ? JVMTI_DISABLE : JVMTI_ENABLE,
+					   JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL) == JVMTI_ERROR_NONE)
+		djx.paused = on;
+}
+
 /* Commands from the loader (agent.Command*), possibly split across reads:
  * 'Q' asks for the last batch and detach; 'H' and a u64 (little-endian)
- * track objects of at least that many bytes without JVMTI tags (big.c).
+ * track objects of at least that many bytes without JVMTI tags (big.c);
+ * 'P' and 'R' pause and resume allocation sampling (only when attached).
  * Other bytes are ignored. Returns 1 when a 'Q' came. */
 struct cmdbuf {
 	uint8_t b[9];
 	size_t n;
 };
 
-static int on_input(struct cmdbuf *c, const uint8_t *in, size_t len)
+static int on_input(struct cmdbuf *c, const uint8_t *in, size_t len, int attached)
 {
 	int quit = 0;
 
@@ -315,6 +332,8 @@ static int on_input(struct cmdbuf *c, const uint8_t *in, size_t len)
 		if (c->n == 0) {
 			if (in[i] == 'Q')
 				quit = 1;
+			else if ((in[i] == 'P' || in[i] == 'R') && attached)
+				set_paused(in[i] == 'P');
 			else if (in[i] == 'H')
 				c->b[c->n++] = in[i];
 			continue;
@@ -527,7 +546,7 @@ static void *writer_main(void *arg)
 			ssize_t got = recv(djx.sock, in, sizeof in, MSG_DONTWAIT);
 			if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
 				break; /* the loader closed the socket: detach */
-			if (got > 0 && on_input(&cmd, in, (size_t)got))
+			if (got > 0 && on_input(&cmd, in, (size_t)got, attached))
 				bye = "detach";
 		}
 		pthread_mutex_lock(&djx.mu);

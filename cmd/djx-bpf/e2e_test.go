@@ -963,3 +963,95 @@ func TestListAndHeap(t *testing.T) {
 		t.Errorf("heap on a non-JVM: exit %d, %q", code, stderr)
 	}
 }
+
+// TestControlSwitchesSampling drives a profile through --control, as a
+// script around perf record --control would: sampling off for 3 s in the
+// middle, then stop. The JVM has one busy thread, so samples come at
+// about --freq per second while on, and none while off.
+func TestControlSwitchesSampling(t *testing.T) {
+	setup(t)
+	j := startJVM(t, jdks()["jdk17"], nil, "0")
+	dir := t.TempDir()
+	ctl, ack, out := filepath.Join(dir, "ctl"), filepath.Join(dir, "ack"), filepath.Join(dir, "r.json")
+	for _, p := range []string{ctl, ack} {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(binPath, "profile", "--pid", strconv.Itoa(j.cmd.Process.Pid), "--freq", "499",
+		"--control", "fifo:"+ctl+","+ack, "--format", "json", "-o", out)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var waitErr error
+	done := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(done) }()
+	defer func() {
+		select {
+		case <-done:
+		default:
+			cmd.Process.Kill() // our own child, by PID
+			<-done
+		}
+	}()
+	acks := make(chan string, 8)
+	go func() {
+		f, err := os.Open(ack) // the profile holds the write end open
+		if err != nil {
+			close(acks)
+			return
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			acks <- sc.Text()
+		}
+		close(acks)
+	}()
+	send := func(command string) {
+		t.Helper()
+		if err := os.WriteFile(ctl, []byte(command+"\n"), 0); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case a := <-acks:
+			if a != "ack" {
+				t.Fatalf("%s answered %q", command, a)
+			}
+		case <-done:
+			t.Fatalf("profile ended before %s was answered: %v\n%s", command, waitErr, stderr.String())
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no ack for %s:\n%s", command, stderr.String())
+		}
+	}
+	send("enable") // answered once the profile runs: sampling is on already
+	time.Sleep(2 * time.Second)
+	send("disable")
+	time.Sleep(3 * time.Second)
+	send("enable")
+	time.Sleep(2 * time.Second)
+	send("stop")
+	select {
+	case <-done:
+		if waitErr != nil {
+			t.Fatalf("profile after stop: %v\n%s", waitErr, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("profile did not end after stop:\n%s", stderr.String())
+	}
+	r := readReport(t, out)
+	on := r.DurationSec - r.DisabledSec
+	rate := float64(r.Stats.Samples) / on
+	t.Logf("duration %.2fs, off %.2fs, samples %d: %.0f/s while on", r.DurationSec, r.DisabledSec, r.Stats.Samples, rate)
+	if r.DisabledSec < 2.9 || r.DisabledSec > 4 {
+		t.Errorf("sampling off %.2fs, want the 3s between disable and enable", r.DisabledSec)
+	}
+	// On for about 4 of 7+ seconds: samples at the full rate over the whole
+	// duration would be over 1.6 times this.
+	if rate < 0.6*499 || rate > 1.3*499 {
+		t.Errorf("%.0f samples per second of sampling, want about 499 (one busy thread): samples taken while off?", rate)
+	}
+	checkGroundTruth(t, r)
+}

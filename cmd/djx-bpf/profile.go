@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/attach"
+	"github.com/djx-bpf/djx-bpf/control"
 	"github.com/djx-bpf/djx-bpf/pprofile"
 	"github.com/djx-bpf/djx-bpf/profiler"
 	"github.com/djx-bpf/djx-bpf/report"
@@ -49,6 +50,7 @@ func cmdProfile(args []string) int {
 		format   = fs.String("format", "table", "output format: table, json or pprof; default pprof for -o *.pb.gz or *.pprof")
 		period   = fs.Uint64("period", 0, "sample every N-th event (page-faults: default 1; hardware events: the catalog's default, see djx-bpf events)")
 		numaFlag = fs.Bool("numa", false, "find the NUMA node of each sampled page and of the sampling CPU: per object home nodes, accessing nodes and remote share")
+		ctlSpec  = fs.String("control", "", "switch sampling off and on while profiling, as perf record --control: `fifo:CTL[,ACK]` (made with mkfifo) or fd:CTL[,ACK]; lines disable, enable, ping, stop, each answered with \"ack\" on ACK")
 	)
 	var sf sampleFlags
 	sf.register(fs)
@@ -107,6 +109,18 @@ func cmdProfile(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *ctlSpec != "" {
+		ch, err := control.Open(*ctlSpec)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "djx-bpf profile: --control: %v\n", err)
+			return 2
+		}
+		defer ch.Close()
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		opts.Control, opts.Switched = serveControl(ctx, ch, cancel, opts.Notify)
+	}
 
 	var (
 		rep  *report.Report
@@ -144,6 +158,55 @@ func cmdProfile(args []string) int {
 		}
 	}
 	return code
+}
+
+// serveControl turns the control channel's commands into the profile's
+// sampling switches (Options.Control), acknowledging each once carried out;
+// stop ends the profile as Ctrl-C does.
+func serveControl(ctx context.Context, ch *control.Channel, stop func(), notify func(string)) (<-chan bool, func(bool, error)) {
+	warn := func(format string, args ...any) {
+		if notify != nil {
+			notify(fmt.Sprintf("--control: "+format, args...))
+		}
+	}
+	ack := func() {
+		if err := ch.Ack(); err != nil {
+			warn("%v", err)
+		}
+	}
+	sw := make(chan bool)
+	go func() {
+		defer close(sw)
+		for cmd := range ch.Commands() {
+			switch cmd.Op {
+			case control.Enable, control.Disable:
+				select {
+				case sw <- cmd.Op == control.Enable: // acknowledged by switched
+				case <-ctx.Done():
+					ack()
+				}
+			case control.Stop:
+				stop()
+				ack()
+			case control.Ping:
+				ack()
+			default:
+				warn("unknown command %q (use enable, disable, ping or stop)", cmd.Text)
+				ack()
+			}
+		}
+	}()
+	switched := func(on bool, err error) {
+		if err != nil {
+			warn("%v", err)
+		} else if on {
+			warn("sampling on")
+		} else {
+			warn("sampling off")
+		}
+		ack()
+	}
+	return sw, switched
 }
 
 func writeReport(rep *report.Report, format string, opt report.TableOptions, out string) error {

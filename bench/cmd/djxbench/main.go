@@ -143,8 +143,12 @@ type result struct {
 	Runs      []run     `json:"runs"`
 	Summaries []summary `json:"summaries"`
 	// Toggle holds the toggle mode's results (-toggle).
-	Toggle  []toggleResult `json:"toggle,omitempty"`
-	Seconds float64        `json:"total_s"`
+	Toggle []toggleResult `json:"toggle,omitempty"`
+	// Switch holds the switch mode's results (-switch).
+	Switch []toggleResult `json:"switch,omitempty"`
+	// IRQ holds the interrupt probe's results (-irq).
+	IRQ     []irqResult `json:"irq,omitempty"`
+	Seconds float64     `json:"total_s"`
 }
 
 // procs tracks the process groups the harness started.
@@ -214,7 +218,10 @@ func main() {
 		fromFile = flag.String("summarize", "", "do not run: print the table of this results file")
 		toggleN  = flag.Int("toggle", envInt("BENCH_TOGGLE", 0), "instead of separate runs: this many profiled windows on one long-running JVM per workload, each between unprofiled ones (env BENCH_TOGGLE)")
 		window   = flag.Duration("window", 10*time.Second, "toggle: length of each window")
-		warm     = flag.Duration("warm", 20*time.Second, "toggle: warm-up before the first window")
+		warm     = flag.Duration("warm", 20*time.Second, "toggle and switch: warm-up before the first window")
+		switchN  = flag.Int("switch", envInt("BENCH_SWITCH", 0), "instead of separate runs: one profile attached to one long-running JVM per workload, its sampling switched on this many times, each between windows with it off (env BENCH_SWITCH)")
+		swWindow = flag.Duration("switch-window", 4*time.Second, "switch: length of each window")
+		irq      = flag.Bool("irq", envInt("BENCH_IRQ", 0) != 0, "instead of separate runs: measure what the sampling interrupt alone costs a thread doing random loads, at 499 and 999 Hz over 256 KiB and 16 MiB (env BENCH_IRQ=1)")
 	)
 	flag.Parse()
 	if *fromFile != "" {
@@ -231,7 +238,13 @@ func main() {
 				}
 				r.Toggle[i].Geomean, r.Toggle[i].CILow, r.Toggle[i].CIHigh = geomeanCI(v)
 			}
-			printToggle(os.Stdout, r.Toggle)
+			printToggle(os.Stdout, toggleTitle, r.Toggle)
+		}
+		if len(r.Switch) > 0 {
+			printToggle(os.Stdout, switchTitle, r.Switch)
+		}
+		if len(r.IRQ) > 0 {
+			printIRQ(os.Stdout, r.IRQ)
 		}
 		return
 	}
@@ -301,6 +314,40 @@ func main() {
 	if b, err := exec.Command(*java, "-version").CombinedOutput(); err == nil {
 		res.Java = strings.SplitN(strings.TrimSpace(string(b)), "\n", 2)[0]
 	}
+	if *irq {
+		for _, f := range []int{499, 999} {
+			for _, size := range []int{256 << 10, 16 << 20} {
+				r := irqProbe(f, size, 40, 500*time.Millisecond)
+				fmt.Fprintf(os.Stderr, "djxbench: irq %d Hz %s: %.4f\n", f, bytesStr(size), r.Geomean)
+				res.IRQ = append(res.IRQ, r)
+			}
+		}
+		res.Seconds = time.Since(res.Started).Seconds()
+		printIRQ(os.Stdout, res.IRQ)
+		save(res, *out, "irq-")
+		cleanup()
+		return
+	}
+	if *switchN > 0 {
+		fmt.Fprintf(os.Stderr, "djxbench: switch: %d workloads, %d pairs of %s windows each, variant %s\n", len(ws), *switchN, *swWindow, vs[0])
+		failed := false
+		for _, w := range ws {
+			sr := h.switched(w, *switchN, *swWindow, *warm, vs[0])
+			if sr.Err != "" {
+				fmt.Fprintf(os.Stderr, "djxbench: switch %s: %s\n", w.Name, sr.Err)
+				failed = true
+			}
+			res.Switch = append(res.Switch, sr)
+		}
+		res.Seconds = time.Since(res.Started).Seconds()
+		printToggle(os.Stdout, switchTitle, res.Switch)
+		save(res, *out, "switch-")
+		cleanup()
+		if failed {
+			os.Exit(1)
+		}
+		return
+	}
 	if *toggleN > 0 {
 		fmt.Fprintf(os.Stderr, "djxbench: toggle: %d workloads, %d pairs of %s windows each, variant %s\n", len(ws), *toggleN, *window, vs[0])
 		for _, w := range ws {
@@ -311,7 +358,7 @@ func main() {
 			res.Toggle = append(res.Toggle, tr)
 		}
 		res.Seconds = time.Since(res.Started).Seconds()
-		printToggle(os.Stdout, res.Toggle)
+		printToggle(os.Stdout, toggleTitle, res.Toggle)
 		save(res, *out, "toggle-")
 		cleanup()
 		for _, tr := range res.Toggle {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -83,6 +84,27 @@ func (l *opsLog) rate(from, to time.Time) (float64, bool) {
 	return (l.ops[last] - l.ops[first]) / l.t[last].Sub(l.t[first]).Seconds(), true
 }
 
+// startLong starts w to run until killed, following its work rate; stop
+// kills it.
+func (h *harness) startLong(w workload) (*exec.Cmd, *opsLog, func(), error) {
+	wl := w
+	wl.Args = longArgs[w.Name]
+	pr, pw := io.Pipe()
+	jvm, err := start(h.javaArgs(wl, false), nil, pw, io.Discard)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stop := func() {
+		syscall.Kill(-jvm.Process.Pid, syscall.SIGKILL) // our own group, by pid
+		jvm.Wait()
+		started.done(jvm.Process.Pid)
+		pw.Close()
+	}
+	log := &opsLog{perSecond: w.FixedTime}
+	go log.follow(lines(pr))
+	return jvm, log, stop, nil
+}
+
 // togglePair is one profiled window and the unprofiled ones around it.
 type togglePair struct {
 	Before, On, After float64        // work per second
@@ -112,22 +134,12 @@ type toggleResult struct {
 // of win, pairs times, after warm of warm-up.
 func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant string) toggleResult {
 	res := toggleResult{Workload: w.Name, Window: win.Seconds()}
-	wl := w
-	wl.Args = longArgs[w.Name]
-	pr, pw := io.Pipe()
-	jvm, err := start(h.javaArgs(wl, false), nil, pw, io.Discard)
+	jvm, log, stop, err := h.startLong(w)
 	if err != nil {
 		res.Err = err.Error()
 		return res
 	}
-	defer func() {
-		syscall.Kill(-jvm.Process.Pid, syscall.SIGKILL) // our own group, by pid
-		jvm.Wait()
-		started.done(jvm.Process.Pid)
-		pw.Close()
-	}()
-	log := opsLog{perSecond: w.FixedTime}
-	go log.follow(lines(pr))
+	defer stop()
 
 	const settle = 1500 * time.Millisecond // djx-bpf's start and the attach; the agent's detach
 	time.Sleep(warm)
@@ -219,18 +231,25 @@ func abs(x float64) float64 {
 	return x
 }
 
-func printToggle(w io.Writer, rs []toggleResult) {
-	fmt.Fprintf(w, "toggle: one JVM per workload, profiled and unprofiled windows alternating; ratio = time per unit of work profiled / unprofiled around it: median [min–max]\n")
+const toggleTitle = "toggle: one JVM per workload, profiled and unprofiled windows alternating; ratio = time per unit of work profiled / unprofiled around it: median [min–max]"
+
+func printToggle(w io.Writer, title string, rs []toggleResult) {
+	fmt.Fprintln(w, title)
 	fmt.Fprintf(w, "%-10s %5s %8s  %-22s %-22s %-22s %-19s %6s\n", "workload", "pairs", "window", "runtime ratio", "geomean [95% CI]", "control |after/before-1|", "agent% of JVM CPU", "bpf%")
 	for _, r := range rs {
 		if r.Err != "" {
 			fmt.Fprintf(w, "%-10s error: %s\n", r.Workload, r.Err)
 			continue
 		}
-		fmt.Fprintf(w, "%-10s %5d %7.0fs  %-22s %-22s %-22s %-19s %6.2f\n", r.Workload, len(r.Pairs), r.Window,
+		agent, bpf := "-", "-" // the switch mode has none
+		if r.AgentPct.Median > 0 || r.BPFPct.Median > 0 {
+			agent = fmt.Sprintf("%.2f [%.2f–%.2f]", r.AgentPct.Median, r.AgentPct.Min, r.AgentPct.Max)
+			bpf = fmt.Sprintf("%.2f", r.BPFPct.Median)
+		}
+		fmt.Fprintf(w, "%-10s %5d %7.0fs  %-22s %-22s %-22s %-19s %6s\n", r.Workload, len(r.Pairs), r.Window,
 			fmt.Sprintf("%.3f [%.3f–%.3f]", r.Ratio.Median, r.Ratio.Min, r.Ratio.Max),
 			fmt.Sprintf("%.3f [%.3f–%.3f]", r.Geomean, r.CILow, r.CIHigh),
 			fmt.Sprintf("%.3f [%.3f–%.3f]", r.Control.Median, r.Control.Min, r.Control.Max),
-			fmt.Sprintf("%.2f [%.2f–%.2f]", r.AgentPct.Median, r.AgentPct.Min, r.AgentPct.Max), r.BPFPct.Median)
+			agent, bpf)
 	}
 }

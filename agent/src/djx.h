@@ -41,7 +41,10 @@ enum {
 #define DJX_BUF_CAP (4u << 20)       /* one batch buffer, header included */
 #define DJX_BUF_RESERVE 512u         /* tail kept free for STATS and BYE */
 #define DJX_BUF_KEEP (64u << 10)     /* resident part of a batch buffer after a flush */
-#define DJX_FLUSH_NS 50000000ull     /* writer flush period */
+/* Writer flush period. Every wakeup costs the JVM and the loader: at 50 ms
+ * the writer took 0.21% of GcHot's CPU, 0.06% at 200 ms. Allocations kick
+ * it earlier when the batch is half full, stacks when their ring is. */
+#define DJX_FLUSH_NS 200000000ull
 #define DJX_DEFAULT_INTERVAL 524288u /* JVMTI's own default */
 #define DJX_MAX_ERRORS 32            /* ERROR records per session */
 

@@ -532,7 +532,7 @@ static void *writer_main(void *arg)
 		int stop, kicked, abort_, r, rec;
 		uint64_t now;
 
-		r = poll(pf, 3, 50);
+		r = poll(pf, 3, (int)(DJX_FLUSH_NS / 1000000));
 		if (r < 0 && errno != EINTR)
 			break;
 		for (int k = 1; k < 3 && r > 0; k++) {
@@ -619,5 +619,5 @@ void djx_writer_abort(void)
 	pthread_mutex_lock(&djx.mu);
 	djx.abort = 1;
 	pthread_mutex_unlock(&djx.mu);
-	pthread_join(djx.writer, NULL); /* bounded: the writer polls every 50 ms */
+	pthread_join(djx.writer, NULL); /* bounded: the writer polls every DJX_FLUSH_NS */
 }

@@ -39,21 +39,22 @@ const (
 	DefaultMinSize = 1024
 	// DefaultFreq: every sample costs the sampled thread a timer interrupt
 	// and the BPF program, and the loader ~10 µs; at 1999 Hz the stack path
-	// alone took ~4% of Xalan's CPU (perf, README "Benchmarks"). With
-	// sampling switched on and off on one JVM (djxbench -switch), 499 Hz
-	// cost 2-5%, more than the agent and BPF figures explain (the rest:
-	// interrupts and what they evict, on this VM). 249 Hz still gives
-	// ~7.5k samples per busy core in 30 s.
-	DefaultFreq = 249
+	// alone took ~4% of Xalan's CPU (perf, README "Benchmarks"). 249 Hz
+	// was tried: sampling cost the same in the switch mode (djxbench
+	// -switch, within ±4%), and the BPF program's and the stack handler's
+	// time per run grew as runs got rarer (colder caches), so it bought
+	// nothing for half the samples. 499 Hz gives ~15k samples per busy
+	// core in 30 s.
+	DefaultFreq = 499
 	// DefaultAllocBudget bounds the agent's cost on allocation-heavy code:
 	// a callback costs the allocating thread ~0.4 µs when the object is
 	// below min size and ~3-40 µs when it is recorded (GetStackTrace over
 	// deep stacks). Measured in the callbacks (report cost line), Xalan's
-	// took 1.95-2.39% of its CPU at 2500/s and 0.90-1.06% at 1000/s, which
-	// left the agent at 2.4% of it in djxbench's toggle windows, and
-	// 0.56-0.70% at 500/s. JFR samples 150 allocations/s by default and
-	// 300/s in its profile settings, for the same reason.
-	DefaultAllocBudget = 300
+	// took 1.95-2.39% of its CPU at 2500/s, 0.90-1.06% at 1000/s and
+	// 0.56-0.70% at 500/s. At 300/s a callback cost more (46 µs against
+	// 26) and Xalan's callbacks as much as at 500/s, so 500 stays. JFR
+	// samples 150 allocations/s by default for the same reason.
+	DefaultAllocBudget = 500
 	// DefaultRelocation: see README for the measured trade-off. The
 	// memmove uprobe traps on every copy of every thread, not only in GC
 	// pauses: `make bench` measured H2 and Xalan 1.9-2.6x slower with it,

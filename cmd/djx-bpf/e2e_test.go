@@ -114,6 +114,9 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *jvm {
 		t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
+	// Cleanups do not run when the test binary panics at its -timeout:
+	// the JVM must not outlive it (one left running skewed benchmarks).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -982,6 +985,7 @@ func TestControlSwitchesSampling(t *testing.T) {
 		"--control", "fifo:"+ctl+","+ack, "--format", "json", "-o", out)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

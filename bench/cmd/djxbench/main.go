@@ -232,11 +232,7 @@ func main() {
 		printTable(os.Stdout, &r, nil)
 		if len(r.Toggle) > 0 {
 			for i := range r.Toggle { // files from before the geomean was kept
-				var v []float64
-				for _, p := range r.Toggle[i].Pairs {
-					v = append(v, p.Ratio)
-				}
-				r.Toggle[i].Geomean, r.Toggle[i].CILow, r.Toggle[i].CIHigh = geomeanCI(v)
+				r.Toggle[i].summarize()
 			}
 			printToggle(os.Stdout, toggleTitle, r.Toggle)
 		}
@@ -328,45 +324,37 @@ func main() {
 		cleanup()
 		return
 	}
-	if *switchN > 0 {
-		fmt.Fprintf(os.Stderr, "djxbench: switch: %d workloads, %d pairs of %s windows each, variant %s\n", len(ws), *switchN, *swWindow, vs[0])
+	// The one-JVM modes: each workload once, its pairs of windows, into
+	// *dst; then the results are saved and the harness exits.
+	oneJVM := func(mode, title string, pairs int, win time.Duration, dst *[]toggleResult, run func(workload) toggleResult) {
+		fmt.Fprintf(os.Stderr, "djxbench: %s: %d workloads, %d pairs of %s windows each, variant %s\n", mode, len(ws), pairs, win, vs[0])
 		failed := false
 		for _, w := range ws {
-			sr := h.switched(w, *switchN, *swWindow, *warm, vs[0])
-			if sr.Err != "" {
-				fmt.Fprintf(os.Stderr, "djxbench: switch %s: %s\n", w.Name, sr.Err)
+			r := run(w)
+			if r.Err != "" {
+				fmt.Fprintf(os.Stderr, "djxbench: %s %s: %s\n", mode, w.Name, r.Err)
 				failed = true
 			}
-			res.Switch = append(res.Switch, sr)
+			*dst = append(*dst, r)
 		}
 		res.Seconds = time.Since(res.Started).Seconds()
-		printToggle(os.Stdout, switchTitle, res.Switch)
-		save(res, *out, "switch-")
+		printToggle(os.Stdout, title, *dst)
+		save(res, *out, mode+"-")
 		cleanup()
 		if failed {
 			os.Exit(1)
 		}
-		return
+		os.Exit(0)
+	}
+	if *switchN > 0 {
+		oneJVM("switch", switchTitle, *switchN, *swWindow, &res.Switch, func(w workload) toggleResult {
+			return h.switched(w, *switchN, *swWindow, *warm, vs[0])
+		})
 	}
 	if *toggleN > 0 {
-		fmt.Fprintf(os.Stderr, "djxbench: toggle: %d workloads, %d pairs of %s windows each, variant %s\n", len(ws), *toggleN, *window, vs[0])
-		for _, w := range ws {
-			tr := h.toggle(w, *toggleN, *window, *warm, vs[0])
-			if tr.Err != "" {
-				fmt.Fprintf(os.Stderr, "djxbench: toggle %s: %s\n", w.Name, tr.Err)
-			}
-			res.Toggle = append(res.Toggle, tr)
-		}
-		res.Seconds = time.Since(res.Started).Seconds()
-		printToggle(os.Stdout, toggleTitle, res.Toggle)
-		save(res, *out, "toggle-")
-		cleanup()
-		for _, tr := range res.Toggle {
-			if tr.Err != "" {
-				os.Exit(1)
-			}
-		}
-		return
+		oneJVM("toggle", toggleTitle, *toggleN, *window, &res.Toggle, func(w workload) toggleResult {
+			return h.toggle(w, *toggleN, *window, *warm, vs[0])
+		})
 	}
 	total := *runs * len(ws) * (1 + (len(ms)-1)*len(vs))
 	fmt.Fprintf(os.Stderr, "djxbench: %d runs (%d rounds × %d workloads × base + %d modes × %d variants)\n", total, *runs, len(ws), len(ms)-1, len(vs))

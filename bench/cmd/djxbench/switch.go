@@ -105,7 +105,6 @@ func (h *harness) switched(w workload, pairs int, win, warm time.Duration, varia
 		}
 		return r, nil
 	}
-	var ratios, ctlv []float64
 	before, err := window(false)
 	if err != nil {
 		return fail("%v", err)
@@ -119,9 +118,8 @@ func (h *harness) switched(w workload, pairs int, win, warm time.Duration, varia
 		if err != nil {
 			return fail("%v", err)
 		}
-		p := togglePair{Before: before, On: on, After: after, Ratio: (before + after) / 2 / on, Control: after / before}
+		p := newPair(before, on, after)
 		res.Pairs = append(res.Pairs, p)
-		ratios, ctlv = append(ratios, p.Ratio), append(ctlv, abs(p.Control-1))
 		fmt.Fprintf(os.Stderr, "djxbench: switch %s pair %d: %.4g/s off, %.4g/s on, %.4g/s off: ratio %.3f\n",
 			w.Name, i+1, before, on, after, p.Ratio)
 		before = after
@@ -140,7 +138,6 @@ func (h *harness) switched(w workload, pairs int, win, warm time.Duration, varia
 	if err := readJSON(report, &rep); err != nil {
 		return fail("djx-bpf's report: %v", err)
 	}
-	res.Ratio, res.Control = spreadOf(ratios), spreadOf(ctlv)
-	res.Geomean, res.CILow, res.CIHigh = geomeanCI(ratios)
+	res.summarize()
 	return res
 }

@@ -113,6 +113,12 @@ type togglePair struct {
 	Stats             map[string]any `json:"stats,omitempty"`
 }
 
+// newPair is the pair of a window with the profile (on) between two
+// without it.
+func newPair(before, on, after float64) togglePair {
+	return togglePair{Before: before, On: on, After: after, Ratio: (before + after) / 2 / on, Control: after / before}
+}
+
 type toggleResult struct {
 	Workload string       `json:"workload"`
 	Window   float64      `json:"window_s"`
@@ -130,6 +136,16 @@ type toggleResult struct {
 	Err      string  `json:"error,omitempty"`
 }
 
+// summarize derives the spreads and the geometric mean from the pairs.
+func (r *toggleResult) summarize() {
+	var ratios, ctl []float64
+	for _, p := range r.Pairs {
+		ratios, ctl = append(ratios, p.Ratio), append(ctl, abs(p.Control-1))
+	}
+	r.Ratio, r.Control = spreadOf(ratios), spreadOf(ctl)
+	r.Geomean, r.CILow, r.CIHigh = geomeanCI(ratios)
+}
+
 // toggle runs w until killed and alternates unprofiled and profiled windows
 // of win, pairs times, after warm of warm-up.
 func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant string) toggleResult {
@@ -143,7 +159,7 @@ func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant
 
 	const settle = 1500 * time.Millisecond // djx-bpf's start and the attach; the agent's detach
 	time.Sleep(warm)
-	var agt, bpf, ratios, ctl []float64
+	var agt, bpf []float64
 	prevStart := time.Now()
 	time.Sleep(win)
 	for i := 0; i < pairs; i++ {
@@ -179,7 +195,7 @@ func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant
 			res.Err = fmt.Sprintf("no work reported in an unprofiled window (pair %d)", i+1)
 			return res
 		}
-		p := togglePair{Before: before, On: on, After: after, Ratio: (before + after) / 2 / on, Control: after / before}
+		p := newPair(before, on, after)
 		var rep struct {
 			Stats map[string]any `json:"stats"`
 		}
@@ -190,14 +206,11 @@ func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant
 			}
 		}
 		res.Pairs = append(res.Pairs, p)
-		ratios = append(ratios, p.Ratio)
-		ctl = append(ctl, abs(p.Control-1))
 		fmt.Fprintf(os.Stderr, "djxbench: toggle %s pair %d: %.4g/s before, %.4g/s profiled, %.4g/s after: ratio %.3f\n",
 			w.Name, i+1, before, on, after, p.Ratio)
 		// The next pair's "before" is this one's "after".
 	}
-	res.Ratio, res.Control = spreadOf(ratios), spreadOf(ctl)
-	res.Geomean, res.CILow, res.CIHigh = geomeanCI(ratios)
+	res.summarize()
 	res.AgentPct, res.BPFPct = spreadOf(agt), spreadOf(bpf)
 	return res
 }

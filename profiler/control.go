@@ -13,10 +13,9 @@ import (
 // unprofiled one does but for tags, GC events and JIT records, which go on
 // so that the objects already tracked stay right.
 type switcher struct {
-	off      bool
-	since    time.Time     // when the current off stretch began
-	total    time.Duration // off time of the stretches that ended
-	switches int
+	off   bool
+	since time.Time     // when the current off stretch began
+	total time.Duration // off time of the stretches that ended
 }
 
 // setSampling switches sampling on or off; a repeated state is a no-op.
@@ -40,7 +39,6 @@ func (s *session) setSampling(on bool) error {
 		w.since = time.Now()
 	}
 	w.off = !on
-	w.switches++
 	if s.conn != nil {
 		if _, err := s.conn.Write([]byte{cmd}); err != nil {
 			return fmt.Errorf("tell the agent: %w", err)

@@ -121,8 +121,11 @@ func (d *Decoder) lookBack(before []byte, r *Regs, reads uint64) (Result, bool, 
 // decode to something ending at ip. Two independent readings must agree: the
 // linear decoding from the earliest start offset that reaches ip (x86
 // decoding resynchronises within a few instructions), and the longest
-// instruction that ends at ip. On real C2 code this picks the right boundary
-// for 84% of ips and a wrong one for under 1%; see TestOracle.
+// instruction that ends at ip. Readings with a REX byte the CPU would ignore
+// are out: compilers never emit one, and C2's `mov 0x48(%rsp),%r10; add
+// 0x10(%r8,%r11,8),%r10` ends in such a reading. On real C2 code this picks
+// the right boundary for 84% of ips and a wrong one for about 1%; see
+// TestOracle.
 func (d *Decoder) boundary(before []byte) (int, bool) {
 	if len(before) > maxBefore {
 		before = before[len(before)-maxBefore:]
@@ -131,7 +134,7 @@ func (d *Decoder) boundary(before []byte) (int, bool) {
 	longest, earliest := -1, -1
 	for o := n - 1; o >= 0; o-- {
 		d.end[o] = -1
-		if !d.cand[o].decode(before[o:]) {
+		if !d.cand[o].decode(before[o:]) || d.cand[o].deadREX {
 			continue
 		}
 		switch next := o + d.cand[o].n; {

@@ -125,6 +125,12 @@ func TestDecodeLookBack(t *testing.T) {
 		// so the load wins over the store's own (stack) address.
 		{"add 0x10(%r8,%r11,8),%r10; mov %r10,0x48(%rsp)", pad + "4f 03 54 d8 10", "4c 89 54 24 48",
 			Result{0x90000 + 0xc0000*8 + 0x10, LookBack, 8, false}},
+		// The same, as C2 laid it out in GcHot (JDK 17): "48 4f 03 54 d8 10"
+		// also decodes, REX.W ignored before REX.WRXB, and made the boundary
+		// ambiguous, so 90% of samples took the stack address.
+		{"nop; mov 0x48(%rsp),%r10; add 0x10(%r8,%r11,8),%r10; mov %r10,0x48(%rsp)",
+			"1f 80 00 00 00 00 4c 8b 54 24 48 4f 03 54 d8 10", "4c 89 54 24 48",
+			Result{0x90000 + 0xc0000*8 + 0x10, LookBack, 8, false}},
 		// An access at ip that does not consume the load wins.
 		{"mov 0x10(%rsi),%rax; mov 0x8(%rdx),%rcx", pad + "48 8b 46 10", "48 8b 4a 08",
 			Result{0x30000 + 0x8, AtIP, 8, false}},

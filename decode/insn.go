@@ -72,6 +72,10 @@ type insn struct {
 	disp8  bool // displacement is 8-bit: EVEX scales it by N
 	dispOK bool // displacement is final (EVEX N known or not needed)
 	size   int  // memory access size in bytes, 0 if unknown
+	// deadREX: a REX byte another prefix follows. The CPU ignores it, but
+	// no compiler emits one, so a backward search for an instruction
+	// boundary takes it for a misreading.
+	deadREX bool
 }
 
 // Immediate kinds of the one-byte opcode map.
@@ -216,11 +220,13 @@ prefixes:
 		case c == 0xf2 || c == 0xf3:
 			rep = c
 		case c&0xf0 == 0x40:
+			x.deadREX = x.deadREX || rex != 0
 			rex = c
 			continue // a REX byte counts only if the opcode follows it
 		default:
 			break prefixes
 		}
+		x.deadREX = x.deadREX || rex != 0
 		rex = 0
 	}
 	if i >= len(b) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,6 +85,33 @@ func (l *opsLog) rate(from, to time.Time) (float64, bool) {
 	return (l.ops[last] - l.ops[first]) / l.t[last].Sub(l.t[first]).Seconds(), true
 }
 
+// at is the cumulative work at t, interpolated between the lines around it;
+// ok is false outside the lines received.
+func (l *opsLog) at(t time.Time) (float64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := sort.Search(len(l.t), func(i int) bool { return !l.t[i].Before(t) })
+	if i == len(l.t) || (i == 0 && l.t[0].After(t)) {
+		return 0, false
+	}
+	if l.t[i].Equal(t) {
+		return l.ops[i], true
+	}
+	f := t.Sub(l.t[i-1]).Seconds() / l.t[i].Sub(l.t[i-1]).Seconds()
+	return l.ops[i-1] + f*(l.ops[i]-l.ops[i-1]), true
+}
+
+// lost is the work time missing between from and to at base work per
+// second: the span less the time the work done there takes at base.
+func (l *opsLog) lost(from, to time.Time, base float64) (float64, bool) {
+	a, ok1 := l.at(from)
+	b, ok2 := l.at(to)
+	if !ok1 || !ok2 || base <= 0 {
+		return 0, false
+	}
+	return to.Sub(from).Seconds() - (b-a)/base, true
+}
+
 // startLong starts w to run until killed, following its work rate; stop
 // kills it.
 func (h *harness) startLong(w workload) (*exec.Cmd, *opsLog, func(), error) {
@@ -107,10 +135,14 @@ func (h *harness) startLong(w workload) (*exec.Cmd, *opsLog, func(), error) {
 
 // togglePair is one profiled window and the unprofiled ones around it.
 type togglePair struct {
-	Before, On, After float64        // work per second
-	Ratio             float64        // time per unit of work, on / mean(before, after)
-	Control           float64        // after / before: the same quantity with no profile in between
-	Stats             map[string]any `json:"stats,omitempty"`
+	Before, On, After float64 // work per second
+	Ratio             float64 // time per unit of work, on / mean(before, after)
+	Control           float64 // after / before: the same quantity with no profile in between
+	// LostAttach and LostEnd (toggle): seconds of work lost from djx-bpf's
+	// start to the window, and from the window to the settle after its exit.
+	LostAttach float64        `json:",omitempty"`
+	LostEnd    float64        `json:",omitempty"`
+	Stats      map[string]any `json:"stats,omitempty"`
 }
 
 // newPair is the pair of a window with the profile (on) between two
@@ -133,21 +165,60 @@ type toggleResult struct {
 	Control  spread  `json:"control"` // |after/before - 1|
 	AgentPct spread  `json:"agent_pct"`
 	BPFPct   spread  `json:"bpf_pct"`
-	Err      string  `json:"error,omitempty"`
+	// LostAttach and LostEnd (toggle): the pairs' work seconds lost around
+	// the window, to the attach and to the end of the profile and detach;
+	// their means, with 95% confidence intervals.
+	LostAttach meanCI `json:"lost_attach_s"`
+	LostEnd    meanCI `json:"lost_end_s"`
+	Err        string `json:"error,omitempty"`
+}
+
+type meanCI struct {
+	Mean float64 `json:"mean"`
+	Lo   float64 `json:"ci95_low"`
+	Hi   float64 `json:"ci95_high"`
+}
+
+// meanCIOf is the mean of v with the 95% confidence interval of the mean
+// (normal approximation; none below two values).
+func meanCIOf(v []float64) meanCI {
+	if len(v) == 0 {
+		return meanCI{}
+	}
+	var sum, sq float64
+	for _, x := range v {
+		sum += x
+	}
+	m := sum / float64(len(v))
+	if len(v) < 2 {
+		return meanCI{Mean: m}
+	}
+	for _, x := range v {
+		sq += (x - m) * (x - m)
+	}
+	h := 1.96 * math.Sqrt(sq/float64(len(v)-1)/float64(len(v)))
+	return meanCI{m, m - h, m + h}
 }
 
 // summarize derives the spreads and the geometric mean from the pairs.
 func (r *toggleResult) summarize() {
-	var ratios, ctl []float64
+	var ratios, ctl, la, le []float64
 	for _, p := range r.Pairs {
 		ratios, ctl = append(ratios, p.Ratio), append(ctl, abs(p.Control-1))
+		if p.LostAttach != 0 || p.LostEnd != 0 {
+			la, le = append(la, p.LostAttach), append(le, p.LostEnd)
+		}
 	}
 	r.Ratio, r.Control = spreadOf(ratios), spreadOf(ctl)
+	r.LostAttach, r.LostEnd = meanCIOf(la), meanCIOf(le)
 	r.Geomean, r.CILow, r.CIHigh = geomeanCI(ratios)
 }
 
 // toggle runs w until killed and alternates unprofiled and profiled windows
-// of win, pairs times, after warm of warm-up.
+// of win, pairs times, after warm of warm-up. The profiled window is the
+// steady state: it starts settle after djx-bpf does and ends overrun before
+// the profile does; the work lost outside it, to the attach and to the end
+// of the profile, is measured apart.
 func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant string) toggleResult {
 	res := toggleResult{Workload: w.Name, Window: win.Seconds()}
 	jvm, log, stop, err := h.startLong(w)
@@ -157,7 +228,10 @@ func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant
 	}
 	defer stop()
 
-	const settle = 1500 * time.Millisecond // djx-bpf's start and the attach; the agent's detach
+	const (
+		settle  = 1500 * time.Millisecond // djx-bpf's start and the attach; the agent's detach
+		overrun = time.Second             // the profile runs on past the window
+	)
 	time.Sleep(warm)
 	var agt, bpf []float64
 	prevStart := time.Now()
@@ -169,7 +243,7 @@ func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant
 			return res
 		}
 		report := filepath.Join(h.tmp, fmt.Sprintf("toggle-%s-%d.json", w.Name, i))
-		argv := []string{h.bin, "profile", "--pid", strconv.Itoa(jvm.Process.Pid), "--duration", (win + settle).String(), "--quiet", "--format", "json", "-o", report}
+		argv := []string{h.bin, "profile", "--pid", strconv.Itoa(jvm.Process.Pid), "--duration", (win + settle + overrun).String(), "--quiet", "--format", "json", "-o", report}
 		argv = append(append(argv, variants[variant]...), h.djxFlags...)
 		var stderr strings.Builder
 		djx, err := start(argv, nil, io.Discard, &stderr)
@@ -177,12 +251,15 @@ func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant
 			res.Err = err.Error()
 			return res
 		}
-		onFrom := time.Now().Add(settle)
-		if err := waitCmd(djx, time.Now().Add(win+settle+30*time.Second)); err != nil {
+		t0 := time.Now()
+		onFrom := t0.Add(settle)
+		onTo := onFrom.Add(win)
+		time.Sleep(time.Until(onTo))
+		if err := waitCmd(djx, time.Now().Add(overrun+30*time.Second)); err != nil {
 			res.Err = fmt.Sprintf("djx-bpf: %v: %s", err, tail(stderr.String()))
 			return res
 		}
-		on, ok := log.rate(onFrom, time.Now())
+		on, ok := log.rate(onFrom, onTo)
 		if !ok {
 			res.Err = fmt.Sprintf("no work reported in a profiled window (pair %d)", i+1)
 			return res
@@ -196,6 +273,12 @@ func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant
 			return res
 		}
 		p := newPair(before, on, after)
+		base := (before + after) / 2
+		la, ok1 := log.lost(t0, onFrom, base)
+		le, ok2 := log.lost(onTo, prevStart, base)
+		if ok1 && ok2 {
+			p.LostAttach, p.LostEnd = la, le
+		}
 		var rep struct {
 			Stats map[string]any `json:"stats"`
 		}
@@ -206,8 +289,8 @@ func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant
 			}
 		}
 		res.Pairs = append(res.Pairs, p)
-		fmt.Fprintf(os.Stderr, "djxbench: toggle %s pair %d: %.4g/s before, %.4g/s profiled, %.4g/s after: ratio %.3f\n",
-			w.Name, i+1, before, on, after, p.Ratio)
+		fmt.Fprintf(os.Stderr, "djxbench: toggle %s pair %d: %.4g/s before, %.4g/s profiled, %.4g/s after: ratio %.3f; lost %.2fs to the attach, %.2fs to the end\n",
+			w.Name, i+1, before, on, after, p.Ratio, p.LostAttach, p.LostEnd)
 		// The next pair's "before" is this one's "after".
 	}
 	res.summarize()
@@ -248,7 +331,7 @@ const toggleTitle = "toggle: one JVM per workload, profiled and unprofiled windo
 
 func printToggle(w io.Writer, title string, rs []toggleResult) {
 	fmt.Fprintln(w, title)
-	fmt.Fprintf(w, "%-10s %5s %8s  %-22s %-22s %-22s %-19s %6s\n", "workload", "pairs", "window", "runtime ratio", "geomean [95% CI]", "control |after/before-1|", "agent% of JVM CPU", "bpf%")
+	fmt.Fprintf(w, "%-10s %5s %8s  %-22s %-22s %-22s %-19s %6s  %-20s %-20s\n", "workload", "pairs", "window", "runtime ratio", "geomean [95% CI]", "control |after/before-1|", "agent% of JVM CPU", "bpf%", "lost s: attach", "lost s: end+detach")
 	for _, r := range rs {
 		if r.Err != "" {
 			fmt.Fprintf(w, "%-10s error: %s\n", r.Workload, r.Err)
@@ -259,10 +342,16 @@ func printToggle(w io.Writer, title string, rs []toggleResult) {
 			agent = fmt.Sprintf("%.2f [%.2f–%.2f]", r.AgentPct.Median, r.AgentPct.Min, r.AgentPct.Max)
 			bpf = fmt.Sprintf("%.2f", r.BPFPct.Median)
 		}
-		fmt.Fprintf(w, "%-10s %5d %7.0fs  %-22s %-22s %-22s %-19s %6s\n", r.Workload, len(r.Pairs), r.Window,
+		lost := func(m meanCI) string {
+			if m == (meanCI{}) {
+				return "-" // the switch mode and older files have none
+			}
+			return fmt.Sprintf("%.2f [%.2f–%.2f]", m.Mean, m.Lo, m.Hi)
+		}
+		fmt.Fprintf(w, "%-10s %5d %7.0fs  %-22s %-22s %-22s %-19s %6s  %-20s %-20s\n", r.Workload, len(r.Pairs), r.Window,
 			fmt.Sprintf("%.3f [%.3f–%.3f]", r.Ratio.Median, r.Ratio.Min, r.Ratio.Max),
 			fmt.Sprintf("%.3f [%.3f–%.3f]", r.Geomean, r.CILow, r.CIHigh),
 			fmt.Sprintf("%.3f [%.3f–%.3f]", r.Control.Median, r.Control.Min, r.Control.Max),
-			agent, bpf)
+			agent, bpf, lost(r.LostAttach), lost(r.LostEnd))
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -20,6 +21,29 @@ func TestOpsRate(t *testing.T) {
 	}
 	if _, ok := l.rate(t0.Add(1500*time.Millisecond), t0.Add(2500*time.Millisecond)); ok {
 		t.Error("a window with one line has no rate")
+	}
+}
+
+// TestOpsLost: work is interpolated between lines, and the time lost is
+// the span less the time its work takes at the base rate.
+func TestOpsLost(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var l opsLog
+	for i, ops := range []float64{0, 20, 30, 50} { // 20/s, but 10 in the second second
+		l.t = append(l.t, t0.Add(time.Duration(i)*time.Second))
+		l.ops = append(l.ops, ops)
+	}
+	if got, ok := l.at(t0.Add(1500 * time.Millisecond)); !ok || got != 25 {
+		t.Errorf("at 1.5s = %v, %v; want 25", got, ok)
+	}
+	if got, ok := l.lost(t0.Add(500*time.Millisecond), t0.Add(2500*time.Millisecond), 20); !ok || math.Abs(got-0.5) > 1e-9 {
+		t.Errorf("lost over 0.5..2.5s = %v, %v; want 0.5s", got, ok)
+	}
+	if _, ok := l.lost(t0.Add(-time.Second), t0.Add(time.Second), 20); ok {
+		t.Error("lost before the first line")
+	}
+	if _, ok := l.lost(t0, t0.Add(4*time.Second), 20); ok {
+		t.Error("lost after the last line")
 	}
 }
 

@@ -34,6 +34,7 @@ type DjxSample struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	DjxMapCounters     = "counters"
+	DjxMapNoJava       = "no_java"
 	DjxMapSamples      = "samples"
 	DjxMapSigLast      = "sig_last"
 	DjxMapTargets      = "targets"
@@ -94,6 +95,7 @@ type DjxProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type DjxMapSpecs struct {
 	Counters *ebpf.MapSpec `ebpf:"counters"`
+	NoJava   *ebpf.MapSpec `ebpf:"no_java"`
 	Samples  *ebpf.MapSpec `ebpf:"samples"`
 	SigLast  *ebpf.MapSpec `ebpf:"sig_last"`
 	Targets  *ebpf.MapSpec `ebpf:"targets"`
@@ -128,6 +130,7 @@ func (o *DjxObjects) Close() error {
 // It can be passed to LoadDjxObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DjxMaps struct {
 	Counters *ebpf.Map `ebpf:"counters"`
+	NoJava   *ebpf.Map `ebpf:"no_java"`
 	Samples  *ebpf.Map `ebpf:"samples"`
 	SigLast  *ebpf.Map `ebpf:"sig_last"`
 	Targets  *ebpf.Map `ebpf:"targets"`
@@ -136,6 +139,7 @@ type DjxMaps struct {
 func (m *DjxMaps) Close() error {
 	return _DjxClose(
 		m.Counters,
+		m.NoJava,
 		m.Samples,
 		m.SigLast,
 		m.Targets,

@@ -112,6 +112,8 @@ type Counters struct {
 	// SignalSkipped: not sent, the thread had one less than 100 µs ago or
 	// is younger than 200 ms (see SIG_MIN_AGE_NS in sample.bpf.c).
 	SignalSkipped uint64
+	// SignalNonJava: not sent, the thread has no JNIEnv (NoJavaThread).
+	SignalNonJava uint64
 }
 
 // Sampler owns the BPF objects, perf events and ring buffer reader.
@@ -304,6 +306,17 @@ func (s *Sampler) SetStackSignal(pid, sig int) error {
 	return nil
 }
 
+// NoJavaThread stops stack signals to thread tid (host namespace), which
+// the agent found without a JNIEnv: it has no Java stack, and a signal
+// would only cost it time. The map is an LRU: a tid reused by a Java
+// thread after 16k others loses its stacks at worst.
+func (s *Sampler) NoJavaThread(tid uint32) error {
+	if err := s.maps.NoJava.Put(tid, uint8(1)); err != nil {
+		return fmt.Errorf("mark thread %d as non-Java: %w", tid, err)
+	}
+	return nil
+}
+
 // RemovePID stops sampling pid.
 func (s *Sampler) RemovePID(pid int) error {
 	if err := s.maps.Targets.Delete(uint32(pid)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
@@ -465,7 +478,7 @@ func (s *Sampler) RunTime() (time.Duration, bool) {
 // Counters sums the per-CPU counters.
 func (s *Sampler) Counters() (Counters, error) {
 	var c Counters
-	for slot, dst := range []*uint64{&c.Matched, &c.Dropped, &c.Kernel, &c.Signaled, &c.SignalFailed, &c.SignalSkipped} {
+	for slot, dst := range []*uint64{&c.Matched, &c.Dropped, &c.Kernel, &c.Signaled, &c.SignalFailed, &c.SignalSkipped, &c.SignalNonJava} {
 		var vals []uint64
 		if err := s.maps.Counters.Lookup(uint32(slot), &vals); err != nil {
 			return c, fmt.Errorf("read bpf counters: %w", err)

@@ -3,6 +3,7 @@ package loader
 import (
 	"errors"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -261,5 +262,57 @@ func TestStackSignalsAreRateLimited(t *testing.T) {
 	// No more than one per 100 µs per thread (a few threads fault here).
 	if max := uint64(took/(100*time.Microsecond)+1) * 8; c.Signaled > max {
 		t.Errorf("%d signals in %v, more than the rate limit allows (%d)", c.Signaled, took, max)
+	}
+}
+
+// TestNoJavaThreadGetsNoSignal: a thread marked non-Java faults in a burst
+// and is sampled, but gets no stack signal, and the counter says why.
+func TestNoJavaThreadGetsNoSignal(t *testing.T) {
+	s := openOrSkip(t, Config{Source: PageFaults, Period: 1})
+	if err := s.SetStackSignal(os.Getpid(), int(unix.SIGURG)); err != nil {
+		t.Fatal(err)
+	}
+	const size = 64 << 20
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	type mark struct {
+		tid uint32
+		at  uint64
+	}
+	marks := make(chan mark, 1)
+	samples := collect(t, s, 2000, func(stop <-chan struct{}) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tid := unix.Gettid()
+		if err := s.NoJavaThread(uint32(tid)); err != nil {
+			t.Error(err)
+		}
+		marks <- mark{uint32(tid), Now()}
+		time.Sleep(250 * time.Millisecond) // older than SIG_MIN_AGE_NS, which would skip it anyway
+		for i := 0; i < size; i += 4096 {
+			mem[i] = 1
+		}
+		<-stop
+	})
+	m := <-marks
+	c, err := s.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, signalled := 0, 0
+	for _, smp := range samples {
+		if smp.TID == m.tid && smp.Time > m.at { // faults before the mark may be signalled
+			mine++
+			if smp.Flags&FlagNoStack == 0 {
+				signalled++
+			}
+		}
+	}
+	t.Logf("%d samples, %d of the marked thread; signals sent %d, not sent to non-Java threads %d", len(samples), mine, c.Signaled, c.SignalNonJava)
+	if mine < 1000 || signalled != 0 || c.SignalNonJava == 0 {
+		t.Fatalf("marked thread: %d samples, %d signalled; counters %+v: want >=1000 samples, none signalled, SignalNonJava counted", mine, signalled, c)
 	}
 }

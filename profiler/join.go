@@ -142,6 +142,10 @@ type jvm struct {
 	remainder     accessSet
 	pathBuf       []pathFrame
 	pathKeyBuf    []byte
+	// noJava, when set, stops BPF's stack signals to a thread the agent
+	// found without a JNIEnv; noJavaTIDs are the threads handed to it.
+	noJava     func(tid uint32)
+	noJavaTIDs map[uint32]struct{}
 
 	// Hardware memory metrics and NUMA placement (mem.go).
 	weightStruct bool // the event reports PERF_SAMPLE_WEIGHT_STRUCT

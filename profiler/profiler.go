@@ -193,6 +193,8 @@ type session struct {
 	cost0 costMark
 	// stacksAsked: the BPF program was told to signal the JVM for stacks.
 	stacksAsked bool
+	// noJavaFailed: marking a non-Java thread in BPF failed once (noted).
+	noJavaFailed bool
 	// shared is set when the sampler serves several JVMs (scan): samples
 	// come from the dispatcher, and the sampler is not this session's to
 	// stop or close.
@@ -668,6 +670,16 @@ func (s *session) askStacks() {
 	}
 	s.j.stacksFrom = loader.Now()
 	s.j.stackSig = sig
+	// The agent reports its tids as the JVM sees them; BPF's are the
+	// host's. Outside the host's pid namespace they differ.
+	if s.target == nil || s.target.NSPID == s.pid {
+		s.j.noJava = func(tid uint32) {
+			if err := s.sampler.NoJavaThread(tid); err != nil && !s.noJavaFailed {
+				s.noJavaFailed = true
+				s.addNote("non-Java threads keep getting stack signals: %v", err)
+			}
+		}
+	}
 }
 
 // loadPerfMap reads /tmp/perf-PID.map when the JVM writes one (e.g.
@@ -737,6 +749,7 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 		st.StackSignals = c.Signaled
 		st.StackSignalFailed = c.SignalFailed
 		st.StackSignalSkip = c.SignalSkipped
+		st.StackSignalNoJava = c.SignalNonJava
 	}
 	st.HeapKnown = s.j.heapKnown
 	if st.InHeap > st.Attributed {

@@ -129,6 +129,15 @@ func (j *jvm) onStack(st *agent.Stack) {
 			j.stats.StackErrors = make(map[string]uint64)
 		}
 		j.stats.StackErrors[stackReason(st.Status)]++
+		if st.Status == agent.StackNoEnv && j.noJava != nil {
+			if _, done := j.noJavaTIDs[st.TID]; !done {
+				if j.noJavaTIDs == nil {
+					j.noJavaTIDs = make(map[uint32]struct{})
+				}
+				j.noJavaTIDs[st.TID] = struct{}{}
+				j.noJava(st.TID)
+			}
+		}
 	}
 	q := j.stacks[st.TID]
 	if q == nil {

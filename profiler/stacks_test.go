@@ -203,3 +203,24 @@ func pathSamples(as []report.Access) map[string]uint64 {
 	}
 	return got
 }
+
+// TestNoEnvThreadsLeaveTheSignal: a stack from a thread without a JNIEnv
+// stops BPF's signals to it, once per thread; Java stacks and other
+// failures do not.
+func TestNoEnvThreadsLeaveTheSignal(t *testing.T) {
+	j := stackJVM()
+	var marked []uint32
+	j.noJava = func(tid uint32) { marked = append(marked, tid) }
+	noEnv := func(t uint64, tid uint32) *agent.Stack {
+		return &agent.Stack{Time: t, TID: tid, Status: agent.StackNoEnv, PC: 0x7000}
+	}
+	gcActive := &agent.Stack{Time: 203, TID: 7, Status: agent.StackGCActive, PC: 0x7000}
+	j.onBatch(batch(210, noEnv(200, 5), noEnv(201, 6), noEnv(202, 5), gcActive,
+		stack(204, 8, 0x7000, agent.Frame{Method: 22, BCI: 2})))
+	if len(marked) != 2 || marked[0] != 5 || marked[1] != 6 {
+		t.Errorf("threads marked non-Java: %v, want [5 6]", marked)
+	}
+	if got := j.stats.StackErrors["thread without JNIEnv"]; got != 3 {
+		t.Errorf("stack errors without JNIEnv: %d, want 3", got)
+	}
+}

@@ -110,6 +110,7 @@ type Stats struct {
 	StackSignals      uint64            `json:"stack_signals,omitempty"`        // signals BPF queued to sampled threads
 	StackSignalFailed uint64            `json:"stack_signal_failed,omitempty"`  // ... the kernel refused (one pending)
 	StackSignalSkip   uint64            `json:"stack_signal_skipped,omitempty"` // not sent: one <100 µs before, or a thread <200 ms old
+	StackSignalNoJava uint64            `json:"stack_signal_no_java,omitempty"` // not sent: a thread the agent found without a JNIEnv
 	Stacks            uint64            `json:"stacks,omitempty"`               // stacks the agent recorded
 	StacksJava        uint64            `json:"stacks_java,omitempty"`          // ... with Java frames
 	StacksDropped     uint64            `json:"stacks_dropped,omitempty"`       // ... lost in the agent (ring full)
@@ -379,9 +380,13 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 		if s.SamplesStackBorrowed > 0 {
 			borrowed = fmt.Sprintf(", callers borrowed from their thread's last stack %d (%s)", s.SamplesStackBorrowed, pct(s.SamplesStackBorrowed, s.Samples))
 		}
-		fmt.Fprintf(w, "stacks: samples with their own stack %d (%s), with Java frames %d (%s)%s; stacks %d, unmatched %d, agent drops %d, signals refused %d%s\n",
+		noJava := ""
+		if s.StackSignalNoJava > 0 {
+			noJava = fmt.Sprintf(", not sent to non-Java threads %d", s.StackSignalNoJava)
+		}
+		fmt.Fprintf(w, "stacks: samples with their own stack %d (%s), with Java frames %d (%s)%s; stacks %d, unmatched %d, agent drops %d, signals refused %d%s%s\n",
 			s.SamplesWithStack, pct(s.SamplesWithStack, s.Samples), s.SamplesJavaStack, pct(s.SamplesJavaStack, s.Samples), borrowed,
-			s.Stacks, s.StacksUnmatched, s.StacksDropped, s.StackSignalFailed, stackErrors(s.StackErrors))
+			s.Stacks, s.StacksUnmatched, s.StacksDropped, s.StackSignalFailed, noJava, stackErrors(s.StackErrors))
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)

@@ -615,6 +615,13 @@ func TestGCMovesFollowed(t *testing.T) {
 			if s.GCs == 0 || s.MovesVerified+s.MovesMissed == 0 {
 				t.Errorf("GCs %d, reconciled %d: the moves are not visible in stats", s.GCs, s.MovesVerified+s.MovesMissed)
 			}
+			// The GC runs on threads without a JNIEnv: once the agent says
+			// so, BPF stops asking them for stacks.
+			t.Logf("stack signals %d, not sent to non-Java threads %d; stacks without JNIEnv %d",
+				s.StackSignals, s.StackSignalNoJava, s.StackErrors["thread without JNIEnv"])
+			if s.StackSignalNoJava == 0 {
+				t.Errorf("no stack signal was spared a non-Java thread (%d stacks without JNIEnv)", s.StackErrors["thread without JNIEnv"])
+			}
 			if c.strategy == "uprobe" && (s.Relocations == 0 || s.MovesMissed*10 > s.MovesVerified) {
 				t.Errorf("uprobe moves %d, verified %d, missed %d: want moves and few misses", s.Relocations, s.MovesVerified, s.MovesMissed)
 			}

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -210,6 +211,7 @@ func startJava(t *testing.T, j jdk, opts string, connect bool, attach func(v *jv
 		lines: make(chan string, 16), stderr: &syncBuffer{}, batches: make(chan batchOrErr, 1024),
 		waited: make(chan error, 1)}
 	v.cmd.Stderr = v.stderr
+	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test binary, also on a timeout panic
 	if v.stdin, err = v.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
@@ -641,8 +643,10 @@ func benchRate(t *testing.T, j jdk, classes, kind, opts string) float64 {
 	t.Helper()
 	var line string
 	if opts == "" {
-		out, err := exec.Command(filepath.Join(j.home, "bin", "java"),
-			append(append(append([]string{}, jvmFlags...), j.flags...), "-cp", classes, "AllocSite", "bench", kind, "3")...).Output()
+		cmd := exec.Command(filepath.Join(j.home, "bin", "java"),
+			append(append(append([]string{}, jvmFlags...), j.flags...), "-cp", classes, "AllocSite", "bench", kind, "3")...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		out, err := cmd.Output()
 		if err != nil {
 			t.Fatal(err)
 		}

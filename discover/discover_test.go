@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -81,6 +82,7 @@ func TestDescribeMatchesJVMsOwnView(t *testing.T) {
 		for _, flags := range [][]string{{"-Xmx256m"}, {"-Xmx2g", "-XX:+UseParallelGC"}, {"-Xmx512m", "-XX:-UseCompressedOops"}, {"-Xmx31g"}} {
 			args := append(append([]string{"-Xlog:gc+init=info"}, flags...), "-cp", dir, "Idle")
 			cmd := exec.Command(filepath.Join(home, "bin", "java"), args...)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test binary
 			stdout, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,6 +79,7 @@ func startChurn(t *testing.T, j jdk, classes, gcFlag string, rounds int) *churn 
 	c.cmd = exec.Command(filepath.Join(j.home, "bin", "java"), gcFlag, "-Xms256m", "-Xmx256m",
 		"-Xlog:gc:file="+c.gcLog, "-cp", classes, "Churn", strconv.Itoa(rounds))
 	c.cmd.Dir = t.TempDir()
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test binary, also on a timeout panic
 	var err error
 	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)

@@ -143,7 +143,7 @@ func TestPageFaultSourceGivesExactAddress(t *testing.T) {
 	defer unix.Munmap(mem)
 	lo := uint64(uintptrOf(mem))
 	samples := collect(t, s, 200, func(stop <-chan struct{}) {
-		for i := 0; i < size; i += 4096 {
+		for i := 0; i < len(mem); i += 4096 {
 			mem[i] = 1
 		}
 		<-stop
@@ -205,7 +205,7 @@ func TestMemProgramRunsOnRawAttr(t *testing.T) {
 	defer unix.Munmap(mem)
 	lo := uint64(uintptrOf(mem))
 	samples := collect(t, s, 100, func(stop <-chan struct{}) {
-		for i := 0; i < size; i += 4096 {
+		for i := 0; i < len(mem); i += 4096 {
 			mem[i] = 1
 		}
 		<-stop
@@ -228,24 +228,30 @@ func TestMemProgramRunsOnRawAttr(t *testing.T) {
 	}
 }
 
+// faultSignals samples every page fault of this process and asks each
+// sampled thread for a stack with SIGURG, and maps 64 MiB to fault on.
+func faultSignals(t *testing.T) (*Sampler, []byte) {
+	s := openOrSkip(t, Config{Source: PageFaults, Period: 1})
+	if err := s.SetStackSignal(os.Getpid(), int(unix.SIGURG)); err != nil {
+		t.Fatal(err)
+	}
+	mem, err := unix.Mmap(-1, 0, 64<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	return s, mem
+}
+
 // Stack signals on a burst of page faults: at most one per thread per 100
 // µs, so that a fault storm (or faults taken by the signal handler itself)
 // cannot starve the thread. Our own process handles SIGURG (the Go runtime
 // takes it as a preemption request), so it is safe to send here.
 func TestStackSignalsAreRateLimited(t *testing.T) {
-	s := openOrSkip(t, Config{Source: PageFaults, Period: 1})
-	if err := s.SetStackSignal(os.Getpid(), int(unix.SIGURG)); err != nil {
-		t.Fatal(err)
-	}
-	const size = 64 << 20
-	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(mem)
+	s, mem := faultSignals(t)
 	start := time.Now()
 	samples := collect(t, s, 2000, func(stop <-chan struct{}) {
-		for i := 0; i < size; i += 4096 {
+		for i := 0; i < len(mem); i += 4096 {
 			mem[i] = 1
 		}
 		<-stop
@@ -268,16 +274,7 @@ func TestStackSignalsAreRateLimited(t *testing.T) {
 // TestNoJavaThreadGetsNoSignal: a thread marked non-Java faults in a burst
 // and is sampled, but gets no stack signal, and the counter says why.
 func TestNoJavaThreadGetsNoSignal(t *testing.T) {
-	s := openOrSkip(t, Config{Source: PageFaults, Period: 1})
-	if err := s.SetStackSignal(os.Getpid(), int(unix.SIGURG)); err != nil {
-		t.Fatal(err)
-	}
-	const size = 64 << 20
-	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(mem)
+	s, mem := faultSignals(t)
 	type mark struct {
 		tid uint32
 		at  uint64
@@ -292,7 +289,7 @@ func TestNoJavaThreadGetsNoSignal(t *testing.T) {
 		}
 		marks <- mark{uint32(tid), Now()}
 		time.Sleep(250 * time.Millisecond) // older than SIG_MIN_AGE_NS, which would skip it anyway
-		for i := 0; i < size; i += 4096 {
+		for i := 0; i < len(mem); i += 4096 {
 			mem[i] = 1
 		}
 		<-stop

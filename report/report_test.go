@@ -233,3 +233,27 @@ func TestTableSaysBorrowedCallers(t *testing.T) {
 		t.Errorf("table lacks %q:\n%s", want, b.String())
 	}
 }
+
+// TestAccessOrder: more samples first, then by where, then by path frame
+// by frame (a path before its own extensions).
+func TestAccessOrder(t *testing.T) {
+	as := []Access{
+		{Where: "", Path: []string{"b"}, Samples: 2},
+		{Where: "", Path: []string{"a", "b"}, Samples: 2},
+		{Where: "heap", Path: []string{"a"}, Samples: 2},
+		{Where: "", Path: []string{"a"}, Samples: 2},
+		{Where: "", Path: []string{"z"}, Samples: 5},
+	}
+	finishAccesses(as, 13)
+	var got []string
+	for _, a := range as {
+		got = append(got, a.Where+":"+strings.Join(a.Path, ";"))
+	}
+	want := []string{":z", ":a", ":a;b", ":b", "heap:a"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("order %q, want %q", got, want)
+	}
+	if as[0].Share != 5.0/13 {
+		t.Errorf("share %v, want 5/13", as[0].Share)
+	}
+}

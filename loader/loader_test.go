@@ -249,8 +249,14 @@ func faultSignals(t *testing.T) (*Sampler, []byte) {
 // takes it as a preemption request), so it is safe to send here.
 func TestStackSignalsAreRateLimited(t *testing.T) {
 	s, mem := faultSignals(t)
-	start := time.Now()
+	var start time.Time
 	samples := collect(t, s, 2000, func(stop <-chan struct{}) {
+		// A thread younger than SIG_MIN_AGE_NS gets no signals at all, and
+		// the test binary's threads may all be that young.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		time.Sleep(250 * time.Millisecond)
+		start = time.Now()
 		for i := 0; i < len(mem); i += 4096 {
 			mem[i] = 1
 		}

@@ -146,6 +146,9 @@ type jvm struct {
 	// found without a JNIEnv; noJavaTIDs are the threads handed to it.
 	noJava     func(tid uint32)
 	noJavaTIDs map[uint32]struct{}
+	// hostTID, when set, turns the agent's thread ids into the host's
+	// (a JVM in another pid namespace); false: the thread is gone.
+	hostTID func(tid uint32) (uint32, bool)
 
 	// Hardware memory metrics and NUMA placement (mem.go).
 	weightStruct bool // the event reports PERF_SAMPLE_WEIGHT_STRUCT

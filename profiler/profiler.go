@@ -434,6 +434,10 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	s.j = newJVM(s.pid)
 	s.j.sampleStream = true
 	s.j.native = jvmsym.NewNative(s.pid)
+	if s.target != nil && s.target.NSPID != s.pid {
+		// The agent's thread ids are its namespace's; BPF's are ours.
+		s.j.hostTID = newNSThreads(s.pid).host
+	}
 	s.j.weightStruct = s.src.event != nil && s.src.event.Structured()
 	if s.opts.NUMA {
 		n, err := newNUMA()
@@ -670,14 +674,10 @@ func (s *session) askStacks() {
 	}
 	s.j.stacksFrom = loader.Now()
 	s.j.stackSig = sig
-	// The agent reports its tids as the JVM sees them; BPF's are the
-	// host's. Outside the host's pid namespace they differ.
-	if s.target == nil || s.target.NSPID == s.pid {
-		s.j.noJava = func(tid uint32) {
-			if err := s.sampler.NoJavaThread(tid); err != nil && !s.noJavaFailed {
-				s.noJavaFailed = true
-				s.addNote("non-Java threads keep getting stack signals: %v", err)
-			}
+	s.j.noJava = func(tid uint32) {
+		if err := s.sampler.NoJavaThread(tid); err != nil && !s.noJavaFailed {
+			s.noJavaFailed = true
+			s.addNote("non-Java threads keep getting stack signals: %v", err)
 		}
 	}
 }

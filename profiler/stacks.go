@@ -122,6 +122,14 @@ func stackReason(status int32) string {
 // onStack queues a stack for the sample of its thread.
 func (j *jvm) onStack(st *agent.Stack) {
 	j.stats.Stacks++
+	hostTID := true
+	if j.hostTID != nil {
+		if h, ok := j.hostTID(st.TID); ok {
+			st.TID = h
+		} else {
+			hostTID = false // it stays unmatched
+		}
+	}
 	if st.Status > 0 {
 		j.stats.StacksJava++
 	} else {
@@ -129,7 +137,7 @@ func (j *jvm) onStack(st *agent.Stack) {
 			j.stats.StackErrors = make(map[string]uint64)
 		}
 		j.stats.StackErrors[stackReason(st.Status)]++
-		if st.Status == agent.StackNoEnv && j.noJava != nil {
+		if st.Status == agent.StackNoEnv && j.noJava != nil && hostTID {
 			if _, done := j.noJavaTIDs[st.TID]; !done {
 				if j.noJavaTIDs == nil {
 					j.noJavaTIDs = make(map[uint32]struct{})

@@ -3,6 +3,7 @@ package profiler
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/djx-bpf/djx-bpf/agent"
 	"github.com/djx-bpf/djx-bpf/loader"
@@ -222,5 +223,34 @@ func TestNoEnvThreadsLeaveTheSignal(t *testing.T) {
 	}
 	if got := j.stats.StackErrors["thread without JNIEnv"]; got != 3 {
 		t.Errorf("stack errors without JNIEnv: %d, want 3", got)
+	}
+}
+
+// TestStacksFromAnotherPIDNamespace: the agent of a JVM in its own pid
+// namespace reports the thread ids it sees; turned into the host's, its
+// stacks meet BPF's samples. A thread the JVM no longer has stays
+// unmatched, and is not handed to BPF as non-Java.
+func TestStacksFromAnotherPIDNamespace(t *testing.T) {
+	j := stackJVM()
+	now := time.Unix(100, 0)
+	ns := &nsThreads{pid: 4000, now: func() time.Time { return now }}
+	ns.read = func(int) (map[uint32]uint32, error) { return map[uint32]uint32{1: 4000, 5: 4005}, nil }
+	j.hostTID = ns.host
+	var marked []uint32
+	j.noJava = func(tid uint32) { marked = append(marked, tid) }
+	j.onBatch(batch(120, alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}, agent.Frame{Method: 8})))
+	j.onSample(tsample(1000, 0x1000_0008, 0xA0, 4005), loader.PageFaults)
+	j.onBatch(batch(7000, stack(1020, 5, 0xA0, agent.Frame{Method: 20, BCI: 5}),
+		&agent.Stack{Time: 1100, TID: 1, Status: agent.StackNoEnv, PC: 0x7000},
+		&agent.Stack{Time: 1200, TID: 9, Status: agent.StackNoEnv, PC: 0x7000}))
+	j.drain(true)
+	if s := j.stats; s.SamplesWithStack != 1 || s.StacksUnmatched != 2 {
+		t.Errorf("samples with a stack %d, unmatched stacks %d; want 1 and 2 (the two without JNIEnv)", s.SamplesWithStack, s.StacksUnmatched)
+	}
+	if len(marked) != 1 || marked[0] != 4000 {
+		t.Errorf("threads marked non-Java: %v, want [4000]", marked)
+	}
+	if ns.rereads != 1 {
+		t.Errorf("%d reads of the threads, want 1 (the miss on thread 9 comes within %v)", ns.rereads, rereadEvery)
 	}
 }

@@ -526,7 +526,13 @@ func TestAttachAcrossNamespaces(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("profile exited %d:\n%s", code, stderr)
 	}
-	checkGroundTruth(t, readReport(t, out))
+	r := readReport(t, out)
+	checkGroundTruth(t, r)
+	// The agent's thread ids are the namespace's, BPF's the host's: the
+	// stacks meet their samples only once they are translated.
+	if s := r.Stats; s.SamplesJavaStack == 0 || s.StacksUnmatched*2 > s.Stacks {
+		t.Errorf("namespaced JVM: %d samples with a Java stack, %d of %d stacks unmatched", s.SamplesJavaStack, s.StacksUnmatched, s.Stacks)
+	}
 	if entries, _ := filepath.Glob(fmt.Sprintf("/proc/%d/root/tmp/djx-bpf-*", pid)); len(entries) > 0 {
 		t.Errorf("agent directory left in the container's /tmp: %v", entries)
 	}

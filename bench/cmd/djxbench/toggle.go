@@ -304,20 +304,15 @@ func geomeanCI(v []float64) (g, lo, hi float64) {
 	if len(v) == 0 {
 		return 0, 0, 0
 	}
-	var sum, sq float64
-	for _, x := range v {
-		sum += math.Log(x)
+	logs := make([]float64, len(v))
+	for i, x := range v {
+		logs[i] = math.Log(x)
 	}
-	m := sum / float64(len(v))
+	m := meanCIOf(logs)
 	if len(v) < 2 {
-		return math.Exp(m), 0, 0
+		return math.Exp(m.Mean), 0, 0
 	}
-	for _, x := range v {
-		d := math.Log(x) - m
-		sq += d * d
-	}
-	se := math.Sqrt(sq/float64(len(v)-1)) / math.Sqrt(float64(len(v)))
-	return math.Exp(m), math.Exp(m - 1.96*se), math.Exp(m + 1.96*se)
+	return math.Exp(m.Mean), math.Exp(m.Lo), math.Exp(m.Hi)
 }
 
 func abs(x float64) float64 {

@@ -11,12 +11,11 @@ import (
 // stacks meet their samples. A miss rereads the JVM's threads, at most
 // every rereadEvery: a thread that starts is found within that.
 type nsThreads struct {
-	pid     int
-	read    func(pid int) (map[uint32]uint32, error) // attach.ThreadIDs; replaced in tests
-	now     func() time.Time
-	m       map[uint32]uint32
-	readAt  time.Time
-	rereads int
+	pid    int
+	read   func(pid int) (map[uint32]uint32, error) // attach.ThreadIDs; replaced in tests
+	now    func() time.Time
+	m      map[uint32]uint32
+	readAt time.Time
 }
 
 const rereadEvery = 100 * time.Millisecond
@@ -32,7 +31,6 @@ func (n *nsThreads) host(tid uint32) (uint32, bool) {
 	}
 	if t := n.now(); n.readAt.IsZero() || t.Sub(n.readAt) >= rereadEvery {
 		n.readAt = t
-		n.rereads++
 		if m, err := n.read(n.pid); err == nil {
 			n.m = m // a failed read (the JVM exiting) keeps the old map
 		}

@@ -114,7 +114,7 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 			r.ReconcileSkipped, r.ReconcileLimited, r.ReconcileNanos,
 			r.StackSignals, r.StacksSent, r.StacksDropped, r.CodeSent, r.CodeDropped, r.SignalsChained,
 			r.Untagged, r.UntaggedFreed, r.AllocNanos, r.StackNanos, r.CodeNanos, r.WriterCPUNanos,
-			r.ProcessCPUNanos} {
+			r.ProcessCPUNanos, r.Tracked, r.TrackedLive, r.CensusNanos} {
 			dst = le.AppendUint64(dst, v)
 		}
 	case *Bye:
@@ -163,6 +163,30 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 		dst = le.AppendUint64(dst, r.Start)
 		dst = le.AppendUint32(dst, r.Size)
 		str(r.Name)
+	case *CensusStart:
+		dst = le.AppendUint64(dst, r.Time)
+		dst = le.AppendUint32(dst, uint32(r.Kind))
+	case *CensusPath:
+		dst = le.AppendUint32(dst, r.ID)
+		dst = le.AppendUint32(dst, r.Parent)
+		str(r.Hop)
+	case *Census:
+		for _, v := range []uint64{r.Time, r.Addr, r.Size, r.Tag} {
+			dst = le.AppendUint64(dst, v)
+		}
+		dst = le.AppendUint32(dst, r.Path)
+		dst = le.AppendUint32(dst, uint32(r.Kind))
+		str(r.TypeSig)
+	case *CensusEnd:
+		dst = le.AppendUint64(dst, r.Time)
+		dst = le.AppendUint32(dst, uint32(r.Kind))
+		dst = le.AppendUint32(dst, uint32(r.Status))
+		for _, v := range []uint64{r.Objects, r.Bytes, r.HeapObjects, r.HeapBytes, r.HeapWalkNanos, r.HolderWalkNanos,
+			r.EmitNanos, r.Paths, r.Reached, r.Unreachable, r.Unplaced} {
+			dst = le.AppendUint64(dst, v)
+		}
+		str(r.Note)
+		dst = le.AppendUint64(dst, r.Strays)
 	case *Unknown:
 		dst = append(dst, r.Body...)
 	default:

@@ -234,7 +234,7 @@ func decodeRecord(typ RecordType, body []byte) (Record, error) {
 			CodeSent: d.opt64(), CodeDropped: d.opt64(), SignalsChained: d.opt64(),
 			Untagged: d.opt64(), UntaggedFreed: d.opt64(),
 			AllocNanos: d.opt64(), StackNanos: d.opt64(), CodeNanos: d.opt64(), WriterCPUNanos: d.opt64(),
-			ProcessCPUNanos: d.opt64()}
+			ProcessCPUNanos: d.opt64(), Tracked: d.opt64(), TrackedLive: d.opt64(), CensusNanos: d.opt64()}
 	case TypeBye:
 		rec = &Bye{Reason: d.str()}
 	case TypeError:
@@ -277,6 +277,17 @@ func decodeRecord(typ RecordType, body []byte) (Record, error) {
 		rec = &CodeUnload{Time: d.u64(), Method: d.u64(), Start: d.u64()}
 	case TypeStub:
 		rec = &Stub{Time: d.u64(), Start: d.u64(), Size: d.u32(), Name: d.str()}
+	case TypeCensusStart:
+		rec = &CensusStart{Time: d.u64(), Kind: CensusKind(d.u32())}
+	case TypeCensusPath:
+		rec = &CensusPath{ID: d.u32(), Parent: d.u32(), Hop: d.str()}
+	case TypeCensus:
+		rec = &Census{Time: d.u64(), Addr: d.u64(), Size: d.u64(), Tag: d.u64(), Path: d.u32(), Kind: CensusKind(d.u32()), TypeSig: d.str()}
+	case TypeCensusEnd:
+		rec = &CensusEnd{Time: d.u64(), Kind: CensusKind(d.u32()), Status: CensusStatus(d.u32()),
+			Objects: d.u64(), Bytes: d.u64(), HeapObjects: d.u64(), HeapBytes: d.u64(),
+			HeapWalkNanos: d.u64(), HolderWalkNanos: d.u64(), EmitNanos: d.u64(),
+			Paths: d.u64(), Reached: d.u64(), Unreachable: d.u64(), Unplaced: d.u64(), Note: d.str(), Strays: d.opt64()}
 	default:
 		return &Unknown{RecType: typ, Body: append([]byte(nil), body...)}, nil
 	}

@@ -42,7 +42,8 @@
 //	             u64 stacks_dropped, u64 code_sent, u64 code_dropped,
 //	             u64 signals_chained, u64 untagged, u64 untagged_freed,
 //	             u64 alloc_ns, u64 stack_ns, u64 code_ns, u64 writer_cpu_ns,
-//	             u64 process_cpu_ns
+//	             u64 process_cpu_ns, u64 tracked, u64 tracked_live,
+//	             u64 census_ns
 //	BYE       5  string reason
 //	ERROR     6  string message
 //	INTERVAL  7  u64 time, u64 interval
@@ -56,6 +57,14 @@
 //	             npcs × {u64 pc, u32 nframes, nframes × frame}
 //	CODE_UNLOAD 14 u64 time, u64 method, u64 start
 //	STUB      15 u64 time, u64 start, u32 size, string name
+//	CENSUS_START 16 u64 time, u32 kind
+//	CENSUS_PATH  17 u32 id, u32 parent, string hop
+//	CENSUS    18 u64 time, u64 addr, u64 size, u64 tag, u32 path, u32 kind,
+//	             string type_sig
+//	CENSUS_END 19 u64 time, u32 kind, u32 status, u64 objects, u64 bytes,
+//	             u64 heap_objects, u64 heap_bytes, u64 heap_walk_ns,
+//	             u64 holder_walk_ns, u64 emit_ns, u64 paths, u64 reached,
+//	             u64 unreachable, u64 unplaced, string note, u64 strays
 //
 // frame = {u64 jmethodid, u64 bci}, bci a signed 64-bit integer, innermost
 // frame first (as in ALLOC). Every nonzero jmethodid in an ALLOC, STACK or
@@ -90,16 +99,26 @@
 // adapters: DynamicCodeGenerated, also replayed at the start). CODE,
 // CODE_UNLOAD and STUB are in timestamp order with the other records.
 //
-// Tags: the agent tags every object it sends an ALLOC for with a per-session
-// sequential tag (from 1; 0 means untagged) and sends FREE when the JVM
-// reports the object collected (JVMTI ObjectFree, delivered some time after
-// the GC that freed it). GC_START/GC_FINISH bracket each stop-the-world
-// collection the JVM reports to JVMTI. With reconcile=1, after a
-// GC_FINISH the agent reads the current addresses of (up to reconcile_max)
-// live tagged objects and sends them as RECONCILE records: each lists
-// addresses valid at its time, and no GC started between their reading and
-// the record (records that would straddle a GC are dropped). Tags of
-// objects that died are left out.
+// Tags: the agent gives every object it sends an ALLOC or CENSUS for a
+// per-session sequential tag (from 1; 0 means untracked) and follows it
+// with a JNI weak reference. GC_START/GC_FINISH bracket each stop-the-world
+// collection the JVM reports to JVMTI. After a GC_FINISH the agent reads
+// every tracked object's reference: a cleared one is sent as FREE, and
+// with reconcile=1 the ones whose address changed are sent in RECONCILE
+// records, each listing addresses valid at its time (no GC ran between
+// their reading and the record). The scan is O(tracked), with no cap.
+//
+// Census (option census=1|2, on the loader's 'C'): the agent walks the
+// heap and tracks every live object of at least minsize that exists, as
+// CENSUS records between a CENSUS_START and a CENSUS_END. A CENSUS's time
+// is when its address became valid (the census start or the GC before it
+// was read), so CENSUS records may be stamped earlier than records before
+// them: loaders order them by time. With census=2 each object also names
+// its holder: the reference chain that reached it from a GC root, as the
+// id of a CENSUS_PATH chain (parent 0 ends it at the root; 0 in CENSUS:
+// unknown). Paths are sent before the CENSUS records that use them.
+// Kind 2 (census after a GC, option recensus=MS) tracks large objects the
+// heap sampler missed, without holders.
 //
 // Commands: the loader writes single commands on the same socket. 'Q' asks
 // for the last batch (BYE "detach") and ends the session. 'H' and a u64 N
@@ -110,7 +129,7 @@
 // (klass, and array length with compressed class pointers) and sends FREE
 // when it changed, i.e. once the region was reused or uncommitted. They are
 // never in RECONCILE records. 'P' and 'R' pause and resume allocation
-// sampling.
+// sampling. 'C' (CommandCensus) runs the census.
 package agent
 
 import (
@@ -128,6 +147,10 @@ const (
 	CommandPause  = 'P'
 	CommandResume = 'R'
 )
+
+// CommandCensus asks the agent for a census of the live heap (option
+// census=1|2).
+const CommandCensus = 'C'
 
 // CommandUntag returns the command that tracks objects of at least min
 // bytes without JVMTI tags (see the package comment); 0 tags every object.
@@ -179,6 +202,12 @@ const (
 	// TypeStub: code the JVM generated that is not a Java method
 	// (DynamicCodeGenerated: interpreter, stubs, adapters).
 	TypeStub RecordType = 15
+	// TypeCensusStart, TypeCensusPath, TypeCensus and TypeCensusEnd: a
+	// census of the objects that exist (see the package comment).
+	TypeCensusStart RecordType = 16
+	TypeCensusPath  RecordType = 17
+	TypeCensus      RecordType = 18
+	TypeCensusEnd   RecordType = 19
 )
 
 func (t RecordType) String() string {
@@ -213,6 +242,14 @@ func (t RecordType) String() string {
 		return "CODE_UNLOAD"
 	case TypeStub:
 		return "STUB"
+	case TypeCensusStart:
+		return "CENSUS_START"
+	case TypeCensusPath:
+		return "CENSUS_PATH"
+	case TypeCensus:
+		return "CENSUS"
+	case TypeCensusEnd:
+		return "CENSUS_END"
 	}
 	return fmt.Sprintf("type %d", uint16(t))
 }
@@ -316,6 +353,80 @@ type Stats struct {
 	// ProcessCPUNanos is the JVM's CPU time (all its threads) since the
 	// session started.
 	ProcessCPUNanos uint64
+	// Tracked counts objects ever followed by weak references,
+	// TrackedLive those followed now; CensusNanos the census pauses.
+	Tracked     uint64
+	TrackedLive uint64
+	CensusNanos uint64
+}
+
+// CensusKind says why a census ran.
+type CensusKind uint32
+
+// Census kinds.
+const (
+	CensusAttach  CensusKind = 1 // at the start of an attached profile
+	CensusAfterGC CensusKind = 2 // large objects the heap sampler missed
+)
+
+// CensusStatus is CENSUS_END's outcome bits.
+type CensusStatus uint32
+
+// Census outcome bits (DJX_CENSUS_* in agent/src/djx.h).
+const (
+	CensusOverBudget     CensusStatus = 0x1 // the heap walk passed the pause budget: no census
+	CensusCancelled      CensusStatus = 0x2
+	CensusFailed         CensusStatus = 0x4
+	CensusHolders        CensusStatus = 0x8  // every object has its holder chain
+	CensusHoldersSkipped CensusStatus = 0x10 // the holder walk would have passed the budget
+	CensusHoldersPartial CensusStatus = 0x20 // it did: objects it had not reached have none
+	CensusHoldersFailed  CensusStatus = 0x40
+)
+
+// CensusStart opens a census; the loader holds its join at Time until the
+// CensusEnd, so that samples from then on meet the census objects.
+type CensusStart struct {
+	Time uint64
+	Kind CensusKind
+}
+
+// CensusPath is one hop of a holder chain: the chain ID is the chain
+// Parent (0: none, Hop is the GC root) followed by Hop.
+type CensusPath struct {
+	ID, Parent uint32
+	Hop        string // "RealService.index (static)", "java.util.HashMap.table", "[]"
+}
+
+// Census is one object that existed when the census ran.
+type Census struct {
+	Time    uint64 // from when Addr holds
+	Addr    uint64
+	Size    uint64
+	Tag     uint64 // as ALLOC's tag
+	Path    uint32 // holder chain (CensusPath ID), 0: unknown
+	Kind    CensusKind
+	TypeSig string
+}
+
+// CensusEnd closes a census with what it found and cost.
+type CensusEnd struct {
+	Time        uint64
+	Kind        CensusKind
+	Status      CensusStatus
+	Objects     uint64 // CENSUS records sent
+	Bytes       uint64
+	HeapObjects uint64 // every object the heap walk saw
+	HeapBytes   uint64
+	// The two stop-the-world walks and the work after them (no pause).
+	HeapWalkNanos   uint64
+	HolderWalkNanos uint64
+	EmitNanos       uint64
+	Paths           uint64 // holder chains interned
+	Reached         uint64 // objects the holder walk reached
+	Unreachable     uint64 // large objects no root reached (garbage): not tracked
+	Unplaced        uint64 // references the walk could not place on a chain
+	Note            string
+	Strays          uint64 // objects the JVM returned without the census's tag: left out
 }
 
 // Stack status codes below zero. 0 and -1..-10 are AsyncGetCallTrace's own
@@ -432,19 +543,23 @@ type Unknown struct {
 	Body    []byte
 }
 
-func (*Hello) Type() RecordType      { return TypeHello }
-func (*Method) Type() RecordType     { return TypeMethod }
-func (*Alloc) Type() RecordType      { return TypeAlloc }
-func (*Stats) Type() RecordType      { return TypeStats }
-func (*Bye) Type() RecordType        { return TypeBye }
-func (*ErrorRec) Type() RecordType   { return TypeError }
-func (*Interval) Type() RecordType   { return TypeInterval }
-func (*Free) Type() RecordType       { return TypeFree }
-func (*GCStart) Type() RecordType    { return TypeGCStart }
-func (*GCFinish) Type() RecordType   { return TypeGCFinish }
-func (*Reconcile) Type() RecordType  { return TypeReconcile }
-func (u *Unknown) Type() RecordType  { return u.RecType }
-func (*Stack) Type() RecordType      { return TypeStack }
-func (*Code) Type() RecordType       { return TypeCode }
-func (*CodeUnload) Type() RecordType { return TypeCodeUnload }
-func (*Stub) Type() RecordType       { return TypeStub }
+func (*Hello) Type() RecordType       { return TypeHello }
+func (*Method) Type() RecordType      { return TypeMethod }
+func (*Alloc) Type() RecordType       { return TypeAlloc }
+func (*Stats) Type() RecordType       { return TypeStats }
+func (*Bye) Type() RecordType         { return TypeBye }
+func (*ErrorRec) Type() RecordType    { return TypeError }
+func (*Interval) Type() RecordType    { return TypeInterval }
+func (*Free) Type() RecordType        { return TypeFree }
+func (*GCStart) Type() RecordType     { return TypeGCStart }
+func (*GCFinish) Type() RecordType    { return TypeGCFinish }
+func (*Reconcile) Type() RecordType   { return TypeReconcile }
+func (u *Unknown) Type() RecordType   { return u.RecType }
+func (*Stack) Type() RecordType       { return TypeStack }
+func (*Code) Type() RecordType        { return TypeCode }
+func (*CodeUnload) Type() RecordType  { return TypeCodeUnload }
+func (*Stub) Type() RecordType        { return TypeStub }
+func (*CensusStart) Type() RecordType { return TypeCensusStart }
+func (*CensusPath) Type() RecordType  { return TypeCensusPath }
+func (*Census) Type() RecordType      { return TypeCensus }
+func (*CensusEnd) Type() RecordType   { return TypeCensusEnd }

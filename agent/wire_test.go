@@ -32,7 +32,7 @@ var sample = []struct {
 		Frees: 4, GCs: 5, Reconciles: 6, Reconciled: 7, ReconcileSkipped: 8, ReconcileLimited: 9, ReconcileNanos: 10,
 		StackSignals: 11, StacksSent: 12, StacksDropped: 13, CodeSent: 14, CodeDropped: 15, SignalsChained: 16,
 		Untagged: 17, UntaggedFreed: 18, AllocNanos: 19, StackNanos: 20, CodeNanos: 21, WriterCPUNanos: 22,
-		ProcessCPUNanos: 23}},
+		ProcessCPUNanos: 23, Tracked: 24, TrackedLive: 25, CensusNanos: 26}},
 	{"bye", &Bye{Reason: "vmdeath"}},
 	{"error", &ErrorRec{Message: "GetStackTrace failed: 15"}},
 	{"interval", &Interval{Time: 123456789, Interval: 8192}},
@@ -50,6 +50,12 @@ var sample = []struct {
 		}}},
 	{"codeunload", &CodeUnload{Time: 8000, Method: 0x7f00cafe0000, Start: 0x7f00c0de0000}},
 	{"stub", &Stub{Time: 9000, Start: 0x7f00b0000000, Size: 0x4000, Name: "Interpreter"}},
+	{"censusstart", &CensusStart{Time: 9100, Kind: CensusAttach}},
+	{"censuspath", &CensusPath{ID: 7, Parent: 3, Hop: "java.util.HashMap.table"}},
+	{"census", &Census{Time: 9200, Addr: 0xffe80000, Size: 262160, Tag: 44, Path: 7, Kind: CensusAttach, TypeSig: "[J"}},
+	{"censusend", &CensusEnd{Time: 9300, Kind: CensusAttach, Status: CensusHolders, Objects: 1, Bytes: 262160,
+		HeapObjects: 1000, HeapBytes: 1 << 20, HeapWalkNanos: 1e6, HolderWalkNanos: 5e6, EmitNanos: 2e5,
+		Paths: 9, Reached: 900, Unreachable: 3, Unplaced: 0, Note: "", Strays: 1}},
 	{"unknown", &Unknown{RecType: 99, Body: []byte{1, 2, 3}}},
 }
 
@@ -163,14 +169,14 @@ func TestOlderAgent(t *testing.T) {
 		want Record
 	}{
 		{&Alloc{Time: 1, TypeSig: "[J", Frames: []Frame{{1, 2}}, Tag: 9}, 8, &Alloc{Time: 1, TypeSig: "[J", Frames: []Frame{{1, 2}}}},
-		{&Stats{Callbacks: 1, AllocsSent: 2, Frees: 3, ReconcileNanos: 4}, 20 * 8, &Stats{Callbacks: 1, AllocsSent: 2}},
+		{&Stats{Callbacks: 1, AllocsSent: 2, Frees: 3, ReconcileNanos: 4}, 23 * 8, &Stats{Callbacks: 1, AllocsSent: 2}},
 		// Half a trailing field is ignored, not an error.
-		{&Stats{Callbacks: 1, GCs: 3}, 19*8 - 4, &Stats{Callbacks: 1}},
+		{&Stats{Callbacks: 1, GCs: 3}, 22*8 - 4, &Stats{Callbacks: 1}},
 		// An issue 3 agent: no stack counters.
-		{&Stats{Callbacks: 1, ReconcileNanos: 4, StackSignals: 5, SignalsChained: 6}, 13 * 8,
+		{&Stats{Callbacks: 1, ReconcileNanos: 4, StackSignals: 5, SignalsChained: 6}, 16 * 8,
 			&Stats{Callbacks: 1, ReconcileNanos: 4}},
 		// An issue 4 agent: no untagged counters.
-		{&Stats{Callbacks: 1, SignalsChained: 6, Untagged: 7, UntaggedFreed: 8}, 7 * 8,
+		{&Stats{Callbacks: 1, SignalsChained: 6, Untagged: 7, UntaggedFreed: 8}, 10 * 8,
 			&Stats{Callbacks: 1, SignalsChained: 6}},
 		{&Hello{ProtoVersion: 1, Mode: "launch", StackSignal: 42}, 4, &Hello{ProtoVersion: 1, Mode: "launch"}},
 	} {

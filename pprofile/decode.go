@@ -87,7 +87,7 @@ func Decode(p *profile.Profile) ([]*report.Report, error) {
 		for k := range r.Objects {
 			o := &r.Objects[k]
 			o.Accesses = nil
-			d.objects[objectKey(report.ObjectFrame(o), o.AllocPath)] = k
+			d.objects[objectKey(report.ObjectFrame(o), o.Lineage())] = k
 		}
 		r.Remainder = nil
 		ds[i] = d

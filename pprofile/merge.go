@@ -71,7 +71,7 @@ func Merge(reps ...*report.Report) *report.Report {
 			addStats(&out.Stats, &r.Stats)
 		}
 		for _, o := range r.Objects {
-			k := o.Type + "\x00" + o.Site + "\x00" + strings.Join(o.AllocPath, "\x00")
+			k := o.Type + "\x00" + o.Site + "\x00" + strings.Join(o.AllocPath, "\x00") + "\x01" + strings.Join(o.Holder, "\x00")
 			i, ok := objIdx[k]
 			if !ok {
 				i = len(out.Objects)
@@ -79,6 +79,7 @@ func Merge(reps ...*report.Report) *report.Report {
 				c := o
 				c.Accesses = nil
 				c.AllocPath = slices.Clone(o.AllocPath)
+				c.Holder = slices.Clone(o.Holder)
 				// Copies, so that merging never changes its inputs.
 				c.Mem, c.NUMA = report.SumMem(nil, o.Mem), report.SumNUMA(nil, o.NUMA)
 				out.Objects = append(out.Objects, c)

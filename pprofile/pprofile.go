@@ -10,7 +10,9 @@
 //	allocation path (innermost frame first)
 //
 // so that a flame graph's root is the allocation path's outermost frame and
-// cost is grouped by object first. Samples in no tracked object end in
+// cost is grouped by object first. A census object's allocation path is
+// unknown: its holder chain stands there instead, last hop first, under
+// "[held by]" (report.HolderFrame, the root). Samples in no tracked object end in
 // "[not in a tracked object: WHERE]" (report.RemainderFrame) instead of an
 // object and its allocation path.
 //
@@ -194,9 +196,10 @@ func (e *encoder) report(r *report.Report) {
 	pid := map[string][]int64{"pid": {int64(r.PID)}}
 	for i := range r.Objects {
 		o := &r.Objects[i]
-		tail := make([]*profile.Location, 0, 1+len(o.AllocPath))
+		lin := o.Lineage()
+		tail := make([]*profile.Location, 0, 1+len(lin))
 		tail = append(tail, e.loc(report.ObjectFrame(o)))
-		tail = e.appendLocs(tail, o.AllocPath)
+		tail = e.appendLocs(tail, lin)
 		labels := func(kind string) map[string][]string {
 			return map[string][]string{"type": {o.Type}, "site": {o.Site}, "event": {r.Event}, "kind": {kind}}
 		}

@@ -44,10 +44,13 @@ type pending struct {
 	weight   uint64 // union perf_sample_weight
 }
 
-// site is one (allocation path, type) pair.
+// site is one (allocation path, type) pair, or for census objects one
+// (holder chain, type) pair.
 type site struct {
 	typeSig    string
 	frames     []agent.Frame
+	census     agent.CensusKind // 0: sampled allocations
+	holder     uint32           // census: the holder chain (agent.CensusPath ID)
 	objects    uint64
 	bytes      uint64
 	estObjects float64
@@ -153,6 +156,11 @@ type jvm struct {
 	// Hardware memory metrics and NUMA placement (mem.go).
 	weightStruct bool // the event reports PERF_SAMPLE_WEIGHT_STRUCT
 	numa         *numaState
+
+	// The census (census.go).
+	censusPaths map[uint32]agent.CensusPath
+	censusHold  uint64 // a census started then and has not ended: the join waits
+	censuses    []censusRun
 }
 
 func newJVM(pid int) *jvm {
@@ -218,6 +226,12 @@ func (j *jvm) onBatch(b *agent.Batch) {
 			j.onStack(r)
 		case *agent.Code, *agent.CodeUnload, *agent.Stub:
 			j.onCode(r)
+		case *agent.CensusStart, *agent.CensusPath, *agent.CensusEnd:
+			j.onCensusRec(r)
+		case *agent.Census:
+			// Stamped when its address became valid, which may precede
+			// records already queued.
+			j.insertTimed(timedRec{r.Time, r})
 		case *agent.Stats:
 			j.lastAgt = *r
 		case *agent.ErrorRec:
@@ -252,6 +266,8 @@ func (j *jvm) applyTimed(r agent.Record) {
 		j.onFree(r.Tag)
 	case *agent.Reconcile:
 		j.onReconcile(r.Objects)
+	case *agent.Census:
+		j.onCensus(r)
 	}
 }
 
@@ -314,6 +330,9 @@ func (j *jvm) horizon() uint64 {
 		// Stacks come a little after their samples.
 		h = max(h, stackGrace) - stackGrace
 	}
+	if j.censusHold != 0 && j.censusHold < h {
+		h = j.censusHold // samples from the census on meet its objects
+	}
 	if j.rescanWait != 0 {
 		if j.watermark > j.rescanWait+rescanTimeout {
 			j.rescanWait = 0
@@ -361,15 +380,18 @@ func (j *jvm) siteOf(a *agent.Alloc) int32 {
 }
 
 func (j *jvm) onAlloc(a *agent.Alloc) {
-	si := j.siteOf(a)
-	s := j.sites[si]
-	w := captureWeight(a.Size, j.interval)
-	s.objects++
-	s.bytes += a.Size
-	s.estObjects += w
-	s.estBytes += w * float64(a.Size)
+	j.track(j.siteOf(a), a.Addr, a.Size, a.Tag, captureWeight(a.Size, j.interval))
 	j.stats.AllocsTracked++
-	o := object{site: si, weight: float32(w), start: a.Addr, size: a.Size, tag: a.Tag}
+}
+
+// track starts following an object of site si, weighted w (1/p).
+func (j *jvm) track(si int32, addr, size, tag uint64, w float64) {
+	s := j.sites[si]
+	s.objects++
+	s.bytes += size
+	s.estObjects += w
+	s.estBytes += w * float64(size)
+	o := object{site: si, weight: float32(w), start: addr, size: size, tag: tag}
 	var id objindex.ID
 	if n := len(j.free); n > 0 {
 		id = j.free[n-1]
@@ -379,9 +401,9 @@ func (j *jvm) onAlloc(a *agent.Alloc) {
 		id = objindex.ID(len(j.objs))
 		j.objs = append(j.objs, o)
 	}
-	j.idx.Insert(a.Addr, a.Size, id)
-	if a.Tag != 0 {
-		j.tags[a.Tag] = id
+	j.idx.Insert(addr, size, id)
+	if tag != 0 {
+		j.tags[tag] = id
 	}
 }
 
@@ -607,11 +629,19 @@ func (j *jvm) report() []report.Object {
 		if len(path) > 0 {
 			siteName = path[0]
 		}
+		origin, holder := report.OriginAllocation, []string{}
+		if s.census != 0 {
+			origin, siteName = report.OriginCensus, censusSiteName(s.census)
+			if h := j.holderChain(s.holder); h != nil {
+				holder = h
+			}
+		}
 		typ := jvmsym.TypeName(s.typeSig)
-		// Different bcis on one line name the same site: merge them.
-		key := typ + "\x00" + strings.Join(path, "\x00")
+		// Different bcis on one line name the same site, and chains that
+		// read the same the same holder: merge them.
+		key := typ + "\x00" + siteName + "\x00" + strings.Join(path, "\x00") + "\x01" + strings.Join(holder, "\x00")
 		o := report.Object{
-			Type: typ, Site: siteName, AllocPath: path,
+			Type: typ, Site: siteName, AllocPath: path, Origin: origin, Holder: holder,
 			Objects: s.objects, Bytes: s.bytes, EstObjects: s.estObjects, EstBytes: s.estBytes,
 			Samples: s.samples, EstSamples: s.estSamples,
 			Mem: report.SumMem(nil, s.mem), NUMA: report.SumNUMA(nil, s.numa),

@@ -61,6 +61,27 @@ const (
 	// pauses: `make bench` measured H2 and Xalan 1.9-2.6x slower with it,
 	// 1.4-1.5x with rescan.
 	DefaultRelocation = RelocRescan
+	// DefaultCensusBudget bounds each stop-the-world pause of the census
+	// at attach (docs/census.md has the pauses per heap).
+	DefaultCensusBudget = 500 * time.Millisecond
+	// DefaultRecensus is the least time between two censuses of large
+	// objects after GCs, which run only while the allocation budget keeps
+	// the heap sampler from catching objects of min size.
+	DefaultRecensus = time.Second
+)
+
+// Census modes (--census).
+const (
+	// CensusAuto: a census with holder chains at attach, degraded to one
+	// without holders, then to none, when a pause would pass the budget.
+	CensusAuto = "auto"
+	// CensusOn: the full census whatever its pauses.
+	CensusOn = "on"
+	// CensusObjects: a census without holder chains.
+	CensusObjects = "objects"
+	// CensusOff: no census; only objects allocated after the attach are
+	// tracked.
+	CensusOff = "off"
 )
 
 // DefaultInterval is the heap sampling interval used for a min size: a
@@ -112,6 +133,15 @@ type Options struct {
 	// followed. Switched, when set, is called after each command.
 	Control  <-chan bool
 	Switched func(on bool, err error)
+	// Census is what an attached profile tracks of the objects that
+	// already exist: CensusAuto (default), CensusOn, CensusObjects or
+	// CensusOff. CensusBudget bounds each census pause (auto and objects;
+	// DefaultCensusBudget when 0). Recensus is the least time between
+	// censuses of large objects after GCs (DefaultRecensus when 0,
+	// negative: none).
+	Census       string
+	CensusBudget time.Duration
+	Recensus     time.Duration
 }
 
 // Progress is a live view of a profile in progress.
@@ -146,6 +176,24 @@ func (o *Options) fill() {
 	if o.AgentTimeout == 0 {
 		o.AgentTimeout = 15 * time.Second
 	}
+	if o.Census == "" {
+		o.Census = CensusAuto
+	}
+	if o.CensusBudget == 0 {
+		o.CensusBudget = DefaultCensusBudget
+	}
+	if o.Recensus == 0 {
+		o.Recensus = DefaultRecensus
+	}
+}
+
+// CheckCensus says whether mode is a --census mode.
+func CheckCensus(mode string) error {
+	switch mode {
+	case "", CensusAuto, CensusOn, CensusObjects, CensusOff:
+		return nil
+	}
+	return fmt.Errorf("unknown census mode %q: use auto, on, objects or off", mode)
 }
 
 func (o *Options) note(format string, args ...any) {
@@ -156,7 +204,25 @@ func (o *Options) note(format string, args ...any) {
 
 func (o *Options) agentOptions(sock string) string {
 	return "sock=" + sock + ",interval=" + strconv.FormatUint(o.Interval, 10) + ",minsize=" + strconv.FormatUint(o.MinSize, 10) +
-		",budget=" + strconv.FormatUint(o.AllocBudget, 10) + reconcileOpt(o.Relocation) + stacksOpt(o.StackSignal)
+		",budget=" + strconv.FormatUint(o.AllocBudget, 10) + reconcileOpt(o.Relocation) + stacksOpt(o.StackSignal) + o.censusOpt()
+}
+
+// censusOpt: the census runs when the loader sends agent.CommandCensus
+// (attached sessions only); the census after GCs in every mode.
+func (o *Options) censusOpt() string {
+	lvl := map[string]string{CensusAuto: "2", CensusOn: "2", CensusObjects: "1"}[o.Census]
+	if lvl == "" {
+		return ""
+	}
+	budget := o.CensusBudget.Milliseconds()
+	if o.Census == CensusOn {
+		budget = 0
+	}
+	opt := ",census=" + lvl + ",census_budget=" + strconv.FormatInt(budget, 10)
+	if o.Recensus > 0 {
+		opt += ",recensus=" + strconv.FormatInt(o.Recensus.Milliseconds(), 10)
+	}
+	return opt
 }
 
 // stacksOpt installs the agent's stack handler on sig.
@@ -450,6 +516,7 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	s.loadPerfMap()
 	s.loadHeap(ctx)
 	s.untagHumongous()
+	s.askCensus()
 	rel := s.startRelocation()
 	var relocC <-chan relocMsg
 	if rel != nil {
@@ -741,6 +808,17 @@ func (s *session) untagHumongous() {
 	}
 }
 
+// askCensus has the agent of an attached JVM track the objects that exist
+// already. In launch mode there are none worth a pause.
+func (s *session) askCensus() {
+	if s.conn == nil || s.mode != "attach" || s.opts.Census == CensusOff {
+		return
+	}
+	if _, err := s.conn.Write([]byte{agent.CommandCensus}); err != nil {
+		s.addNote("no census: %v", err)
+	}
+}
+
 func (s *session) finish(elapsed time.Duration) *report.Report {
 	st := s.j.stats
 	if c, err := s.sampler.Counters(); err == nil && s.shared == nil {
@@ -766,6 +844,7 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 	st.HumongousUntagged = a.Untagged
 	st.HumongousFreed = a.UntaggedFreed
 	s.cost(&st, a)
+	s.j.censusStats(&st, func(format string, args ...any) { s.notes = append(s.notes, fmt.Sprintf(format, args...)) })
 	if st.Dropped > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("%d samples were dropped because the ring buffer was full; lower --freq", st.Dropped))
 	}

@@ -13,6 +13,24 @@ import (
 // access paths in collapsed stacks and pprof profiles.
 func ObjectFrame(o *Object) string { return "[object] " + o.Type + " @ " + o.Site }
 
+// HolderFrame is the root frame of a census object's lineage: under it
+// hangs the holder chain from its GC root down to the object.
+const HolderFrame = "[held by]"
+
+// Lineage is what stands under an object's frame in stacks, innermost
+// first: its allocation path, or for a census object with a known holder
+// its holder chain from the last hop up to the root, then HolderFrame.
+func (o *Object) Lineage() []string {
+	if o.Origin != OriginCensus || len(o.Holder) == 0 {
+		return o.AllocPath
+	}
+	l := make([]string, 0, len(o.Holder)+1)
+	for k := len(o.Holder) - 1; k >= 0; k-- {
+		l = append(l, o.Holder[k])
+	}
+	return append(l, HolderFrame)
+}
+
 // RemainderFrame names the frame under which the access paths of samples in
 // no tracked object hang, "[not in a tracked object: outside the heap]".
 func RemainderFrame(where string) string { return "[not in a tracked object: " + where + "]" }
@@ -58,8 +76,9 @@ func WriteCollapsed(w io.Writer, r *Report, opt TableOptions) error {
 		}
 		shown++
 		root = root[:0]
-		for k := len(o.AllocPath) - 1; k >= 0; k-- {
-			root = append(root, o.AllocPath[k])
+		lin := o.Lineage()
+		for k := len(lin) - 1; k >= 0; k-- {
+			root = append(root, lin[k])
 		}
 		root = append(root, ObjectFrame(o))
 		var onPaths uint64

@@ -17,11 +17,20 @@ import (
 )
 
 // Object is one allocation site and type: every tracked object allocated
-// there, with the samples that hit them.
+// there, with the samples that hit them. For objects found by the census
+// (Origin "census"), whose allocation site is unknown, it is one holder
+// chain and type.
 type Object struct {
 	Type      string   `json:"type"`
 	Site      string   `json:"site"`
 	AllocPath []string `json:"alloc_path"` // innermost frame first
+	// Origin is "allocation" (a sampled allocation) or "census" (an object
+	// that existed when the profile began, or that the heap sampler missed).
+	Origin string `json:"origin"`
+	// Holder is the reference chain from a GC root to the objects, root
+	// first: "RealService.index (static)", "java.util.HashMap.table", "[]".
+	// Empty when unknown.
+	Holder []string `json:"holder"`
 	// Objects and Bytes count the tracked (sampled) allocations.
 	Objects uint64 `json:"objects"`
 	Bytes   uint64 `json:"bytes"`
@@ -140,6 +149,24 @@ type Stats struct {
 	CostDjxCPUMs     float64 `json:"cost_djx_cpu_ms,omitempty"`
 	JITCode          uint64  `json:"jit_code,omitempty"`            // compiled-code blobs the agent reported
 	StackLeafFromJIT uint64  `json:"stack_leaf_from_jit,omitempty"` // samples whose innermost frames came from the JIT pc map at the access
+	// The census of the objects that existed at the attach: the objects it
+	// tracks, the heap it walked, its stop-the-world pauses (heap walk plus
+	// holder walk; the longest of them), its whole time, whether holders
+	// were named (all, partial, skipped, off, none), and the large objects
+	// it left out as unreachable. Recensuses: censuses of large objects the
+	// heap sampler missed, after GCs.
+	CensusObjects     uint64  `json:"census_objects"`
+	CensusBytes       uint64  `json:"census_bytes"`
+	CensusPauseMs     float64 `json:"census_pause_ms"`
+	CensusPauseMaxMs  float64 `json:"census_pause_max_ms,omitempty"`
+	CensusHolderMs    float64 `json:"census_holder_ms,omitempty"`
+	CensusMs          float64 `json:"census_ms,omitempty"`
+	CensusHeapObjects uint64  `json:"census_heap_objects,omitempty"`
+	CensusHeapBytes   uint64  `json:"census_heap_bytes,omitempty"`
+	CensusHolders     string  `json:"census_holders,omitempty"`
+	CensusUnreachable uint64  `json:"census_unreachable,omitempty"`
+	CensusDuplicates  uint64  `json:"census_duplicates,omitempty"` // found by a census but tracked already
+	Recensuses        uint64  `json:"recensuses,omitempty"`
 }
 
 // AgentCostMs is the agent's measured time inside the JVM: its allocation
@@ -192,9 +219,36 @@ func (r *Report) Finish() {
 		if a.Type != b.Type {
 			return a.Type < b.Type
 		}
-		return a.Site < b.Site
+		if a.Site != b.Site {
+			return a.Site < b.Site
+		}
+		return slices.Compare(a.Holder, b.Holder) < 0
 	})
 }
+
+// HolderText is a holder chain cut to its last depth hops (0: all).
+func HolderText(h []string, depth int) string {
+	cut := ""
+	if depth > 0 && len(h) > depth {
+		h, cut = h[len(h)-depth:], "… → "
+	}
+	return cut + strings.Join(h, " → ")
+}
+
+// siteText is what the table shows of where an object comes from: its
+// allocation site, or for census objects their holder chain.
+func (o *Object) siteText(depth int) string {
+	if o.Origin == OriginCensus && len(o.Holder) > 0 {
+		return HolderText(o.Holder, depth)
+	}
+	return o.Site
+}
+
+// Origins of objects.
+const (
+	OriginAllocation = "allocation"
+	OriginCensus     = "census"
+)
 
 // finishAccesses sets shares of total and orders paths, most sampled first
 // (ties: by where, then path, so that output is deterministic).
@@ -286,7 +340,13 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 	if r.DisabledSec > 0 {
 		fmt.Fprintf(w, " (sampling off %.1fs)", r.DisabledSec)
 	}
-	fmt.Fprintf(w, ", heap sampling interval %s, min size %s\n", Bytes(r.AllocInterval), Bytes(r.MinSize))
+	fmt.Fprintf(w, ", heap sampling interval %s, min size %s", Bytes(r.AllocInterval), Bytes(r.MinSize))
+	if st := &r.Stats; st.CensusHolders != "" {
+		holders := map[string]string{"all": "with holders", "partial": "holders partial", "skipped": "no holders: over budget",
+			"off": "no holders", "none": "none: over budget or failed"}[st.CensusHolders]
+		fmt.Fprintf(w, ", census %d objects (%s), pause %.0f ms", st.CensusObjects, holders, st.CensusPauseMs)
+	}
+	fmt.Fprintln(w)
 	// Sites that no sample hit cost nothing measurable: the table leaves
 	// them out (JSON keeps them, with their allocation counts).
 	var objs []Object
@@ -327,7 +387,7 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 		t.Header(header)
 		for i, o := range objs {
 			row := []string{
-				strconv.Itoa(i + 1), o.Type, o.Site,
+				strconv.Itoa(i + 1), o.Type, o.siteText(opt.Depth),
 				fmt.Sprintf("%d (%.0f)", o.Objects, o.EstObjects),
 				Bytes(o.Bytes),
 				strconv.FormatUint(o.Samples, 10),
@@ -507,7 +567,11 @@ func writeAccesses(w io.Writer, objs []Object, r *Report, opt TableOptions) {
 			fmt.Fprintln(w, "\naccess paths (share of the object's samples, innermost frame first):")
 			any = true
 		}
-		fmt.Fprintf(w, "#%d %s allocated at %s\n", i+1, o.Type, o.Site)
+		if o.Origin == OriginCensus && len(o.Holder) > 0 {
+			fmt.Fprintf(w, "#%d %s %s, held by %s\n", i+1, o.Type, o.Site, HolderText(o.Holder, 0))
+		} else {
+			fmt.Fprintf(w, "#%d %s allocated at %s\n", i+1, o.Type, o.Site)
+		}
 		for k, a := range as {
 			if k == opt.AccessTop {
 				fmt.Fprintf(w, "  ... %d more paths\n", len(as)-k)

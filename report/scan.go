@@ -107,7 +107,7 @@ func WriteScanTable(w io.Writer, s *Scan, opt TableOptions) error {
 		)
 		t.Header("#", "PID", "TYPE", "ALLOCATION SITE", "BYTES", "SAMPLES", "SHARE")
 		for i, r := range rows {
-			if err := t.Append([]string{strconv.Itoa(i + 1), strconv.Itoa(r.pid), r.o.Type, r.o.Site, Bytes(r.o.Bytes),
+			if err := t.Append([]string{strconv.Itoa(i + 1), strconv.Itoa(r.pid), r.o.Type, r.o.siteText(DefaultTableOptions.Depth), Bytes(r.o.Bytes),
 				strconv.FormatUint(r.o.Samples, 10), fmt.Sprintf("%.1f%%", 100*float64(r.o.Samples)/float64(total))}); err != nil {
 				return fmt.Errorf("render scan table: %w", err)
 			}

@@ -3,10 +3,11 @@
  * Agent_OnLoad (-agentpath:libdjxagent.so=OPTIONS) connects at VMInit;
  * Agent_OnAttach connects immediately. Sampled allocations of at least
  * minsize bytes become ALLOC records (preceded by METHOD records for frames
- * not yet described) and get a JVMTI tag, so that ObjectFree reports their
- * death as FREE records; GarbageCollectionStart/Finish become GC_START and
- * GC_FINISH records. A writer thread (writer.c) ships them in batches and
- * runs the reconciliations (RECONCILE records) after GCs. */
+ * not yet described) and get a JNI weak reference (track.c), through which
+ * the writer finds their deaths (FREE) and moves (RECONCILE) after each GC;
+ * GarbageCollectionStart/Finish become GC_START and GC_FINISH records. A
+ * writer thread (writer.c) ships them in batches and runs the census
+ * (census.c) when the loader asks. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -262,20 +263,6 @@ out:
 	return rc;
 }
 
-/* Tags a recorded object with the next sequential tag; 0 when tagging is
- * unavailable or fails (the ALLOC then carries tag 0). */
-static uint64_t tag_object(jvmtiEnv *j, jobject o)
-{
-	uint64_t tag;
-
-	if (!djx.tagging)
-		return 0;
-	tag = __atomic_add_fetch(&djx.next_tag, 1, RELAXED);
-	if ((*j)->SetTag(j, o, (jlong)tag) != JVMTI_ERROR_NONE)
-		return 0;
-	return tag;
-}
-
 /* Keeps the JVM's cost of heap sampling bounded: each sampled allocation
  * costs the allocating thread a slow path and a callback (~0.4 us when we
  * drop it, 10-40 us when we record it, mostly GetStackTrace). The callback
@@ -320,6 +307,7 @@ static void sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass
 	int nneed = 0;
 	size_t aoff, start;
 	uint64_t tag, addr;
+	jweak ref = NULL;
 	int sent = 0, big;
 	jvmtiError e;
 
@@ -388,11 +376,12 @@ static void sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass
 	}
 	if (e != JVMTI_ERROR_NONE)
 		snprintf(errmsg, sizeof errmsg, "GetStackTrace failed: %d", (int)e);
-	/* Outside mu: SetTag takes the tag-map lock, and JDK 17 posts ObjectFree
-	 * (which takes mu) while holding it. Lock order: tag map, then mu.
-	 * Humongous objects get a tag number but no JVMTI tag (big.c). */
-	big = djx.tagging && djx.gc_events && djx_big_wants((uint64_t)size); /* checked after GCs */
-	tag = big ? __atomic_add_fetch(&djx.next_tag, 1, RELAXED) : tag_object(j, object);
+	/* A weak reference follows the object through GCs (track.c); made
+	 * outside mu, as every JNI call. Humongous objects get none (big.c). */
+	big = djx.tagging && djx_big_wants((uint64_t)size); /* checked after GCs */
+	tag = djx.tagging ? __atomic_add_fetch(&djx.next_tag, 1, RELAXED) : 0;
+	if (tag != 0 && !big && (ref = (*jni)->NewWeakGlobalRef(jni, object)) == NULL)
+		tag = 0;
 	put_u64(w.p + w.len - 8, tag);
 
 	pthread_mutex_lock(&djx.mu);
@@ -422,20 +411,22 @@ static void sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass
 			put_u64(w.p + aoff + DJX_REC_HDR + 8, addr);
 			if (big && djx_big_add_locked(tag, addr, (uint64_t)size) != 0)
 				put_u64(w.p + w.len - 8, 0); /* out of memory: death untracked */
+			if (ref != NULL && djx_track_add_locked(tag, ref, addr) == 0)
+				ref = NULL; /* the table owns it */
+			else if (ref != NULL)
+				put_u64(w.p + w.len - 8, 0);
 			djx_append_locked(w.p + aoff, w.len - aoff, 1);
 			__atomic_add_fetch(&djx.n_sent, 1, RELAXED);
 			sent = 1;
-			if (tag != 0 && !big)
-				tset_add(&djx.live, tag); /* on OOM it is just not reconciled */
 			if (e != JVMTI_ERROR_NONE)
 				append_error_locked(errmsg);
 		}
 	}
 	pthread_mutex_unlock(&djx.mu);
 	wb_free(&w);
-	/* No ALLOC names this tag: take it back so that no FREE reports it. */
-	if (!sent && tag != 0 && !big)
-		(*j)->SetTag(j, object, 0);
+	(void)sent;
+	if (ref != NULL)
+		(*jni)->DeleteWeakGlobalRef(jni, ref);
 }
 
 static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, jobject object,
@@ -448,10 +439,9 @@ static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, j
 	__atomic_add_fetch(&djx.ns_alloc, djx_now_ns() - t0, RELAXED);
 }
 
-/* ObjectFree, GarbageCollectionStart and GarbageCollectionFinish run in a
- * restricted context (JDK 17 posts ObjectFree on the VM thread inside a
- * safepoint, holding the tag-map lock; the GC events come from the GC
- * pause): no JNI, no JVMTI but raw monitors and memory. They only append
+/* GarbageCollectionStart and GarbageCollectionFinish run in a restricted
+ * context (inside the GC pause): no JNI, no JVMTI but raw monitors and
+ * memory. They only append
  * a fixed-size record under mu, which no thread holds across a JVM call or
  * for longer than a memcpy, and touch nothing once the session is over. */
 static int append_fixed_locked(uint16_t type, uint64_t arg, int has_arg)
@@ -474,18 +464,6 @@ int djx_free_locked(uint64_t tag)
 	return append_fixed_locked(REC_FREE, tag, 1);
 }
 
-static void JNICALL on_object_free(jvmtiEnv *j, jlong tag)
-{
-	(void)j;
-	pthread_mutex_lock(&djx.mu);
-	if (!djx.detached) {
-		tset_del(&djx.live, (uint64_t)tag);
-		append_fixed_locked(REC_FREE, (uint64_t)tag, 1);
-		__atomic_add_fetch(&djx.n_frees, 1, RELAXED);
-	}
-	pthread_mutex_unlock(&djx.mu);
-}
-
 static void JNICALL on_gc_start(jvmtiEnv *j)
 {
 	(void)j;
@@ -505,14 +483,12 @@ static void JNICALL on_gc_finish(jvmtiEnv *j)
 	pthread_mutex_lock(&djx.mu);
 	if (!djx.detached) {
 		djx.gc_finishes++;
+		djx.last_gc_end = djx_now_ns();
 		__atomic_add_fetch(&djx.n_gcs, 1, RELAXED);
 		append_fixed_locked(REC_GC_FINISH, 0, 0);
-		if (djx.opt.reconcile && djx.tagging) {
-			djx.reconcile_req++;
-			djx_kick_locked(); /* the writer reconciles; JVMTI works there */
-		} else if (djx_big_pending_locked()) {
-			djx_kick_locked(); /* the writer checks the humongous objects */
-		}
+		/* The writer scans the tracked objects and checks the humongous ones. */
+		if (djx_track_pending_locked() || djx_big_pending_locked() || djx.opt.recensus_ms != 0)
+			djx_kick_locked();
 	}
 	pthread_mutex_unlock(&djx.mu);
 }
@@ -547,36 +523,25 @@ static char *sysprop(jvmtiEnv *j, const char *name)
 
 static void disable_tracking(jvmtiEnv *j)
 {
-	(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_OBJECT_FREE, NULL);
 	(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_GARBAGE_COLLECTION_START, NULL);
 	(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH, NULL);
 }
 
-/* Enables ObjectFree and the GC events; a failure turns the feature off and
- * is reported, profiling goes on without it. */
+/* Enables the GC events, which drive the tracking of frees and moves; a
+ * failure turns tracking off and is reported, profiling goes on without it. */
 static void enable_tracking(jvmtiEnv *j)
 {
 	char msg[96];
 	jvmtiError e;
 
-	if (djx.tagging) {
-		e = (*j)->SetEventNotificationMode(j, JVMTI_ENABLE, JVMTI_EVENT_OBJECT_FREE, NULL);
-		if (e != JVMTI_ERROR_NONE) {
-			djx.tagging = 0;
-			snprintf(msg, sizeof msg, "enable ObjectFree: error %d: no tags or frees", (int)e);
-			pthread_mutex_lock(&djx.mu);
-			append_error_locked(msg);
-			pthread_mutex_unlock(&djx.mu);
-		}
-	}
 	if (djx.gc_events) {
 		e = (*j)->SetEventNotificationMode(j, JVMTI_ENABLE, JVMTI_EVENT_GARBAGE_COLLECTION_START, NULL);
 		if (e == JVMTI_ERROR_NONE)
 			e = (*j)->SetEventNotificationMode(j, JVMTI_ENABLE, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH, NULL);
 		if (e != JVMTI_ERROR_NONE) {
 			(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_GARBAGE_COLLECTION_START, NULL);
-			djx.gc_events = 0;
-			snprintf(msg, sizeof msg, "enable GC events: error %d: no GC epochs", (int)e);
+			djx.gc_events = djx.tagging = 0;
+			snprintf(msg, sizeof msg, "enable GC events: error %d: no GC epochs, frees or moves", (int)e);
 			pthread_mutex_lock(&djx.mu);
 			append_error_locked(msg);
 			pthread_mutex_unlock(&djx.mu);
@@ -658,8 +623,8 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 		append_error_locked(djx.cap_err);
 	if (djx.opt.stacks != 0 && stack_signal == 0)
 		append_error_locked(stk_err);
-	if (djx.opt.reconcile && !(djx.tagging && djx.gc_events))
-		append_error_locked("reconcile=1 needs object tags and GC events: reconciliation off");
+	if (djx.opt.reconcile && !djx.gc_events)
+		append_error_locked("reconcile=1 needs GC events: reconciliation off");
 	pthread_mutex_unlock(&djx.mu);
 
 	rc = djx_writer_start();
@@ -715,26 +680,20 @@ static void JNICALL on_vm_init(jvmtiEnv *j, JNIEnv *jni, jthread thread)
 		logmsg("%s (profiling disabled)", err);
 }
 
-/* Tags and frees, and GC events, are optional: without them profiling
- * still works (the failure is sent as an ERROR after HELLO). HotSpot
- * offers all three in every phase, so failures are not expected. */
+/* GC events are optional: without them profiling still works, with no
+ * frees or moves (the failure is sent as an ERROR after HELLO). HotSpot
+ * offers them in every phase, so failures are not expected. Deaths and
+ * moves are followed with JNI weak references, which need no capability. */
 static void add_tracking_caps(jvmtiEnv *j)
 {
 	jvmtiCapabilities caps;
 
 	memset(&caps, 0, sizeof caps);
-	caps.can_tag_objects = 1;
-	caps.can_generate_object_free_events = 1;
-	djx.tagging = (*j)->AddCapabilities(j, &caps) == JVMTI_ERROR_NONE;
-	memset(&caps, 0, sizeof caps);
 	caps.can_generate_garbage_collection_events = 1;
 	djx.gc_events = (*j)->AddCapabilities(j, &caps) == JVMTI_ERROR_NONE;
-	if (!djx.tagging && !djx.gc_events)
-		djx.cap_err = "AddCapabilities: no object tags, frees or GC events";
-	else if (!djx.tagging)
-		djx.cap_err = "AddCapabilities: no object tags or frees";
-	else if (!djx.gc_events)
-		djx.cap_err = "AddCapabilities: no GC events";
+	djx.tagging = djx.gc_events;
+	if (!djx.gc_events)
+		djx.cap_err = "AddCapabilities: no GC events: no frees or moves";
 }
 
 /* Gets an env with the capabilities and callbacks; 0 or -1 with err set. */
@@ -772,7 +731,6 @@ static int setup_env(JavaVM *vm, char *err, size_t errlen)
 	cb.VMInit = on_vm_init;
 	cb.VMDeath = on_vm_death;
 	cb.SampledObjectAlloc = on_sampled_alloc;
-	cb.ObjectFree = on_object_free;
 	cb.GarbageCollectionStart = on_gc_start;
 	cb.GarbageCollectionFinish = on_gc_finish;
 	djx_code_callbacks(&cb);

@@ -169,3 +169,17 @@ void djx_big_reset_locked(void)
 	bigs.n = bigs.cap = 0;
 	bigs.checked = 0;
 }
+
+size_t djx_big_count_locked(void)
+{
+	return bigs.n;
+}
+
+size_t djx_big_addrs_locked(uint64_t *out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < bigs.n && n < max; i++)
+		if (!bigs.v[i].gone)
+			out[n++] = bigs.v[i].addr;
+	return n;
+}

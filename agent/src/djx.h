@@ -34,7 +34,27 @@ enum {
 	REC_CODE = 13,
 	REC_CODE_UNLOAD = 14,
 	REC_STUB = 15,
+	REC_CENSUS_START = 16,
+	REC_CENSUS_PATH = 17,
+	REC_CENSUS = 18,
+	REC_CENSUS_END = 19,
 };
+
+/* Census kinds (CENSUS_START, CENSUS): at attach, and of large objects
+ * the sampler missed, after a GC. */
+#define DJX_CENSUS_ATTACH 1u
+#define DJX_CENSUS_AFTER_GC 2u
+/* CENSUS_END status bits (agent.CensusStatus). */
+#define DJX_CENSUS_OVER_BUDGET 0x1u     /* the heap walk passed the budget: no census */
+#define DJX_CENSUS_CANCELLED 0x2u       /* the loader asked to stop */
+#define DJX_CENSUS_FAILED 0x4u          /* a JVMTI call failed; see the note */
+#define DJX_CENSUS_HOLDERS 0x8u         /* every object got its holder chain */
+#define DJX_CENSUS_HOLDERS_SKIPPED 0x10u /* the holder walk would pass the budget */
+#define DJX_CENSUS_HOLDERS_PARTIAL 0x20u /* ... it did: objects it had not reached have none */
+#define DJX_CENSUS_HOLDERS_FAILED 0x40u
+/* The holder walk's pause over the heap iteration's, measured on JDK 17
+ * and 25 (docs/census.md): used to skip a walk that would pass the budget. */
+#define DJX_HOLDER_FACTOR 6
 
 #define DJX_MAX_FRAMES 64
 #define DJX_MAX_LINES 16384          /* line-table entries per METHOD record */
@@ -53,22 +73,13 @@ struct djx_options {
 	uint64_t interval;
 	uint64_t minsize;
 	uint64_t budget; /* max sampled-allocation callbacks per second; 0: no cap */
-	int reconcile;   /* read tracked objects' addresses after each GC */
-	uint64_t reconcile_max;   /* tags per reconciliation */
-	uint64_t reconcile_chunk; /* tags per GetObjectsWithTags call */
+	int reconcile;   /* report tracked objects' moves after each GC */
 	int stacks; /* signal number of the stack handler; 0: off */
 	int code;   /* CODE/CODE_UNLOAD/STUB records (default 1) */
+	int census; /* 0 off, 1 without holders, 2 with holders (on 'C') */
+	uint64_t census_budget_ms; /* longest census pause; 0: no limit */
+	uint64_t recensus_ms;      /* least time between censuses after GCs; 0: none */
 };
-
-/* GetObjectsWithTags compares every tag-map entry with every tag it is
- * given while holding the tag-map lock, in the VM state (the JVM cannot
- * reach a safepoint meanwhile): small chunks keep each call short. */
-/* Measured on JDK 17 (ParallelGC): one run over 1k/10k/100k tagged
- * objects takes ~1 ms / ~0.2 s / ~22 s (quadratic), so the default limit is
- * 10k; a 64-tag chunk holds the lock ~1.5 ms with 10k tagged objects. */
-#define DJX_RECONCILE_MAX 10000u
-#define DJX_RECONCILE_CHUNK 64u
-#define DJX_RECONCILE_CHUNK_MAX 65536u
 
 /* Access stacks (stacks.c). The handler writes AsyncGetCallTrace's frames
  * straight into a slot of a preallocated ring: 128 slots of 128 frames
@@ -126,15 +137,6 @@ int mset_has(const struct mset *s, uint64_t id);
 int mset_add(struct mset *s, uint64_t id);
 void mset_free(struct mset *s);
 
-/* tset.c: set of live object tags. */
-struct tset {
-	uint64_t *slots;
-	size_t cap, n;
-};
-int tset_add(struct tset *s, uint64_t tag);
-int tset_del(struct tset *s, uint64_t tag);
-size_t tset_copy(const struct tset *s, uint64_t *out, size_t max, size_t *cursor);
-void tset_free(struct tset *s);
 
 /* Agent_OnAttach's return code when another JVMTI environment holds the
  * heap-sampling capability (it is "always solo" in HotSpot: one environment
@@ -183,9 +185,7 @@ struct djx {
 	const char *cap_err; /* why not, sent as an ERROR after HELLO */
 	uint64_t next_tag;   /* atomic; the last tag issued */
 	/* Guarded by mu. */
-	struct tset live;    /* tags issued and not yet freed */
 	uint64_t gc_starts, gc_finishes;
-	uint64_t reconcile_req; /* GC finishes not yet reconciled */
 	/* Cumulative counters, updated atomically. */
 	uint64_t n_frees, n_gcs, n_reconciles, n_reconciled, n_rec_skipped, n_rec_limited, ns_reconcile;
 
@@ -205,6 +205,14 @@ struct djx {
 	 * signal handler (atomic), and the writer thread's CPU time. */
 	uint64_t ns_alloc, ns_stack, ns_code, ns_writer;
 	uint64_t cpu0; /* the process's CPU time when the session started */
+
+	/* Weak-reference tracking (track.c) and the census (census.c). */
+	uint64_t n_tracked;   /* atomic: objects ever added to the table */
+	uint64_t ns_census;   /* atomic: census pauses, ns */
+	uint64_t last_gc_end; /* guarded by mu: the latest GarbageCollectionFinish */
+	int census_req;       /* guarded by mu: the loader sent 'C' */
+	uint64_t last_census; /* writer only: when the last census ended */
+	uint64_t last_census_ns; /* writer only: its pause */
 };
 extern struct djx djx;
 
@@ -231,6 +239,20 @@ int djx_big_add_locked(uint64_t tag, uint64_t addr, uint64_t size);
 int djx_big_check(void);            /* after a GC; -1 if a FREE was dropped */
 int djx_big_pending_locked(void);   /* a GC finished since the last check */
 void djx_big_reset_locked(void);
+size_t djx_big_count_locked(void);
+size_t djx_big_addrs_locked(uint64_t *out, size_t max);
+
+/* track.c: objects followed through GCs by JNI weak references. */
+uint64_t djx_weak_addr(jweak ref);                 /* 0: cleared (dead) */
+int djx_track_add_locked(uint64_t tag, jweak ref, uint64_t addr); /* -1: out of memory */
+size_t djx_track_count_locked(void);
+int djx_track_pending_locked(void);                /* a GC finished since the last scan */
+int djx_track_addrs_locked(uint64_t *out, size_t max);
+int djx_track_scan(JNIEnv *jni, int (*flush)(void)); /* FREE and RECONCILE; -1: connection failed */
+void djx_track_release(JNIEnv *jni);               /* jni NULL: VM death, references left */
+
+/* census.c: returns 0, or -1 when the connection failed. */
+int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int (*flush)(void));
 
 /* stacks.c */
 int djx_stacks_install(int sig, char *err, size_t errlen); /* 0 or -1 */

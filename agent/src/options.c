@@ -1,5 +1,6 @@
 /* Option parsing: "sock=PATH,interval=BYTES,minsize=BYTES,budget=N,
- * reconcile=0|1,reconcile_max=N,reconcile_chunk=N,stacks=SIG,code=0|1". */
+ * reconcile=0|1,stacks=SIG,code=0|1,census=0|1|2,census_budget=MS,
+ * recensus=MS". */
 #include <stdio.h>
 #include <string.h>
 
@@ -45,8 +46,6 @@ int djx_parse_options(const char *s, struct djx_options *o, char *err, size_t er
 {
 	memset(o, 0, sizeof *o);
 	o->interval = DJX_DEFAULT_INTERVAL;
-	o->reconcile_max = DJX_RECONCILE_MAX;
-	o->reconcile_chunk = DJX_RECONCILE_CHUNK;
 	o->code = 1;
 	if (s == NULL)
 		s = "";
@@ -87,18 +86,6 @@ int djx_parse_options(const char *s, struct djx_options *o, char *err, size_t er
 				return -1;
 			}
 			o->reconcile = v[0] == '1';
-		} else if (keyis(p, klen, "reconcile_max")) {
-			/* Bounded so the tag snapshot stays a small allocation. */
-			if (parse_bytes(v, vlen, &o->reconcile_max) != 0 || o->reconcile_max > (1u << 24)) {
-				snprintf(err, errlen, "option reconcile_max: bad value \"%.*s\"", (int)vlen, v);
-				return -1;
-			}
-		} else if (keyis(p, klen, "reconcile_chunk")) {
-			if (parse_bytes(v, vlen, &o->reconcile_chunk) != 0 || o->reconcile_chunk == 0 ||
-			    o->reconcile_chunk > DJX_RECONCILE_CHUNK_MAX) {
-				snprintf(err, errlen, "option reconcile_chunk: bad value \"%.*s\"", (int)vlen, v);
-				return -1;
-			}
 		} else if (keyis(p, klen, "stacks")) {
 			uint64_t sig;
 			if (parse_bytes(v, vlen, &sig) != 0 || sig > 64 || (vlen > 1 && v[0] == '0') ||
@@ -114,6 +101,23 @@ int djx_parse_options(const char *s, struct djx_options *o, char *err, size_t er
 				return -1;
 			}
 			o->code = v[0] == '1';
+		} else if (keyis(p, klen, "census")) {
+			if (vlen != 1 || v[0] < '0' || v[0] > '2') {
+				snprintf(err, errlen, "option census: bad value \"%.*s\" (0 off, 1 no holders, 2 holders)",
+					 (int)vlen, v);
+				return -1;
+			}
+			o->census = v[0] - '0';
+		} else if (keyis(p, klen, "census_budget")) {
+			if (parse_bytes(v, vlen, &o->census_budget_ms) != 0) {
+				snprintf(err, errlen, "option census_budget: bad value \"%.*s\" (ms)", (int)vlen, v);
+				return -1;
+			}
+		} else if (keyis(p, klen, "recensus")) {
+			if (parse_bytes(v, vlen, &o->recensus_ms) != 0) {
+				snprintf(err, errlen, "option recensus: bad value \"%.*s\" (ms)", (int)vlen, v);
+				return -1;
+			}
 		} else if (keyis(p, klen, "minsize")) {
 			if (parse_bytes(v, vlen, &o->minsize) != 0) {
 				snprintf(err, errlen, "option minsize: bad value \"%.*s\"", (int)vlen, v);

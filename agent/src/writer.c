@@ -1,7 +1,8 @@
 /* Socket and writer thread. Allocating threads only append to a buffer
  * under djx.mu, and all socket I/O happens here. The writer is attached to
- * the VM as a daemon thread, so it can call JVMTI: it runs the
- * reconciliations after GCs and gives the capabilities back on detach. */
+ * the VM as a daemon thread, so it can call JNI and JVMTI: it scans the
+ * tracked objects after GCs, runs the census, and gives the capabilities
+ * back on detach. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -200,6 +201,9 @@ static int flush(const char *bye)
 	/* The writer thread is created per session: its clock is ours alone. */
 	wb_u64(&w, djx_cpu_ns(CLOCK_THREAD_CPUTIME_ID));
 	wb_u64(&w, djx_cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - djx.cpu0);
+	wb_u64(&w, ld(&djx.n_tracked));
+	wb_u64(&w, djx_track_count_locked());
+	wb_u64(&w, ld(&djx.ns_census));
 	wb_end(&w, start);
 	n++;
 	if (bye) {
@@ -250,7 +254,6 @@ static void teardown(void)
 	free(djx.cur);
 	djx.cur = NULL;
 	mset_free(&djx.methods);
-	tset_free(&djx.live); /* ObjectFree checks detached under mu first */
 	djx_big_reset_locked();
 	__atomic_store_n(&djx.untag_min, 0, __ATOMIC_RELAXED);
 	close(djx.evfd); /* kicks happen under mu and check evfd */
@@ -284,11 +287,6 @@ static void release_sampling(void)
 		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
 	memset(&caps, 0, sizeof caps);
 	caps.can_generate_sampled_object_alloc_events = 1;
-	if (djx.tagging) {
-		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_OBJECT_FREE, NULL);
-		caps.can_tag_objects = 1;
-		caps.can_generate_object_free_events = 1;
-	}
 	if (djx.gc_events) {
 		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_GARBAGE_COLLECTION_START, NULL);
 		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH, NULL);
@@ -316,9 +314,10 @@ static void set_paused(int on)
 
 /* Commands from the loader (agent.Command*), possibly split across reads:
  * 'Q' asks for the last batch and detach; 'H' and a u64 (little-endian)
- * track objects of at least that many bytes without JVMTI tags (big.c);
- * 'P' and 'R' pause and resume allocation sampling (only when attached).
- * Other bytes are ignored. Returns 1 when a 'Q' came. */
+ * track objects of at least that many bytes without weak references
+ * (big.c); 'P' and 'R' pause and resume allocation sampling (only when
+ * attached); 'C' runs the census. Other bytes are ignored. Returns 1 when
+ * a 'Q' came. */
 struct cmdbuf {
 	uint8_t b[9];
 	size_t n;
@@ -336,6 +335,11 @@ static int on_input(struct cmdbuf *c, const uint8_t *in, size_t len, int attache
 				set_paused(in[i] == 'P');
 			else if (in[i] == 'H')
 				c->b[c->n++] = in[i];
+			else if (in[i] == 'C' && attached && djx.opt.census != 0) {
+				pthread_mutex_lock(&djx.mu);
+				djx.census_req = 1;
+				pthread_mutex_unlock(&djx.mu);
+			}
 			continue;
 		}
 		c->b[c->n++] = in[i];
@@ -349,147 +353,6 @@ static int on_input(struct cmdbuf *c, const uint8_t *in, size_t len, int attache
 		}
 	}
 	return quit;
-}
-
-/* Session over or ending: a reconciliation stops between chunks. */
-static int rec_should_stop(void)
-{
-	int r;
-	pthread_mutex_lock(&djx.mu);
-	r = djx.detached || djx.stop || djx.abort;
-	pthread_mutex_unlock(&djx.mu);
-	return r;
-}
-
-/* Appends a RECONCILE record built in w (its time at offset DJX_REC_HDR is
- * stamped here) unless a GC started since the addresses were read (epoch).
- * Flushes once to make room. Returns 0 appended, 1 stale (a GC started or
- * the session ended), -1 the connection failed. */
-static int rec_append(struct wbuf *w, uint64_t epoch)
-{
-	for (int attempt = 0;; attempt++) {
-		int rc = 1;
-		pthread_mutex_lock(&djx.mu);
-		if (!djx.detached && djx.gc_starts == epoch) {
-			put_u64(w->p + DJX_REC_HDR, djx_now_ns());
-			rc = djx_append_locked(w->p, w->len, 1) == 0 ? 0 : 2;
-		}
-		pthread_mutex_unlock(&djx.mu);
-		if (rc != 2)
-			return rc;
-		if (attempt > 0)
-			return 1; /* does not fit an empty batch: cannot happen (chunk bound) */
-		if (flush(NULL) != 0)
-			return -1;
-	}
-}
-
-/* Reads the current addresses of the objects tagged tags[0..n) and appends
- * them as one RECONCILE record (body: u64 time, u32 count, count x {u64 tag,
- * u64 addr}). Tags of objects that died are not found and left out. The
- * local references GetObjectsWithTags creates live in a local frame popped
- * here. Returns as rec_append, or 1 when JVMTI/JNI failed. */
-static int rec_chunk(JNIEnv *jni, const uint64_t *tags, size_t n, uint64_t epoch, size_t *found)
-{
-	jvmtiEnv *j = djx.jvmti;
-	jobject *objs = NULL;
-	jlong *otags = NULL;
-	jint cnt = 0;
-	struct wbuf w;
-	size_t start;
-	jvmtiError e;
-	int rc = 1;
-
-	*found = 0;
-	if ((*jni)->PushLocalFrame(jni, (jint)n + 16) != 0) {
-		(*jni)->ExceptionClear(jni); /* OutOfMemoryError */
-		return 1;
-	}
-	e = (*j)->GetObjectsWithTags(j, (jint)n, (const jlong *)tags, &cnt, &objs, &otags);
-	if (e == JVMTI_ERROR_NONE) {
-		wb_init(&w, NULL, 0, 0);
-		start = wb_begin(&w, REC_RECONCILE);
-		wb_u64(&w, 0); /* time, stamped when appended */
-		wb_u32(&w, (uint32_t)cnt);
-		/* The handle holds the object's current address; the writer is in
-		 * native state, so a GC may move it meanwhile: rec_append drops the
-		 * record when one started since epoch was taken. */
-		for (jint i = 0; i < cnt; i++) {
-			wb_u64(&w, (uint64_t)otags[i]);
-			wb_u64(&w, (uint64_t)(uintptr_t)*(void *volatile *)objs[i]);
-		}
-		wb_end(&w, start);
-		if (!w.err) {
-			rc = rec_append(&w, epoch);
-			if (rc == 0)
-				*found = (size_t)cnt;
-		}
-		wb_free(&w);
-	}
-	if (objs != NULL)
-		(*j)->Deallocate(j, (unsigned char *)objs);
-	if (otags != NULL)
-		(*j)->Deallocate(j, (unsigned char *)otags);
-	(*jni)->PopLocalFrame(jni, NULL);
-	return rc;
-}
-
-/* After a GC (on_gc_finish asked for it): snapshots up to reconcile_max
- * live tags and reconciles them chunk by chunk, off the GC and without mu
- * held across JVMTI. GC finishes that arrive while one runs are coalesced
- * into the next run and counted as skipped; so is a run cut short by a new
- * GC (its finish asks for another). Returns -1 if the connection failed. */
-static int reconcile(JNIEnv *jni, uint64_t *tags, size_t *cursor)
-{
-	size_t n, max = (size_t)djx.opt.reconcile_max, chunk = (size_t)djx.opt.reconcile_chunk;
-	uint64_t t0 = djx_now_ns(), req, epoch;
-	int rc = 0;
-
-	pthread_mutex_lock(&djx.mu);
-	req = djx.reconcile_req;
-	djx.reconcile_req = 0;
-	epoch = djx.gc_starts;
-	if (req == 0 || djx.detached) {
-		pthread_mutex_unlock(&djx.mu);
-		return 0;
-	}
-	if (djx.gc_starts != djx.gc_finishes) {
-		/* Another GC is running; its finish asks again. */
-		pthread_mutex_unlock(&djx.mu);
-		__atomic_add_fetch(&djx.n_rec_skipped, req, __ATOMIC_RELAXED);
-		return 0;
-	}
-	if (djx.live.n > max)
-		__atomic_add_fetch(&djx.n_rec_limited, djx.live.n - max, __ATOMIC_RELAXED);
-	n = tset_copy(&djx.live, tags, max, cursor);
-	pthread_mutex_unlock(&djx.mu);
-	if (req > 1)
-		__atomic_add_fetch(&djx.n_rec_skipped, req - 1, __ATOMIC_RELAXED);
-
-	for (size_t off = 0; off < n && rc == 0; off += chunk) {
-		size_t m = n - off < chunk ? n - off : chunk, found = 0;
-		if (rec_should_stop()) {
-			rc = 1;
-			break;
-		}
-		rc = rec_chunk(jni, tags + off, m, epoch, &found);
-		__atomic_add_fetch(&djx.n_reconciled, found, __ATOMIC_RELAXED);
-	}
-	if (rc == 0)
-		__atomic_add_fetch(&djx.n_reconciles, 1, __ATOMIC_RELAXED);
-	else
-		__atomic_add_fetch(&djx.n_rec_skipped, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&djx.ns_reconcile, djx_now_ns() - t0, __ATOMIC_RELAXED);
-	return rc < 0 ? -1 : 0;
-}
-
-/* Out of memory for the snapshot: this GC goes unreconciled. */
-static void drop_reconcile_req(void)
-{
-	pthread_mutex_lock(&djx.mu);
-	__atomic_add_fetch(&djx.n_rec_skipped, djx.reconcile_req, __ATOMIC_RELAXED);
-	djx.reconcile_req = 0;
-	pthread_mutex_unlock(&djx.mu);
 }
 
 /* Moves the handler's stacks into the batch, flushing when it fills.
@@ -506,11 +369,41 @@ static int drain_stacks(JNIEnv *env)
 	return 0;
 }
 
+static int flush_batch(void)
+{
+	return flush(NULL);
+}
+
+/* A census of large objects after a GC, when the allocation budget has
+ * raised the sampling interval so far that an object of min size would be
+ * missed more than one time in ten (p = 1 - e^(-s/I) < 0.9, I > s/2.3).
+ * At most once per recensus_ms, and spending at most 2% of the time in
+ * its pauses. */
+static int recensus_due(void)
+{
+	uint64_t now = djx_now_ns(), iv = __atomic_load_n(&djx.cur_interval, __ATOMIC_RELAXED);
+
+	if (djx.opt.recensus_ms == 0 || djx.opt.census == 0 || iv * 23 < djx.opt.minsize * 10)
+		return 0;
+	if (now - djx.last_census < djx.opt.recensus_ms * 1000000ull || now - djx.last_census < djx.last_census_ns * 50)
+		return 0;
+	return 1;
+}
+
+static int census(JNIEnv *env, uint32_t kind)
+{
+	uint64_t before = __atomic_load_n(&djx.ns_census, __ATOMIC_RELAXED);
+	int rc = djx_census(env, kind, kind == DJX_CENSUS_ATTACH && djx.opt.census == 2,
+			    djx.opt.census_budget_ms * 1000000ull, flush_batch);
+
+	djx.last_census = djx_now_ns();
+	djx.last_census_ns = __atomic_load_n(&djx.ns_census, __ATOMIC_RELAXED) - before;
+	return rc;
+}
+
 static void *writer_main(void *arg)
 {
-	uint64_t last = djx_now_ns();
-	uint64_t *rtags = NULL; /* reconciliation snapshot, reconcile_max tags */
-	size_t rcursor = 0;
+	uint64_t last = djx_now_ns(), gcs_seen = 0;
 	struct cmdbuf cmd = {.n = 0};
 	JNIEnv *env = NULL;
 	int attached = 0, vmdeath = 0;
@@ -529,8 +422,8 @@ static void *writer_main(void *arg)
 			{.fd = djx_stacks_evfd(), .events = POLLIN}, /* -1: ignored */
 		};
 		const char *bye = NULL;
-		int stop, kicked, abort_, r, rec;
-		uint64_t now;
+		int stop, kicked, abort_, r, creq;
+		uint64_t now, gcs;
 
 		r = poll(pf, 3, (int)(DJX_FLUSH_NS / 1000000));
 		if (r < 0 && errno != EINTR)
@@ -553,7 +446,9 @@ static void *writer_main(void *arg)
 		stop = djx.stop;
 		kicked = djx.kicked;
 		abort_ = djx.abort;
-		rec = djx.reconcile_req != 0;
+		creq = djx.census_req;
+		djx.census_req = 0;
+		gcs = djx.gc_finishes;
 		pthread_mutex_unlock(&djx.mu);
 		if (abort_)
 			break;
@@ -570,18 +465,17 @@ static void *writer_main(void *arg)
 				break;
 			last = now;
 		}
-		if (rec && attached) {
-			if (rtags == NULL)
-				rtags = malloc((djx.opt.reconcile_max + 1) * sizeof *rtags);
-			if (rtags == NULL)
-				drop_reconcile_req();
-			else if (reconcile(env, rtags, &rcursor) != 0)
-				break;
-		}
+		if (attached && djx_track_scan(env, flush_batch) != 0)
+			break;
 		djx_big_check(); /* a dropped FREE is counted like any drop */
+		if (attached && creq && census(env, DJX_CENSUS_ATTACH) != 0)
+			break;
+		if (attached && gcs != gcs_seen && recensus_due() && census(env, DJX_CENSUS_AFTER_GC) != 0)
+			break;
+		gcs_seen = gcs;
 	}
-	free(rtags);
 	teardown();
+	djx_track_release(attached && !vmdeath ? env : NULL);
 	/* At VM death the VM is going away: no JVMTI, no detach (it could
 	 * block on the final safepoint). */
 	if (attached && !vmdeath) {

@@ -15,6 +15,8 @@ import (
 // follow objects and stacks, and how to show them.
 type sampleFlags struct {
 	event, relocate string
+	census          string
+	censusBudget    time.Duration
 	freq, stackSig  int
 	stackIvl        time.Duration
 	minSize         uint64
@@ -31,6 +33,8 @@ func (f *sampleFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.budget, "alloc-budget", profiler.DefaultAllocBudget, "max sampled allocations per second in the JVM before the heap sampling interval is raised (0: no cap)")
 	fs.IntVar(&f.stackSig, "stack-signal", profiler.DefaultStackSignal, "`SIGNAL` number that asks sampled threads for their Java stacks (0: no access stacks)")
 	fs.DurationVar(&f.stackIvl, "stack-interval", profiler.DefaultStackInterval, "least time between two Java stacks of one thread; samples in between take their callers from the thread's last stack (0: a stack with every sample)")
+	fs.StringVar(&f.census, "census", profiler.CensusAuto, "objects that exist when djx-bpf attaches: auto (tracked and named by what holds them, within --census-budget), on (whatever the pause), objects (no holders), off")
+	fs.DurationVar(&f.censusBudget, "census-budget", profiler.DefaultCensusBudget, "longest stop-the-world pause the census may cause (auto, objects); past it the census drops holders, then itself")
 	f.minSize = profiler.DefaultMinSize
 	fs.Var(sizeFlag{&f.minSize}, "min-size", "track objects of at least this `SIZE` (e.g. 1KiB)")
 	fs.IntVar(&f.accTop, "access-top", report.DefaultTableOptions.AccessTop, "table: access paths shown under each object and in the remainder (0: none; json lists all)")
@@ -48,6 +52,11 @@ func (f *sampleFlags) check() error {
 		return fmt.Errorf("bad --stack-interval %v: give a duration such as 10ms, or 0 for a stack with every sample", f.stackIvl)
 	case f.accTop < 0 || f.depth < 0:
 		return fmt.Errorf("--access-top and --depth must be 0 or more")
+	case f.censusBudget <= 0:
+		return fmt.Errorf("bad --census-budget %v: give a duration such as 500ms (--census on has no budget)", f.censusBudget)
+	}
+	if err := profiler.CheckCensus(f.census); err != nil {
+		return fmt.Errorf("bad --census: %w", err)
 	}
 	return nil
 }
@@ -62,7 +71,7 @@ func (f *sampleFlags) options() profiler.Options {
 	// the profiler's default.
 	ivl := max(f.stackIvl, loader.MinStackGap)
 	return profiler.Options{Event: f.event, Freq: f.freq, MinSize: f.minSize, AllocBudget: f.budget,
-		Relocation: f.relocate, StackSignal: sig, StackInterval: ivl}
+		Relocation: f.relocate, StackSignal: sig, StackInterval: ivl, Census: f.census, CensusBudget: f.censusBudget}
 }
 
 // table are the table options these flags set, with top rows.

@@ -1,0 +1,274 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// census asks the agent for a census and collects the stream up to its
+// CENSUS_END.
+func (v *jvm) census() ([]Record, *CensusEnd) {
+	v.t.Helper()
+	if _, err := v.conn.Write([]byte{CommandCensus}); err != nil {
+		v.t.Fatal(err)
+	}
+	var recs []Record
+	timeout := time.After(5 * time.Minute)
+	for {
+		select {
+		case be, ok := <-v.batches:
+			if !ok || be.err != nil {
+				v.t.Fatalf("stream ended before CENSUS_END: %v\nstderr: %s", be.err, v.stderr.String())
+			}
+			for _, r := range be.b.Records {
+				recs = append(recs, r)
+				if e, ok := r.(*CensusEnd); ok {
+					return recs, e
+				}
+			}
+		case <-timeout:
+			v.t.Fatal("no CENSUS_END within 5 minutes")
+		}
+	}
+}
+
+// censusObjects resolves each CENSUS record's holder chain, GC root first.
+func censusObjects(t testing.TB, recs []Record) ([]*Census, map[uint64][]string) {
+	t.Helper()
+	paths := map[uint32]*CensusPath{}
+	var objs []*Census
+	chains := map[uint64][]string{}
+	started := false
+	for _, r := range recs {
+		switch r := r.(type) {
+		case *CensusStart:
+			started = true
+		case *CensusPath:
+			if r.Parent != 0 && paths[r.Parent] == nil {
+				t.Errorf("CENSUS_PATH %d names parent %d before it was sent", r.ID, r.Parent)
+			}
+			paths[r.ID] = r
+		case *Census:
+			if !started {
+				t.Errorf("CENSUS before CENSUS_START")
+			}
+			if r.Path != 0 && paths[r.Path] == nil {
+				t.Errorf("CENSUS of %s names path %d before it was sent", r.TypeSig, r.Path)
+			}
+			var rev []string
+			for id := r.Path; id != 0 && paths[id] != nil && len(rev) < 64; id = paths[id].Parent {
+				rev = append(rev, paths[id].Hop)
+			}
+			slices.Reverse(rev)
+			chains[r.Tag] = rev
+			objs = append(objs, r)
+		}
+	}
+	return objs, chains
+}
+
+const censusN, censusLen = 200, 512 // 200 long[512] of 4 KiB in the map
+
+// TestCensusHolders: objects allocated before the census are found, with
+// their types, sizes and the reference chains that hold them (a static
+// map, fields declared in a class and its superclass past an interface's
+// constant, a local of main), and followed through the full GC after it.
+func TestCensusHolders(t *testing.T) {
+	for _, j := range availableJDKs(t) {
+		for _, gc := range gcFlags {
+			t.Run(j.name+"/"+gc.name, func(t *testing.T) {
+				// interval=1g: the heap sampler takes nothing, only the census tracks.
+				v := startMain(t, j, "interval=1g,minsize=1024,reconcile=1,census=2,census_budget=0", true, gc.flags,
+					"CensusSite", strconv.Itoa(censusN), strconv.Itoa(censusLen))
+				v.ready()
+				recs, end := v.census()
+				objs, chains := censusObjects(t, recs)
+				t.Logf("census: %d objects (%d bytes) of %d in the heap; pauses %.1f ms heap walk, %.1f ms holder walk; %d paths, %d unreachable, %d unplaced",
+					end.Objects, end.Bytes, end.HeapObjects, float64(end.HeapWalkNanos)/1e6, float64(end.HolderWalkNanos)/1e6, end.Paths, end.Unreachable, end.Unplaced)
+				if end.Status != CensusHolders {
+					t.Fatalf("CENSUS_END status %#x (%q), want holders only", end.Status, end.Note)
+				}
+				if end.Objects != uint64(len(objs)) {
+					t.Errorf("CENSUS_END counts %d objects, the stream has %d", end.Objects, len(objs))
+				}
+				mapChain := []string{"CensusSite.table (static)", "java.util.HashMap.table", "[]", "java.util.HashMap$Node.value"}
+				var inMap, data, more, big int
+				tags := map[uint64]bool{}
+				held := map[uint64]bool{} // the workload's own objects, which it keeps
+				for _, o := range objs {
+					if o.Tag == 0 || tags[o.Tag] {
+						t.Fatalf("CENSUS of %s: zero or duplicate tag %d", o.TypeSig, o.Tag)
+					}
+					tags[o.Tag] = true
+					// A class's mirror holds its statics: the heap walk
+					// counts them, GetObjectSize may not.
+					if (o.Size < 1024 && o.TypeSig != "Ljava/lang/Class;") || o.Addr == 0 || o.Addr%8 != 0 {
+						t.Errorf("CENSUS of %s: size %d, address %#x", o.TypeSig, o.Size, o.Addr)
+					}
+					c := chains[o.Tag]
+					held[o.Tag] = o.TypeSig == "[J" || (o.TypeSig == "[B" && (o.Size == 16+49152 || o.Size == 16+32768))
+					switch {
+					case o.TypeSig == "[J" && o.Size == 16+8*censusLen:
+						if slices.Equal(c, mapChain) {
+							inMap++
+						} else {
+							t.Errorf("a map value's holder is %q, want %q", c, mapChain)
+						}
+					case o.TypeSig == "[J" && o.Size == 16+8<<17:
+						big++
+						if len(c) != 1 || !strings.HasPrefix(c[0], "CensusSite.main:") || !strings.Contains(c[0], " local ") ||
+							!strings.Contains(c[0], `thread "main"`) {
+							t.Errorf("main's local array is held by %q, want CensusSite.main's local in thread main", c)
+						}
+					case o.TypeSig == "[B" && o.Size == 16+49152:
+						data++
+						if !slices.Equal(c, []string{"CensusSite.holder (static)", "CensusSite$Base.data"}) {
+							t.Errorf("Base.data is held by %q", c)
+						}
+					case o.TypeSig == "[B" && o.Size == 16+32768:
+						more++
+						if !slices.Equal(c, []string{"CensusSite.holder (static)", "CensusSite$Sub.more"}) {
+							t.Errorf("Sub.more is held by %q", c)
+						}
+					}
+				}
+				if inMap != censusN || data != 1 || more != 1 || big != 1 {
+					t.Errorf("found %d/%d map values, %d Base.data, %d Sub.more, %d main locals; want all, one each", inMap, censusN, data, more, big)
+				}
+
+				// The full GC moves them (the young generation is emptied);
+				// none dies.
+				v.send("gc")
+				v.line("GCDONE")
+				var after []Record
+				deadline := time.After(30 * time.Second)
+				for moved := 0; moved == 0; {
+					select {
+					case be := <-v.batches:
+						if be.err != nil {
+							t.Fatal(be.err)
+						}
+						for _, r := range be.b.Records {
+							after = append(after, r)
+							if rc, ok := r.(*Reconcile); ok {
+								moved += len(rc.Objects)
+							}
+						}
+					case <-deadline:
+						t.Fatalf("no RECONCILE after the GC")
+					}
+				}
+				moved := 0
+				for _, r := range after {
+					switch r := r.(type) {
+					case *Free:
+						if held[r.Tag] {
+							t.Errorf("FREE of census tag %d, which main still holds", r.Tag)
+						}
+					case *Reconcile:
+						for _, o := range r.Objects {
+							if tags[o.Tag] {
+								moved++
+							}
+						}
+					}
+				}
+				t.Logf("after the full GC: %d census objects moved", moved)
+				if gc.name != "g1" && moved == 0 {
+					t.Errorf("no census object moved in the full GC")
+				}
+				v.send("exit")
+				if got := v.line("DONE"); got != 1<<17+censusN {
+					t.Errorf("the workload saw %d, want %d: its data changed under the census", got, 1<<17+censusN)
+				}
+				v.exit()
+			})
+		}
+	}
+}
+
+// BenchmarkCensus measures the census's pauses and the scan that follows
+// tracked objects after a GC, at 10k, 100k and 1M objects of 1 KiB (long[126]),
+// with and without holder chains: ms per census (heap walk, holder walk, the
+// work after them) and ms per GC scan. DJX_CENSUS_N=10000,... picks the sizes.
+func BenchmarkCensus(b *testing.B) {
+	ns := []int{10_000, 100_000, 1_000_000}
+	if e := os.Getenv("DJX_CENSUS_N"); e != "" {
+		ns = nil
+		for _, f := range strings.Split(e, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ns = append(ns, n)
+		}
+	}
+	for _, j := range availableJDKs(b) {
+		for _, gc := range []string{"-XX:+UseSerialGC", "-XX:+UseParallelGC", "-XX:+UseG1GC"} {
+			for _, n := range ns {
+				for _, holders := range []int{2, 1} {
+					name := fmt.Sprintf("%s/%s/n=%d/holders=%v", j.name, strings.TrimSuffix(strings.TrimPrefix(gc, "-XX:+Use"), "GC"), n, holders == 2)
+					b.Run(name, func(b *testing.B) {
+						heap := fmt.Sprintf("-Xmx%dm", 512+n*3/1000)
+						v := startMain(b, j, fmt.Sprintf("interval=1g,minsize=1024,reconcile=1,census=%d,census_budget=0", holders), true,
+							[]string{gc, heap, "-Xms" + heap[4:]}, "CensusSite", strconv.Itoa(n), "126")
+						v.ready()
+						var walk, hold, emit, scan float64
+						var objs uint64
+						var st0, st *Stats
+						for i := 0; i < b.N; i++ {
+							recs, end := v.census()
+							for _, r := range recs {
+								if s, ok := r.(*Stats); ok {
+									st0 = s
+								}
+							}
+							walk += float64(end.HeapWalkNanos) / 1e6
+							hold += float64(end.HolderWalkNanos) / 1e6
+							emit += float64(end.EmitNanos) / 1e6
+							objs = end.Objects
+						}
+						// One GC: every tracked object's reference is read.
+						v.send("gc")
+						v.line("GCDONE")
+						if st0 == nil {
+							st0 = &Stats{}
+						}
+						deadline := time.After(2 * time.Minute)
+						for st == nil || st.Reconciles == st0.Reconciles {
+							select {
+							case be := <-v.batches:
+								if be.err != nil {
+									b.Fatal(be.err)
+								}
+								for _, r := range be.b.Records {
+									if s, ok := r.(*Stats); ok {
+										st = s
+									}
+								}
+							case <-deadline:
+								b.Fatal("no scan after the GC")
+							}
+						}
+						scans := float64(st.Reconciles - st0.Reconciles)
+						scan = float64(st.ReconcileNanos-st0.ReconcileNanos) / 1e6 / scans
+						b.ReportMetric(walk/float64(b.N), "heapwalk-ms")
+						b.ReportMetric(hold/float64(b.N), "holderwalk-ms")
+						b.ReportMetric(emit/float64(b.N), "after-ms")
+						b.ReportMetric(scan, "gcscan-ms")
+						b.ReportMetric(float64(objs), "objects")
+						b.ReportMetric(float64(st.TrackedLive), "tracked")
+						v.send("exit")
+						v.line("DONE")
+						v.exit()
+					})
+				}
+			}
+		}
+	}
+}

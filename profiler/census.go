@@ -1,0 +1,160 @@
+package profiler
+
+import (
+	"strings"
+
+	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// maxHolderHops bounds a holder chain read from the agent, which a corrupt
+// stream could make cyclic or endless.
+const maxHolderHops = 64
+
+// maxCensusPaths bounds the holder chains kept per JVM.
+const maxCensusPaths = 1 << 22
+
+// onCensusRec applies a census's framing records: the join waits from a
+// census's start until its end, so that samples meet its objects.
+func (j *jvm) onCensusRec(r agent.Record) {
+	switch r := r.(type) {
+	case *agent.CensusStart:
+		j.censusHold = r.Time
+	case *agent.CensusPath:
+		if j.censusPaths == nil {
+			j.censusPaths = make(map[uint32]agent.CensusPath)
+		}
+		if len(j.censusPaths) < maxCensusPaths {
+			j.censusPaths[r.ID] = *r
+		}
+	case *agent.CensusEnd:
+		wall := uint64(0)
+		if j.censusHold != 0 && r.Time > j.censusHold {
+			wall = r.Time - j.censusHold
+		}
+		j.censusHold = 0
+		j.censuses = append(j.censuses, censusRun{*r, wall})
+	}
+}
+
+// censusRun is one census: its end record and how long it took.
+type censusRun struct {
+	agent.CensusEnd
+	wallNanos uint64
+}
+
+// onCensus tracks an object the census found, unless it is tracked already
+// (an allocation sampled since the attach, or a census after a GC finding
+// one the sampler caught).
+func (j *jvm) onCensus(c *agent.Census) {
+	if o, ok := j.idx.Lookup(c.Addr); ok && j.objs[o.ID].start == c.Addr {
+		j.stats.CensusDuplicates++
+		return
+	}
+	j.track(j.censusSite(c), c.Addr, c.Size, c.Tag, 1)
+	j.stats.CensusObjects++
+	j.stats.CensusBytes += c.Size
+}
+
+func (j *jvm) censusSite(c *agent.Census) int32 {
+	k := append(j.keyBuf[:0], "census\x00"...)
+	k = append(k, c.TypeSig...)
+	k = append(k, 0, byte(c.Kind), byte(c.Path), byte(c.Path>>8), byte(c.Path>>16), byte(c.Path>>24))
+	j.keyBuf = k
+	if i, ok := j.siteIdx[string(k)]; ok {
+		return i
+	}
+	i := int32(len(j.sites))
+	j.sites = append(j.sites, &site{typeSig: c.TypeSig, census: c.Kind, holder: c.Path})
+	j.siteIdx[string(k)] = i
+	return i
+}
+
+// holderChain is the holder chain id, GC root first; nil when unknown.
+func (j *jvm) holderChain(id uint32) []string {
+	var rev []string
+	for n := 0; id != 0 && n < maxHolderHops; n++ {
+		p, ok := j.censusPaths[id]
+		if !ok {
+			break
+		}
+		rev = append(rev, p.Hop)
+		if p.Parent >= id {
+			break // parents come first: a later id is a corrupt stream
+		}
+		id = p.Parent
+	}
+	for a, b := 0, len(rev)-1; a < b; a, b = a+1, b-1 {
+		rev[a], rev[b] = rev[b], rev[a]
+	}
+	return rev
+}
+
+// censusSiteName is what the table shows where an allocation site would be.
+func censusSiteName(kind agent.CensusKind) string {
+	if kind == agent.CensusAfterGC {
+		return "[missed by the heap sampler]"
+	}
+	return "[allocated before attach]"
+}
+
+// censusStats adds what the censuses found and cost to st, and notes what
+// a user should know about them.
+func (j *jvm) censusStats(st *report.Stats, note func(string, ...any)) {
+	for _, c := range j.censuses {
+		pause := float64(c.HeapWalkNanos+c.HolderWalkNanos) / 1e6
+		st.CensusPauseMs += pause
+		st.CensusPauseMaxMs = max(st.CensusPauseMaxMs, float64(c.HeapWalkNanos)/1e6, float64(c.HolderWalkNanos)/1e6)
+		if c.Kind == agent.CensusAfterGC {
+			st.Recensuses++
+			continue
+		}
+		st.CensusHeapObjects = c.HeapObjects
+		st.CensusHeapBytes = c.HeapBytes
+		st.CensusHolderMs = float64(c.HolderWalkNanos) / 1e6
+		st.CensusMs = float64(c.wallNanos) / 1e6
+		st.CensusUnreachable = c.Unreachable
+		st.CensusHolders = censusHolderState(c.Status)
+		switch {
+		case c.Status&agent.CensusOverBudget != 0:
+			note("no census: the heap walk passed the pause budget (--census-budget) after %d objects; objects allocated before the attach are not tracked (raise --census-budget, or --census on)", c.HeapObjects)
+		case c.Status&agent.CensusCancelled != 0:
+			note("census cancelled: objects allocated before the attach are not tracked")
+		case c.Status&agent.CensusFailed != 0:
+			note("census failed (%s): objects allocated before the attach are not tracked", strings.TrimSpace(c.Note))
+		case c.Status&agent.CensusHoldersSkipped != 0:
+			note("census without holders: the holder walk would pass the pause budget (the heap walk took %.0f ms over %d objects); raise --census-budget, or --census on", float64(c.HeapWalkNanos)/1e6, c.HeapObjects)
+		case c.Status&agent.CensusHoldersPartial != 0:
+			note("census holders partial: the holder walk passed the pause budget; objects it had not reached have no holder")
+		case c.Status&agent.CensusHoldersFailed != 0:
+			note("census without holders: the JVM refused the holder walk")
+		}
+	}
+	if st.Recensuses > 0 {
+		note("%d censuses after GCs found %d large objects the budget-limited heap sampler missed", st.Recensuses, j.recensusObjects())
+	}
+}
+
+func (j *jvm) recensusObjects() uint64 {
+	var n uint64
+	for _, c := range j.censuses {
+		if c.Kind == agent.CensusAfterGC {
+			n += c.Objects
+		}
+	}
+	return n
+}
+
+func censusHolderState(s agent.CensusStatus) string {
+	switch {
+	case s&(agent.CensusOverBudget|agent.CensusCancelled|agent.CensusFailed) != 0:
+		return "none"
+	case s&agent.CensusHolders != 0:
+		return "all"
+	case s&agent.CensusHoldersPartial != 0:
+		return "partial"
+	case s&agent.CensusHoldersSkipped != 0:
+		return "skipped"
+	}
+	return "off"
+}

@@ -202,6 +202,12 @@ type Report struct {
 func (r *Report) Finish() {
 	for i := range r.Objects {
 		o := &r.Objects[i]
+		if o.Origin == "" {
+			o.Origin = OriginAllocation // reports of djx-bpf before the census
+		}
+		if o.Holder == nil {
+			o.Holder = []string{}
+		}
 		if r.Stats.Attributed > 0 {
 			o.Share = float64(o.Samples) / float64(r.Stats.Attributed)
 		}

@@ -257,3 +257,29 @@ func TestAccessOrder(t *testing.T) {
 		t.Errorf("share %v, want 5/13", as[0].Share)
 	}
 }
+
+// A census row shows its holder chain, cut to --depth hops, where an
+// allocation site would be, and the header says what the census did.
+func TestTableCensusRow(t *testing.T) {
+	r := &Report{PID: 1, Mode: "attach", Event: "decode", MinSize: 1024,
+		Objects: []Object{{Type: "long[]", Site: "[allocated before attach]", Origin: OriginCensus,
+			Holder:  []string{"RealService.index (static)", "java.util.HashMap.table", "[]", "java.util.HashMap$Node.value"},
+			Objects: 32, Bytes: 2 << 20, Samples: 10,
+			Accesses: []Access{{Path: []string{"RealService.lookup:40"}, Samples: 10}}}},
+		Stats: Stats{Samples: 10, Attributed: 10, CensusObjects: 32, CensusPauseMs: 12.4, CensusHolders: "all"}}
+	r.Finish()
+	var b bytes.Buffer
+	if err := WriteTable(&b, r, TableOptions{Top: 5, AccessTop: 3, Depth: 2}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"census 32 objects (with holders), pause 12 ms", "… → [] → java.util.HashMap$Node.value",
+		"#1 long[] [allocated before attach], held by RealService.index (static) → java.util.HashMap.table → [] → java.util.HashMap$Node.value"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "RealService.index (static) → java.util.HashMap.table → [] → java.util.HashMap$Node.value  ") {
+		t.Errorf("the table's row is not cut to --depth:\n%s", out)
+	}
+}

@@ -8,10 +8,10 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 LOG=$(mktemp)
-"$JAVA" -Xmx1g -cp "$CP" HotArrays 0 >"$LOG" 2>&1 &
+"$JAVA" -Xmx1g -cp "$CP" HotArrays 0 0 >"$LOG" 2>&1 &
 JPID=$!
 for i in $(seq 100); do grep -q ready "$LOG" && break; sleep 0.1; done
-echo "demo: HotArrays running as pid $JPID; its hot object is the long[] from HotArrays.allocHot"
+echo "demo: HotArrays running as pid $JPID; its data is allocated at start-up; the hot object is the long[] in HotArrays.hot"
 echo "demo: djx-bpf profile --pid $JPID --duration 8s"
 "$BIN" profile --pid "$JPID" --duration 8s
 rc=$?

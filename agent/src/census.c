@@ -91,6 +91,7 @@ static struct {
 	uint32_t *hpar, *hval;
 	uint64_t *hhop;
 	size_t hcap, hn;
+	int walk; /* 1: heap paths, 2: what only locals reach */
 	/* The referrer whose edges are being reported. */
 	uint32_t cur_path;
 	jlong cur_class;
@@ -296,24 +297,77 @@ static void outer_local(const jvmtiHeapReferenceInfo *info, jlong *tag_ptr)
 	*tag_ptr = (t & T_TARGET) | p;
 }
 
-/* Phase 2: one call per reference. */
+/* Whether tag t names an object only a stack local has reached so far. */
+static int local_only(jlong t)
+{
+	uint32_t p = (uint32_t)(t & T_ID);
+	return !(t & (T_CLASS | T_THREAD)) && p != 0 && p <= cs.npaths && HOP_KIND(cs.hop[p]) == H_LOCAL;
+}
+
+static int leaf(uint32_t k)
+{
+	return k != NO_CLASS && cs.cls[k].refs == 0;
+}
+
+/* The holder chain of the referrer, for an edge out of it. */
+static uint32_t referrer_path(jlong *referrer_tag_ptr, jlong referrer_class_tag)
+{
+	jlong rt = *referrer_tag_ptr;
+
+	if (rt & T_THREAD) {
+		cs.cur_class = -1;
+		return intern(0, HOP(H_THREADOBJ, rt & T_ID, 0));
+	}
+	if (rt & T_TARGET) {
+		cs.cur_class = -1;
+		return (uint32_t)(rt & T_ID);
+	}
+	if (rt != 0) {
+		/* The first edge of this referrer: its tag has done its job. */
+		*referrer_tag_ptr = 0;
+		cs.cur_path = (uint32_t)rt;
+		cs.cur_class = referrer_class_tag;
+		return (uint32_t)rt;
+	}
+	if (referrer_class_tag == cs.cur_class)
+		return cs.cur_path;
+	cs.unplaced++;
+	return PATH_UNKNOWN;
+}
+
+/* Phase 2, two walks, one call per reference. Stack locals are roots that
+ * HotSpot reports before it visits any object, but what a method's
+ * parameter holds is most often held for good by a field: the first walk
+ * only marks what locals reach and names objects by the heap paths from
+ * the other roots; the second descends from what only locals reach. */
 static jint JNICALL ref_cb(jvmtiHeapReferenceKind kind, const jvmtiHeapReferenceInfo *info, jlong class_tag,
 			   jlong referrer_class_tag, jlong size, jlong *tag_ptr, jlong *referrer_tag_ptr,
 			   jint length, void *ud)
 {
-	uint32_t parent, path, k;
+	uint32_t parent, path, k = class_index(class_tag);
 	uint64_t hop;
+	jlong t = *tag_ptr;
+	int root_local = referrer_tag_ptr == NULL && kind == JVMTI_HEAP_REFERENCE_STACK_LOCAL;
 
 	(void)length;
 	(void)ud;
 	if ((++cs.calls & 4095) == 0 && over())
 		return JVMTI_VISIT_ABORT;
-	if (*tag_ptr != 0) {
-		if (referrer_tag_ptr == NULL && kind == JVMTI_HEAP_REFERENCE_STACK_LOCAL)
+	if (cs.walk == 2) {
+		/* Only into what the first walk left to the locals. */
+		if (t != 0)
+			return root_local && local_only(t) && !leaf(k) ? JVMTI_VISIT_OBJECTS : 0;
+		if (root_local)
+			return 0; /* a local the first walk did not see: born since */
+	} else if (t != 0) {
+		if (root_local) {
 			outer_local(info, tag_ptr);
-		return JVMTI_VISIT_OBJECTS; /* reached before (or a class, a thread) */
+			return 0;
+		}
+		if (referrer_tag_ptr == NULL || !local_only(t))
+			return JVMTI_VISIT_OBJECTS; /* reached before (or a class, a thread) */
+		/* A heap path to what a local holds: it names the object. */
 	}
-	k = class_index(class_tag);
 	if (referrer_tag_ptr == NULL) {
 		parent = 0;
 		switch (kind) {
@@ -327,46 +381,25 @@ static jint JNICALL ref_cb(jvmtiHeapReferenceKind kind, const jvmtiHeapReference
 		default:
 			hop = HOP(H_ROOT, kind, 0);
 		}
-	} else {
+	} else if (*referrer_tag_ptr & T_CLASS) {
 		jlong rt = *referrer_tag_ptr;
-		if (rt & T_CLASS) {
-			parent = 0;
-			hop = kind == JVMTI_HEAP_REFERENCE_STATIC_FIELD
-				      ? HOP(H_STATIC, rt & T_ID, info->field.index)
-				      : HOP(H_EDGE, rt & T_ID, kind);
-			cs.cur_class = -1;
-		} else {
-			if (rt & T_THREAD) {
-				parent = intern(0, HOP(H_THREADOBJ, rt & T_ID, 0));
-				cs.cur_class = -1;
-			} else if (rt & T_TARGET) {
-				parent = (uint32_t)(rt & T_ID);
-				cs.cur_class = -1;
-			} else if (rt != 0) {
-				/* The first edge of this referrer: its tag has done its job. */
-				parent = (uint32_t)rt;
-				*referrer_tag_ptr = 0;
-				cs.cur_path = parent;
-				cs.cur_class = referrer_class_tag;
-			} else if (referrer_class_tag == cs.cur_class) {
-				parent = cs.cur_path;
-			} else {
-				parent = PATH_UNKNOWN;
-				cs.unplaced++;
-			}
-			hop = edge_hop(kind, info, referrer_class_tag);
-		}
+		parent = 0;
+		hop = kind == JVMTI_HEAP_REFERENCE_STATIC_FIELD ? HOP(H_STATIC, rt & T_ID, info->field.index)
+								: HOP(H_EDGE, rt & T_ID, kind);
+		cs.cur_class = -1;
+	} else {
+		parent = referrer_path(referrer_tag_ptr, referrer_class_tag);
+		hop = edge_hop(kind, info, referrer_class_tag);
 	}
-	if ((uint64_t)size < cs.minsize && k != NO_CLASS && cs.cls[k].refs == 0)
+	if ((uint64_t)size < cs.minsize && leaf(k))
 		return 0; /* a small leaf: nothing to name, nothing inside */
 	path = intern(parent, hop);
-	cs.reached++;
-	if ((uint64_t)size >= cs.minsize) {
-		*tag_ptr = T_TARGET | path;
-		return (k != NO_CLASS && cs.cls[k].refs == 0) ? 0 : JVMTI_VISIT_OBJECTS;
-	}
-	*tag_ptr = path;
-	return JVMTI_VISIT_OBJECTS;
+	if (t == 0)
+		cs.reached++;
+	*tag_ptr = ((uint64_t)size >= cs.minsize ? T_TARGET : 0) | path;
+	if (root_local)
+		return 0; /* the second walk descends, if no heap path does */
+	return leaf(k) ? 0 : JVMTI_VISIT_OBJECTS;
 }
 
 static void dealloc(jvmtiEnv *j, void *p)
@@ -1064,7 +1097,13 @@ int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int 
 			intern(0, HOP(H_UNKNOWN, 0, 0)); /* PATH_UNKNOWN */
 			t = djx_now_ns();
 			cs.deadline = budget_ns ? t + budget_ns : 0;
+			cs.walk = 1;
 			e = (*cs.ec)->FollowReferences(cs.ec, 0, NULL, NULL, &cb, NULL);
+			if (e == JVMTI_ERROR_NONE && !cs.aborted && !cs.cancelled) {
+				cs.walk = 2;
+				cs.cur_class = -1;
+				e = (*cs.ec)->FollowReferences(cs.ec, 0, NULL, NULL, &cb, NULL);
+			}
 			t_hold = djx_now_ns() - t;
 			if (cs.cancelled) {
 				status |= DJX_CENSUS_CANCELLED;
@@ -1116,12 +1155,25 @@ int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int 
 		}
 		if (cs.ec != NULL && (*cs.ec)->GetTag(cs.ec, objs[i], &ctag) == JVMTI_ERROR_NONE && (ctag & T_TARGET))
 			tg->path = (uint32_t)(ctag & T_ID);
-		if (tg->path == 0 && (status & DJX_CENSUS_HOLDERS))
-			unreached++; /* garbage the next GC frees, or held by a native frame only */
+		if (tg->path == 0 && (status & DJX_CENSUS_HOLDERS)) {
+			/* Garbage the heap iteration saw (its memory may hold
+			 * another object by now), or held by a native frame only. */
+			unreached++;
+			continue;
+		}
 		if ((*cs.et)->GetObjectSize(cs.et, objs[i], &size) == JVMTI_ERROR_NONE &&
 			   (tg->ref = (*jni)->NewWeakGlobalRef(jni, objs[i])) != NULL) {
 			tg->size = (uint64_t)size;
 			target_type(objs[i], tg);
+			if ((uint64_t)size < cs.minsize && !(tg->cls >= 0 && strcmp(cs.cls[tg->cls].sig, "Ljava/lang/Class;") == 0)) {
+				/* Without holders nothing proves it live: a garbage
+				 * object's memory that holds a smaller one now. */
+				(*jni)->DeleteWeakGlobalRef(jni, tg->ref);
+				free(tg->sig);
+				tg->sig = NULL;
+				cs.strays++;
+				continue;
+			}
 			if (tg->path != 0 && tg->path <= cs.npaths)
 				cs.used[tg->path] = 1;
 			ntv++;

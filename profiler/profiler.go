@@ -214,7 +214,7 @@ func (o *Options) censusOpt() string {
 	if lvl == "" {
 		return ""
 	}
-	budget := o.CensusBudget.Milliseconds()
+	budget := max(1, o.CensusBudget.Microseconds())
 	if o.Census == CensusOn {
 		budget = 0
 	}

@@ -77,7 +77,7 @@ struct djx_options {
 	int stacks; /* signal number of the stack handler; 0: off */
 	int code;   /* CODE/CODE_UNLOAD/STUB records (default 1) */
 	int census; /* 0 off, 1 without holders, 2 with holders (on 'C') */
-	uint64_t census_budget_ms; /* longest census pause; 0: no limit */
+	uint64_t census_budget_us; /* longest census pause; 0: no limit */
 	uint64_t recensus_ms;      /* least time between censuses after GCs; 0: none */
 };
 

@@ -1,5 +1,5 @@
 /* Option parsing: "sock=PATH,interval=BYTES,minsize=BYTES,budget=N,
- * reconcile=0|1,stacks=SIG,code=0|1,census=0|1|2,census_budget=MS,
+ * reconcile=0|1,stacks=SIG,code=0|1,census=0|1|2,census_budget=US,
  * recensus=MS". */
 #include <stdio.h>
 #include <string.h>
@@ -109,8 +109,8 @@ int djx_parse_options(const char *s, struct djx_options *o, char *err, size_t er
 			}
 			o->census = v[0] - '0';
 		} else if (keyis(p, klen, "census_budget")) {
-			if (parse_bytes(v, vlen, &o->census_budget_ms) != 0) {
-				snprintf(err, errlen, "option census_budget: bad value \"%.*s\" (ms)", (int)vlen, v);
+			if (parse_bytes(v, vlen, &o->census_budget_us) != 0) {
+				snprintf(err, errlen, "option census_budget: bad value \"%.*s\" (µs)", (int)vlen, v);
 				return -1;
 			}
 		} else if (keyis(p, klen, "recensus")) {

@@ -394,7 +394,7 @@ static int census(JNIEnv *env, uint32_t kind)
 {
 	uint64_t before = __atomic_load_n(&djx.ns_census, __ATOMIC_RELAXED);
 	int rc = djx_census(env, kind, kind == DJX_CENSUS_ATTACH && djx.opt.census == 2,
-			    djx.opt.census_budget_ms * 1000000ull, flush_batch);
+			    djx.opt.census_budget_us * 1000ull, flush_batch);
 
 	djx.last_census = djx_now_ns();
 	djx.last_census_ns = __atomic_load_n(&djx.ns_census, __ATOMIC_RELAXED) - before;

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// censusMapChain holds CensusTruth's 32 map values.
+var censusMapChain = []string{"CensusTruth.index (static)", "java.util.HashMap.table", "[]", "java.util.HashMap$Node.value"}
+
+// checkCensusTruth asserts what testdata/java/CensusTruth.java builds
+// before any attach: its 16 MiB table (a local of main) first, the 32
+// values of its static map as one row named by the map's chain, both from
+// the census, and nearly every in-heap sample on them.
+func checkCensusTruth(t *testing.T, r *report.Report) {
+	t.Helper()
+	s := r.Stats
+	t.Logf("samples %d, in heap %d, attributed %d (%.1f%% of in heap); census %d objects, pause %.1f ms (holder walk %.1f), holders %s; gcs %d, moves missed %d verified %d",
+		s.Samples, s.InHeap, s.Attributed, pct(s.Attributed, s.InHeap), s.CensusObjects, s.CensusPauseMs, s.CensusHolderMs, s.CensusHolders, s.GCs, s.MovesMissed, s.MovesVerified)
+	for i, o := range r.Objects {
+		if i < 4 {
+			t.Logf("#%d %s %s %q objects %d samples %d (%.1f%%)", i+1, o.Type, o.Site, o.Holder, o.Objects, o.Samples, 100*o.Share)
+		}
+	}
+	if len(r.Objects) < 2 {
+		t.Fatalf("%d objects in the report, want the table and the map's values", len(r.Objects))
+	}
+	top := r.Objects[0]
+	if top.Origin != report.OriginCensus || top.Type != "long[]" || top.Bytes != 16<<20+16 || top.Site != "[allocated before attach]" {
+		t.Errorf("top object %+v, want CensusTruth's 16 MiB table from the census", top)
+	}
+	if len(top.Holder) != 1 || !strings.HasPrefix(top.Holder[0], "CensusTruth.main:") || !strings.Contains(top.Holder[0], " local ") {
+		t.Errorf("the table is held by %q, want a local of CensusTruth.main", top.Holder)
+	}
+	var m *report.Object
+	for i := range r.Objects {
+		if slices.Equal(r.Objects[i].Holder, censusMapChain) {
+			m = &r.Objects[i]
+		}
+	}
+	if m == nil {
+		t.Fatalf("no row held by %q", censusMapChain)
+	}
+	if m.Objects != 32 || m.Type != "long[]" || m.Samples == 0 {
+		t.Errorf("map values %+v, want 32 long[] with samples", m)
+	}
+	if s.CensusObjects < 33 || s.CensusPauseMs <= 0 || s.CensusHolders != "all" {
+		t.Errorf("census stats: %d objects, pause %.1f ms, holders %q", s.CensusObjects, s.CensusPauseMs, s.CensusHolders)
+	}
+	// Before the census, none of these samples could be attributed.
+	if pct(s.Attributed, s.InHeap) < 90 {
+		t.Errorf("attributed %.1f%% of in-heap samples, want >= 90%%", pct(s.Attributed, s.InHeap))
+	}
+	if top.Share < 0.5 || m.Share >= top.Share {
+		t.Errorf("shares: table %.1f%%, map values %.1f%%; want the table first with most", 100*top.Share, 100*m.Share)
+	}
+}
+
+// TestCensusAttachGroundTruth: a service's data, allocated at start-up long
+// before the attach, is tracked and named by what holds it.
+func TestCensusAttachGroundTruth(t *testing.T) {
+	setup(t)
+	for name, home := range jdks() {
+		t.Run(name, func(t *testing.T) {
+			j := startJVM(t, home, nil, "-main=CensusTruth", "30")
+			time.Sleep(time.Second) // start-up is long over when a user attaches
+			out := filepath.Join(t.TempDir(), "r.json")
+			code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--format", "json", "-o", out)
+			if code != 0 {
+				t.Fatalf("profile exited %d:\n%s", code, stderr)
+			}
+			checkCensusTruth(t, readReport(t, out))
+			select {
+			case <-j.done:
+				t.Fatalf("the JVM ended after the profile:\n%s", j.output())
+			default:
+			}
+		})
+	}
+}
+
+// TestCensusGCMoves: census objects moved by full GCs (System.gc() every
+// 500 ms) and young GCs (small garbage) after the census are followed,
+// under each collector.
+func TestCensusGCMoves(t *testing.T) {
+	setup(t)
+	for _, gc := range []string{"Serial", "Parallel", "G1"} {
+		t.Run(gc, func(t *testing.T) {
+			j := startJVM(t, jdks()["jdk17"], []string{"-XX:+Use" + gc + "GC"}, "-main=CensusTruth", "30", "gc", "churn")
+			out := filepath.Join(t.TempDir(), "r.json")
+			code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--format", "json", "-o", out)
+			if code != 0 {
+				t.Fatalf("profile exited %d:\n%s", code, stderr)
+			}
+			r := readReport(t, out)
+			checkCensusTruth(t, r)
+			if r.Stats.GCs < 5 {
+				t.Errorf("%d GCs in 5 s, want ~10 (System.gc() every 500 ms)", r.Stats.GCs)
+			}
+			// Serial and Parallel compact the map's values into the old
+			// generation's start; G1 may leave them where they are.
+			if gc != "G1" && r.Stats.MovesMissed == 0 {
+				t.Errorf("no census object moved under %s's full GCs", gc)
+			}
+		})
+	}
+}
+
+// TestCensusScan: scan takes the census of every JVM it attaches to.
+func TestCensusScan(t *testing.T) {
+	setup(t)
+	marker := fmt.Sprintf("-Ddjx.census.test=%d", time.Now().UnixNano())
+	a := startJVM(t, jdks()["jdk17"], []string{marker}, "-main=CensusTruth", "30")
+	home := jdks()["jdk17"]
+	if h, ok := jdks()["temurin25"]; ok {
+		home = h
+	}
+	b := startJVM(t, home, []string{marker, "-XX:+UseParallelGC"}, "-main=CensusTruth", "30", "gc")
+	out := filepath.Join(t.TempDir(), "scan.json")
+	cmd := exec.Command(binPath, "scan", "--duration", "6s", "--match", regexp.QuoteMeta(marker), "--format", "json", "-o", out)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("scan: %v\n%s", err, msg)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc report.Scan
+	if err := json.Unmarshal(data, &sc); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, r := range sc.JVMs {
+		t.Run(fmt.Sprint(r.PID), func(t *testing.T) { checkCensusTruth(t, r) })
+		seen[r.PID] = true
+	}
+	if !seen[a.cmd.Process.Pid] || !seen[b.cmd.Process.Pid] {
+		t.Errorf("scan profiled %v, want pids %d and %d", seen, a.cmd.Process.Pid, b.cmd.Process.Pid)
+	}
+}
+
+// TestCensusOffAndBudget: --census off tracks nothing that predates the
+// attach, and a budget no heap walk can meet drops the census and says so.
+func TestCensusOffAndBudget(t *testing.T) {
+	setup(t)
+	j := startJVM(t, jdks()["jdk17"], nil, "-main=CensusTruth", "30")
+	for _, tc := range []struct {
+		flags []string
+		note  string
+	}{
+		{[]string{"--census", "off"}, ""},
+		{[]string{"--census-budget", "1us"}, "no census: the heap walk passed the pause budget"},
+	} {
+		out := filepath.Join(t.TempDir(), "r.json")
+		args := append([]string{"profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "2s", "--format", "json", "-o", out}, tc.flags...)
+		if code, _, stderr := djx(t, args...); code != 0 {
+			t.Fatalf("%v: exited %d:\n%s", tc.flags, code, stderr)
+		}
+		r := readReport(t, out)
+		if r.Stats.CensusObjects != 0 || r.Stats.Attributed*10 > r.Stats.InHeap {
+			t.Errorf("%v: %d census objects, %d of %d in-heap samples attributed; want none", tc.flags, r.Stats.CensusObjects, r.Stats.Attributed, r.Stats.InHeap)
+		}
+		if notes := strings.Join(r.Notes, "\n"); tc.note != "" && !strings.Contains(notes, tc.note) {
+			t.Errorf("%v: notes %q lack %q", tc.flags, notes, tc.note)
+		}
+	}
+	if code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--census", "sometimes"); code == 0 || !strings.Contains(stderr, "use auto, on, objects or off") {
+		t.Errorf("--census sometimes: exit %d, %q", code, stderr)
+	}
+}
+
+// TestLargeObjectsMissedBySampler: an allocation-heavy program raises the
+// heap sampling interval to MiBs within a second; its hot 256 KiB array,
+// allocated after that, is still found (the census after GCs) and ranked.
+func TestLargeObjectsMissedBySampler(t *testing.T) {
+	setup(t)
+	r := launchJSON(t, []string{"--duration", "6s"}, "-Xmx512m", "-cp", classDir, "LateBig", "8")
+	s := r.Stats
+	t.Logf("samples %d, in heap %d, attributed %d; interval %d..%d; recensuses %d, census objects %d; notes %q",
+		s.Samples, s.InHeap, s.Attributed, r.AllocInterval, r.AllocIntervalMax, s.Recensuses, s.CensusObjects, r.Notes)
+	if r.AllocIntervalMax < 1<<20 {
+		t.Fatalf("the interval rose only to %d: the workload is not allocation-heavy enough to test this", r.AllocIntervalMax)
+	}
+	if len(r.Objects) == 0 {
+		t.Fatal("no objects")
+	}
+	top := r.Objects[0]
+	if top.Type != "long[]" || top.Bytes != 32768*8+16 || top.Share < 0.8 {
+		t.Errorf("top object %+v (%.1f%%), want the 256 KiB long[] with most of the attributed samples", top, 100*top.Share)
+	}
+}

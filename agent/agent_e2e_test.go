@@ -88,7 +88,7 @@ func fixture(t testing.TB) (lib, classes string) {
 			return
 		}
 		out, err := exec.Command(javac, "--release", "11", "-d", fixtureDir,
-			"testdata/AllocSite.java", "testdata/FreeSite.java", "testdata/Spin.java", "testdata/CensusSite.java").CombinedOutput()
+			"testdata/AllocSite.java", "testdata/FreeSite.java", "testdata/Spin.java", "testdata/CensusSite.java", "testdata/HeapFill.java").CombinedOutput()
 		if err != nil {
 			fixtureErr = fmt.Errorf("javac: %v\n%s", err, out)
 		}
@@ -692,7 +692,7 @@ var gcFlags = []struct {
 func recordsOf(t testing.TB, bs []*Batch) []Record {
 	t.Helper()
 	var out []Record
-	var last uint64
+	var last, lastFinish uint64
 	for _, b := range bs {
 		for _, r := range b.Records {
 			var tm uint64
@@ -700,11 +700,17 @@ func recordsOf(t testing.TB, bs []*Batch) []Record {
 			case *Alloc:
 				tm = r.Time
 			case *Free:
-				tm = r.Time
+				// Stamped at the end of the GC the object died in.
+				if r.Time < lastFinish || r.Time > b.Watermark {
+					t.Errorf("FREE time %d before the last GC_FINISH %d or past the watermark %d", r.Time, lastFinish, b.Watermark)
+				}
+				out = append(out, r)
+				continue
 			case *GCStart:
 				tm = r.Time
 			case *GCFinish:
 				tm = r.Time
+				lastFinish = r.Time
 			case *Reconcile:
 				tm = r.Time
 			case *Interval:

@@ -192,80 +192,120 @@ func TestCensusHolders(t *testing.T) {
 	}
 }
 
-// BenchmarkCensus measures the census's pauses and the scan that follows
-// tracked objects after a GC, at 10k, 100k and 1M objects of 1 KiB (long[126]),
-// with and without holder chains: ms per census (heap walk, holder walk, the
-// work after them) and ms per GC scan. DJX_CENSUS_N=10000,... picks the sizes.
-func BenchmarkCensus(b *testing.B) {
-	ns := []int{10_000, 100_000, 1_000_000}
-	if e := os.Getenv("DJX_CENSUS_N"); e != "" {
-		ns = nil
-		for _, f := range strings.Split(e, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil {
-				b.Fatal(err)
+// envInts reads a comma-separated list of integers from the environment.
+func envInts(b *testing.B, name string, def []int) []int {
+	e := os.Getenv(name)
+	if e == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(e, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			b.Fatalf("%s: %v", name, err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// measureCensus runs b.N censuses in a JVM running main args, then one GC,
+// and reports the census's pauses and work and the GC scan's time.
+func measureCensus(b *testing.B, j jdk, holders int, flags []string, main string, args ...string) {
+	v := startMain(b, j, fmt.Sprintf("interval=1g,minsize=1024,reconcile=1,census=%d,census_budget=0", holders), true,
+		flags, main, args...)
+	v.ready()
+	var walk, hold, emit float64
+	var end *CensusEnd
+	var st0, st *Stats
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var recs []Record
+		recs, end = v.census()
+		walk += float64(end.HeapWalkNanos) / 1e6
+		hold += float64(end.HolderWalkNanos) / 1e6
+		emit += float64(end.EmitNanos) / 1e6
+		for _, r := range recs {
+			if s, ok := r.(*Stats); ok {
+				st0 = s
 			}
-			ns = append(ns, n)
 		}
 	}
+	b.StopTimer()
+	if st0 == nil {
+		st0 = &Stats{}
+	}
+	// One GC: the agent reads every tracked object's reference.
+	v.send("gc")
+	v.line("GCDONE")
+	deadline := time.After(5 * time.Minute)
+	for st == nil || st.Reconciles == st0.Reconciles {
+		select {
+		case be := <-v.batches:
+			if be.err != nil {
+				b.Fatal(be.err)
+			}
+			for _, r := range be.b.Records {
+				if s, ok := r.(*Stats); ok {
+					st = s
+				}
+			}
+		case <-deadline:
+			b.Fatal("no scan after the GC")
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(walk/n, "heapwalk-ms")
+	b.ReportMetric(hold/n, "holderwalk-ms")
+	b.ReportMetric(emit/n, "after-ms")
+	b.ReportMetric(float64(st.ReconcileNanos-st0.ReconcileNanos)/1e6/float64(st.Reconciles-st0.Reconciles), "gcscan-ms")
+	b.ReportMetric(float64(end.HeapObjects), "heap-objects")
+	b.ReportMetric(float64(end.Objects), "census-objects")
+	b.ReportMetric(float64(st.TrackedLive), "tracked")
+	v.send("exit")
+	v.line("DONE")
+	v.exit()
+}
+
+// BenchmarkCensus measures the census and the scan that follows tracked
+// objects after a GC at 10k, 100k and 1M tracked objects of 1 KiB, with
+// and without holder chains (DJX_CENSUS_N=10000,... picks the counts).
+func BenchmarkCensus(b *testing.B) {
 	for _, j := range availableJDKs(b) {
-		for _, gc := range []string{"-XX:+UseSerialGC", "-XX:+UseParallelGC", "-XX:+UseG1GC"} {
-			for _, n := range ns {
+		for _, gc := range []string{"Serial", "Parallel", "G1"} {
+			for _, n := range envInts(b, "DJX_CENSUS_N", []int{10_000, 100_000, 1_000_000}) {
 				for _, holders := range []int{2, 1} {
-					name := fmt.Sprintf("%s/%s/n=%d/holders=%v", j.name, strings.TrimSuffix(strings.TrimPrefix(gc, "-XX:+Use"), "GC"), n, holders == 2)
-					b.Run(name, func(b *testing.B) {
-						heap := fmt.Sprintf("-Xmx%dm", 512+n*3/1000)
-						v := startMain(b, j, fmt.Sprintf("interval=1g,minsize=1024,reconcile=1,census=%d,census_budget=0", holders), true,
-							[]string{gc, heap, "-Xms" + heap[4:]}, "CensusSite", strconv.Itoa(n), "126")
-						v.ready()
-						var walk, hold, emit, scan float64
-						var objs uint64
-						var st0, st *Stats
-						for i := 0; i < b.N; i++ {
-							recs, end := v.census()
-							for _, r := range recs {
-								if s, ok := r.(*Stats); ok {
-									st0 = s
-								}
-							}
-							walk += float64(end.HeapWalkNanos) / 1e6
-							hold += float64(end.HolderWalkNanos) / 1e6
-							emit += float64(end.EmitNanos) / 1e6
-							objs = end.Objects
-						}
-						// One GC: every tracked object's reference is read.
-						v.send("gc")
-						v.line("GCDONE")
-						if st0 == nil {
-							st0 = &Stats{}
-						}
-						deadline := time.After(2 * time.Minute)
-						for st == nil || st.Reconciles == st0.Reconciles {
-							select {
-							case be := <-v.batches:
-								if be.err != nil {
-									b.Fatal(be.err)
-								}
-								for _, r := range be.b.Records {
-									if s, ok := r.(*Stats); ok {
-										st = s
-									}
-								}
-							case <-deadline:
-								b.Fatal("no scan after the GC")
-							}
-						}
-						scans := float64(st.Reconciles - st0.Reconciles)
-						scan = float64(st.ReconcileNanos-st0.ReconcileNanos) / 1e6 / scans
-						b.ReportMetric(walk/float64(b.N), "heapwalk-ms")
-						b.ReportMetric(hold/float64(b.N), "holderwalk-ms")
-						b.ReportMetric(emit/float64(b.N), "after-ms")
-						b.ReportMetric(scan, "gcscan-ms")
-						b.ReportMetric(float64(objs), "objects")
-						b.ReportMetric(float64(st.TrackedLive), "tracked")
-						v.send("exit")
-						v.line("DONE")
-						v.exit()
+					b.Run(fmt.Sprintf("%s/%s/n=%d/holders=%v", j.name, gc, n, holders == 2), func(b *testing.B) {
+						heap := fmt.Sprintf("%dm", 512+n*3/1000)
+						measureCensus(b, j, holders, []string{"-XX:+Use" + gc + "GC", "-Xmx" + heap, "-Xms" + heap},
+							"HeapFill", "0", strconv.Itoa(n), "0")
+					})
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkCensusPause measures the census's pauses by heap size and
+// object count: DJX_PAUSE_HEAP_MB (heap sizes) and DJX_PAUSE_SMALL (small
+// objects, pairwise), DJX_PAUSE_GCS=Serial,Parallel,G1 (1, 2, 3 pick them).
+// Each heap also holds 10k tracked objects of 1 KiB and is filled to 60%
+// with 1 MiB arrays.
+func BenchmarkCensusPause(b *testing.B) {
+	heaps := envInts(b, "DJX_PAUSE_HEAP_MB", []int{256, 1024})
+	smalls := envInts(b, "DJX_PAUSE_SMALL", []int{1_000_000, 5_000_000})
+	gcs := map[int]string{1: "Serial", 2: "Parallel", 3: "G1"}
+	for _, j := range availableJDKs(b) {
+		for _, g := range envInts(b, "DJX_PAUSE_GCS", []int{3}) {
+			for i, mb := range heaps {
+				small := smalls[i]
+				for _, holders := range []int{2, 1} {
+					b.Run(fmt.Sprintf("%s/%s/heap=%dMiB/objects=%d/holders=%v", j.name, gcs[g], mb, small, holders == 2), func(b *testing.B) {
+						// A node and its item take ~40 bytes in all.
+						pad := max(0, mb*6/10-small*20/(1<<20)-10)
+						heap := fmt.Sprintf("%dm", mb)
+						measureCensus(b, j, holders, []string{"-XX:+Use" + gcs[g] + "GC", "-Xmx" + heap, "-Xms" + heap},
+							"HeapFill", strconv.Itoa(small), "10000", strconv.Itoa(pad))
 					})
 				}
 			}

@@ -106,7 +106,10 @@
 // every tracked object's reference: a cleared one is sent as FREE, and
 // with reconcile=1 the ones whose address changed are sent in RECONCILE
 // records, each listing addresses valid at its time (no GC ran between
-// their reading and the record). The scan is O(tracked), with no cap.
+// their reading and the record); the scan's last RECONCILE, empty or not,
+// says it is complete. FREE is stamped with the end of the GC the object
+// died in, so it may precede records sent before it: loaders order FREE by
+// time. The scan is O(tracked), with no cap.
 //
 // Census (option census=1|2, on the loader's 'C'): the agent walks the
 // heap and tracks every live object of at least minsize that exists, as

@@ -206,7 +206,8 @@ func (j *jvm) onBatch(b *agent.Batch) {
 		case *agent.Interval:
 			j.agentQ = append(j.agentQ, timedRec{r.Time, r})
 		case *agent.Free:
-			j.agentQ = append(j.agentQ, timedRec{r.Time, r})
+			// Stamped at the GC the object died in.
+			j.insertTimed(timedRec{r.Time, r})
 		case *agent.Reconcile:
 			t := r.Time
 			if j.rescan && j.lastGCEnd != 0 && j.lastGCEnd <= t {

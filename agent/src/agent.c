@@ -464,6 +464,20 @@ int djx_free_locked(uint64_t tag)
 	return append_fixed_locked(REC_FREE, tag, 1);
 }
 
+int djx_free_at_locked(uint64_t tag, uint64_t t)
+{
+	uint8_t rec[DJX_REC_HDR + 16];
+
+	put_rec_hdr(rec, REC_FREE, 16);
+	put_u64(rec + DJX_REC_HDR, t);
+	put_u64(rec + DJX_REC_HDR + 8, tag);
+	if (djx_append_locked(rec, sizeof rec, 1) != 0) {
+		__atomic_add_fetch(&djx.n_dropped, 1, RELAXED);
+		return -1;
+	}
+	return 0;
+}
+
 static void JNICALL on_gc_start(jvmtiEnv *j)
 {
 	(void)j;
@@ -483,9 +497,9 @@ static void JNICALL on_gc_finish(jvmtiEnv *j)
 	pthread_mutex_lock(&djx.mu);
 	if (!djx.detached) {
 		djx.gc_finishes++;
-		djx.last_gc_end = djx_now_ns();
 		__atomic_add_fetch(&djx.n_gcs, 1, RELAXED);
 		append_fixed_locked(REC_GC_FINISH, 0, 0);
+		djx.last_gc_end = djx_now_ns(); /* not before GC_FINISH's own time */
 		/* The writer scans the tracked objects and checks the humongous ones. */
 		if (djx_track_pending_locked() || djx_big_pending_locked() || djx.opt.recensus_ms != 0)
 			djx_kick_locked();

@@ -142,7 +142,7 @@ int djx_big_check(void)
 			if (!dead[i] && !bigs.v[i].gone)
 				continue;
 			if (!bigs.v[i].gone) {
-				if (djx_free_locked(bigs.v[i].tag) != 0)
+				if (djx_free_at_locked(bigs.v[i].tag, djx.last_gc_end) != 0)
 					rc = -1;
 				__atomic_add_fetch(&djx.n_big_freed, 1, __ATOMIC_RELAXED);
 			}

@@ -72,6 +72,7 @@ struct target {
 static struct {
 	jvmtiEnv *et, *ec; /* the two private environments */
 	JNIEnv *jni;
+	uint32_t kind;
 	uint64_t minsize, deadline, calls;
 	int aborted, cancelled, oom;
 	/* Classes and threads (env C tags). */
@@ -128,7 +129,10 @@ static jint JNICALL iter_cb(jlong class_tag, jlong size, jlong *tag_ptr, jint le
 		return JVMTI_VISIT_ABORT;
 	cs.heap_objects++;
 	cs.heap_bytes += (uint64_t)size;
-	if ((uint64_t)size >= cs.minsize) {
+	/* After a GC the heap iteration also sees garbage, which the local
+	 * references of phase 3 would keep alive a GC longer: harmless but for
+	 * G1's humongous objects, which then wait for a marking cycle. */
+	if ((uint64_t)size >= cs.minsize && !(cs.kind == DJX_CENSUS_AFTER_GC && djx_big_wants((uint64_t)size))) {
 		*tag_ptr = T_ALL;
 		cs.targets++;
 		cs.target_bytes += (uint64_t)size;
@@ -1059,6 +1063,7 @@ int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int 
 
 	memset(&cs, 0, sizeof cs);
 	cs.jni = jni;
+	cs.kind = kind;
 	cs.minsize = djx.opt.minsize ? djx.opt.minsize : 1;
 	if (append_start(kind, t_begin, flush) < 0 || flush() != 0)
 		return -1;

@@ -229,8 +229,11 @@ void djx_error_locked(const char *msg);
 int djx_emit(JNIEnv *jni, const uint64_t *ids, size_t nids, uint8_t *rec, size_t len, size_t time_off);
 #define DJX_NO_TIME ((size_t)-1)
 
-/* Appends a FREE record for tag (mu held); 0, or -1 when the buffer is full. */
+/* Appends a FREE record for tag (mu held); 0, or -1 when the buffer is full.
+ * The _at form stamps it t: an object found dead after a GC died in it, so
+ * FREE carries that GC's end, earlier than records sent since. */
 int djx_free_locked(uint64_t tag);
+int djx_free_at_locked(uint64_t tag, uint64_t t);
 
 /* big.c: objects tracked without tags (G1 humongous). */
 int djx_big_init(void);             /* 0, or -1 when /proc/self/mem is unreadable */

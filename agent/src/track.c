@@ -102,7 +102,7 @@ static int scan_chunk(size_t *pos, uint64_t epoch, jweak *dead, size_t *ndead, s
 		struct trk *t = &trk.v[i];
 		uint64_t a = djx_weak_addr(t->ref);
 		if (a == 0) {
-			djx_free_locked(t->tag);
+			djx_free_at_locked(t->tag, djx.last_gc_end);
 			__atomic_add_fetch(&djx.n_frees, 1, __ATOMIC_RELAXED);
 			dead[(*ndead)++] = t->ref;
 			*t = trk.v[--trk.n];
@@ -120,7 +120,9 @@ static int scan_chunk(size_t *pos, uint64_t epoch, jweak *dead, size_t *ndead, s
 	*pos = end < trk.n ? end : trk.n;
 	wb_end(w, start);
 	put_u32(w->p + countoff, (uint32_t)nmoved);
-	if (nmoved > 0 && !w->err) {
+	/* The last chunk's record goes out even when empty: it tells the
+	 * loader that the scan after this GC is complete. */
+	if ((nmoved > 0 || (*pos >= trk.n && djx.opt.reconcile)) && !w->err) {
 		/* Stamped last: the FREE records of this chunk went out first. */
 		put_u64(w->p + start + DJX_REC_HDR, djx_now_ns());
 		djx_append_locked(w->p, w->len, 1);

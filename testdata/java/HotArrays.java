@@ -2,9 +2,7 @@
 // loop spends 13/16 of its loads on the one allocHot() returns, 1/16 on each
 // of the others, and that array is 13 times as large, so every cache line is
 // read equally often and the cost split follows the load split under any
-// cache pressure. Every round of round-ms reallocates the arrays; with
-// round-ms 0 they are allocated once, before "ready", and kept in static
-// fields as a service keeps its tables (the census sees them).
+// cache pressure. Each round reallocates them; round-ms 0: once, into statics.
 // Usage: java HotArrays [seconds (0 = forever)] [round-ms (default 500)]
 // Prints "ready" once, then "ops N" each second (loads done in that second).
 public class HotArrays {
@@ -27,10 +25,6 @@ public class HotArrays {
     }
 
     static long seed = 0x9E3779B97F4A7C15L;
-
-    // The arrays in use, held as a service holds its tables.
-    static long[] hot, c1, c2;
-    static double[] c3;
 
     // Sixteen loads in straight-line code, each at a uniformly random index
     // (the top 24 bits of an LCG step, scaled to the length): no branch to
@@ -113,4 +107,8 @@ public class HotArrays {
         }
         System.out.println("done " + (sink == 42 ? "!" : ""));
     }
+
+    // The arrays in use, held as a service holds its tables.
+    static long[] hot, c1, c2;
+    static double[] c3;
 }

@@ -212,6 +212,7 @@ func envInts(b *testing.B, name string, def []int) []int {
 // measureCensus runs b.N censuses in a JVM running main args, then one GC,
 // and reports the census's pauses and work and the GC scan's time.
 func measureCensus(b *testing.B, j jdk, holders int, flags []string, main string, args ...string) {
+	j.flags = nil // nothing is sampled: JDK 17's TLAB flags only clash with G1's small regions
 	v := startMain(b, j, fmt.Sprintf("interval=1g,minsize=1024,reconcile=1,census=%d,census_budget=0", holders), true,
 		flags, main, args...)
 	v.ready()

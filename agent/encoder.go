@@ -187,6 +187,8 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 		}
 		str(r.Note)
 		dst = le.AppendUint64(dst, r.Strays)
+		dst = le.AppendUint64(dst, r.HeapWalkPasses)
+		dst = le.AppendUint64(dst, r.PauseMaxNanos)
 	case *Unknown:
 		dst = append(dst, r.Body...)
 	default:

@@ -287,7 +287,7 @@ func decodeRecord(typ RecordType, body []byte) (Record, error) {
 		rec = &CensusEnd{Time: d.u64(), Kind: CensusKind(d.u32()), Status: CensusStatus(d.u32()),
 			Objects: d.u64(), Bytes: d.u64(), HeapObjects: d.u64(), HeapBytes: d.u64(),
 			HeapWalkNanos: d.u64(), HolderWalkNanos: d.u64(), EmitNanos: d.u64(),
-			Paths: d.u64(), Reached: d.u64(), Unreachable: d.u64(), Unplaced: d.u64(), Note: d.str(), Strays: d.opt64()}
+			Paths: d.u64(), Reached: d.u64(), Unreachable: d.u64(), Unplaced: d.u64(), Note: d.str(), Strays: d.opt64(), HeapWalkPasses: d.opt64(), PauseMaxNanos: d.opt64()}
 	default:
 		return &Unknown{RecType: typ, Body: append([]byte(nil), body...)}, nil
 	}

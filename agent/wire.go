@@ -64,7 +64,8 @@
 //	CENSUS_END 19 u64 time, u32 kind, u32 status, u64 objects, u64 bytes,
 //	             u64 heap_objects, u64 heap_bytes, u64 heap_walk_ns,
 //	             u64 holder_walk_ns, u64 emit_ns, u64 paths, u64 reached,
-//	             u64 unreachable, u64 unplaced, string note, u64 strays
+//	             u64 unreachable, u64 unplaced, string note, u64 strays,
+//	             u64 heap_walk_passes, u64 pause_max_ns
 //
 // frame = {u64 jmethodid, u64 bci}, bci a signed 64-bit integer, innermost
 // frame first (as in ALLOC). Every nonzero jmethodid in an ALLOC, STACK or
@@ -430,6 +431,10 @@ type CensusEnd struct {
 	Unplaced        uint64 // references the walk could not place on a chain
 	Note            string
 	Strays          uint64 // objects the JVM returned without the census's tag: left out
+	// The heap walk runs in passes of at most the pause budget each;
+	// PauseMaxNanos is the longest stop-the-world pause of the census.
+	HeapWalkPasses uint64
+	PauseMaxNanos  uint64
 }
 
 // Stack status codes below zero. 0 and -1..-10 are AsyncGetCallTrace's own

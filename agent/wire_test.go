@@ -55,7 +55,7 @@ var sample = []struct {
 	{"census", &Census{Time: 9200, Addr: 0xffe80000, Size: 262160, Tag: 44, Path: 7, Kind: CensusAttach, TypeSig: "[J"}},
 	{"censusend", &CensusEnd{Time: 9300, Kind: CensusAttach, Status: CensusHolders, Objects: 1, Bytes: 262160,
 		HeapObjects: 1000, HeapBytes: 1 << 20, HeapWalkNanos: 1e6, HolderWalkNanos: 5e6, EmitNanos: 2e5,
-		Paths: 9, Reached: 900, Unreachable: 3, Unplaced: 0, Note: "", Strays: 1}},
+		Paths: 9, Reached: 900, Unreachable: 3, Unplaced: 0, Note: "", Strays: 1, HeapWalkPasses: 2, PauseMaxNanos: 3e6}},
 	{"unknown", &Unknown{RecType: 99, Body: []byte{1, 2, 3}}},
 }
 

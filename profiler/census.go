@@ -102,14 +102,14 @@ func censusSiteName(kind agent.CensusKind) string {
 // a user should know about them.
 func (j *jvm) censusStats(st *report.Stats, note func(string, ...any)) {
 	for _, c := range j.censuses {
-		pause := float64(c.HeapWalkNanos+c.HolderWalkNanos) / 1e6
-		st.CensusPauseMs += pause
-		st.CensusPauseMaxMs = max(st.CensusPauseMaxMs, float64(c.HeapWalkNanos)/1e6, float64(c.HolderWalkNanos)/1e6)
+		st.CensusPauseMs += float64(c.HeapWalkNanos+c.HolderWalkNanos) / 1e6
+		st.CensusPauseMaxMs = max(st.CensusPauseMaxMs, float64(c.PauseMaxNanos)/1e6)
 		if c.Kind == agent.CensusAfterGC {
 			st.Recensuses++
 			continue
 		}
 		st.CensusHeapObjects = c.HeapObjects
+		st.CensusPasses = c.HeapWalkPasses
 		st.CensusHeapBytes = c.HeapBytes
 		st.CensusHolderMs = float64(c.HolderWalkNanos) / 1e6
 		st.CensusMs = float64(c.wallNanos) / 1e6

@@ -38,7 +38,7 @@ func TestJoinCensus(t *testing.T) {
 		&agent.Census{Time: 100, Addr: 0x5100_0000, Size: 65552, Tag: 12, Path: 4, Kind: agent.CensusAttach, TypeSig: "[J"},
 		&agent.Census{Time: 100, Addr: 0x6000_0000, Size: 16 << 20, Tag: 13, Path: 5, Kind: agent.CensusAttach, TypeSig: "[J"},
 		&agent.Census{Time: 100, Addr: 0x9000_0000, Size: 4096, Tag: 14, Path: 0, Kind: agent.CensusAttach, TypeSig: "[J"},
-		&agent.CensusEnd{Time: 450, Kind: agent.CensusAttach, Status: agent.CensusHolders, Objects: 4, HeapWalkNanos: 2e6, HolderWalkNanos: 9e6}))
+		&agent.CensusEnd{Time: 450, Kind: agent.CensusAttach, Status: agent.CensusHolders, Objects: 4, HeapWalkNanos: 2e6, HolderWalkNanos: 9e6, PauseMaxNanos: 9e6, HeapWalkPasses: 1}))
 	j.drain(true)
 	if j.stats.Attributed != 3 || j.stats.CensusObjects != 3 || j.stats.CensusDuplicates != 1 {
 		t.Fatalf("stats %+v", j.stats)

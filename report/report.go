@@ -159,6 +159,7 @@ type Stats struct {
 	CensusBytes       uint64  `json:"census_bytes"`
 	CensusPauseMs     float64 `json:"census_pause_ms"`
 	CensusPauseMaxMs  float64 `json:"census_pause_max_ms,omitempty"`
+	CensusPasses      uint64  `json:"census_passes,omitempty"` // heap walk passes, each within the budget
 	CensusHolderMs    float64 `json:"census_holder_ms,omitempty"`
 	CensusMs          float64 `json:"census_ms,omitempty"`
 	CensusHeapObjects uint64  `json:"census_heap_objects,omitempty"`

@@ -1,10 +1,12 @@
 /* The census: objects that existed before the profile, named by what holds
  * them.
  *
- * Phase 1, a pause: IterateThroughHeap in a private environment (env T)
- * tags every object of at least minsize with one tag value, so that one
- * GetObjectsWithTags call returns them all in O(tagged): HotSpot compares
- * each tag-map entry with each requested tag.
+ * Phase 1, pauses: IterateThroughHeap in a private environment (env T)
+ * tags every object of at least minsize with its group's tag, so that one
+ * GetObjectsWithTags call per group returns them in O(tagged): HotSpot
+ * compares each tag-map entry with each requested tag. A pass that reaches
+ * the pause budget stops; the next, after the application ran as long,
+ * skips what is tagged and goes on, as long as passes make progress.
  * Phase 2, a pause (holders): FollowReferences from the GC roots in a
  * second private environment (env C). An object's tag there is the id of
  * the reference chain that first reached it, interned as (parent, hop);
@@ -30,7 +32,11 @@
 #define T_THREAD (1ll << 61)
 #define T_TARGET (1ll << 60)
 #define T_ID ((1ll << 40) - 1)
-#define T_ALL 1 /* env T: every census object */
+/* Env T: census objects in groups of GROUP, tagged 1, 2, ...: one
+ * GetObjectsWithTags per group holds the tag-map lock (and so holds off
+ * safepoints) for one group's worth of handles, not for all of them. */
+#define GROUP 65536
+#define MAX_PASSES 64
 
 #define MAX_PATHS (1u << 22)
 #define MAX_DEPTH 48
@@ -129,11 +135,13 @@ static jint JNICALL iter_cb(jlong class_tag, jlong size, jlong *tag_ptr, jint le
 		return JVMTI_VISIT_ABORT;
 	cs.heap_objects++;
 	cs.heap_bytes += (uint64_t)size;
+	if (*tag_ptr != 0)
+		return 0; /* tagged by an earlier pass */
 	/* After a GC the heap iteration also sees garbage, which the local
 	 * references of phase 3 would keep alive a GC longer: harmless but for
 	 * G1's humongous objects, which then wait for a marking cycle. */
 	if ((uint64_t)size >= cs.minsize && !(cs.kind == DJX_CENSUS_AFTER_GC && djx_big_wants((uint64_t)size))) {
-		*tag_ptr = T_ALL;
+		*tag_ptr = (jlong)(1 + cs.targets / GROUP);
 		cs.targets++;
 		cs.target_bytes += (uint64_t)size;
 	}
@@ -1047,15 +1055,59 @@ static int append_start(uint32_t kind, uint64_t t, int (*flush)(void))
 	return append_rec(w.p, w.len, flush);
 }
 
+/* One object GetObjectsWithTags returned for group g: into *tg, counted
+ * in *ntv, or left out. No DeleteLocalRef: HotSpot hands a deleted slot to
+ * the next local reference made, and the objects after this one were seen
+ * to change under their handles; PopLocalFrame frees them all. */
+static void take_target(jobject o, jlong g, uint32_t status, struct target *tg, size_t *ntv, uint64_t *unreached)
+{
+	JNIEnv *jni = cs.jni;
+	jlong size = 0, ctag = 0, ttag = 0;
+
+	tg->path = 0;
+	/* GetObjectsWithTags was seen to return the odd object that bears no
+	 * such tag (JDK 17 and 25, Parallel and G1): check each. */
+	if ((*cs.et)->GetTag(cs.et, o, &ttag) != JVMTI_ERROR_NONE || ttag != g) {
+		cs.strays++;
+		return;
+	}
+	if (cs.ec != NULL && (*cs.ec)->GetTag(cs.ec, o, &ctag) == JVMTI_ERROR_NONE && (ctag & T_TARGET))
+		tg->path = (uint32_t)(ctag & T_ID);
+	if (tg->path == 0 && (status & DJX_CENSUS_HOLDERS)) {
+		/* Garbage the heap iteration saw (its memory may hold another
+		 * object by now), or held by a native frame only. */
+		(*unreached)++;
+		return;
+	}
+	if ((*cs.et)->GetObjectSize(cs.et, o, &size) != JVMTI_ERROR_NONE ||
+	    (tg->ref = (*jni)->NewWeakGlobalRef(jni, o)) == NULL)
+		return;
+	tg->size = (uint64_t)size;
+	target_type(o, tg);
+	if ((uint64_t)size < cs.minsize && !(tg->cls >= 0 && strcmp(cs.cls[tg->cls].sig, "Ljava/lang/Class;") == 0)) {
+		/* Without holders nothing proves it live: a garbage object's
+		 * memory that holds a smaller one now. */
+		(*jni)->DeleteWeakGlobalRef(jni, tg->ref);
+		free(tg->sig);
+		tg->ref = NULL;
+		tg->sig = NULL;
+		cs.strays++;
+		return;
+	}
+	if (tg->path != 0 && tg->path <= cs.npaths)
+		cs.used[tg->path] = 1;
+	(*ntv)++;
+}
+
 int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int (*flush)(void))
 {
 	jvmtiHeapCallbacks cb;
-	uint64_t t_begin = djx_now_ns(), t, t_iter = 0, t_hold = 0, t_emit = 0, objects = 0, bytes = 0, unreached = 0;
+	uint64_t t_begin = djx_now_ns(), t, t_iter = 0, t_last = 0, t_max = 0, t_hold = 0, t_emit = 0, objects = 0, bytes = 0,
+		 unreached = 0, passes = 0;
 	uint32_t status = 0;
 	char note[200] = "";
 	jint cnt = 0;
 	jobject *objs = NULL;
-	jlong tall = T_ALL;
 	struct target *tv = NULL;
 	size_t ntv = 0;
 	int rc = 0, framed = 0;
@@ -1077,21 +1129,38 @@ int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int 
 	/* Phase 1. */
 	memset(&cb, 0, sizeof cb);
 	cb.heap_iteration_callback = iter_cb;
-	t = djx_now_ns();
-	cs.deadline = budget_ns ? t + budget_ns : 0;
-	e = (*cs.et)->IterateThroughHeap(cs.et, 0, NULL, &cb, NULL);
-	t_iter = djx_now_ns() - t;
-	if (e != JVMTI_ERROR_NONE || cs.aborted || cs.cancelled) {
-		status |= cs.cancelled ? DJX_CENSUS_CANCELLED : cs.aborted ? DJX_CENSUS_OVER_BUDGET : DJX_CENSUS_FAILED;
-		if (e != JVMTI_ERROR_NONE)
-			snprintf(note, sizeof note, "IterateThroughHeap: error %d", (int)e);
-		goto end;
+	for (;;) {
+		uint64_t before = cs.targets, dt;
+		cs.aborted = 0;
+		cs.heap_objects = cs.heap_bytes = 0;
+		t = djx_now_ns();
+		cs.deadline = budget_ns ? t + budget_ns : 0;
+		e = (*cs.et)->IterateThroughHeap(cs.et, 0, NULL, &cb, NULL);
+		dt = djx_now_ns() - t;
+		t_iter += dt;
+		t_last = dt;
+		t_max = dt > t_max ? dt : t_max;
+		passes++;
+		if (e != JVMTI_ERROR_NONE || cs.cancelled) {
+			status |= cs.cancelled ? DJX_CENSUS_CANCELLED : DJX_CENSUS_FAILED;
+			if (e != JVMTI_ERROR_NONE)
+				snprintf(note, sizeof note, "IterateThroughHeap: error %d", (int)e);
+			goto end;
+		}
+		if (!cs.aborted)
+			break;
+		if (cs.targets == before || passes >= MAX_PASSES) {
+			status |= DJX_CENSUS_OVER_BUDGET;
+			goto end;
+		}
+		struct timespec ts = {(time_t)(dt / 1000000000u), (long)(dt % 1000000000u)};
+		nanosleep(&ts, NULL);
 	}
 
 	/* Phase 2: the pause it takes is about DJX_HOLDER_FACTOR times the
 	 * heap iteration's (measured, docs/census.md). */
 	if (holders && kind == DJX_CENSUS_ATTACH) {
-		if (budget_ns != 0 && t_iter * DJX_HOLDER_FACTOR > budget_ns) {
+		if (budget_ns != 0 && t_last * DJX_HOLDER_FACTOR > budget_ns) {
 			status |= DJX_CENSUS_HOLDERS_SKIPPED;
 		} else if ((cs.ec = private_env(1)) == NULL || prepare_walk(jni) != 0) {
 			status |= DJX_CENSUS_HOLDERS_FAILED;
@@ -1110,6 +1179,7 @@ int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int 
 				e = (*cs.ec)->FollowReferences(cs.ec, 0, NULL, NULL, &cb, NULL);
 			}
 			t_hold = djx_now_ns() - t;
+			t_max = t_hold > t_max ? t_hold : t_max;
 			if (cs.cancelled) {
 				status |= DJX_CENSUS_CANCELLED;
 				goto end;
@@ -1129,68 +1199,33 @@ int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int 
 
 	/* Phase 3. */
 	t = djx_now_ns();
-	if ((*jni)->PushLocalFrame(jni, 64) != 0) {
-		(*jni)->ExceptionClear(jni);
-		status |= DJX_CENSUS_FAILED;
-		goto end;
-	}
-	framed = 1;
-	e = (*cs.et)->GetObjectsWithTags(cs.et, 1, &tall, &cnt, &objs, NULL);
-	if (e != JVMTI_ERROR_NONE) {
-		status |= DJX_CENSUS_FAILED;
-		snprintf(note, sizeof note, "GetObjectsWithTags: error %d", (int)e);
-		goto end;
-	}
-	tv = calloc((size_t)cnt + 1, sizeof *tv);
+	tv = calloc((size_t)cs.targets + 1, sizeof *tv);
 	cs.used = calloc(cs.npaths + 2, 1);
 	if (tv == NULL || cs.used == NULL) {
 		status |= DJX_CENSUS_FAILED;
-		snprintf(note, sizeof note, "out of memory for %d objects", (int)cnt);
+		snprintf(note, sizeof note, "out of memory for %llu objects", (unsigned long long)cs.targets);
 		goto end;
 	}
-	for (jint i = 0; i < cnt; i++) {
-		struct target *tg = &tv[ntv];
-		jlong size = 0, ctag = 0, ttag = 0;
-		tg->path = 0;
-		/* GetObjectsWithTags was seen to return the odd object that bears
-		 * no such tag (JDK 17 and 25, Parallel and G1): check each. */
-		if ((*cs.et)->GetTag(cs.et, objs[i], &ttag) != JVMTI_ERROR_NONE || ttag != T_ALL) {
-			cs.strays++;
-			continue;
+	for (jlong g = 1; g <= (jlong)((cs.targets + GROUP - 1) / GROUP); g++) {
+		if ((*jni)->PushLocalFrame(jni, 64) != 0) {
+			(*jni)->ExceptionClear(jni);
+			status |= DJX_CENSUS_FAILED;
+			goto end;
 		}
-		if (cs.ec != NULL && (*cs.ec)->GetTag(cs.ec, objs[i], &ctag) == JVMTI_ERROR_NONE && (ctag & T_TARGET))
-			tg->path = (uint32_t)(ctag & T_ID);
-		if (tg->path == 0 && (status & DJX_CENSUS_HOLDERS)) {
-			/* Garbage the heap iteration saw (its memory may hold
-			 * another object by now), or held by a native frame only. */
-			unreached++;
-			continue;
+		framed = 1;
+		e = (*cs.et)->GetObjectsWithTags(cs.et, 1, &g, &cnt, &objs, NULL);
+		if (e != JVMTI_ERROR_NONE) {
+			status |= DJX_CENSUS_FAILED;
+			snprintf(note, sizeof note, "GetObjectsWithTags: error %d", (int)e);
+			goto end;
 		}
-		if ((*cs.et)->GetObjectSize(cs.et, objs[i], &size) == JVMTI_ERROR_NONE &&
-			   (tg->ref = (*jni)->NewWeakGlobalRef(jni, objs[i])) != NULL) {
-			tg->size = (uint64_t)size;
-			target_type(objs[i], tg);
-			if ((uint64_t)size < cs.minsize && !(tg->cls >= 0 && strcmp(cs.cls[tg->cls].sig, "Ljava/lang/Class;") == 0)) {
-				/* Without holders nothing proves it live: a garbage
-				 * object's memory that holds a smaller one now. */
-				(*jni)->DeleteWeakGlobalRef(jni, tg->ref);
-				free(tg->sig);
-				tg->sig = NULL;
-				cs.strays++;
-				continue;
-			}
-			if (tg->path != 0 && tg->path <= cs.npaths)
-				cs.used[tg->path] = 1;
-			ntv++;
-		}
-		/* No DeleteLocalRef here: HotSpot hands a deleted slot to the
-		 * next local reference made, and the objects after this one were
-		 * seen to change under their handles. PopLocalFrame frees all. */
+		for (jint i = 0; i < cnt && ntv < cs.targets; i++)
+			take_target(objs[i], g, status, &tv[ntv], &ntv, &unreached);
+		dealloc(cs.et, objs);
+		objs = NULL;
+		(*jni)->PopLocalFrame(jni, NULL);
+		framed = 0;
 	}
-	dealloc(cs.et, objs);
-	objs = NULL;
-	(*jni)->PopLocalFrame(jni, NULL);
-	framed = 0;
 	/* Env T's tags have served: dispose it before the records go out. */
 	(*cs.et)->DisposeEnvironment(cs.et);
 	cs.et = NULL;
@@ -1232,6 +1267,8 @@ end:
 		wb_u64(&w, cs.unplaced + cs.capped);
 		wb_str(&w, note);
 		wb_u64(&w, cs.strays);
+		wb_u64(&w, passes);
+		wb_u64(&w, t_max);
 		wb_end(&w, start);
 		if (!w.err)
 			rc = append_rec(w.p, w.len, flush) < 0 ? -1 : 0;

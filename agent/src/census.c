@@ -36,7 +36,9 @@
  * GetObjectsWithTags per group holds the tag-map lock (and so holds off
  * safepoints) for one group's worth of handles, not for all of them. */
 #define GROUP 65536
-#define MAX_PASSES 64
+/* Passes stop when one completes; in an allocation-heavy program new
+ * garbage keeps every pass busy, so they are few. */
+#define MAX_PASSES 8
 
 #define MAX_PATHS (1u << 22)
 #define MAX_DEPTH 48
@@ -1102,7 +1104,7 @@ static void take_target(jobject o, jlong g, uint32_t status, struct target *tg, 
 int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int (*flush)(void))
 {
 	jvmtiHeapCallbacks cb;
-	uint64_t t_begin = djx_now_ns(), t, t_iter = 0, t_last = 0, t_max = 0, t_hold = 0, t_emit = 0, objects = 0, bytes = 0,
+	uint64_t t_begin = djx_now_ns(), t, t_iter = 0, t_max = 0, t_hold = 0, t_emit = 0, objects = 0, bytes = 0,
 		 unreached = 0, passes = 0;
 	uint32_t status = 0;
 	char note[200] = "";
@@ -1138,7 +1140,6 @@ int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int 
 		e = (*cs.et)->IterateThroughHeap(cs.et, 0, NULL, &cb, NULL);
 		dt = djx_now_ns() - t;
 		t_iter += dt;
-		t_last = dt;
 		t_max = dt > t_max ? dt : t_max;
 		passes++;
 		if (e != JVMTI_ERROR_NONE || cs.cancelled) {
@@ -1153,14 +1154,23 @@ int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int 
 			status |= DJX_CENSUS_OVER_BUDGET;
 			goto end;
 		}
+		/* The application runs as long as the pause took; the records
+		 * it made meanwhile go out. */
 		struct timespec ts = {(time_t)(dt / 1000000000u), (long)(dt % 1000000000u)};
 		nanosleep(&ts, NULL);
+		if (flush() != 0) {
+			rc = -1;
+			goto end;
+		}
 	}
 
-	/* Phase 2: the pause it takes is about DJX_HOLDER_FACTOR times the
-	 * heap iteration's (measured, docs/census.md). */
+	/* Phase 2: its pause grows with the objects it reaches, at about
+	 * DJX_HOLDER_NS each (measured, docs/census.md). The heap walk counted
+	 * garbage too, often most of the heap: the walk is skipped only when
+	 * even a quarter of the heap would not fit the budget, and otherwise
+	 * stops at it. */
 	if (holders && kind == DJX_CENSUS_ATTACH) {
-		if (budget_ns != 0 && t_last * DJX_HOLDER_FACTOR > budget_ns) {
+		if (budget_ns != 0 && cs.heap_objects * DJX_HOLDER_NS > 4 * budget_ns) {
 			status |= DJX_CENSUS_HOLDERS_SKIPPED;
 		} else if ((cs.ec = private_env(1)) == NULL || prepare_walk(jni) != 0) {
 			status |= DJX_CENSUS_HOLDERS_FAILED;

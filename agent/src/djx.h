@@ -52,9 +52,10 @@ enum {
 #define DJX_CENSUS_HOLDERS_SKIPPED 0x10u /* the holder walk would pass the budget */
 #define DJX_CENSUS_HOLDERS_PARTIAL 0x20u /* ... it did: objects it had not reached have none */
 #define DJX_CENSUS_HOLDERS_FAILED 0x40u
-/* The holder walk's pause over the heap iteration's, measured on JDK 17
- * and 25 (docs/census.md): used to skip a walk that would pass the budget. */
-#define DJX_HOLDER_FACTOR 6
+/* The holder walks' pause per heap object, measured on JDK 17 and 25 with
+ * 1M to 50M objects (docs/census.md: 310-620 ns): a walk estimated past
+ * the budget is skipped. */
+#define DJX_HOLDER_NS 500u
 
 #define DJX_MAX_FRAMES 64
 #define DJX_MAX_LINES 16384          /* line-table entries per METHOD record */

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/attach"
@@ -107,7 +105,7 @@ func cmdProfile(args []string) int {
 	if live {
 		opts.Progress = progressLine(os.Stderr)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext("profile")
 	defer stop()
 	if *ctlSpec != "" {
 		ch, err := control.Open(*ctlSpec)

@@ -489,7 +489,8 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 		samples = own
 	}
 	loopSamples := samples
-	batches := make(chan *agent.Batch, 64)
+	// Few: each decoded batch of the agent may hold tens of MiB.
+	batches := make(chan *agent.Batch, 8)
 	agentDone := make(chan error, 1)
 	go func() {
 		rd := agent.NewReader(s.conn)
@@ -668,6 +669,12 @@ func (s *session) askStacks() {
 		return
 	}
 	s.stacksAsked = true
+	// The target's agent says which signal its handler is on: only the
+	// one asked for is sent (another's default action may kill the JVM).
+	if sig != s.opts.StackSignal {
+		s.addNote("no access stacks: the agent installed its handler on signal %d, not the %d asked for", sig, s.opts.StackSignal)
+		return
+	}
 	if err := s.sampler.SetStackSignal(s.pid, sig); err != nil {
 		s.addNote("no access stacks: %v", err)
 		return
@@ -772,6 +779,7 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 	if st.AgentDropped > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("the agent dropped %d records (buffer full); raise --min-size or --alloc-interval", st.AgentDropped))
 	}
+	s.notes = append(s.notes, s.j.agentNotes()...)
 	if st.Late*100 > st.Samples {
 		s.notes = append(s.notes, fmt.Sprintf("%d samples reached the join up to %.0f ms after newer heap changes and were judged against them; the machine may be overloaded (lower --freq)", st.Late, st.LateMaxMs))
 	}

@@ -225,10 +225,12 @@ int djx_stacks_install(int sig, char *err, size_t errlen)
 			 "(use a real-time signal such as %d)", sig, SIGRTMIN + 8);
 		return -1;
 	}
-	if (stk.ring != NULL) {
+	if (stk.sig != 0) {
 		snprintf(err, errlen, "stacks: handler already installed: no access stacks");
 		return -1;
 	}
+	if (stk.ring != NULL)
+		goto install; /* uninstalled after a failed session: ring and eventfd stay */
 	stk.asgct = find_asgct();
 	if (stk.asgct == NULL) {
 		snprintf(err, errlen, "AsyncGetCallTrace not found in the JVM: no access stacks");
@@ -245,6 +247,7 @@ int djx_stacks_install(int sig, char *err, size_t errlen)
 	for (uint32_t i = 0; i < DJX_RING_SLOTS; i++)
 		stk.ring[i].seq = i;
 	stk.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+install:
 	stk.vm = djx.vm;
 	/* Read the previous action before ours can run: a signal arriving
 	 * between the install and a copy-out would see a half-written prev. */
@@ -272,8 +275,23 @@ fail:
 
 void djx_stacks_start(void)
 {
-	if (stk.sig != 0)
+	/* Under mu, as teardown stops it: a session torn down before this
+	 * runs must not leave the handler recording for good. */
+	pthread_mutex_lock(&djx.mu);
+	if (stk.sig != 0 && !djx.detached)
 		__atomic_store_n(&stk.active, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&djx.mu);
+}
+
+/* Puts back the action installed before ours, for a session that failed
+ * after the install: nothing of ours stays on the signal. */
+void djx_stacks_uninstall(void)
+{
+	if (stk.sig == 0)
+		return;
+	__atomic_store_n(&stk.active, 0, __ATOMIC_RELEASE);
+	sigaction(stk.sig, &stk.prev, NULL);
+	stk.sig = 0;
 }
 
 void djx_stacks_stop(void)

@@ -19,6 +19,8 @@
 #include "djx.h"
 
 #define STOP_DEADLINE_NS 1500000000ull /* VMDeath waits 2 s for the final flush */
+#define SEND_SLOW_NS 100000000ull      /* callbacks stop waiting for buffer space */
+#define SEND_STALL_NS 5000000000ull    /* the session ends */
 
 uint64_t djx_now_ns(void)
 {
@@ -95,18 +97,37 @@ static int stop_expired(void)
 	return expired;
 }
 
+static int send_stalled; /* send_all has waited on the loader past SEND_SLOW_NS */
+
+int djx_writer_stalled(void)
+{
+	return __atomic_load_n(&send_stalled, __ATOMIC_RELAXED);
+}
+
 /* Sends all of p or fails; a half-sent batch would corrupt the stream, so
- * the only way out of a stalled peer is giving up the connection. */
+ * the only way out of a stalled peer is giving up the connection. A loader
+ * that reads nothing for SEND_STALL_NS (stopped, or its stderr blocked) is
+ * given up: the JVM must not wait on it. */
 static int send_all(const uint8_t *p, size_t n)
 {
+	uint64_t since = djx_now_ns();
+
 	while (n > 0) {
 		struct pollfd pf = {.fd = djx.sock, .events = POLLOUT};
 		ssize_t w = send(djx.sock, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		uint64_t now;
 		if (w > 0) {
 			p += w;
 			n -= (size_t)w;
+			since = djx_now_ns();
+			__atomic_store_n(&send_stalled, 0, __ATOMIC_RELAXED);
 			continue;
 		}
+		now = djx_now_ns();
+		if (now - since > SEND_SLOW_NS)
+			__atomic_store_n(&send_stalled, 1, __ATOMIC_RELAXED);
+		if (now - since > SEND_STALL_NS)
+			return -1;
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
@@ -243,9 +264,10 @@ static void drain(void)
 static void teardown(void)
 {
 	/* First: from here on the signal handler ignores (or chains) our
-	 * signals; it never touches the batch buffers anyway. */
-	djx_stacks_stop();
+	 * signals; it never touches the batch buffers anyway. Under mu, with
+	 * detached: djx_stacks_start checks it there. */
 	pthread_mutex_lock(&djx.mu);
+	djx_stacks_stop();
 	__atomic_store_n(&djx.detached, 1, __ATOMIC_RELEASE);
 	free(djx.cur);
 	djx.cur = NULL;
@@ -591,6 +613,23 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
+/* start_session enables events and the stack handler after the writer
+ * starts; a writer that tore the session down meanwhile (the loader went
+ * away at once) released them before they were on, so they would stay on
+ * for good. start_session calls this last: it switches them off again. */
+void djx_writer_release_if_done(void)
+{
+	int done;
+
+	pthread_mutex_lock(&djx.mu);
+	done = djx.detached;
+	pthread_mutex_unlock(&djx.mu);
+	if (done) {
+		djx_stacks_stop();
+		release_sampling();
+	}
+}
+
 int djx_writer_start(void)
 {
 	pthread_attr_t attr;
@@ -599,6 +638,7 @@ int djx_writer_start(void)
 
 	/* The JVM's signals (SIGQUIT, profiling signals, ...) belong to its own
 	 * threads; this thread inherits a fully blocked mask. */
+	__atomic_store_n(&send_stalled, 0, __ATOMIC_RELAXED);
 	sigfillset(&all);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);

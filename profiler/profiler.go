@@ -311,7 +311,9 @@ func (s *session) attach(ctx context.Context, pid int) (_ *report.Report, err er
 	s.opts.note("attaching to pid %d", pid)
 	if err := s.target.LoadAgent(actx, s.ch.LibraryPath(), true, s.opts.agentOptions(s.ch.SocketPath())); err != nil {
 		cancel()
-		<-accepted
+		if r := <-accepted; r.conn != nil {
+			r.conn.Close() // the agent connected, then its Agent_OnAttach failed
+		}
 		var ae *attach.AgentError
 		if errors.As(err, &ae) && ae.Attached && ae.ReturnCode == agentSamplerBusy {
 			return nil, fmt.Errorf("load agent into pid %d: %w", pid, ErrSamplerBusy)

@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -120,5 +121,16 @@ func TestAgentNotes(t *testing.T) {
 	}
 	if strings.Contains(notes, strings.Repeat("x", maxErrorLen+1)) {
 		t.Errorf("long error text kept whole")
+	}
+}
+
+// TestThreadOf: the no-Java map of a scan is shared by its targets; one
+// target's agent must not mark another process's threads.
+func TestThreadOf(t *testing.T) {
+	if !threadOf(os.Getpid(), uint32(os.Getpid())) {
+		t.Error("our main thread is not ours")
+	}
+	if threadOf(os.Getpid(), 1) {
+		t.Error("pid 1 is a thread of ours")
 	}
 }

@@ -662,6 +662,12 @@ loop:
 	return s.finish(elapsed), nil
 }
 
+// threadOf reports whether tid (host namespace) is a thread of process pid.
+func threadOf(pid int, tid uint32) bool {
+	_, err := os.Lstat("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.FormatUint(uint64(tid), 10))
+	return err == nil
+}
+
 // askStacks tells the BPF program to signal the JVM's sampled threads once
 // the agent says its handler is installed (never before: the signal's
 // default action would kill the JVM).
@@ -684,6 +690,11 @@ func (s *session) askStacks() {
 	s.j.stacksFrom = loader.Now()
 	s.j.stackSig = sig
 	s.j.noJava = func(tid uint32) {
+		// The map is shared by every target of a scan and keyed by tid:
+		// the agent names tids of its own process only.
+		if !threadOf(s.pid, tid) {
+			return
+		}
 		if err := s.sampler.NoJavaThread(tid); err != nil && !s.noJavaFailed {
 			s.noJavaFailed = true
 			s.addNote("non-Java threads keep getting stack signals: %v", err)

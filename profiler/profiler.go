@@ -99,6 +99,8 @@ type Options struct {
 	StackInterval time.Duration
 	// AgentTimeout bounds the wait for the agent to connect.
 	AgentTimeout time.Duration
+	// RunAs is the user Launch runs the application as; nil: djx-bpf's own.
+	RunAs *RunAs
 	// Notify, when set, receives progress notes meant for the user.
 	Notify func(string)
 	// NUMA looks up the node of every sampled page (move_pages) and of the
@@ -349,7 +351,8 @@ func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, s
 	if err := s.openSampler(); err != nil {
 		return nil, nil, err
 	}
-	if s.ch, err = channel.Create(channel.Spec{Root: "/", UID: os.Geteuid(), GID: os.Getegid(), Library: agent.Library()}); err != nil {
+	uid, gid := s.opts.RunAs.owner()
+	if s.ch, err = channel.Create(channel.Spec{Root: "/", UID: uid, GID: gid, Library: agent.Library()}); err != nil {
 		return nil, nil, fmt.Errorf("prepare agent channel: %w", err)
 	}
 	args := append([]string{argv[0], "-agentpath:" + s.ch.LibraryPath() + "=" + s.opts.agentOptions(s.ch.SocketPath())}, argv[1:]...)
@@ -358,6 +361,7 @@ func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, s
 		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
 	}
 	cmd := &exec.Cmd{Path: path, Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	s.opts.RunAs.apply(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
 	}

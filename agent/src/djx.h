@@ -237,6 +237,7 @@ int djx_stacks_install(int sig, char *err, size_t errlen); /* 0 or -1 */
 void djx_stacks_start(void);  /* the handler starts recording */
 void djx_stacks_stop(void);   /* the handler goes back to ignoring/chaining */
 void djx_stacks_uninstall(void); /* a failed session: the previous action back */
+void djx_stacks_release(void);   /* session end: ring and eventfd freed */
 int djx_stacks_evfd(void);    /* eventfd the handler kicks; -1 if none */
 void djx_stacks_unblock(void); /* on the writer thread */
 int djx_stacks_drain(JNIEnv *jni); /* 0 ring empty, -1 buffer full, 1 session over */

@@ -59,14 +59,15 @@ struct slot {
 /* Written before the handler is installed or before active is set, read by
  * the handler afterwards. */
 static struct {
-	struct slot *ring; /* DJX_RING_SLOTS slots, never freed */
+	struct slot *ring; /* DJX_RING_SLOTS slots, freed by djx_stacks_release */
 	uint64_t head;     /* next position to claim (handlers, CAS) */
 	uint64_t tail;     /* next position to drain (writer only) */
 	asgct_fn asgct;
 	JavaVM *vm;
 	int active;        /* a session runs: record our signals */
 	int kicked;        /* writer already woken for a half-full ring */
-	int evfd;          /* never closed: a handler may write to it at any time */
+	int evfd;          /* closed only once no handler is inside record() */
+	int inflight;      /* handlers between their active check and their end */
 	int sig;
 	struct sigaction prev; /* the action installed before ours */
 } stk = {.evfd = -1};
@@ -96,8 +97,9 @@ static uint64_t uc_pc(const void *ucv)
 #endif
 }
 
-/* write(2) on an eventfd is async-signal-safe; the fd is never closed, so
- * it cannot have been reused for another file. */
+/* write(2) on an eventfd is async-signal-safe; the fd is closed only when
+ * no handler can reach here (djx_stacks_release), so it cannot have been
+ * reused for another file. */
 static void kick(void)
 {
 	uint64_t one = 1;
@@ -182,10 +184,20 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
 
-	if (is_ours(si) && __atomic_load_n(&stk.active, __ATOMIC_ACQUIRE))
-		record(uc);
-	else
-		chain(sig, si, uc);
+	if (is_ours(si)) {
+		/* Counted before active is read: release waits for the count to
+		 * drop to 0 after clearing active, so no handler still uses the
+		 * ring or the eventfd it frees. */
+		__atomic_add_fetch(&stk.inflight, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&stk.active, __ATOMIC_SEQ_CST)) {
+			record(uc);
+			__atomic_sub_fetch(&stk.inflight, 1, __ATOMIC_SEQ_CST);
+			errno = saved;
+			return;
+		}
+		__atomic_sub_fetch(&stk.inflight, 1, __ATOMIC_SEQ_CST);
+	}
+	chain(sig, si, uc);
 	errno = saved;
 }
 
@@ -246,8 +258,9 @@ int djx_stacks_install(int sig, char *err, size_t errlen)
 	}
 	for (uint32_t i = 0; i < DJX_RING_SLOTS; i++)
 		stk.ring[i].seq = i;
-	stk.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 install:
+	if (stk.evfd < 0)
+		stk.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	stk.vm = djx.vm;
 	/* Read the previous action before ours can run: a signal arriving
 	 * between the install and a copy-out would see a half-written prev. */
@@ -281,6 +294,31 @@ void djx_stacks_start(void)
 	if (stk.sig != 0 && !djx.detached)
 		__atomic_store_n(&stk.active, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&djx.mu);
+}
+
+/* At a session's end (writer thread, after djx_stacks_stop): frees the
+ * ring and closes the eventfd once no handler is inside record(). Each
+ * attach loads a new copy of the library, so what a copy keeps stays in
+ * the JVM for good; the inactive handler itself only chains. If a handler
+ * does not leave within a second, both are kept instead. */
+void djx_stacks_release(void)
+{
+	struct timespec nap = {.tv_nsec = 1000000};
+
+	if (stk.ring == NULL)
+		return;
+	__atomic_store_n(&stk.active, 0, __ATOMIC_SEQ_CST);
+	for (int i = 0; __atomic_load_n(&stk.inflight, __ATOMIC_SEQ_CST) != 0; i++) {
+		if (i >= 1000)
+			return;
+		nanosleep(&nap, NULL);
+	}
+	munmap(stk.ring, DJX_RING_SLOTS * sizeof(struct slot));
+	stk.ring = NULL;
+	stk.head = stk.tail = 0;
+	if (stk.evfd >= 0)
+		close(stk.evfd);
+	stk.evfd = -1;
 }
 
 /* Puts back the action installed before ours, for a session that failed

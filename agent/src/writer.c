@@ -281,6 +281,7 @@ static void teardown(void)
 
 	free(djx.spare);
 	djx.spare = NULL;
+	djx_stacks_release();
 	drain();
 	close(djx.sock);
 	djx.sock = -1;

@@ -308,3 +308,12 @@ func TestReadReportsBombs(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadJSONReport: a JSON report of unknown origin.
+func FuzzReadJSONReport(f *testing.F) {
+	f.Add([]byte(`{"pid":1,"mode":"attach","stats":{},"objects":[{"type":"[B","samples":3}]}`))
+	f.Add([]byte(`{"pid":1,"mode":"attach","stats":{},"objects":[[[[[[[[[[]]]]]]]]]]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		readJSONReport(data)
+	})
+}

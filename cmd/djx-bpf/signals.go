@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -16,7 +17,7 @@ var signalGrace = 15 * time.Second
 // signalContext is signal.NotifyContext for SIGINT and SIGTERM with a
 // guarantee: once a signal arrives djx-bpf exits within signalGrace even if
 // something it waits on (a target, a file) hangs, and a second signal ends
-// it at once. stop releases the signals.
+// it at once. stop releases the signals; it may be called more than once.
 func signalContext(cmd string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
@@ -40,9 +41,12 @@ func signalContext(cmd string) (context.Context, func()) {
 		}
 		os.Exit(128 + int(sig.(syscall.Signal)))
 	}()
+	var once sync.Once
 	return ctx, func() {
-		signal.Stop(sigs)
-		close(done)
-		cancel()
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+			cancel()
+		})
 	}
 }

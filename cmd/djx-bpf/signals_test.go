@@ -17,6 +17,7 @@ func TestSignalEndsAHungRun(t *testing.T) {
 		signalGrace = 500 * time.Millisecond
 		ctx, stop := signalContext("test")
 		defer stop()
+		defer stop() // profile stops early too: twice is fine
 		os.Stdout.WriteString("ready\n")
 		<-ctx.Done()
 		if os.Getenv("DJX_SIGNAL_CHILD") == "hang" {

@@ -658,6 +658,8 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 		append_error_locked(djx.cap_err);
 	if (djx.opt.stacks != 0 && stack_signal == 0)
 		append_error_locked(stk_err);
+	if (stack_signal != 0 && !djx_stacks_key_ok())
+		append_error_locked("stacks: HotSpot's thread key not found: the handler asks GetEnv, which is not async-signal-safe");
 	if (djx.opt.reconcile && !(djx.tagging && djx.gc_events))
 		append_error_locked("reconcile=1 needs object tags and GC events: reconciliation off");
 	pthread_mutex_unlock(&djx.mu);

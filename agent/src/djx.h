@@ -238,6 +238,8 @@ void djx_stacks_start(void);  /* the handler starts recording */
 void djx_stacks_stop(void);   /* the handler goes back to ignoring/chaining */
 void djx_stacks_uninstall(void); /* a failed session: the previous action back */
 void djx_stacks_release(void);   /* session end: ring and eventfd freed */
+int djx_stacks_key_ok(void);     /* HotSpot's thread key was found (at install) */
+int djx_stacks_confirm(JNIEnv *env); /* writer, attached: the handler may use the key */
 int djx_stacks_evfd(void);    /* eventfd the handler kicks; -1 if none */
 void djx_stacks_unblock(void); /* on the writer thread */
 int djx_stacks_drain(JNIEnv *jni); /* 0 ring empty, -1 buffer full, 1 session over */

@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,7 +71,60 @@ static struct {
 	int inflight;      /* handlers between their active check and their end */
 	int sig;
 	struct sigaction prev; /* the action installed before ours */
+	/* HotSpot's Thread::current() through its pthread key, as its own
+	 * signal handlers read it (Thread::current_or_null_safe): GetEnv goes
+	 * through libjvm's general-dynamic TLS (__tls_get_addr), which is not
+	 * async-signal-safe. key_found: the key and offset are known (at
+	 * install); key_ok: the writer, a plain JavaThread, confirmed them and
+	 * gave the vtable. Until then (or on another JVM), GetEnv. */
+	int key_found;
+	int key_ok;
+	pthread_key_t key;
+	ptrdiff_t env_off;    /* JNIEnv's offset in a JavaThread */
+	const void *jt_vtbl;  /* a plain JavaThread's vtable */
+	const void *jni_fns;  /* every JNIEnv's function table */
 } stk = {.evfd = -1};
+
+/* Finds HotSpot's thread key from a JavaThread (the caller's, with env):
+ * the key whose value lies just below env, the JNIEnv inside it. */
+static void find_thread_key(JNIEnv *env)
+{
+	__atomic_store_n(&stk.key_ok, 0, __ATOMIC_RELEASE);
+	stk.key_found = 0;
+	for (unsigned k = 0; k < PTHREAD_KEYS_MAX; k++) {
+		const char *v = pthread_getspecific((pthread_key_t)k);
+		ptrdiff_t off = (const char *)env - v;
+		if (v != NULL && off > 0 && off < 4096) {
+			stk.key = (pthread_key_t)k;
+			stk.env_off = off;
+			stk.jni_fns = *(const void *const *)env;
+			stk.key_found = 1;
+			return;
+		}
+	}
+}
+
+/* The interrupted thread's JNIEnv, NULL on threads that are not plain
+ * JavaThreads (GC workers, the VM thread, compiler threads: no Java
+ * frames). Only async-signal-safe reads: pthread_getspecific reads the
+ * thread's own key array, and a Thread object's first word (its vtable)
+ * is always mapped; the env is read only inside a JavaThread. */
+static JNIEnv *current_env(void)
+{
+	JNIEnv *env = NULL;
+	const char *v;
+
+	if (!__atomic_load_n(&stk.key_ok, __ATOMIC_ACQUIRE)) {
+		if ((*stk.vm)->GetEnv(stk.vm, (void **)&env, JNI_VERSION_1_6) != JNI_OK)
+			return NULL;
+		return env;
+	}
+	v = pthread_getspecific(stk.key);
+	if (v == NULL || *(const void *const *)v != stk.jt_vtbl)
+		return NULL;
+	env = (JNIEnv *)(v + stk.env_off);
+	return *(const void *const *)env == stk.jni_fns ? env : NULL;
+}
 
 #define RELAXED __ATOMIC_RELAXED
 
@@ -144,9 +198,8 @@ static void record(void *uc)
 	s->tid = (uint32_t)syscall(SYS_gettid); /* glibc's gettid() caches nothing either */
 	s->pc = uc_pc(uc);
 	/* ASGCT only on threads with a JNIEnv (JavaThreads): GC workers and
-	 * other native threads have no Java stack to walk. GetEnv reads the
-	 * JVM's current thread and takes no lock. */
-	if ((*stk.vm)->GetEnv(stk.vm, (void **)&env, JNI_VERSION_1_6) != JNI_OK || env == NULL) {
+	 * other native threads have no Java stack to walk. */
+	if ((env = current_env()) == NULL) {
 		s->status = DJX_STACK_NO_ENV;
 	} else {
 		asgct_trace tr = {.env_id = env, .num_frames = 0, .frames = s->frames};
@@ -262,6 +315,12 @@ install:
 	if (stk.evfd < 0)
 		stk.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	stk.vm = djx.vm;
+	{
+		/* On the session's thread, a JavaThread, before the handler runs. */
+		JNIEnv *env = NULL;
+		if ((*djx.vm)->GetEnv(djx.vm, (void **)&env, JNI_VERSION_1_6) == JNI_OK && env != NULL)
+			find_thread_key(env);
+	}
 	/* Read the previous action before ours can run: a signal arriving
 	 * between the install and a copy-out would see a half-written prev. */
 	if (sigaction(sig, NULL, &stk.prev) != 0)
@@ -284,6 +343,29 @@ fail:
 	/* The ring and eventfd stay: nothing refers to them, and a handler
 	 * that was never installed cannot run. */
 	return -1;
+}
+
+int djx_stacks_key_ok(void)
+{
+	return stk.key_found;
+}
+
+/* On the writer thread once attached (a plain JavaThread, unlike the
+ * session's thread on JDK 21+, whose AttachListenerThread is a subclass):
+ * checks the key and offset on a second thread and takes the vtable that
+ * marks the threads the handler may walk. 0 ok, -1 they do not hold. */
+int djx_stacks_confirm(JNIEnv *env)
+{
+	const char *v;
+
+	if (!stk.key_found || env == NULL)
+		return stk.key_found ? -1 : 0;
+	v = pthread_getspecific(stk.key);
+	if (v == NULL || (const char *)env - v != stk.env_off || *(const void *const *)env != stk.jni_fns)
+		return -1;
+	stk.jt_vtbl = *(const void *const *)v;
+	__atomic_store_n(&stk.key_ok, 1, __ATOMIC_RELEASE);
+	return 0;
 }
 
 void djx_stacks_start(void)

@@ -545,6 +545,11 @@ static void *writer_main(void *arg)
 		JavaVMAttachArgs a = {JNI_VERSION_1_6, "djx-bpf agent", NULL};
 		attached = (*djx.vm)->AttachCurrentThreadAsDaemon(djx.vm, (void **)&env, &a) == JNI_OK;
 	}
+	if (attached && djx_stacks_confirm(env) != 0) {
+		pthread_mutex_lock(&djx.mu);
+		djx_error_locked("stacks: HotSpot's thread key does not hold on the writer thread: the handler asks GetEnv");
+		pthread_mutex_unlock(&djx.mu);
+	}
 	for (;;) {
 		struct pollfd pf[3] = {
 			{.fd = djx.sock, .events = POLLIN},

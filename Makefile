@@ -9,7 +9,7 @@ JAVA_SRCS := $(wildcard testdata/java/*.java)
 
 include agent/Makefile.inc
 
-.PHONY: all build deps test test-short vet demo generate clean bench
+.PHONY: all build deps test test-short vet fuzz demo generate clean bench
 
 all: build
 
@@ -37,8 +37,23 @@ vet: agent/libdjxagent.so
 # (-p 1): the end-to-end tests measure attribution shares of real JVMs, and
 # on a 2-core machine the JVMs of other packages' live tests (heap, discover,
 # agent, reloc) would compete with them for the CPUs.
-test: deps build vet
+test: deps build vet fuzz
 	JAVA_HOME=$(JAVA_HOME) $(GO) test -p 1 -count=1 -timeout 20m ./...
+
+# Every reader a target or a file feeds, fuzzed for FUZZTIME each (one
+# worker: the end-to-end tests share the machine). Their seed corpora also
+# run in every `go test`. No minimizing: an input still being minimized
+# when the time is up failed the run with "context deadline exceeded".
+FUZZTIME ?= 5s
+FUZZ_TARGETS := agent:FuzzReader pprofile:FuzzRead attach:FuzzParseReply openj9:FuzzParseProperties \
+	heap:FuzzParseJavacore heap:FuzzParseVMInfo jvmsym:FuzzParsePerfMap cmd/djx-bpf:FuzzReadJSONReport decode:FuzzDecode
+
+fuzz: agent/libdjxagent.so
+	@mkdir -p $(BUILD)
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
+		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 -parallel 1 >$(BUILD)/fuzz.log 2>&1 || \
+			{ cat $(BUILD)/fuzz.log; exit 1; }; done
 
 test-short: agent/libdjxagent.so
 	$(GO) test -short ./...

@@ -30,3 +30,19 @@ func TestLibraryHasNoTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestLibraryIsNodelete: HotSpot 16+ dlcloses an agent library whose
+// Agent_OnAttach fails (JDK-8252657); the stack handler or a callback
+// still pointing into it then jumps into unmapped memory (a harness exited
+// 139). -z nodelete keeps it mapped.
+func TestLibraryIsNodelete(t *testing.T) {
+	f, err := elf.NewFile(bytes.NewReader(Library()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	flags, err := f.DynValue(elf.DT_FLAGS_1)
+	if err != nil || len(flags) == 0 || flags[0]&uint64(elf.DF_1_NODELETE) == 0 {
+		t.Fatalf("libdjxagent.so DT_FLAGS_1 = %v (%v): link it with -z nodelete", flags, err)
+	}
+}

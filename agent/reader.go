@@ -37,6 +37,11 @@ type Reader struct {
 	buf   []byte
 }
 
+// maxReadPayload caps a batch read: the agent's buffer is 4 MiB
+// (DJX_BUF_CAP), and a batch decodes to several times its size, so a larger
+// one from a hostile target would only cost the loader memory.
+const maxReadPayload = min(MaxPayload, 8<<20)
+
 // NewReader returns a Reader that reads the stream from r.
 func NewReader(r io.Reader) *Reader {
 	return &Reader{r: bufio.NewReaderSize(r, 64<<10)}
@@ -66,8 +71,8 @@ func (r *Reader) Next() (*Batch, error) {
 	// hdr[6:8] are flags: none defined yet, ignored.
 	plen := binary.LittleEndian.Uint32(hdr[8:])
 	nrec := binary.LittleEndian.Uint32(hdr[12:])
-	if plen > MaxPayload {
-		return nil, ferr("payload of %d bytes exceeds %d", plen, MaxPayload)
+	if plen > maxReadPayload {
+		return nil, ferr("payload of %d bytes exceeds %d", plen, maxReadPayload)
 	}
 	if uint64(nrec)*RecHeaderLen > uint64(plen) {
 		return nil, ferr("%d records cannot fit in %d bytes", nrec, plen)

@@ -46,6 +46,13 @@ var (
 	ErrUnsafePath = errors.New("unsafe attach path")
 )
 
+// MaxReply caps an attach reply (a class histogram or thread dump of a
+// large JVM is a few MiB).
+const MaxReply = 64 << 20
+
+// replyTimeout bounds an exchange when the context does not.
+var replyTimeout = 2 * time.Minute
+
 // DefaultListenerTimeout bounds the wait for the attach listener when the
 // context has no earlier deadline.
 const DefaultListenerTimeout = 5 * time.Second
@@ -180,9 +187,17 @@ func (t *Target) exchange(ctx context.Context, cmd string, args ...string) ([]by
 	if _, err := conn.Write(req); err != nil {
 		return nil, p.ioErr(ctx, "send "+cmd, err)
 	}
-	reply, err := io.ReadAll(conn)
+	// The target writes the reply: capped, and bounded in time even when
+	// the caller's context has no deadline.
+	if _, ok := ctx.Deadline(); !ok {
+		conn.SetDeadline(time.Now().Add(replyTimeout))
+	}
+	reply, err := io.ReadAll(io.LimitReader(conn, MaxReply+1))
 	if err != nil {
 		return nil, p.ioErr(ctx, "read reply to "+cmd, err)
+	}
+	if len(reply) > MaxReply {
+		return nil, fmt.Errorf("attach pid %d: reply to %s: %w: more than %d bytes", t.PID, cmd, ErrProtocol, MaxReply)
 	}
 	if len(reply) == 0 {
 		return nil, p.ioErr(ctx, "read reply to "+cmd, io.ErrUnexpectedEOF)

@@ -3,8 +3,10 @@ package attach
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,6 +16,8 @@ import (
 type triggerDir struct {
 	path string              // as seen from the host, for messages
 	open func() (int, error) // O_PATH directory fd
+	// tmp is a sticky /tmp, where a file may be handed to the target's user.
+	tmp bool
 }
 
 func (p *proc) triggerDirs() []triggerDir {
@@ -22,10 +26,26 @@ func (p *proc) triggerDirs() []triggerDir {
 		{path: cwd, open: func() (int, error) {
 			return unix.Open(cwd, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		}},
-		{path: filepath.Join(p.t.Root, "tmp"), open: func() (int, error) {
+		{path: filepath.Join(p.t.Root, "tmp"), tmp: true, open: func() (int, error) {
 			return openInRoot(p.rootfd, "tmp", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
 		}},
 	}
+}
+
+// rootMapped reports whether host root is uid 0 in pid's user namespace,
+// so that the JVM there accepts a trigger owned by root.
+func rootMapped(pid int) bool {
+	data, err := os.ReadFile(filepath.Join(procfs, strconv.Itoa(pid), "uid_map"))
+	if err != nil {
+		return true // no user namespaces: one uid space
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var in, out, n uint64
+		if _, err := fmt.Sscan(line, &in, &out, &n); err == nil && in == 0 && out == 0 && n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // trigger is a created (or found) .attach_pid file.
@@ -44,18 +64,37 @@ func (tr *trigger) remove() {
 }
 
 func (p *proc) createTrigger() (*trigger, error) {
-	return createTrigger(p.triggerDirs(), ".attach_pid"+strconv.Itoa(p.t.NSPID), p.t.UID, p.t.GID)
+	uid, gid := p.t.UID, p.t.GID
+	if os.Geteuid() == 0 && rootMapped(p.t.PID) {
+		uid, gid = 0, 0 // HotSpot accepts root's triggers: nothing for its user to write
+	}
+	return createTrigger(p.triggerDirs(), ".attach_pid"+strconv.Itoa(p.t.NSPID), uid, gid)
 }
 
-// createTrigger creates base in the first directory of dirs where that is
-// safe, and falls back to the next one otherwise.
+// createTrigger creates base, owned by uid:gid, in the first directory of
+// dirs where that is safe, and falls back to the next one otherwise. A
+// trigger owned by anyone but root is made only in a sticky,
+// world-writable /tmp: in the target's cwd (/etc, say) it would be a file
+// there its user may write.
 func createTrigger(dirs []triggerDir, base string, uid, gid int) (*trigger, error) {
 	var errs []error
 	for _, d := range dirs {
+		if uid != 0 && uid != os.Geteuid() && !d.tmp {
+			errs = append(errs, fmt.Errorf("%s: %w: a trigger for uid %d is made in /tmp only", d.path, ErrUnsafePath, uid))
+			continue
+		}
 		dirfd, err := d.open()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("open %s: %w", d.path, err))
 			continue
+		}
+		if d.tmp && uid != 0 && uid != os.Geteuid() {
+			var st unix.Stat_t
+			if err := unix.Fstat(dirfd, &st); err != nil || st.Mode&unix.S_ISVTX == 0 || st.Mode&0o002 == 0 || st.Uid != 0 {
+				unix.Close(dirfd)
+				errs = append(errs, fmt.Errorf("%s: %w: not a sticky, world-writable directory of root's (mode %o, uid %d)", d.path, ErrUnsafePath, st.Mode&0o7777, st.Uid))
+				continue
+			}
 		}
 		owned, err := createTriggerAt(dirfd, base, uid, gid)
 		if err != nil {
@@ -68,14 +107,14 @@ func createTrigger(dirs []triggerDir, base string, uid, gid int) (*trigger, erro
 	return nil, fmt.Errorf("create attach trigger: %w", errors.Join(errs...))
 }
 
-// createTriggerAt creates base in dirfd, owned by uid:gid, mode 0660.
+// createTriggerAt creates base in dirfd, owned by uid:gid, mode 0600.
 // O_EXCL|O_NOFOLLOW never follows a planted symlink (in /tmp anyone can plant
 // one and make root create or chown a file elsewhere), and ownership is set
 // through the fd, not the path. An existing regular file that the JVM would
 // accept (owned by uid or root) is used as is and left in place: another
 // attacher may be using it. owned reports whether we created the file.
 func createTriggerAt(dirfd int, base string, uid, gid int) (owned bool, err error) {
-	fd, err := unix.Openat(dirfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o660)
+	fd, err := unix.Openat(dirfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if errors.Is(err, unix.EEXIST) {
 		var st unix.Stat_t
 		if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -100,7 +139,7 @@ func createTriggerAt(dirfd int, base string, uid, gid int) (owned bool, err erro
 	if err := unix.Fchown(fd, uid, gid); err != nil {
 		return fail(fmt.Errorf("chown %d:%d: %w", uid, gid, err))
 	}
-	if err := unix.Fchmod(fd, 0o660); err != nil { // undo the umask
+	if err := unix.Fchmod(fd, 0o600); err != nil { // undo the umask
 		return fail(fmt.Errorf("chmod: %w", err))
 	}
 	// Some filesystems (NFS root squash, FUSE) override the owner; the JVM

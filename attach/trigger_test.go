@@ -26,8 +26,8 @@ func TestTriggerCreatesAndRemoves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o660 {
-		t.Errorf("trigger mode %v, want regular 0660", fi.Mode())
+	if !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Errorf("trigger mode %v, want regular 0600", fi.Mode())
 	}
 	tr.remove()
 	if _, err := os.Lstat(filepath.Join(dir, ".attach_pid42")); !errors.Is(err, os.ErrNotExist) {
@@ -86,5 +86,55 @@ func TestTriggerAllDirsFail(t *testing.T) {
 	_, err := createTrigger([]triggerDir{dirOf(t, missing)}, ".attach_pid42", os.Geteuid(), os.Getegid())
 	if err == nil || !errors.Is(err, unix.ENOENT) {
 		t.Errorf("err = %v, want ENOENT", err)
+	}
+}
+
+// TestTriggerNotTheTargetUsers: as root, the trigger in the target's cwd
+// (which may be /etc) is root's, 0600, not a file its user may write; one
+// for another user (a JVM whose user namespace does not map root) is made
+// only in a sticky /tmp of root's.
+func TestTriggerNotTheTargetUsers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	cwd := t.TempDir()
+	p := &proc{t: &Target{PID: os.Getpid(), NSPID: 42, UID: 65534, GID: 65534}}
+	dirs := []triggerDir{dirOf(t, cwd)}
+	uid, gid := p.t.UID, p.t.GID
+	if rootMapped(os.Getpid()) {
+		uid, gid = 0, 0
+	}
+	tr, err := createTrigger(dirs, ".attach_pid42", uid, gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	unix.Lstat(filepath.Join(cwd, ".attach_pid42"), &st)
+	if st.Uid != 0 || st.Mode&0o777 != 0o600 {
+		t.Errorf("trigger in cwd owned by %d mode %o, want root's 0600", st.Uid, st.Mode&0o777)
+	}
+	tr.remove()
+
+	// For uid 65534 itself: never in cwd, and not in a /tmp that is not sticky.
+	tmp := t.TempDir()
+	unix.Chmod(tmp, 0o777)
+	_, err = createTrigger([]triggerDir{dirOf(t, cwd), {path: tmp, tmp: true, open: dirOf(t, tmp).open}}, ".attach_pid42", 65534, 65534)
+	if !errors.Is(err, ErrUnsafePath) {
+		t.Errorf("trigger for uid 65534 with no sticky /tmp: %v, want ErrUnsafePath", err)
+	}
+	unix.Chmod(tmp, 0o1777)
+	tr, err = createTrigger([]triggerDir{dirOf(t, cwd), {path: tmp, tmp: true, open: dirOf(t, tmp).open}}, ".attach_pid42", 65534, 65534)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.remove()
+	if tr.name != filepath.Join(tmp, ".attach_pid42") {
+		t.Errorf("trigger for uid 65534 at %s, want in the sticky /tmp", tr.name)
+	}
+}
+
+func TestRootMapped(t *testing.T) {
+	if !rootMapped(os.Getpid()) {
+		t.Error("our own user namespace does not map root")
 	}
 }

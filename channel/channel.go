@@ -1,7 +1,10 @@
 // Package channel sets up the private link between the loader and one agent:
-// a directory in the target's filesystem that only root and the target's user
-// can enter, holding a copy of the agent library and the unix socket the
-// agent connects to. The peer's credentials are checked on accept.
+// a directory in the target's /tmp, owned by root (mode 0711: the target can
+// enter it but neither list nor change it), holding a copy of the agent
+// library, the unix socket the agent connects to (the only file handed to
+// the target's user) and a marker naming the djx-bpf process that made it,
+// so that a later run can remove it if that process was killed. The peer's
+// credentials are checked on accept.
 package channel
 
 import (
@@ -16,15 +19,23 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/djx-bpf/djx-bpf/safefs"
 	"golang.org/x/sys/unix"
 )
 
 // ErrWrongPeer is returned when a process other than the target connects.
 var ErrWrongPeer = errors.New("unexpected peer on agent socket")
 
+// ErrUnsafeTmp is a target /tmp that its user could redirect: not a
+// sticky, world-writable directory owned by root.
+var ErrUnsafeTmp = errors.New("the target's /tmp is not a sticky, world-writable directory owned by root; start the application with its /tmp so, or with `djx-bpf profile -- java ...`")
+
 const (
-	libName  = "libdjxagent.so"
-	sockName = "agent.sock"
+	libName    = "libdjxagent.so"
+	sockName   = "agent.sock"
+	markerName = "owner"
+	dirPrefix  = "djx-bpf-"
+	dirMode    = 0o711
 )
 
 // Spec says where and for whom the channel is made.
@@ -56,10 +67,11 @@ func Create(spec Spec) (c *Channel, err error) {
 	tmp := filepath.Join(spec.Root, "tmp")
 	// O_RDONLY, not O_PATH: Close removes the directory through this fd,
 	// which stays valid after the target (and its /proc/PID/root) is gone.
-	tmpFD, err := unix.Open(tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	tmpFD, err := openTmp(spec.Root)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", tmp, err)
 	}
+	CleanStale(tmpFD)
 	var name string
 	for try := 0; ; try++ {
 		var rnd [8]byte
@@ -67,7 +79,7 @@ func Create(spec Spec) (c *Channel, err error) {
 			return nil, fmt.Errorf("random directory name: %w", err)
 		}
 		name = "djx-bpf-" + hex.EncodeToString(rnd[:])
-		err := unix.Mkdirat(tmpFD, name, 0o700)
+		err := unix.Mkdirat(tmpFD, name, dirMode)
 		if err == nil {
 			break
 		}
@@ -86,13 +98,15 @@ func Create(spec Spec) (c *Channel, err error) {
 	if err != nil {
 		return c, fmt.Errorf("open %s: %w", c.hostDir, err)
 	}
-	if err := unix.Fchmod(c.dirFD, 0o700); err != nil { // umask may have cut bits
+	// Root's, not the target's: its user cannot plant a file that would
+	// keep Close from removing it.
+	if err := unix.Fchmod(c.dirFD, dirMode); err != nil { // umask may have cut bits
 		return c, fmt.Errorf("chmod %s: %w", c.hostDir, err)
 	}
-	if err := unix.Fchown(c.dirFD, spec.UID, spec.GID); err != nil {
-		return c, fmt.Errorf("chown %s: %w", c.hostDir, err)
+	if err := c.writeFile(markerName, []byte(marker(os.Getpid()))); err != nil {
+		return c, err
 	}
-	if err := c.writeLibrary(spec.Library); err != nil {
+	if err := c.writeFile(libName, spec.Library); err != nil {
 		return c, err
 	}
 	// Bind through our directory fd so the socket lands in exactly the
@@ -103,31 +117,67 @@ func Create(spec Spec) (c *Channel, err error) {
 		return c, fmt.Errorf("listen on %s: %w", filepath.Join(c.hostDir, sockName), err)
 	}
 	c.ln.SetUnlinkOnClose(false) // the bind path is not the real one; Close removes it
-	if err := unix.Fchmodat(c.dirFD, sockName, 0o600, 0); err != nil {
+	// Through an O_PATH fd checked to be the socket: chmod and chown by name
+	// would follow whatever the name points to by then.
+	sfd, err := unix.Openat(c.dirFD, sockName, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return c, fmt.Errorf("open socket: %w", err)
+	}
+	defer unix.Close(sfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(sfd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return c, fmt.Errorf("socket %s: not a socket (mode %o, %v)", sockName, st.Mode, err)
+	}
+	if err := unix.Chmod("/proc/self/fd/"+strconv.Itoa(sfd), 0o600); err != nil {
 		return c, fmt.Errorf("chmod socket: %w", err)
 	}
-	if err := unix.Fchownat(c.dirFD, sockName, spec.UID, spec.GID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := unix.Fchownat(sfd, "", spec.UID, spec.GID, unix.AT_EMPTY_PATH); err != nil {
 		return c, fmt.Errorf("chown socket: %w", err)
 	}
 	return c, nil
 }
 
-func (c *Channel) writeLibrary(lib []byte) error {
-	fd, err := unix.Openat(c.dirFD, libName, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+// openTmp opens <root>/tmp with no symlink on the way and checks that the
+// target's user cannot redirect it: a sticky, world-writable directory
+// owned by root (or by us, when not root).
+func openTmp(root string) (int, error) {
+	rootfd, err := safefs.OpenRoot(root)
 	if err != nil {
-		return fmt.Errorf("create agent library in %s: %w", c.hostDir, err)
+		return -1, err
 	}
-	f := os.NewFile(uintptr(fd), filepath.Join(c.hostDir, libName))
-	if _, err := f.Write(lib); err != nil {
+	defer unix.Close(rootfd)
+	fd, err := safefs.OpenAt(rootfd, "tmp", unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if (st.Uid != 0 && int(st.Uid) != os.Geteuid()) || st.Mode&unix.S_ISVTX == 0 || st.Mode&0o002 == 0 {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%w (owner uid %d, mode %o)", ErrUnsafeTmp, st.Uid, st.Mode&0o7777)
+	}
+	return fd, nil
+}
+
+func (c *Channel) writeFile(name string, data []byte) error {
+	fd, err := unix.Openat(c.dirFD, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create %s in %s: %w", name, c.hostDir, err)
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(c.hostDir, name))
+	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return fmt.Errorf("write agent library: %w", err)
+		return fmt.Errorf("write %s: %w", f.Name(), err)
 	}
 	if err := unix.Fchmod(fd, 0o644); err != nil {
 		f.Close()
-		return fmt.Errorf("chmod agent library: %w", err)
+		return fmt.Errorf("chmod %s: %w", f.Name(), err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("write agent library: %w", err)
+		return fmt.Errorf("write %s: %w", f.Name(), err)
 	}
 	return nil
 }
@@ -207,7 +257,7 @@ func (c *Channel) Close() error {
 		errs = append(errs, c.ln.Close())
 	}
 	if c.dirFD >= 0 {
-		for _, n := range []string{sockName, libName} {
+		for _, n := range []string{sockName, libName, markerName} {
 			if err := unix.Unlinkat(c.dirFD, n, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 				errs = append(errs, fmt.Errorf("remove %s: %w", n, err))
 			}

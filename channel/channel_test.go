@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func newRoot(t *testing.T) string {
@@ -15,6 +17,7 @@ func newRoot(t *testing.T) string {
 	if err := os.Mkdir(filepath.Join(root, "tmp"), 0o1777); err != nil {
 		t.Fatal(err)
 	}
+	unix.Chmod(filepath.Join(root, "tmp"), 0o1777) // past the umask; os.Chmod drops 0o1000
 	return root
 }
 
@@ -29,8 +32,8 @@ func TestCreateAcceptClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Mode().Perm() != 0o700 {
-		t.Errorf("directory mode %v, want 0700", st.Mode().Perm())
+	if st.Mode().Perm() != 0o711 {
+		t.Errorf("directory mode %v, want 0711", st.Mode().Perm())
 	}
 	lib, err := os.ReadFile(filepath.Join(root, c.LibraryPath()))
 	if err != nil || string(lib) != "ELF" {

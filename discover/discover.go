@@ -98,13 +98,15 @@ func Inspect(pid int) (JVM, bool) {
 	return j, true
 }
 
-// vmKind classifies a process by the JVM library it maps.
+// vmKind classifies a process by the JVM library it maps. OpenJ9 ships a
+// libjvm.so too (a redirector in lib/j9vm/), so libj9vm decides first, as
+// attach.Inspect does.
 func vmKind(maps []byte) string {
 	switch {
-	case bytes.Contains(maps, []byte("/libjvm.so")):
-		return HotSpot
 	case bytes.Contains(maps, []byte("/libj9vm")):
 		return OpenJ9
+	case bytes.Contains(maps, []byte("/libjvm.so")):
+		return HotSpot
 	}
 	return ""
 }

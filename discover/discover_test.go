@@ -151,3 +151,15 @@ func parseU(s string) uint64 {
 	}
 	return n
 }
+
+// TestVMKindOpenJ9Redirector: OpenJ9 maps lib/j9vm/libjvm.so beside
+// libj9vm29.so; it is OpenJ9, as attach says.
+func TestVMKindOpenJ9Redirector(t *testing.T) {
+	maps := []byte("7f00-7f10 r-xp 0 08:01 1 /opt/openj9/lib/j9vm/libjvm.so\n7f20-7f30 r-xp 0 08:01 2 /opt/openj9/lib/default/libj9vm29.so\n")
+	if k := vmKind(maps); k != OpenJ9 {
+		t.Errorf("vmKind = %q, want %q", k, OpenJ9)
+	}
+	if k := vmKind([]byte("7f00-7f10 r-xp 0 08:01 1 /usr/lib/jvm/java-17/lib/server/libjvm.so\n")); k != HotSpot {
+		t.Errorf("HotSpot: vmKind = %q", k)
+	}
+}

@@ -2,10 +2,7 @@ package discover
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,7 +28,7 @@ func OpenJ9VM(j JVM) (*openj9.VM, error) {
 }
 
 // OpenJ9Geometry asks an OpenJ9 JVM for a javacore (written to its /tmp,
-// read through /proc/PID/root, then removed) and models its heap from the
+// read through /proc/PID/root, then removed: see openj9.Conn.FetchJavacore) and models its heap from the
 // 1STHEAPREGION lines. props are its system properties.
 func OpenJ9Geometry(ctx context.Context, j JVM) (geo heap.Geometry, props map[string]string, err error) {
 	vm, err := OpenJ9VM(j)
@@ -47,15 +44,9 @@ func OpenJ9Geometry(ctx context.Context, j JVM) (geo heap.Geometry, props map[st
 	if err != nil {
 		return geo, nil, err
 	}
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	written, err := conn.DumpJavacore(ctx, "/tmp/djx-bpf-javacore-"+hex.EncodeToString(rnd[:])+".txt")
-	if err != nil {
-		return geo, props, err
-	}
-	host := filepath.Join(ProcRoot, strconv.Itoa(j.PID), "root", filepath.Clean("/"+written))
-	defer os.Remove(host)
-	text, err := os.ReadFile(host)
+	// The target names the file it wrote; FetchJavacore reads and removes
+	// only the name it asked for, never a path the reply chose.
+	text, err := conn.FetchJavacore(ctx, filepath.Join(ProcRoot, strconv.Itoa(j.PID), "root"), j.UID)
 	if err != nil {
 		return geo, props, fmt.Errorf("read javacore of pid %d: %w", j.PID, err)
 	}

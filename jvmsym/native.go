@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/djx-bpf/djx-bpf/safefs"
+	"golang.org/x/sys/unix"
 )
 
 // NativeFrame is a native code location. String formats it the way perf
@@ -151,14 +154,19 @@ func (n *Native) readMaps() error {
 // without it.
 func (n *Native) openSyms(m *mapping) (*elfSyms, error) {
 	pid := strconv.Itoa(n.pid)
-	f, err := os.Open(filepath.Join(n.proc, pid, "map_files", fmt.Sprintf("%x-%x", m.start, m.end)))
+	// The path is the target's to choose: opened inside its root with no
+	// symlinks, and only a regular file is read (a mapped device is not).
+	f, err := os.OpenFile(filepath.Join(n.proc, pid, "map_files", fmt.Sprintf("%x-%x", m.start, m.end)), os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil && !strings.HasSuffix(m.path, " (deleted)") {
-		f, err = os.Open(filepath.Join(n.proc, pid, "root", m.path))
+		f, err = safefs.Open(filepath.Join(n.proc, pid, "root"), m.path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open mapped file: %w", err)
 	}
 	defer f.Close()
+	if err := safefs.Regular(f); err != nil {
+		return nil, fmt.Errorf("open mapped file: %w", err)
+	}
 	return openELFSyms(f)
 }
 

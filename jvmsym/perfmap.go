@@ -6,11 +6,12 @@ import (
 	"container/heap"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/djx-bpf/djx-bpf/safefs"
 )
 
 // PerfMap is a /tmp/perf-PID.map, the JIT symbol file that perf reads and
@@ -143,20 +144,29 @@ func (h *latestFirst) Pop() any {
 	return e
 }
 
+// MaxPerfMap caps the perf map read from a target (a long-running JVM's
+// is tens of MiB).
+const MaxPerfMap = 256 << 20
+
 // LoadPerfMap reads the perf map of a process: hostPID is its PID in our
 // namespace, nsPID the one it knows itself by and names the file with; the
-// file is read through /proc/hostPID/root so that containers work.
+// file is read through /proc/hostPID/root so that containers work. The
+// process owns that file: it is opened inside its root with no symlinks,
+// must be a regular file (a FIFO would block the open, /dev/zero never
+// end), and is read up to MaxPerfMap.
 func LoadPerfMap(hostPID, nsPID int) (*PerfMap, error) {
-	path := filepath.Join("/proc", strconv.Itoa(hostPID), "root", "tmp",
-		"perf-"+strconv.Itoa(nsPID)+".map")
-	f, err := os.Open(path)
+	return loadPerfMap(filepath.Join("/proc", strconv.Itoa(hostPID), "root"), nsPID)
+}
+
+func loadPerfMap(root string, nsPID int) (*PerfMap, error) {
+	f, err := safefs.Open(root, "/tmp/perf-"+strconv.Itoa(nsPID)+".map")
 	if err != nil {
 		return nil, fmt.Errorf("open perf map: %w", err)
 	}
 	defer f.Close()
-	pm, err := ParsePerfMap(f)
+	pm, err := ParsePerfMap(safefs.LimitReader(f, MaxPerfMap))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", f.Name(), err)
 	}
 	return pm, nil
 }

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestParsePerfMap lists the ranges of testdata/perf-1234.map after
@@ -92,5 +95,38 @@ func TestLoadPerfMap(t *testing.T) {
 	}
 	if _, err := LoadPerfMap(os.Getpid(), nsPID+1); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing map error = %v, want ErrNotExist", err)
+	}
+}
+
+// TestLoadPerfMapHostile: a target controls its /tmp/perf-PID.map. A FIFO
+// there must not block root (it did, for good, ignoring SIGTERM), a
+// symlink must not lead out of its root, and a device must not be read.
+func TestLoadPerfMapHostile(t *testing.T) {
+	root := t.TempDir()
+	os.Mkdir(filepath.Join(root, "tmp"), 0o1777)
+	if err := unix.Mkfifo(filepath.Join(root, "tmp", "perf-1.map"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("/dev/zero", filepath.Join(root, "tmp", "perf-2.map"))
+	outside := filepath.Join(t.TempDir(), "real.map")
+	os.WriteFile(outside, []byte("1000 10 secret\n"), 0o644)
+	os.Symlink(outside, filepath.Join(root, "tmp", "perf-3.map"))
+	os.WriteFile(filepath.Join(root, "tmp", "perf-4.map"), []byte("1000 10 ok\n"), 0o644)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for pid := 1; pid <= 3; pid++ {
+			if pm, err := loadPerfMap(root, pid); err == nil {
+				t.Errorf("perf-%d.map: read %d ranges, want an error", pid, pm.Len())
+			}
+		}
+		if pm, err := loadPerfMap(root, 4); err != nil || pm.Len() != 1 {
+			t.Errorf("perf-4.map: %v", err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("LoadPerfMap blocked on a hostile perf map")
 	}
 }

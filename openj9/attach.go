@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/djx-bpf/djx-bpf/safefs"
 	"golang.org/x/sys/unix"
 )
 
@@ -98,14 +99,48 @@ func (v *VM) Attach(ctx context.Context, opts AttachOptions) (*Conn, error) {
 		deadline = d
 	}
 
-	sem, err := openNotifier(v.CommonDir, false)
+	// The attach directory is world-writable and the target's root is its
+	// own: every file below is reached through this fd, never a symlink.
+	cfd, err := v.openCommon()
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			err = fmt.Errorf("%w: %w", ErrNoNotifier, err)
-		}
-		return nil, fail("open notifier", err)
+		return nil, fail("open attach directory", err)
 	}
-	lock, err := lockFile(ctx, filepath.Join(v.CommonDir, "_attachlock"), true, deadline)
+	defer unix.Close(cfd)
+	var nst unix.Stat_t
+	err = unix.Fstatat(cfd, "_notifier", &nst, unix.AT_SYMLINK_NOFOLLOW)
+	if err == nil && nst.Mode&unix.S_IFMT != unix.S_IFREG {
+		err = fmt.Errorf("_notifier is not a regular file (mode %o)", nst.Mode)
+	}
+	if err == nil {
+		var sem *notifier
+		sem, err = openNotifier("/proc/self/fd/"+strconv.Itoa(cfd), false)
+		if err == nil {
+			return v.attach(ctx, cfd, sem, deadline, fail)
+		}
+	}
+	if errors.Is(err, unix.ENOENT) {
+		err = fmt.Errorf("%w: %w", ErrNoNotifier, err)
+	}
+	return nil, fail("open notifier", err)
+}
+
+// openCommon opens the attach directory below the root Discover was given,
+// with no symlink in any component.
+func (v *VM) openCommon() (int, error) {
+	root, rel := v.root, v.rel
+	if root == "" { // a VM not from Discover: its absolute path, from "/"
+		root, rel = "/", v.CommonDir
+	}
+	rootfd, err := safefs.OpenRoot(root)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(rootfd)
+	return safefs.OpenAt(rootfd, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+}
+
+func (v *VM) attach(ctx context.Context, cfd int, sem *notifier, deadline time.Time, fail func(string, error) error) (*Conn, error) {
+	lock, err := lockFile(ctx, cfd, "_attachlock", true, deadline)
 	if err != nil {
 		return nil, fail("lock _attachlock", err)
 	}
@@ -122,10 +157,15 @@ func (v *VM) Attach(ctx context.Context, opts AttachOptions) (*Conn, error) {
 		return nil, fail("make key", err)
 	}
 	key := hex.EncodeToString(raw[:])
-	if err := writeReply(v, key, ln.port); err != nil {
+	vmfd, err := safefs.OpenAt(cfd, filepath.Base(v.Dir), unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, fail("open VM directory", err)
+	}
+	defer unix.Close(vmfd)
+	if err := writeReply(v, vmfd, key, ln.port); err != nil {
 		return nil, fail("write replyInfo", err)
 	}
-	defer removeReply(v)
+	defer unix.Unlinkat(vmfd, "replyInfo", 0)
 
 	// Hold every other VM's sync file so that each woken VM consumes one
 	// post only: it blocks on its own sync file after checking for a reply.
@@ -134,13 +174,13 @@ func (v *VM) Attach(ctx context.Context, opts AttachOptions) (*Conn, error) {
 	// could otherwise lose the race to our lock and never wake (seen with
 	// the fake under CPU load). If the target eats a second post, a VM that
 	// had no reason to wake stays asleep; leftovers are cancelled below.
-	dirs := vmDirs(v.CommonDir)
+	dirs := vmDirs(cfd)
 	var held []int
 	for _, d := range dirs {
-		if filepath.Base(d) == filepath.Base(v.Dir) {
+		if d == filepath.Base(v.Dir) {
 			continue
 		}
-		if fd, err := lockFile(ctx, filepath.Join(d, "attachNotificationSync"), false, deadline); err == nil {
+		if fd, err := lockFile(ctx, cfd, d+"/attachNotificationSync", false, deadline); err == nil {
 			held = append(held, fd)
 		}
 	}
@@ -335,14 +375,21 @@ func readMessage(r *bufio.Reader) (string, error) {
 	}
 }
 
-// vmDirs lists the VM directories of an attach directory: each VM waits on
-// the semaphore once, so this is the number of posts needed.
-func vmDirs(common string) []string {
-	entries, _ := os.ReadDir(common)
+// vmDirs lists the names of the VM directories of the attach directory
+// cfd: each VM waits on the semaphore once, so this is the number of posts
+// needed.
+func vmDirs(cfd int) []string {
+	fd, err := unix.Openat(cfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	d := os.NewFile(uintptr(fd), "attach directory")
+	defer d.Close()
+	entries, _ := d.ReadDir(-1)
 	var out []string
 	for _, e := range entries {
 		if isVMDir(e) {
-			out = append(out, filepath.Join(common, e.Name()))
+			out = append(out, e.Name())
 		}
 	}
 	return out
@@ -350,14 +397,10 @@ func vmDirs(common string) []string {
 
 // writeReply creates <vm dir>/replyInfo as "<key>\n<port>\n", mode 0600,
 // owned by the target's user (OpenJ9 rejects a reply file others can read
-// or that another user owns, root excepted). The directory belongs to the
-// target's user, so nothing in it is followed as a symlink.
-func writeReply(v *VM, key string, port int) error {
-	dirfd, err := unix.Open(v.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(dirfd)
+// or that another user owns, root excepted), in the VM directory dirfd. The
+// directory belongs to the target's user, so nothing in it is followed as
+// a symlink.
+func writeReply(v *VM, dirfd int, key string, port int) error {
 	if err := unix.Unlinkat(dirfd, "replyInfo", 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("remove stale replyInfo: %w", err)
 	}
@@ -379,25 +422,25 @@ func writeReply(v *VM, key string, port int) error {
 	return err
 }
 
-func removeReply(v *VM) {
-	dirfd, err := unix.Open(v.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return
-	}
-	unix.Unlinkat(dirfd, "replyInfo", 0)
-	unix.Close(dirfd)
-}
-
-// lockFile opens path (creating it only if create) and takes an exclusive
-// flock, polling until deadline so that a stuck holder cannot hang us.
-func lockFile(ctx context.Context, path string, create bool, deadline time.Time) (int, error) {
-	flags := unix.O_RDWR | unix.O_NOFOLLOW | unix.O_CLOEXEC
+// lockFile opens name below dirfd (creating it only if create; no symlink
+// followed, a regular file only) and takes an exclusive flock, polling
+// until deadline so that a stuck holder cannot hang us.
+func lockFile(ctx context.Context, dirfd int, name string, create bool, deadline time.Time) (int, error) {
+	path := name
+	var fd int
+	var err error
 	if create {
-		flags |= unix.O_CREAT
+		fd, err = unix.Openat(dirfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o666)
+	} else {
+		fd, err = safefs.OpenAt(dirfd, name, unix.O_RDWR)
 	}
-	fd, err := unix.Open(path, flags, 0o666)
 	if err != nil {
 		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%s: %w", name, safefs.ErrNotRegular)
 	}
 	for delay := time.Millisecond; ; delay = min(delay*2, 50*time.Millisecond) {
 		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)

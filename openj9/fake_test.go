@@ -84,6 +84,9 @@ type fakeTarget struct {
 	pid, uid int
 	sem      *notifier
 	wrongKey bool // send a wrong key on connect
+	// dump, when set, plays a hostile Dump.java: it gets the requested
+	// path and returns the path to report.
+	dump func(file string) string
 
 	stop chan struct{}
 	done chan struct{}
@@ -289,7 +292,9 @@ func (f *fakeTarget) diagnostic(command string) map[string]string {
 			"openj9_diagnostics.errormsg":  "Command " + command + " not recognized",
 		}
 	}
-	if err := os.WriteFile(filepath.Join(f.root, parts[1]), []byte(fakeJavacore), 0o644); err != nil {
+	if f.dump != nil {
+		parts[1] = f.dump(parts[1])
+	} else if err := os.WriteFile(filepath.Join(f.root, parts[1]), []byte(fakeJavacore), 0o644); err != nil {
 		f.problem("write javacore: %v", err)
 	}
 	return map[string]string{

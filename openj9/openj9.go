@@ -40,6 +40,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/djx-bpf/djx-bpf/safefs"
+	"golang.org/x/sys/unix"
 )
 
 // AttachDirName is the shared attach directory's name inside the system
@@ -60,6 +63,10 @@ type VM struct {
 	Dir, CommonDir string
 	// Props are all properties of attachInfo.
 	Props map[string]string
+
+	// root and rel are the root given to Discover and the attach directory
+	// below it: attaching reopens it from there, refusing symlinks.
+	root, rel string
 }
 
 // AdvertError is an attach directory entry that could not be read.
@@ -74,18 +81,37 @@ func (e *AdvertError) Unwrap() error { return e.Err }
 // Discover lists the JVMs advertised under root (a container's root, e.g.
 // /proc/PID/root, or "/") in <root>/tmp/.com_ibm_tools_attach. See DiscoverDir.
 func Discover(root string) ([]VM, error) {
-	return DiscoverDir(filepath.Join(root, "tmp", AttachDirName))
+	return discover(root, filepath.Join("tmp", AttachDirName))
 }
 
 // DiscoverDir lists the JVMs advertised in the attach directory dir. A
 // missing directory means no JVMs (nil, nil). Entries that cannot be read
 // are skipped and reported together as *AdvertError values joined in the
 // error, next to the VMs that could be read.
-func DiscoverDir(dir string) ([]VM, error) {
-	entries, err := os.ReadDir(dir)
+func DiscoverDir(dir string) ([]VM, error) { return discover(dir, ".") }
+
+// discover lists the VMs in the attach directory rel below root; no
+// component of rel, nor anything in it, is followed as a symlink.
+func discover(root, rel string) ([]VM, error) {
+	dir := filepath.Join(root, rel)
+	rootfd, err := safefs.OpenRoot(root)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, fmt.Errorf("openj9 discover: %w", err)
+	}
+	fd, err := safefs.OpenAt(rootfd, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	unix.Close(rootfd)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("openj9 discover %s: %w", dir, err)
+	}
+	d := os.NewFile(uintptr(fd), dir)
+	entries, err := d.ReadDir(-1)
+	d.Close()
 	if err != nil {
 		return nil, fmt.Errorf("openj9 discover: %w", err)
 	}
@@ -96,7 +122,7 @@ func DiscoverDir(dir string) ([]VM, error) {
 			continue
 		}
 		vmDir := filepath.Join(dir, e.Name())
-		data, err := readNoFollow(filepath.Join(vmDir, "attachInfo"))
+		data, err := readAdvert(root, filepath.Join(rel, e.Name(), "attachInfo"))
 		if err != nil {
 			errs = append(errs, &AdvertError{Dir: vmDir, Err: err})
 			continue
@@ -106,7 +132,7 @@ func DiscoverDir(dir string) ([]VM, error) {
 			errs = append(errs, &AdvertError{Dir: vmDir, Err: err})
 			continue
 		}
-		vm.Dir, vm.CommonDir = vmDir, dir
+		vm.Dir, vm.CommonDir, vm.root, vm.rel = vmDir, dir, root, rel
 		vms = append(vms, vm)
 	}
 	sort.Slice(vms, func(i, j int) bool { return vms[i].PID < vms[j].PID })
@@ -118,22 +144,6 @@ func DiscoverDir(dir string) ([]VM, error) {
 func isVMDir(e os.DirEntry) bool {
 	n := e.Name()
 	return e.IsDir() && n != "" && n[0] != '_' && n[0] != '.'
-}
-
-// readNoFollow reads a file that must not be a symlink (the attach
-// directory is world-writable).
-func readNoFollow(path string) ([]byte, error) {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (mode %v)", fi.Mode())
-	}
-	if fi.Size() > 1<<20 {
-		return nil, fmt.Errorf("%d bytes, too large", fi.Size())
-	}
-	return os.ReadFile(path)
 }
 
 // ParseAttachInfo parses an attachInfo advertisement. Like OpenJ9, it

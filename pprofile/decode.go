@@ -13,9 +13,15 @@ import (
 )
 
 // Read decodes a profile written by Write (gzipped or not): one report per
-// pid, in the order they were written.
+// pid, in the order they were written. A file of unknown origin may be a
+// bomb: it is read and decompressed up to MaxBytes, and its messages are
+// counted (see checkMessages) before it is parsed.
 func Read(r io.Reader) ([]*report.Report, error) {
-	p, err := profile.Parse(r)
+	data, err := readCapped(r)
+	if err != nil {
+		return nil, err
+	}
+	p, err := profile.ParseData(data)
 	if err != nil {
 		return nil, fmt.Errorf("not a valid pprof profile (truncated or corrupt?): %w", err)
 	}

@@ -51,7 +51,11 @@ func (j *jvm) onCensus(c *agent.Census) {
 		j.stats.CensusDuplicates++
 		return
 	}
-	j.track(j.censusSite(c), c.Addr, c.Size, c.Tag, 1)
+	si := j.censusSite(c)
+	if !j.roomForObject(si) {
+		return // past a per-JVM cap (caps.go)
+	}
+	j.track(si, c.Addr, c.Size, c.Tag, 1)
 	j.stats.CensusObjects++
 	j.stats.CensusBytes += c.Size
 }
@@ -63,6 +67,9 @@ func (j *jvm) censusSite(c *agent.Census) int32 {
 	j.keyBuf = k
 	if i, ok := j.siteIdx[string(k)]; ok {
 		return i
+	}
+	if len(j.sites) >= maxSites {
+		return -1 // caps.go
 	}
 	i := int32(len(j.sites))
 	j.sites = append(j.sites, &site{typeSig: c.TypeSig, census: c.Kind, holder: c.Path})

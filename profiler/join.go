@@ -128,6 +128,9 @@ type jvm struct {
 	rescanWait  uint64 // a GC ended here and its rescan has not arrived
 	relocWM     uint64 // relocation stream complete up to here (when no GC is in progress)
 	stats       report.Stats
+	capDrops    map[string]uint64   // records dropped by the caps of caps.go, by reason
+	agentErrs   []string            // the first ERROR records' texts
+	chunks      map[uint64]struct{} // 1 GiB ranges that held tracked objects (caps.go)
 	lastAgt     agent.Stats
 	vmName      string
 
@@ -188,6 +191,9 @@ func captureWeight(size, interval uint64) float64 {
 // onBatch applies one batch of the agent's stream.
 func (j *jvm) onBatch(b *agent.Batch) {
 	for _, r := range b.Records {
+		if !j.admit(r, b.Watermark) {
+			continue // past a per-JVM cap (caps.go)
+		}
 		switch r := r.(type) {
 		case *agent.Hello:
 			j.connected = true
@@ -237,6 +243,7 @@ func (j *jvm) onBatch(b *agent.Batch) {
 			j.lastAgt = *r
 		case *agent.ErrorRec:
 			j.stats.AgentErrors++
+			j.keepError(r.Message)
 		}
 	}
 	if b.Watermark > j.watermark {
@@ -374,6 +381,9 @@ func (j *jvm) siteOf(a *agent.Alloc) int32 {
 	if i, ok := j.siteIdx[string(k)]; ok {
 		return i
 	}
+	if len(j.sites) >= maxSites {
+		return -1 // caps.go
+	}
 	i := int32(len(j.sites))
 	j.sites = append(j.sites, &site{typeSig: a.TypeSig, frames: append([]agent.Frame(nil), a.Frames...)})
 	j.siteIdx[string(k)] = i
@@ -381,7 +391,11 @@ func (j *jvm) siteOf(a *agent.Alloc) int32 {
 }
 
 func (j *jvm) onAlloc(a *agent.Alloc) {
-	j.track(j.siteOf(a), a.Addr, a.Size, a.Tag, captureWeight(a.Size, j.interval))
+	si := j.siteOf(a)
+	if !j.roomForObject(si) {
+		return // past a per-JVM cap (caps.go)
+	}
+	j.track(si, a.Addr, a.Size, a.Tag, captureWeight(a.Size, j.interval))
 	j.stats.AllocsTracked++
 }
 

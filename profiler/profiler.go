@@ -120,6 +120,8 @@ type Options struct {
 	StackInterval time.Duration
 	// AgentTimeout bounds the wait for the agent to connect.
 	AgentTimeout time.Duration
+	// RunAs is the user Launch runs the application as; nil: djx-bpf's own.
+	RunAs *RunAs
 	// Notify, when set, receives progress notes meant for the user.
 	Notify func(string)
 	// NUMA looks up the node of every sampled page (move_pages) and of the
@@ -377,7 +379,9 @@ func (s *session) attach(ctx context.Context, pid int) (_ *report.Report, err er
 	s.opts.note("attaching to pid %d", pid)
 	if err := s.target.LoadAgent(actx, s.ch.LibraryPath(), true, s.opts.agentOptions(s.ch.SocketPath())); err != nil {
 		cancel()
-		<-accepted
+		if r := <-accepted; r.conn != nil {
+			r.conn.Close() // the agent connected, then its Agent_OnAttach failed
+		}
 		var ae *attach.AgentError
 		if errors.As(err, &ae) && ae.Attached && ae.ReturnCode == agentSamplerBusy {
 			return nil, fmt.Errorf("load agent into pid %d: %w", pid, ErrSamplerBusy)
@@ -413,7 +417,8 @@ func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, s
 	if err := s.openSampler(); err != nil {
 		return nil, nil, err
 	}
-	if s.ch, err = channel.Create(channel.Spec{Root: "/", UID: os.Geteuid(), GID: os.Getegid(), Library: agent.Library()}); err != nil {
+	uid, gid := s.opts.RunAs.owner()
+	if s.ch, err = channel.Create(channel.Spec{Root: "/", UID: uid, GID: gid, Library: agent.Library()}); err != nil {
 		return nil, nil, fmt.Errorf("prepare agent channel: %w", err)
 	}
 	args := append([]string{argv[0], "-agentpath:" + s.ch.LibraryPath() + "=" + s.opts.agentOptions(s.ch.SocketPath())}, argv[1:]...)
@@ -422,6 +427,7 @@ func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, s
 		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
 	}
 	cmd := &exec.Cmd{Path: path, Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	s.opts.RunAs.apply(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
 	}
@@ -556,7 +562,8 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 		samples = own
 	}
 	loopSamples := samples
-	batches := make(chan *agent.Batch, 64)
+	// Few: each decoded batch of the agent may hold tens of MiB.
+	batches := make(chan *agent.Batch, 8)
 	agentDone := make(chan error, 1)
 	go func() {
 		rd := agent.NewReader(s.conn)
@@ -726,6 +733,12 @@ loop:
 	return s.finish(elapsed), nil
 }
 
+// threadOf reports whether tid (host namespace) is a thread of process pid.
+func threadOf(pid int, tid uint32) bool {
+	_, err := os.Lstat("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.FormatUint(uint64(tid), 10))
+	return err == nil
+}
+
 // askStacks tells the BPF program to signal the JVM's sampled threads once
 // the agent says its handler is installed (never before: the signal's
 // default action would kill the JVM).
@@ -735,6 +748,12 @@ func (s *session) askStacks() {
 		return
 	}
 	s.stacksAsked = true
+	// The target's agent says which signal its handler is on: only the
+	// one asked for is sent (another's default action may kill the JVM).
+	if sig != s.opts.StackSignal {
+		s.addNote("no access stacks: the agent installed its handler on signal %d, not the %d asked for", sig, s.opts.StackSignal)
+		return
+	}
 	if err := s.sampler.SetStackSignal(s.pid, sig); err != nil {
 		s.addNote("no access stacks: %v", err)
 		return
@@ -742,6 +761,11 @@ func (s *session) askStacks() {
 	s.j.stacksFrom = loader.Now()
 	s.j.stackSig = sig
 	s.j.noJava = func(tid uint32) {
+		// The map is shared by every target of a scan and keyed by tid:
+		// the agent names tids of its own process only.
+		if !threadOf(s.pid, tid) {
+			return
+		}
 		if err := s.sampler.NoJavaThread(tid); err != nil && !s.noJavaFailed {
 			s.noJavaFailed = true
 			s.addNote("non-Java threads keep getting stack signals: %v", err)
@@ -851,6 +875,7 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 	if st.AgentDropped > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("the agent dropped %d records (buffer full); raise --min-size or --alloc-interval", st.AgentDropped))
 	}
+	s.notes = append(s.notes, s.j.agentNotes()...)
 	if st.Late*100 > st.Samples {
 		s.notes = append(s.notes, fmt.Sprintf("%d samples reached the join up to %.0f ms after newer heap changes and were judged against them; the machine may be overloaded (lower --freq)", st.Late, st.LateMaxMs))
 	}

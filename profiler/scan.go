@@ -45,6 +45,9 @@ type scanResult struct {
 	err error
 }
 
+// scanDrain bounds the wait for the JVM sessions once a scan ends.
+var scanDrain = 10 * time.Second
+
 // Scan profiles every JVM on the host (or those ScanOptions select) at once:
 // one set of per-CPU perf events whose BPF filter holds every profiled
 // JVM, an agent in each. JVMs that start during the scan are attached
@@ -119,8 +122,22 @@ loop:
 		}
 	}
 	go func() { wg.Wait(); close(results) }()
-	for r := range results {
-		collect(r)
+	// A session stuck on its target (stopped, or hostile) must not hold
+	// the scan: the others are reported without it.
+	drainBy := time.NewTimer(scanDrain)
+	defer drainBy.Stop()
+drain:
+	for {
+		select {
+		case r, ok := <-results:
+			if !ok {
+				break drain
+			}
+			collect(r)
+		case <-drainBy.C:
+			sc.Notes = append(sc.Notes, fmt.Sprintf("some JVM sessions did not end within %v of the scan's end; they are left out", scanDrain))
+			break drain
+		}
 	}
 	sc.DurationSec = time.Since(start).Seconds()
 	sc.Stats.Profiled = len(sc.JVMs)

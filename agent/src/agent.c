@@ -637,6 +637,8 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 		append_error_locked(djx.cap_err);
 	if (djx.opt.stacks != 0 && stack_signal == 0)
 		append_error_locked(stk_err);
+	if (stack_signal != 0 && !djx_stacks_key_ok())
+		append_error_locked("stacks: HotSpot's thread key not found: the handler asks GetEnv, which is not async-signal-safe");
 	if (djx.opt.reconcile && !djx.gc_events)
 		append_error_locked("reconcile=1 needs GC events: reconciliation off");
 	pthread_mutex_unlock(&djx.mu);
@@ -658,6 +660,7 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 		disable_tracking(j);
 		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_VM_DEATH, NULL);
 		djx_writer_abort(); /* the writer frees buffers and closes the fds */
+		djx_stacks_uninstall(); /* the library may be unloaded: no handler of ours stays */
 		return -1;
 	}
 	/* Class events (jmethodIDs for ASGCT) and JIT code records; failures
@@ -667,10 +670,12 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 	djx_code_start(j, jni);
 	if (stack_signal != 0)
 		djx_stacks_start();
+	djx_writer_release_if_done();
 	pthread_detach(djx.writer);
 	return 0;
 
 fail_mem:
+	djx_stacks_uninstall();
 	free(djx.cur);
 	free(djx.spare);
 	djx.cur = djx.spare = NULL;

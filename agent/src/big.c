@@ -42,7 +42,7 @@ static struct {
 	uint64_t checked; /* djx.gc_finishes at the last check */
 } bigs;
 
-static int memfd = -1; /* /proc/self/mem; opened once, never closed */
+static int memfd = -1; /* /proc/self/mem; opened per session, closed at its end */
 
 static int read_word(uint64_t addr, uint64_t *out)
 {
@@ -164,6 +164,12 @@ int djx_big_pending_locked(void)
 
 void djx_big_reset_locked(void)
 {
+	/* Each attach loads a new copy of the library, which opens its own:
+	 * one left open per session would pile up in the JVM. Callbacks only
+	 * read it under mu (djx_big_add_locked) or once untag_min is set. */
+	if (memfd >= 0)
+		close(memfd);
+	memfd = -1;
 	free(bigs.v);
 	bigs.v = NULL;
 	bigs.n = bigs.cap = 0;

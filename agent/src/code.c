@@ -92,8 +92,8 @@ static int emit_wait(JNIEnv *jni, const uint64_t *ids, size_t nids, uint8_t *rec
 		int rc = djx_emit(jni, ids, nids, rec, len, DJX_REC_HDR);
 		if (rc >= 0)
 			return rc == 0 ? 0 : -1;
-		if (waited >= DJX_CODE_WAIT_MS)
-			return -1;
+		if (waited >= DJX_CODE_WAIT_MS || djx_writer_stalled())
+			return -1; /* a stalled loader must not slow every compile */
 		pthread_mutex_lock(&djx.mu);
 		djx_kick_locked();
 		pthread_mutex_unlock(&djx.mu);

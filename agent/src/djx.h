@@ -262,6 +262,10 @@ int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int 
 int djx_stacks_install(int sig, char *err, size_t errlen); /* 0 or -1 */
 void djx_stacks_start(void);  /* the handler starts recording */
 void djx_stacks_stop(void);   /* the handler goes back to ignoring/chaining */
+void djx_stacks_uninstall(void); /* a failed session: the previous action back */
+void djx_stacks_release(void);   /* session end: ring and eventfd freed */
+int djx_stacks_key_ok(void);     /* HotSpot's thread key was found (at install) */
+int djx_stacks_confirm(JNIEnv *env); /* writer, attached: the handler may use the key */
 int djx_stacks_evfd(void);    /* eventfd the handler kicks; -1 if none */
 void djx_stacks_unblock(void); /* on the writer thread */
 int djx_stacks_drain(JNIEnv *jni); /* 0 ring empty, -1 buffer full, 1 session over */
@@ -271,6 +275,8 @@ void djx_code_callbacks(jvmtiEventCallbacks *cb);
 void djx_code_caps(jvmtiEnv *j);               /* before the session: capabilities */
 void djx_code_start(jvmtiEnv *j, JNIEnv *jni); /* enable events, replay existing code */
 void djx_code_release(jvmtiEnv *j);            /* detach: events off, capability back */
+int djx_writer_stalled(void); /* the loader has not read for a while: don't wait for space */
+void djx_writer_release_if_done(void); /* start_session's last step (writer.c) */
 
 /* writer.c */
 int djx_connect(const char *path, char *err, size_t errlen);

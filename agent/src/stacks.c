@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,17 +60,71 @@ struct slot {
 /* Written before the handler is installed or before active is set, read by
  * the handler afterwards. */
 static struct {
-	struct slot *ring; /* DJX_RING_SLOTS slots, never freed */
+	struct slot *ring; /* DJX_RING_SLOTS slots, freed by djx_stacks_release */
 	uint64_t head;     /* next position to claim (handlers, CAS) */
 	uint64_t tail;     /* next position to drain (writer only) */
 	asgct_fn asgct;
 	JavaVM *vm;
 	int active;        /* a session runs: record our signals */
 	int kicked;        /* writer already woken for a half-full ring */
-	int evfd;          /* never closed: a handler may write to it at any time */
+	int evfd;          /* closed only once no handler is inside record() */
+	int inflight;      /* handlers between their active check and their end */
 	int sig;
 	struct sigaction prev; /* the action installed before ours */
+	/* HotSpot's Thread::current() through its pthread key, as its own
+	 * signal handlers read it (Thread::current_or_null_safe): GetEnv goes
+	 * through libjvm's general-dynamic TLS (__tls_get_addr), which is not
+	 * async-signal-safe. key_found: the key and offset are known (at
+	 * install); key_ok: the writer, a plain JavaThread, confirmed them and
+	 * gave the vtable. Until then (or on another JVM), GetEnv. */
+	int key_found;
+	int key_ok;
+	pthread_key_t key;
+	ptrdiff_t env_off;    /* JNIEnv's offset in a JavaThread */
+	const void *jt_vtbl;  /* a plain JavaThread's vtable */
+	const void *jni_fns;  /* every JNIEnv's function table */
 } stk = {.evfd = -1};
+
+/* Finds HotSpot's thread key from a JavaThread (the caller's, with env):
+ * the key whose value lies just below env, the JNIEnv inside it. */
+static void find_thread_key(JNIEnv *env)
+{
+	__atomic_store_n(&stk.key_ok, 0, __ATOMIC_RELEASE);
+	stk.key_found = 0;
+	for (unsigned k = 0; k < PTHREAD_KEYS_MAX; k++) {
+		const char *v = pthread_getspecific((pthread_key_t)k);
+		ptrdiff_t off = (const char *)env - v;
+		if (v != NULL && off > 0 && off < 4096) {
+			stk.key = (pthread_key_t)k;
+			stk.env_off = off;
+			stk.jni_fns = *(const void *const *)env;
+			stk.key_found = 1;
+			return;
+		}
+	}
+}
+
+/* The interrupted thread's JNIEnv, NULL on threads that are not plain
+ * JavaThreads (GC workers, the VM thread, compiler threads: no Java
+ * frames). Only async-signal-safe reads: pthread_getspecific reads the
+ * thread's own key array, and a Thread object's first word (its vtable)
+ * is always mapped; the env is read only inside a JavaThread. */
+static JNIEnv *current_env(void)
+{
+	JNIEnv *env = NULL;
+	const char *v;
+
+	if (!__atomic_load_n(&stk.key_ok, __ATOMIC_ACQUIRE)) {
+		if ((*stk.vm)->GetEnv(stk.vm, (void **)&env, JNI_VERSION_1_6) != JNI_OK)
+			return NULL;
+		return env;
+	}
+	v = pthread_getspecific(stk.key);
+	if (v == NULL || *(const void *const *)v != stk.jt_vtbl)
+		return NULL;
+	env = (JNIEnv *)(v + stk.env_off);
+	return *(const void *const *)env == stk.jni_fns ? env : NULL;
+}
 
 #define RELAXED __ATOMIC_RELAXED
 
@@ -96,8 +151,9 @@ static uint64_t uc_pc(const void *ucv)
 #endif
 }
 
-/* write(2) on an eventfd is async-signal-safe; the fd is never closed, so
- * it cannot have been reused for another file. */
+/* write(2) on an eventfd is async-signal-safe; the fd is closed only when
+ * no handler can reach here (djx_stacks_release), so it cannot have been
+ * reused for another file. */
 static void kick(void)
 {
 	uint64_t one = 1;
@@ -142,9 +198,8 @@ static void record(void *uc)
 	s->tid = (uint32_t)syscall(SYS_gettid); /* glibc's gettid() caches nothing either */
 	s->pc = uc_pc(uc);
 	/* ASGCT only on threads with a JNIEnv (JavaThreads): GC workers and
-	 * other native threads have no Java stack to walk. GetEnv reads the
-	 * JVM's current thread and takes no lock. */
-	if ((*stk.vm)->GetEnv(stk.vm, (void **)&env, JNI_VERSION_1_6) != JNI_OK || env == NULL) {
+	 * other native threads have no Java stack to walk. */
+	if ((env = current_env()) == NULL) {
 		s->status = DJX_STACK_NO_ENV;
 	} else {
 		asgct_trace tr = {.env_id = env, .num_frames = 0, .frames = s->frames};
@@ -182,10 +237,20 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
 
-	if (is_ours(si) && __atomic_load_n(&stk.active, __ATOMIC_ACQUIRE))
-		record(uc);
-	else
-		chain(sig, si, uc);
+	if (is_ours(si)) {
+		/* Counted before active is read: release waits for the count to
+		 * drop to 0 after clearing active, so no handler still uses the
+		 * ring or the eventfd it frees. */
+		__atomic_add_fetch(&stk.inflight, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&stk.active, __ATOMIC_SEQ_CST)) {
+			record(uc);
+			__atomic_sub_fetch(&stk.inflight, 1, __ATOMIC_SEQ_CST);
+			errno = saved;
+			return;
+		}
+		__atomic_sub_fetch(&stk.inflight, 1, __ATOMIC_SEQ_CST);
+	}
+	chain(sig, si, uc);
 	errno = saved;
 }
 
@@ -225,10 +290,12 @@ int djx_stacks_install(int sig, char *err, size_t errlen)
 			 "(use a real-time signal such as %d)", sig, SIGRTMIN + 8);
 		return -1;
 	}
-	if (stk.ring != NULL) {
+	if (stk.sig != 0) {
 		snprintf(err, errlen, "stacks: handler already installed: no access stacks");
 		return -1;
 	}
+	if (stk.ring != NULL)
+		goto install; /* uninstalled after a failed session: ring and eventfd stay */
 	stk.asgct = find_asgct();
 	if (stk.asgct == NULL) {
 		snprintf(err, errlen, "AsyncGetCallTrace not found in the JVM: no access stacks");
@@ -244,8 +311,16 @@ int djx_stacks_install(int sig, char *err, size_t errlen)
 	}
 	for (uint32_t i = 0; i < DJX_RING_SLOTS; i++)
 		stk.ring[i].seq = i;
-	stk.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+install:
+	if (stk.evfd < 0)
+		stk.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	stk.vm = djx.vm;
+	{
+		/* On the session's thread, a JavaThread, before the handler runs. */
+		JNIEnv *env = NULL;
+		if ((*djx.vm)->GetEnv(djx.vm, (void **)&env, JNI_VERSION_1_6) == JNI_OK && env != NULL)
+			find_thread_key(env);
+	}
 	/* Read the previous action before ours can run: a signal arriving
 	 * between the install and a copy-out would see a half-written prev. */
 	if (sigaction(sig, NULL, &stk.prev) != 0)
@@ -270,10 +345,73 @@ fail:
 	return -1;
 }
 
+int djx_stacks_key_ok(void)
+{
+	return stk.key_found;
+}
+
+/* On the writer thread once attached (a plain JavaThread, unlike the
+ * session's thread on JDK 21+, whose AttachListenerThread is a subclass):
+ * checks the key and offset on a second thread and takes the vtable that
+ * marks the threads the handler may walk. 0 ok, -1 they do not hold. */
+int djx_stacks_confirm(JNIEnv *env)
+{
+	const char *v;
+
+	if (!stk.key_found || env == NULL)
+		return stk.key_found ? -1 : 0;
+	v = pthread_getspecific(stk.key);
+	if (v == NULL || (const char *)env - v != stk.env_off || *(const void *const *)env != stk.jni_fns)
+		return -1;
+	stk.jt_vtbl = *(const void *const *)v;
+	__atomic_store_n(&stk.key_ok, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
 void djx_stacks_start(void)
 {
-	if (stk.sig != 0)
+	/* Under mu, as teardown stops it: a session torn down before this
+	 * runs must not leave the handler recording for good. */
+	pthread_mutex_lock(&djx.mu);
+	if (stk.sig != 0 && !djx.detached)
 		__atomic_store_n(&stk.active, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&djx.mu);
+}
+
+/* At a session's end (writer thread, after djx_stacks_stop): frees the
+ * ring and closes the eventfd once no handler is inside record(). Each
+ * attach loads a new copy of the library, so what a copy keeps stays in
+ * the JVM for good; the inactive handler itself only chains. If a handler
+ * does not leave within a second, both are kept instead. */
+void djx_stacks_release(void)
+{
+	struct timespec nap = {.tv_nsec = 1000000};
+
+	if (stk.ring == NULL)
+		return;
+	__atomic_store_n(&stk.active, 0, __ATOMIC_SEQ_CST);
+	for (int i = 0; __atomic_load_n(&stk.inflight, __ATOMIC_SEQ_CST) != 0; i++) {
+		if (i >= 1000)
+			return;
+		nanosleep(&nap, NULL);
+	}
+	munmap(stk.ring, DJX_RING_SLOTS * sizeof(struct slot));
+	stk.ring = NULL;
+	stk.head = stk.tail = 0;
+	if (stk.evfd >= 0)
+		close(stk.evfd);
+	stk.evfd = -1;
+}
+
+/* Puts back the action installed before ours, for a session that failed
+ * after the install: nothing of ours stays on the signal. */
+void djx_stacks_uninstall(void)
+{
+	if (stk.sig == 0)
+		return;
+	__atomic_store_n(&stk.active, 0, __ATOMIC_RELEASE);
+	sigaction(stk.sig, &stk.prev, NULL);
+	stk.sig = 0;
 }
 
 void djx_stacks_stop(void)

@@ -20,6 +20,8 @@
 #include "djx.h"
 
 #define STOP_DEADLINE_NS 1500000000ull /* VMDeath waits 2 s for the final flush */
+#define SEND_SLOW_NS 100000000ull      /* callbacks stop waiting for buffer space */
+#define SEND_STALL_NS 5000000000ull    /* the session ends */
 
 uint64_t djx_now_ns(void)
 {
@@ -96,18 +98,37 @@ static int stop_expired(void)
 	return expired;
 }
 
+static int send_stalled; /* send_all has waited on the loader past SEND_SLOW_NS */
+
+int djx_writer_stalled(void)
+{
+	return __atomic_load_n(&send_stalled, __ATOMIC_RELAXED);
+}
+
 /* Sends all of p or fails; a half-sent batch would corrupt the stream, so
- * the only way out of a stalled peer is giving up the connection. */
+ * the only way out of a stalled peer is giving up the connection. A loader
+ * that reads nothing for SEND_STALL_NS (stopped, or its stderr blocked) is
+ * given up: the JVM must not wait on it. */
 static int send_all(const uint8_t *p, size_t n)
 {
+	uint64_t since = djx_now_ns();
+
 	while (n > 0) {
 		struct pollfd pf = {.fd = djx.sock, .events = POLLOUT};
 		ssize_t w = send(djx.sock, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		uint64_t now;
 		if (w > 0) {
 			p += w;
 			n -= (size_t)w;
+			since = djx_now_ns();
+			__atomic_store_n(&send_stalled, 0, __ATOMIC_RELAXED);
 			continue;
 		}
+		now = djx_now_ns();
+		if (now - since > SEND_SLOW_NS)
+			__atomic_store_n(&send_stalled, 1, __ATOMIC_RELAXED);
+		if (now - since > SEND_STALL_NS)
+			return -1;
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
@@ -247,9 +268,10 @@ static void drain(void)
 static void teardown(void)
 {
 	/* First: from here on the signal handler ignores (or chains) our
-	 * signals; it never touches the batch buffers anyway. */
-	djx_stacks_stop();
+	 * signals; it never touches the batch buffers anyway. Under mu, with
+	 * detached: djx_stacks_start checks it there. */
 	pthread_mutex_lock(&djx.mu);
+	djx_stacks_stop();
 	__atomic_store_n(&djx.detached, 1, __ATOMIC_RELEASE);
 	free(djx.cur);
 	djx.cur = NULL;
@@ -262,6 +284,7 @@ static void teardown(void)
 
 	free(djx.spare);
 	djx.spare = NULL;
+	djx_stacks_release();
 	drain();
 	close(djx.sock);
 	djx.sock = -1;
@@ -274,10 +297,9 @@ static void teardown(void)
 
 /* Gives the heap-sampling capability back so that a later profile (or
  * another agent) can take it: HotSpot lets one environment hold it at a
- * time. Also switches off ObjectFree and the GC events and gives their
- * capabilities back; tags stay on the objects (the env is never disposed)
- * and cost nothing further. Callbacks still in flight find djx.detached
- * set. Needs a thread attached to the VM. */
+ * time. Also switches off the GC events and gives their capability back.
+ * Callbacks still in flight find djx.detached set. Needs a thread attached
+ * to the VM. */
 static void release_sampling(void)
 {
 	jvmtiCapabilities caps;
@@ -415,6 +437,11 @@ static void *writer_main(void *arg)
 		JavaVMAttachArgs a = {JNI_VERSION_1_6, "djx-bpf agent", NULL};
 		attached = (*djx.vm)->AttachCurrentThreadAsDaemon(djx.vm, (void **)&env, &a) == JNI_OK;
 	}
+	if (attached && djx_stacks_confirm(env) != 0) {
+		pthread_mutex_lock(&djx.mu);
+		djx_error_locked("stacks: HotSpot's thread key does not hold on the writer thread: the handler asks GetEnv");
+		pthread_mutex_unlock(&djx.mu);
+	}
 	for (;;) {
 		struct pollfd pf[3] = {
 			{.fd = djx.sock, .events = POLLIN},
@@ -485,6 +512,23 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
+/* start_session enables events and the stack handler after the writer
+ * starts; a writer that tore the session down meanwhile (the loader went
+ * away at once) released them before they were on, so they would stay on
+ * for good. start_session calls this last: it switches them off again. */
+void djx_writer_release_if_done(void)
+{
+	int done;
+
+	pthread_mutex_lock(&djx.mu);
+	done = djx.detached;
+	pthread_mutex_unlock(&djx.mu);
+	if (done) {
+		djx_stacks_stop();
+		release_sampling();
+	}
+}
+
 int djx_writer_start(void)
 {
 	pthread_attr_t attr;
@@ -493,6 +537,7 @@ int djx_writer_start(void)
 
 	/* The JVM's signals (SIGQUIT, profiling signals, ...) belong to its own
 	 * threads; this thread inherits a fully blocked mask. */
+	__atomic_store_n(&send_stalled, 0, __ATOMIC_RELAXED);
 	sigfillset(&all);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);

@@ -69,7 +69,8 @@ func setup(t *testing.T) {
 		javac := filepath.Join(jdks()["jdk17"], "bin", "javac")
 		if out, err := exec.Command(javac, "-d", classDir, "../../testdata/java/HotArrays.java", "../../testdata/java/AllocHeavy.java",
 			"../../testdata/java/GcHot.java", "../../testdata/java/Reuse.java", "../../testdata/java/HotPaths.java",
-			"../../testdata/java/Humongous.java", "../../testdata/java/CensusTruth.java", "../../testdata/java/LateBig.java").CombinedOutput(); err != nil {
+			"../../testdata/java/Humongous.java", "../../testdata/java/CensusTruth.java", "../../testdata/java/LateBig.java",
+			"../../testdata/java/Storm.java").CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("javac: %v\n%s", err, out)
 		}
 	})

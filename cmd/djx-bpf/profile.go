@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/attach"
@@ -50,6 +48,7 @@ func cmdProfile(args []string) int {
 		format   = fs.String("format", "table", "output format: table, json or pprof; default pprof for -o *.pb.gz or *.pprof")
 		period   = fs.Uint64("period", 0, "sample every N-th event (page-faults: default 1; hardware events: the catalog's default, see djx-bpf events)")
 		numaFlag = fs.Bool("numa", false, "find the NUMA node of each sampled page and of the sampling CPU: per object home nodes, accessing nodes and remote share")
+		runUser  = fs.String("user", "", "launch mode: run the application as `USER` (name or uid); default under sudo: the invoking user (SUDO_UID)")
 		ctlSpec  = fs.String("control", "", "switch sampling off and on while profiling, as perf record --control: `fifo:CTL[,ACK]` (made with mkfifo) or fd:CTL[,ACK]; lines disable, enable, ping, stop, each answered with \"ack\" on ACK")
 	)
 	var sf sampleFlags
@@ -92,6 +91,16 @@ func cmdProfile(args []string) int {
 	}
 	opts := sf.options()
 	opts.Duration, opts.Interval, opts.Period, opts.NUMA = *duration, interval, *period, *numaFlag
+	if len(launch) > 0 {
+		var err error
+		if opts.RunAs, err = launchUser(*runUser, os.Getenv); err != nil {
+			fmt.Fprintf(os.Stderr, "djx-bpf profile: %v\n", err)
+			return 2
+		}
+	} else if *runUser != "" {
+		fmt.Fprintln(os.Stderr, "djx-bpf profile: --user is for launch mode (a command after --)")
+		return 2
+	}
 	if freqGiven {
 		opts.HWFreq = sf.freq
 	}
@@ -107,7 +116,7 @@ func cmdProfile(args []string) int {
 	if live {
 		opts.Progress = progressLine(os.Stderr)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext("profile")
 	defer stop()
 	if *ctlSpec != "" {
 		ch, err := control.Open(*ctlSpec)

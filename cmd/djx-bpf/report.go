@@ -15,6 +15,7 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/pprofile"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/safefs"
 )
 
 const reportUsage = `Usage:
@@ -187,9 +188,18 @@ func isCharDevice(w io.Writer) bool {
 // readReports reads a saved profile: a pprof profile written by djx-bpf or
 // a JSON report. Errors name the file.
 func readReports(path string) ([]*report.Report, error) {
-	data, err := os.ReadFile(path)
+	// A file of unknown origin: capped, as pprofile.Read caps a profile.
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err // *PathError: "open FILE: ..."
+	}
+	data, err := safefs.ReadAll(f, pprofile.MaxBytes)
+	f.Close()
+	if errors.Is(err, safefs.ErrTooLarge) {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err != nil {
+		return nil, err // *PathError: "read FILE: ..."
 	}
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
 		r, err := readJSONReport(t)
@@ -205,8 +215,16 @@ func readReports(path string) ([]*report.Report, error) {
 	return reps, nil
 }
 
+// maxJSONObjects caps the JSON objects of a report read back.
+const maxJSONObjects = 1 << 20
+
 // readJSONReport decodes a report written by --format json.
 func readJSONReport(data []byte) (*report.Report, error) {
+	// Every JSON object costs a few hundred bytes decoded ("{}" is two in
+	// the file): a bomb of empty objects is refused before decoding.
+	if n := bytes.Count(data, []byte("{")); n > maxJSONObjects {
+		return nil, fmt.Errorf("JSON report with more than %d objects: %w", maxJSONObjects, safefs.ErrTooLarge)
+	}
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(data, &keys); err != nil {
 		return nil, fmt.Errorf("not a djx-bpf JSON report: %w", err)

@@ -2,16 +2,20 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/djx-bpf/djx-bpf/pprofile"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/safefs"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata: the fixture profiles and the golden outputs")
@@ -274,4 +278,42 @@ func TestReportErrors(t *testing.T) {
 	if b, _ := os.ReadFile(out); string(b) != "keep" {
 		t.Errorf("existing output overwritten: %q", b)
 	}
+}
+
+// TestReadReportsBombs: a JSON report of empty objects and an oversized
+// file are refused before decoding, with little memory.
+func TestReadReportsBombs(t *testing.T) {
+	dir := t.TempDir()
+	bomb := filepath.Join(dir, "bomb.json")
+	var b bytes.Buffer
+	b.WriteString(`{"pid":1,"mode":"attach","stats":{},"objects":[`)
+	for i := 0; i < 2<<20; i++ {
+		b.WriteString("{},")
+	}
+	b.WriteString("{}]}")
+	os.WriteFile(bomb, b.Bytes(), 0o644)
+	big := filepath.Join(dir, "big.json")
+	os.WriteFile(big, append([]byte("{"), bytes.Repeat([]byte(" "), pprofile.MaxBytes+1)...), 0o644)
+	for _, p := range []string{bomb, big} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := readReports(p)
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, safefs.ErrTooLarge) {
+			t.Errorf("%s: %v, want ErrTooLarge", filepath.Base(p), err)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 4*pprofile.MaxBytes {
+			t.Errorf("%s: allocated %d MiB", filepath.Base(p), grew>>20)
+		}
+	}
+}
+
+// FuzzReadJSONReport: a JSON report of unknown origin.
+func FuzzReadJSONReport(f *testing.F) {
+	f.Add([]byte(`{"pid":1,"mode":"attach","stats":{},"objects":[{"type":"[B","samples":3}]}`))
+	f.Add([]byte(`{"pid":1,"mode":"attach","stats":{},"objects":[[[[[[[[[[]]]]]]]]]]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		readJSONReport(data)
+	})
 }

@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/djx-bpf/djx-bpf/profiler"
 	"github.com/djx-bpf/djx-bpf/report"
@@ -86,7 +83,7 @@ func cmdScan(args []string) int {
 	if !sf.quiet {
 		so.Notify = func(msg string) { fmt.Fprintf(os.Stderr, "djx-bpf: %s\n", msg) }
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext("scan")
 	defer stop()
 	sc, err := profiler.Scan(ctx, so)
 	if err != nil {

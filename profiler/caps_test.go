@@ -1,0 +1,136 @@
+package profiler
+
+import (
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/heap"
+)
+
+// TestCapsFutureRecords: a record stamped far past the stream's watermark
+// would wait in the queue to the end of the profile; it is dropped.
+func TestCapsFutureRecords(t *testing.T) {
+	j := newJVM(1)
+	wm := uint64(10 * time.Second)
+	j.onBatch(batch(wm, hello(1), alloc(wm+uint64(2*time.Minute), 0x1000, 2048, "[B", agent.Frame{Method: 1}),
+		&agent.Free{Time: wm + uint64(time.Hour), Tag: 1},
+		alloc(wm+1, 0x2000, 2048, "[B", agent.Frame{Method: 1})))
+	if q := len(j.agentQ) - j.agentH; q > 1 {
+		t.Errorf("%d records queued, want the future ones dropped", q)
+	}
+	if n := j.capNote(); !strings.Contains(n, "2 allocations stamped in the future") && !strings.Contains(n, "stamped in the future") {
+		t.Errorf("note %q", n)
+	}
+}
+
+// TestCapsSpreadAllocs: ALLOCs 1 GiB apart cost the index 384 KiB each;
+// outside a known heap they are dropped, and with the heap unknown the
+// ranges they may spread over are capped.
+func TestCapsSpreadAllocs(t *testing.T) {
+	j := newJVM(1)
+	j.heap, j.heapKnown = heap.Info{Ranges: []heap.Range{{Start: 0x7000_0000, End: 0x8000_0000}}}, true
+	var recs []agent.Record
+	recs = append(recs, hello(1), alloc(2, 0x7000_1000, 2048, "[B", agent.Frame{Method: 1}))
+	for i := uint64(1); i <= 4096; i++ {
+		recs = append(recs, alloc(2, i<<30|0x1000, 2048, "[B", agent.Frame{Method: 1}))
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	j.onBatch(batch(10, recs...))
+	j.drain(true)
+	runtime.ReadMemStats(&after)
+	if n := j.stats.AllocsTracked; n != 1 {
+		t.Errorf("%d allocations tracked, want only the one in the heap", n)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Errorf("known heap: %d MiB allocated", grew>>20)
+	}
+	if !strings.Contains(j.capNote(), "4096 allocations outside the heap") {
+		t.Errorf("note %q", j.capNote())
+	}
+
+	old := maxChunks
+	maxChunks = 16
+	defer func() { maxChunks = old }()
+	j = newJVM(1)
+	j.onBatch(batch(10, recs...))
+	j.drain(true)
+	// The first two share range 1.
+	if n := j.stats.AllocsTracked; n != 17 {
+		t.Errorf("heap unknown: %d allocations tracked, want %d (the ranges' cap)", n, 17)
+	}
+	if !strings.Contains(j.capNote(), "allocations spread over more than 16 GiB ranges") {
+		t.Errorf("note %q", j.capNote())
+	}
+}
+
+// TestCapsCounts: objects, sites, methods, code blobs and stacks stop at
+// their caps, and the drops are counted.
+func TestCapsCounts(t *testing.T) {
+	defer func(o, s, m, c, st, sq int) {
+		maxObjects, maxSites, maxMethods, maxCodeBlobs, maxStackThreads, maxStackQueue = o, s, m, c, st, sq
+	}(maxObjects, maxSites, maxMethods, maxCodeBlobs, maxStackThreads, maxStackQueue)
+	maxObjects, maxSites, maxMethods, maxCodeBlobs, maxStackThreads, maxStackQueue = 10, 5, 3, 2, 2, 2
+	j := newJVM(1)
+	recs := []agent.Record{hello(1)}
+	for i := uint64(0); i < 20; i++ {
+		recs = append(recs, method(i+1, "LA;", "m", 1),
+			alloc(2, 0x10000+i*0x1000, 2048, "[B", agent.Frame{Method: 1 + i%3}),
+			&agent.Code{Start: 0x1_0000_0000 + i*0x100, Size: 0x10, Method: 1},
+			&agent.Stack{Time: 3, TID: uint32(i % 3), Status: 1})
+	}
+	j.onBatch(batch(10, recs...))
+	if j.syms.Len() != 3 || j.code.Len() != 2 || len(j.sites) > 5 || len(j.stacks) > 2 {
+		t.Errorf("methods %d, code %d, sites %d, stack threads %d: past their caps", j.syms.Len(), j.code.Len(), len(j.sites), len(j.stacks))
+	}
+	for _, q := range j.stacks {
+		if len(q.q)-q.head > 2 {
+			t.Errorf("%d stacks queued on one thread, cap 2", len(q.q)-q.head)
+		}
+	}
+	j.drain(true)
+	if n := len(j.objs) - len(j.free); n > 10 {
+		t.Errorf("%d objects tracked, cap 10", n)
+	}
+	note := j.capNote()
+	for _, want := range []string{"17 methods past 3", "18 code blobs past 2", "10 allocations past 10 tracked objects"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+}
+
+// TestAgentNotes: the agent's CodeDropped count and its ERROR texts reach
+// the report, the texts shortened and without control characters.
+func TestAgentNotes(t *testing.T) {
+	j := newJVM(1)
+	j.onBatch(batch(10, hello(1), &agent.Stats{CodeDropped: 7},
+		&agent.ErrorRec{Message: "SetEventNotificationMode failed\n\x1b[31mred"},
+		&agent.ErrorRec{Message: strings.Repeat("x", 1000)}))
+	notes := strings.Join(j.agentNotes(), "\n")
+	if !strings.Contains(notes, "dropped 7 JIT code records") {
+		t.Errorf("no CodeDropped note: %q", notes)
+	}
+	if !strings.Contains(notes, "SetEventNotificationMode failed  [31mred") || strings.Contains(notes, "\x1b") {
+		t.Errorf("error text not kept or not cleaned: %q", notes)
+	}
+	if strings.Contains(notes, strings.Repeat("x", maxErrorLen+1)) {
+		t.Errorf("long error text kept whole")
+	}
+}
+
+// TestThreadOf: the no-Java map of a scan is shared by its targets; one
+// target's agent must not mark another process's threads.
+func TestThreadOf(t *testing.T) {
+	if !threadOf(os.Getpid(), uint32(os.Getpid())) {
+		t.Error("our main thread is not ours")
+	}
+	if threadOf(os.Getpid(), 1) {
+		t.Error("pid 1 is a thread of ours")
+	}
+}

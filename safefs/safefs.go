@@ -1,0 +1,169 @@
+// Package safefs opens and reads files that a profiled process controls
+// (anything under its /proc/PID/root or /proc/PID/cwd) without letting that
+// process steer root elsewhere: paths resolve inside the given root with no
+// symlinks at all, the final file must be a regular one, opening never
+// blocks (a FIFO or a device is refused after a non-blocking open), and a
+// read stops at a size cap.
+package safefs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+var (
+	// ErrNotRegular means the path names a directory, FIFO, device, socket
+	// or anything else than a regular file.
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrTooLarge means the file holds more than the caller's cap.
+	ErrTooLarge = errors.New("file exceeds its size cap")
+)
+
+// Resolve is how every lookup below a root resolves: as if the root were
+// "/", and refusing symlinks (magic links included) in any component.
+const Resolve = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// OpenAt opens name below the directory dirfd, resolved as if dirfd were
+// "/" and with no symlink anywhere, adding O_NOFOLLOW, O_NONBLOCK and
+// O_CLOEXEC to flags. It returns a raw fd.
+func OpenAt(dirfd int, name string, flags int) (int, error) {
+	flags |= unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{Flags: uint64(flags), Resolve: Resolve})
+	if errors.Is(err, unix.ENOSYS) {
+		return walk(dirfd, name, flags) // before Linux 5.6
+	}
+	return fd, err
+}
+
+// walk is OpenAt without openat2: one component at a time, each opened
+// with O_NOFOLLOW, ".." refused.
+func walk(dirfd int, name string, flags int) (int, error) {
+	parts := strings.FieldsFunc(name, func(r rune) bool { return r == '/' })
+	if len(parts) == 0 {
+		return unix.Openat(dirfd, ".", flags, 0)
+	}
+	cur := dirfd
+	for i, p := range parts {
+		if p == ".." {
+			if cur != dirfd {
+				unix.Close(cur)
+			}
+			return -1, fmt.Errorf("%q: %w", name, unix.EXDEV)
+		}
+		f := unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if i == len(parts)-1 {
+			f = flags
+		}
+		next, err := unix.Openat(cur, p, f, 0)
+		if cur != dirfd {
+			unix.Close(cur)
+		}
+		if err != nil {
+			return -1, err
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// OpenRoot opens the directory root (e.g. /proc/PID/root, which is followed:
+// it is the process's own root) as an O_PATH fd to resolve names below.
+func OpenRoot(root string) (int, error) {
+	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open %s: %w", root, err)
+	}
+	return fd, nil
+}
+
+// Open opens name below root for reading (see OpenAt) and checks that it
+// is a regular file.
+func Open(root, name string) (*os.File, error) {
+	rootfd, err := OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(rootfd)
+	return OpenFileAt(rootfd, name, filepath.Join(root, name))
+}
+
+// OpenFileAt opens name below dirfd for reading (see OpenAt) and checks
+// that it is a regular file; display names it in errors and the *os.File.
+func OpenFileAt(dirfd int, name, display string) (*os.File, error) {
+	fd, err := OpenAt(dirfd, name, unix.O_RDONLY)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", display, err)
+	}
+	f := os.NewFile(uintptr(fd), display)
+	if err := Regular(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Regular checks that f is a regular file.
+func Regular(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", f.Name(), err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: %w (mode %v)", f.Name(), ErrNotRegular, fi.Mode())
+	}
+	return nil
+}
+
+// ReadFile reads the regular file name below root, up to max bytes; a
+// longer file is ErrTooLarge.
+func ReadFile(root, name string, max int64) ([]byte, error) {
+	f, err := Open(root, name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadAll(f, max)
+}
+
+// ReadAll reads r to its end, up to max bytes; more is ErrTooLarge.
+func ReadAll(r io.Reader, max int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+	}
+	return data, nil
+}
+
+// LimitReader is an io.Reader that fails with ErrTooLarge once more than
+// max bytes have been read through it, instead of ending quietly as
+// io.LimitReader does (a truncated input must not pass for a whole one).
+func LimitReader(r io.Reader, max int64) io.Reader { return &limited{r: r, left: max} }
+
+type limited struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limited) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return 0, ErrTooLarge
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return n - int(-l.left), ErrTooLarge
+	}
+	return n, err
+}

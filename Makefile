@@ -40,11 +40,12 @@ vet: agent/libdjxagent.so
 test: deps build vet fuzz
 	JAVA_HOME=$(JAVA_HOME) $(GO) test -p 1 -count=1 -timeout 20m ./...
 
-# Every reader a target or a file feeds, fuzzed for FUZZTIME each (one
+# Every reader a target or a file feeds, fuzzed for FUZZTIME inputs each (one
 # worker: the end-to-end tests share the machine). Their seed corpora also
 # run in every `go test`. No minimizing: an input still being minimized
-# when the time is up failed the run with "context deadline exceeded".
-FUZZTIME ?= 5s
+# when the time is up failed the run with "context deadline exceeded", and
+# so did an input running at a -fuzztime deadline: a count has none.
+FUZZTIME ?= 20000x
 FUZZ_TARGETS := agent:FuzzReader pprofile:FuzzRead attach:FuzzParseReply openj9:FuzzParseProperties \
 	heap:FuzzParseJavacore heap:FuzzParseVMInfo jvmsym:FuzzParsePerfMap cmd/djx-bpf:FuzzReadJSONReport decode:FuzzDecode
 

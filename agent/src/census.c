@@ -20,6 +20,7 @@
  * their tags at once.
  * Heap callbacks may not call JNI or JVMTI (but memory): names are resolved
  * after the walks. */
+#include <malloc.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1291,6 +1292,9 @@ end:
 		(*cs.ec)->DisposeEnvironment(cs.ec);
 	if (cs.et != NULL)
 		(*cs.et)->DisposeEnvironment(cs.et);
+	/* The walks' tables and HotSpot's tag maps were megabytes of malloc:
+	 * give the JVM's RSS back what they took. */
+	malloc_trim(0);
 	__atomic_add_fetch(&djx.ns_census, t_iter + t_hold, __ATOMIC_RELAXED);
 	return rc;
 }

@@ -199,3 +199,66 @@ func TestLargeObjectsMissedBySampler(t *testing.T) {
 		t.Errorf("top object %+v (%.1f%%), want the 256 KiB long[] with most of the attributed samples", top, 100*top.Share)
 	}
 }
+
+// A census interrupted: Ctrl-C during it ends djx-bpf at once with a
+// report, and the JVM runs on; a JVM that exits during it is reported with
+// what was collected.
+func TestCensusInterrupted(t *testing.T) {
+	setup(t)
+	for _, tc := range []string{"ctrl-c", "jvm exits"} {
+		t.Run(tc, func(t *testing.T) {
+			// 8M small objects: the holder walk takes seconds.
+			j := startJVM(t, jdks()["jdk17"], []string{"-Xmx2g"}, "-main=CensusTruth", "60", "fill=8")
+			out := filepath.Join(t.TempDir(), "r.json")
+			cmd := exec.Command(binPath, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--census", "on", "--format", "json", "-o", out)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			t.Cleanup(func() {
+				if cmd.ProcessState == nil {
+					cmd.Process.Kill()
+					<-done
+				}
+			})
+			time.Sleep(3 * time.Second) // attached, in the census
+			start := time.Now()
+			if tc == "ctrl-c" {
+				cmd.Process.Signal(os.Interrupt)
+			} else {
+				j.cmd.Process.Kill() // ours, by pid
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("djx-bpf: %v\n%s", err, stderr.String())
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("djx-bpf still running 20 s after the %s\n%s", tc, stderr.String())
+			}
+			r := readReport(t, out)
+			t.Logf("%s: djx-bpf ended %.1f s after it; census %d objects, pause %.0f ms, holders %q; notes %q",
+				tc, time.Since(start).Seconds(), r.Stats.CensusObjects, r.Stats.CensusPauseMs, r.Stats.CensusHolders, r.Notes)
+			if tc == "jvm exits" {
+				if !strings.Contains(strings.Join(r.Notes, "\n"), "exited") {
+					t.Errorf("the report does not say the JVM exited: %q", r.Notes)
+				}
+				return
+			}
+			// The JVM runs on after the profile, doing its work.
+			before := strings.Count(j.output(), "ops ")
+			time.Sleep(2500 * time.Millisecond)
+			select {
+			case <-j.done:
+				t.Fatalf("the JVM ended after the interrupted census:\n%s", j.output())
+			default:
+			}
+			if after := strings.Count(j.output(), "ops "); after < before+2 {
+				t.Errorf("the JVM printed %d ops lines in 2.5 s after the profile, want 2", after-before)
+			}
+		})
+	}
+}

@@ -6,7 +6,9 @@
 // and the map's values 1/4; both are read at random, so every cache line
 // costs alike. With "gc" a System.gc() every 500 ms moves them; with
 // "churn" the loop also allocates small garbage (young GCs).
-// Usage: java CensusTruth [seconds (0 = forever)] [gc] [churn]
+// With "fill=N" it also keeps N million small objects (a census of them
+// takes seconds).
+// Usage: java CensusTruth [seconds (0 = forever)] [gc] [churn] [fill=N]
 // Prints "ready" once, then "ops N" each second.
 import java.util.HashMap;
 import java.util.Map;
@@ -16,6 +18,7 @@ public class CensusTruth {
     static final int VALUES = 32, VLEN = 8 << 10, TLEN = 2 << 20;
     static long seed = 0x9E3779B97F4A7C15L;
     static volatile Object junk;
+    static Object[] filler;
 
     static long round(long[] table, long[] v) {
         long s = seed, sum = 0;
@@ -39,6 +42,11 @@ public class CensusTruth {
         for (int i = 1; i < args.length; i++) {
             gc |= args[i].equals("gc");
             churn |= args[i].equals("churn");
+            if (args[i].startsWith("fill=")) {
+                filler = new Object[Integer.parseInt(args[i].substring(5)) << 20];
+                for (int j = 0; j < filler.length; j++)
+                    filler[j] = new Object[1];
+            }
         }
         for (int i = 0; i < VALUES; i++)
             index.put(i, new long[VLEN]);

@@ -64,17 +64,7 @@ func (j *jvm) censusSite(c *agent.Census) int32 {
 	k := append(j.keyBuf[:0], "census\x00"...)
 	k = append(k, c.TypeSig...)
 	k = append(k, 0, byte(c.Kind), byte(c.Path), byte(c.Path>>8), byte(c.Path>>16), byte(c.Path>>24))
-	j.keyBuf = k
-	if i, ok := j.siteIdx[string(k)]; ok {
-		return i
-	}
-	if len(j.sites) >= maxSites {
-		return -1 // caps.go
-	}
-	i := int32(len(j.sites))
-	j.sites = append(j.sites, &site{typeSig: c.TypeSig, census: c.Kind, holder: c.Path})
-	j.siteIdx[string(k)] = i
-	return i
+	return j.internSite(k, func() *site { return &site{typeSig: c.TypeSig, census: c.Kind, holder: c.Path} })
 }
 
 // holderChain is the holder chain id, GC root first; nil when unknown.

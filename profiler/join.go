@@ -377,15 +377,23 @@ func (j *jvm) siteOf(a *agent.Alloc) int32 {
 			k = append(k, byte(uint64(f.BCI)>>s))
 		}
 	}
+	return j.internSite(k, func() *site {
+		return &site{typeSig: a.TypeSig, frames: append([]agent.Frame(nil), a.Frames...)}
+	})
+}
+
+// internSite returns the index of the site keyed k, made by mk if new; -1
+// past maxSites (caps.go).
+func (j *jvm) internSite(k []byte, mk func() *site) int32 {
 	j.keyBuf = k
 	if i, ok := j.siteIdx[string(k)]; ok {
 		return i
 	}
 	if len(j.sites) >= maxSites {
-		return -1 // caps.go
+		return -1
 	}
 	i := int32(len(j.sites))
-	j.sites = append(j.sites, &site{typeSig: a.TypeSig, frames: append([]agent.Frame(nil), a.Frames...)})
+	j.sites = append(j.sites, mk())
 	j.siteIdx[string(k)] = i
 	return i
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -131,14 +130,7 @@ func TestCensusScan(t *testing.T) {
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("scan: %v\n%s", err, msg)
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sc report.Scan
-	if err := json.Unmarshal(data, &sc); err != nil {
-		t.Fatal(err)
-	}
+	sc := readScan(t, out)
 	seen := map[int]bool{}
 	for _, r := range sc.JVMs {
 		t.Run(fmt.Sprint(r.PID), func(t *testing.T) { checkCensusTruth(t, r) })

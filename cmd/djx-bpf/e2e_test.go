@@ -174,6 +174,19 @@ func djx(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
+func readScan(t *testing.T, path string) *report.Scan {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc report.Scan
+	if err := json.Unmarshal(data, &sc); err != nil {
+		t.Fatalf("parse %s: %v\n%s", path, err, data)
+	}
+	return &sc
+}
+
 func readReport(t *testing.T, path string) *report.Report {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -899,14 +912,7 @@ func TestScanSeveralJVMs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("scan: %v\n%s", err, stderr)
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sc report.Scan
-	if err := json.Unmarshal(data, &sc); err != nil {
-		t.Fatal(err)
-	}
+	sc := readScan(t, out)
 	want := map[int]string{a.cmd.Process.Pid: "HotArrays.allocHot:12", b.cmd.Process.Pid: "HotPaths.allocHot:" + fmt.Sprint(markerLine(t, "HotPaths.java", "HOT-SITE")), c.cmd.Process.Pid: "HotPaths.allocHot:" + fmt.Sprint(markerLine(t, "HotPaths.java", "HOT-SITE"))}
 	got := map[int]*report.Report{}
 	for _, r := range sc.JVMs {

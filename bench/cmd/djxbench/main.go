@@ -36,6 +36,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -207,7 +208,7 @@ func main() {
 		cp       = flag.String("cp", "", "class path holding bench/java and testdata/java classes and the H2 and Xalan jars")
 		runs     = flag.Int("runs", envInt("BENCH_RUNS", 3), "alternating rounds per workload (env BENCH_RUNS)")
 		wl       = flag.String("workloads", envStr("BENCH_WORKLOADS", "h2,xalan,allocheavy,gchot"), "workloads: h2, xalan, allocheavy, gchot, hotarrays (env BENCH_WORKLOADS)")
-		modes    = flag.String("modes", envStr("BENCH_MODES", "base,attach,launch"), "modes: base, attach, launch (env BENCH_MODES)")
+		modes    = flag.String("modes", envStr("BENCH_MODES", "base,attach,launch,jfr,jfr-default"), "modes: base, attach, launch, jfr (JFR with settings=profile), jfr-default (settings=default) (env BENCH_MODES)")
 		vars     = flag.String("variants", envStr("BENCH_VARIANTS", "default"), "djx-bpf settings to compare, comma-separated: "+variantNames()+" (env BENCH_VARIANTS)")
 		extra    = flag.String("djx-flags", envStr("BENCH_DJX_FLAGS", ""), "extra djx-bpf profile flags for every profiled run (env BENCH_DJX_FLAGS)")
 		jvmExtra = flag.String("jvm-flags", envStr("BENCH_JVM_FLAGS", ""), "extra JVM flags for every run, e.g. -XX:ParallelGCThreads=1 (env BENCH_JVM_FLAGS)")
@@ -263,8 +264,8 @@ func main() {
 	}
 	ms := strings.Split(*modes, ",")
 	for _, m := range ms {
-		if m != "base" && m != "attach" && m != "launch" {
-			fatal("unknown mode %q: base, attach or launch", m)
+		if _, jfr := jfrSettings[m]; m != "base" && m != "attach" && m != "launch" && !jfr {
+			fatal("unknown mode %q: base, attach, launch, jfr or jfr-default", m)
 		}
 	}
 	if ms[0] != "base" {
@@ -425,6 +426,22 @@ func findWorkload(name string) (workload, bool) {
 }
 
 // javaArgs is the JVM command line of a workload.
+// jfrSettings are the JFR modes: the workload runs with a flight recording
+// of these settings from its start, as a user who leaves JFR on has it.
+var jfrSettings = map[string]string{"jfr": "profile", "jfr-default": "default"}
+
+func jfrFile(report string) string { return strings.TrimSuffix(report, ".json") + ".jfr" }
+
+// jvmArgv is the gated JVM's command line in mode (base, attach or a JFR
+// mode).
+func (h *harness) jvmArgv(w workload, mode, report string) []string {
+	a := h.javaArgs(w, true)
+	if s, ok := jfrSettings[mode]; ok {
+		a = slices.Insert(a, 1, "-XX:StartFlightRecording=settings="+s+",filename="+jfrFile(report))
+	}
+	return a
+}
+
 func (h *harness) javaArgs(w workload, gate bool) []string {
 	a := []string{h.java}
 	a = append(a, w.JVMFlags...)
@@ -531,8 +548,9 @@ func (h *harness) run1(ctx context.Context, w workload, r *run) error {
 	report := filepath.Join(h.tmp, fmt.Sprintf("%s-%s-%s-%d.json", w.Name, r.Mode, r.Variant, r.Round))
 	var out []string
 	var djxErr strings.Builder
-	switch r.Mode {
-	case "base", "attach":
+	_, jfr := jfrSettings[r.Mode]
+	switch {
+	case r.Mode == "base" || r.Mode == "attach" || jfr:
 		// A file, not an io.Reader: exec.Cmd.Wait would wait for the copy
 		// of an io.Reader to end.
 		stdinR, stdinW, err := os.Pipe()
@@ -542,7 +560,7 @@ func (h *harness) run1(ctx context.Context, w workload, r *run) error {
 		defer stdinW.Close()
 		pr, pw := io.Pipe()
 		var jerr strings.Builder
-		jvm, err := start(h.javaArgs(w, true), stdinR, pw, &jerr)
+		jvm, err := start(h.jvmArgv(w, r.Mode, report), stdinR, pw, &jerr)
 		stdinR.Close()
 		if err != nil {
 			return fmt.Errorf("start java: %w", err)
@@ -607,7 +625,7 @@ func (h *harness) run1(ctx context.Context, w workload, r *run) error {
 			r.DjxCPU = tv(ru.Utime) + tv(ru.Stime)
 			r.DjxRSS = ru.Maxrss
 		}
-	case "launch":
+	case r.Mode == "launch":
 		a := h.djxArgs(r.Variant, report)
 		a = append(a, "--quiet", "--")
 		a = append(a, h.javaArgs(w, false)...)
@@ -645,7 +663,10 @@ func (h *harness) run1(ctx context.Context, w workload, r *run) error {
 	if r.Mode == "launch" {
 		r.DjxCPU = max(0, r.DjxCPU-r.JVMCPU)
 	}
-	if r.Mode != "base" {
+	if jfr {
+		os.Remove(jfrFile(report))
+	}
+	if r.Mode == "attach" || r.Mode == "launch" {
 		var rep struct {
 			Stats map[string]any `json:"stats"`
 			Notes []string       `json:"notes"`
@@ -821,7 +842,7 @@ func printTable(w io.Writer, r *result, old *result) {
 			prev[s.Workload+"/"+s.Mode+"/"+s.Variant] = s
 		}
 	}
-	fmt.Fprintf(w, "%-10s %-6s %-11s %4s  %-22s %-22s %-19s %6s %8s %9s %7s %6s %6s %5s %8s", "workload", "mode", "variant", "runs", "runtime ratio", "peak RSS ratio", "agent% of JVM CPU", "bpf%", "djx CPU/s", "samples", "dropped", "attr%", "java%", "GCs", "reloc")
+	fmt.Fprintf(w, "%-10s %-11s %-11s %4s  %-22s %-22s %-19s %6s %8s %9s %7s %6s %6s %5s %8s", "workload", "mode", "variant", "runs", "runtime ratio", "peak RSS ratio", "agent% of JVM CPU", "bpf%", "djx CPU/s", "samples", "dropped", "attr%", "java%", "GCs", "reloc")
 	if old != nil {
 		fmt.Fprintf(w, "  %-8s", "before")
 	}
@@ -832,8 +853,10 @@ func printTable(w io.Writer, r *result, old *result) {
 			rt = fmt.Sprintf("%.3f [%.3f–%.3f]", s.RuntimeRatio.Median, s.RuntimeRatio.Min, s.RuntimeRatio.Max)
 			rs = fmt.Sprintf("%.3f [%.3f–%.3f]", s.RSSRatio.Median, s.RSSRatio.Min, s.RSSRatio.Max)
 		}
-		fmt.Fprintf(w, "%-10s %-6s %-11s %4d  %-22s %-22s", s.Workload, s.Mode, s.Variant, s.Runs, rt, rs)
-		if s.Mode != "base" {
+		fmt.Fprintf(w, "%-10s %-11s %-11s %4d  %-22s %-22s", s.Workload, s.Mode, s.Variant, s.Runs, rt, rs)
+		if _, jfr := jfrSettings[s.Mode]; jfr {
+			fmt.Fprintf(w, " %-19s", "(JFR: no djx-bpf)")
+		} else if s.Mode != "base" {
 			ag := fmt.Sprintf("%.2f [%.2f–%.2f]", s.AgentPct.Median, s.AgentPct.Min, s.AgentPct.Max)
 			fmt.Fprintf(w, " %-19s %6.2f %8.3f %9.0f %7.0f %6.1f %6.1f %5.0f %8.0f", ag, s.BPFPct.Median, s.DjxCPUPerS, s.Samples, s.Dropped, s.AttrPct, s.StackPct, s.GCs, s.RelocHits)
 			if p, ok := prev[s.Workload+"/"+s.Mode+"/"+s.Variant]; ok {

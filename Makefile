@@ -71,8 +71,8 @@ generate:
 	$(GO) generate ./bpf
 
 # Overhead of djx-bpf on real Java applications (H2, Xalan from Debian's
-# packages) and synthetic ones, unprofiled / attach / launch, alternating
-# rounds; see README "Benchmarks". As root. BENCH_RUNS=N (default 3),
+# packages) and synthetic ones, unprofiled / attach / launch / under JFR,
+# alternating rounds; see docs/benchmarks.md. As root. BENCH_RUNS=N (default 3),
 # BENCH_WORKLOADS, BENCH_MODES, BENCH_VARIANTS, BENCH_DJX_FLAGS, BENCH_OUT
 # select what runs; BENCH_GO=1 also runs the Go hot-path benchmarks.
 BENCH_JARS := /usr/share/java/h2.jar:/usr/share/java/xalan2.jar:/usr/share/java/serializer.jar

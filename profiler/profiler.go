@@ -39,7 +39,7 @@ const (
 	DefaultMinSize = 1024
 	// DefaultFreq: every sample costs the sampled thread a timer interrupt
 	// and the BPF program, and the loader ~10 µs; at 1999 Hz the stack path
-	// alone took ~4% of Xalan's CPU (perf, README "Benchmarks"). 249 Hz
+	// alone took ~4% of Xalan's CPU (perf, docs/benchmarks.md). 249 Hz
 	// was tried: sampling cost the same in the switch mode (djxbench
 	// -switch, within ±4%), and the BPF program's time hardly fell, being
 	// mostly the stack signals, whose number the stack interval sets; half
@@ -56,7 +56,7 @@ const (
 	// so 500 stays for the objects it tracks. JFR samples 150
 	// allocations/s by default for the same reason.
 	DefaultAllocBudget = 500
-	// DefaultRelocation: see README for the measured trade-off. The
+	// DefaultRelocation: see docs/design.md for the measured trade-off. The
 	// memmove uprobe traps on every copy of every thread, not only in GC
 	// pauses: `make bench` measured H2 and Xalan 1.9-2.6x slower with it,
 	// 1.4-1.5x with rescan.

@@ -194,7 +194,7 @@ const (
 	// TypeGCStart and TypeGCFinish bracket a stop-the-world collection.
 	TypeGCStart  RecordType = 9
 	TypeGCFinish RecordType = 10
-	// TypeReconcile: current addresses of tagged objects after a GC.
+	// TypeReconcile: tracked objects a GC moved, with their new addresses.
 	TypeReconcile RecordType = 11
 	// TypeStack: a thread's Java stack, taken by the agent's signal handler
 	// (AsyncGetCallTrace) when the loader's BPF program signalled it.
@@ -332,10 +332,10 @@ type Stats struct {
 	// Trailing fields; zero from agents that predate them.
 	Frees            uint64 // ObjectFree events (FREE records)
 	GCs              uint64 // GarbageCollectionFinish events
-	Reconciles       uint64 // reconciliations completed
+	Reconciles       uint64 // scans after GCs completed
 	Reconciled       uint64 // objects listed in RECONCILE records
-	ReconcileSkipped uint64 // GCs not reconciled: coalesced, cut short by a GC, out of memory
-	ReconcileLimited uint64 // live tags left out of reconciliations by reconcile_max
+	ReconcileSkipped uint64 // scans cut short by a new GC (the next one covers it) or the session's end
+	ReconcileLimited uint64 // always 0: the weak-reference scan has no limit (kept for the wire)
 	ReconcileNanos   uint64 // time spent reconciling, on the agent's writer thread
 	// Stack collection (issue 4).
 	StackSignals   uint64 // signals the handler took as ours while a session ran
@@ -527,8 +527,9 @@ type GCFinish struct {
 	Time uint64
 }
 
-// Reconcile lists the addresses of tagged objects at Time, read after the
-// latest GC_FINISH and before any later GC_START.
+// Reconcile lists the tracked objects whose address changed, at Time, read
+// after the latest GC_FINISH and before any later GC_START; the last of a
+// scan may be empty.
 type Reconcile struct {
 	Time    uint64
 	Objects []TagAddr

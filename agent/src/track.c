@@ -162,8 +162,11 @@ int djx_track_scan(JNIEnv *jni, int (*flush)(void))
 			continue;
 		}
 		tries = 0;
-		if (r == 1)
-			break; /* a new GC: its finish asks for another scan */
+		if (r == 1) {
+			/* A new GC (its finish asks for another scan) or the end. */
+			__atomic_add_fetch(&djx.n_rec_skipped, 1, __ATOMIC_RELAXED);
+			break;
+		}
 		pthread_mutex_lock(&djx.mu);
 		if (pos >= trk.n) {
 			trk.scanned = epoch;

@@ -337,14 +337,14 @@ type Stats struct {
 	ReconcileSkipped uint64 // scans cut short by a new GC (the next one covers it) or the session's end
 	ReconcileLimited uint64 // always 0: the weak-reference scan has no limit (kept for the wire)
 	ReconcileNanos   uint64 // time spent reconciling, on the agent's writer thread
-	// Stack collection (issue 4).
+	// Stack collection.
 	StackSignals   uint64 // signals the handler took as ours while a session ran
 	StacksSent     uint64 // STACK records sent
 	StacksDropped  uint64 // stacks lost: the handler's ring was full
 	CodeSent       uint64 // CODE records sent
 	CodeDropped    uint64 // CODE records lost: buffer full
 	SignalsChained uint64 // signals passed on to the handler installed before ours
-	// Objects tracked without JVMTI tags (issue 8, CommandUntag).
+	// Objects tracked without weak references (CommandUntag).
 	Untagged      uint64 // ALLOCs whose death the agent checks after each GC
 	UntaggedFreed uint64 // ... found dead (FREE records sent)
 	// What the agent cost the JVM: time in its SampledObjectAlloc callbacks,

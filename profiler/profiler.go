@@ -37,24 +37,12 @@ const agentSamplerBusy = 98
 // Defaults.
 const (
 	DefaultMinSize = 1024
-	// DefaultFreq: every sample costs the sampled thread a timer interrupt
-	// and the BPF program, and the loader ~10 µs; at 1999 Hz the stack path
-	// alone took ~4% of Xalan's CPU (perf, docs/benchmarks.md). 249 Hz
-	// was tried: sampling cost the same in the switch mode (djxbench
-	// -switch, within ±4%), and the BPF program's time hardly fell, being
-	// mostly the stack signals, whose number the stack interval sets; half
-	// the samples for nothing measurable. 499 Hz gives ~15k samples per
-	// busy core in 30 s.
+	// DefaultFreq: ~15k samples per busy core in 30 s; each costs the
+	// sampled thread an interrupt (docs/benchmarks.md, "The defaults").
 	DefaultFreq = 499
-	// DefaultAllocBudget bounds the agent's cost on allocation-heavy code:
-	// a callback costs the allocating thread ~0.4 µs when the object is
-	// below min size and ~3-40 µs when it is recorded (GetStackTrace over
-	// deep stacks). Measured in the callbacks (report cost line), Xalan's
-	// took 1.95-2.39% of its CPU at 2500/s, 0.90-1.06% at 1000/s and
-	// 0.56-0.70% at 500/s. 300/s cut Xalan's callbacks by about a third,
-	// but sampling as a whole cost the same within ±4% (djxbench -switch),
-	// so 500 stays for the objects it tracks. JFR samples 150
-	// allocations/s by default for the same reason.
+	// DefaultAllocBudget bounds the agent's cost on allocation-heavy code,
+	// where a recorded allocation costs its thread 3-40 µs (the measured
+	// trade-off: docs/benchmarks.md, "The allocation budget").
 	DefaultAllocBudget = 500
 	// DefaultRelocation: see docs/design.md for the measured trade-off. The
 	// memmove uprobe traps on every copy of every thread, not only in GC

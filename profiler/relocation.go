@@ -15,10 +15,9 @@ const (
 	// RelocUprobe follows GC copies with uprobes on libjvm's memmove and
 	// applies each GC's copies at its end (USDT gc__begin/gc__end).
 	RelocUprobe = "uprobe"
-	// RelocRescan has the agent read the tracked objects' addresses after
-	// each GC (GetObjectsWithTags) and moves them there: no cost inside
-	// the pause, but O(tracked²) in HotSpot, so at most 10000 objects per
-	// GC, and samples between a GC's end and the rescan are misplaced.
+	// RelocRescan has the agent read every tracked object's weak
+	// reference after each GC and moves the moved ones: no cost inside
+	// the pause, O(tracked) after it; the join waits for the rescan.
 	RelocRescan = "rescan"
 	// RelocOff tracks no moves: samples on moved objects are lost.
 	RelocOff = "off"

@@ -40,17 +40,10 @@ __attribute__((format(printf, 1, 2))) static void logmsg(const char *fmt, ...)
 	fprintf(stderr, DJX_LOG "%s\n", line);
 }
 
-/* No __thread here, nor anywhere in this library: a library with a TLS
- * segment bumps glibc's TLS generation when it is dlopen'ed (a new copy per
- * profile), and every thread's next access to any dynamic TLS, libjvm's
- * Thread::current() included, then takes __tls_get_addr's slow path, which
- * may reallocate the thread's DTV with malloc. Our stack signal handler
- * calls GetEnv (Thread::current()); if it interrupts a thread inside that
- * slow path, the nested one corrupts the outer one. Twice a JVM died with
- * a null Thread::current() in a JVM thread (a GC worker, a C2 compiler
- * thread waking from its 5 s wait 4 s after the second profile's dlopen).
- * embed_test.go checks that the library has no TLS segment. gettid costs
- * ~0.2 us, once per recorded allocation. */
+/* No __thread in this library: dlopen'ing one with a TLS segment sends
+ * every thread's next dynamic TLS access (libjvm's Thread::current() too)
+ * down glibc's allocating slow path, which a signal handler interrupting it
+ * corrupts (docs/design.md). embed_test.go checks there is none. */
 static uint32_t current_tid(void)
 {
 	return (uint32_t)syscall(SYS_gettid);
@@ -626,7 +619,7 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 	wb_str(&w, vmname);
 	wb_str(&w, vmver);
 	wb_str(&w, djx.mode);
-	wb_u32(&w, (uint32_t)stack_signal); /* trailing (issue 4) */
+	wb_u32(&w, (uint32_t)stack_signal);
 	wb_end(&w, start);
 	dealloc(j, vmname);
 	dealloc(j, vmver);

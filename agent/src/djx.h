@@ -180,8 +180,8 @@ struct djx {
 	uint64_t want_interval, cur_interval;
 	uint64_t win_ns, win_calls; /* the budget window's start (atomic) */
 
-	/* Tags, frees and GC epochs (issue 3). */
-	int tagging;   /* can_tag_objects + ObjectFree acquired (set before events) */
+	/* Tracking and GC epochs. */
+	int tagging;   /* objects get tags and weak references: GC events acquired (set before events) */
 	int gc_events; /* GarbageCollectionStart/Finish acquired */
 	const char *cap_err; /* why not, sent as an ERROR after HELLO */
 	uint64_t next_tag;   /* atomic; the last tag issued */
@@ -190,7 +190,7 @@ struct djx {
 	/* Cumulative counters, updated atomically. */
 	uint64_t n_frees, n_gcs, n_reconciles, n_reconciled, n_rec_skipped, n_rec_limited, ns_reconcile;
 
-	/* Stacks and JIT code (issue 4). */
+	/* Stacks and JIT code. */
 	int code_events;      /* can_generate_compiled_method_load_events acquired */
 	int class_events;     /* ClassLoad/ClassPrepare enabled (for ASGCT) */
 	const char *stk_err;  /* why the stack handler is off, sent after HELLO */
@@ -198,11 +198,11 @@ struct djx {
 	 * last also from the signal handler: lock-free atomics only). */
 	uint64_t n_stack_signals, n_stacks_sent, n_stacks_dropped, n_code_sent, n_code_dropped, n_chained;
 
-	/* Humongous objects without tags (issue 8, big.c). */
+	/* Humongous objects without weak references (big.c). */
 	uint64_t untag_min;          /* atomic; 0: tag every object */
 	uint64_t n_big, n_big_freed; /* atomic counters */
 
-	/* What the agent costs the JVM (issue 8): ns spent in our callbacks and
+	/* What the agent costs the JVM: ns spent in our callbacks and
 	 * signal handler (atomic), and the writer thread's CPU time. */
 	uint64_t ns_alloc, ns_stack, ns_code, ns_writer;
 	uint64_t cpu0; /* the process's CPU time when the session started */

@@ -198,7 +198,6 @@ static int flush(const char *bye)
 	wb_u64(&w, ld(&djx.n_dropped));
 	wb_u64(&w, ld(&djx.n_stackerr));
 	wb_u64(&w, ld(&djx.n_sent));
-	/* Trailing fields (issue 3): older readers ignore them. */
 	wb_u64(&w, ld(&djx.n_frees));
 	wb_u64(&w, ld(&djx.n_gcs));
 	wb_u64(&w, ld(&djx.n_reconciles));
@@ -206,14 +205,12 @@ static int flush(const char *bye)
 	wb_u64(&w, ld(&djx.n_rec_skipped));
 	wb_u64(&w, ld(&djx.n_rec_limited));
 	wb_u64(&w, ld(&djx.ns_reconcile));
-	/* Trailing fields (issue 4). */
 	wb_u64(&w, ld(&djx.n_stack_signals));
 	wb_u64(&w, ld(&djx.n_stacks_sent));
 	wb_u64(&w, ld(&djx.n_stacks_dropped));
 	wb_u64(&w, ld(&djx.n_code_sent));
 	wb_u64(&w, ld(&djx.n_code_dropped));
 	wb_u64(&w, ld(&djx.n_chained));
-	/* Trailing fields (issue 8). */
 	wb_u64(&w, ld(&djx.n_big));
 	wb_u64(&w, ld(&djx.n_big_freed));
 	wb_u64(&w, ld(&djx.ns_alloc));

@@ -86,7 +86,7 @@ func Decode(p *profile.Profile) ([]*report.Report, error) {
 	for i, g := range group {
 		r := g[0]
 		if len(g) > 1 {
-			r = Merge(g...)
+			r = report.Merge(g...)
 			r.PID = g[0].PID
 		}
 		d := &decoded{rep: r, objects: make(map[string]int, len(r.Objects)), paths: make([]map[string]int, len(r.Objects)), rest: make(map[string]int)}

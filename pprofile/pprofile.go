@@ -123,7 +123,7 @@ func Write(w io.Writer, opt Options, reps ...*report.Report) error {
 	return nil
 }
 
-// Encode builds the pprof profile of reports, one per pid (MergeByPID
+// Encode builds the pprof profile of reports, one per pid (report.MergeByPID
 // makes them so). DurationNanos is the sum of their durations, as Merge
 // adds them up.
 func Encode(opt Options, reps ...*report.Report) (*profile.Profile, error) {

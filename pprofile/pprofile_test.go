@@ -225,7 +225,7 @@ func TestPprofMergeAddsUp(t *testing.T) {
 	b.Stats.HeapKnown = false
 	b.Notes = append(b.Notes, "only in b")
 	b.Finish()
-	m := Merge(a, b)
+	m := report.Merge(a, b)
 	hot := find(t, m, "long[]")
 	if hot.Samples != 7100+7150 || hot.Bytes != 2*20*8388624 || hot.Objects != 40 || hot.EstSamples != 2*7276.7+50*0 {
 		t.Errorf("hot object %+v", hot)
@@ -264,10 +264,10 @@ func TestPprofMergeAddsUp(t *testing.T) {
 		t.Errorf("order or share: %+v", m.Objects[0])
 	}
 	// Merging one report gives it back.
-	if one := Merge(testReport()); !reflect.DeepEqual(one, testReport()) {
+	if one := report.Merge(testReport()); !reflect.DeepEqual(one, testReport()) {
 		t.Errorf("merge of one:\n got %+v\nwant %+v", one, testReport())
 	}
-	if by := MergeByPID([]*report.Report{a, b, a}); len(by) != 2 || by[0].PID != 4242 || by[0].Stats.Samples != 18000 || by[1].PID != 7 {
+	if by := report.MergeByPID([]*report.Report{a, b, a}); len(by) != 2 || by[0].PID != 4242 || by[0].Stats.Samples != 18000 || by[1].PID != 7 {
 		t.Errorf("MergeByPID: %d reports", len(by))
 	}
 }
@@ -313,7 +313,7 @@ func TestPprofMergedByPprofTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Merge(a, c)
+	want := report.Merge(a, c)
 	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 		t.Errorf("same pid:\n got %+v\nwant %+v", got[0], want)
 	}
@@ -625,7 +625,7 @@ func BenchmarkMerge10(b *testing.B) {
 				}
 				all = append(all, reps...)
 			}
-			Merge(all...)
+			report.Merge(all...)
 		}
 	})
 	var all []*report.Report
@@ -635,7 +635,7 @@ func BenchmarkMerge10(b *testing.B) {
 	}
 	b.Run("merge", func(b *testing.B) {
 		for b.Loop() {
-			Merge(all...)
+			report.Merge(all...)
 		}
 	})
 }

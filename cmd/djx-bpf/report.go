@@ -122,9 +122,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		reps = keep
 	}
 	if *format == "pprof" {
-		reps = pprofile.MergeByPID(reps)
+		reps = report.MergeByPID(reps)
 	} else {
-		reps = []*report.Report{pprofile.Merge(reps...)}
+		reps = []*report.Report{report.Merge(reps...)}
 	}
 	if re != nil {
 		for i, r := range reps {

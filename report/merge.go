@@ -1,4 +1,4 @@
-package pprofile
+package report
 
 import (
 	"fmt"
@@ -7,13 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/djx-bpf/djx-bpf/report"
 )
 
 // Merge adds reports up into one, as for instances of one service:
 //
-//   - objects with equal type, site and allocation path add their counts,
+//   - objects with equal type, site, allocation path and holder add their counts,
 //     estimates and samples, and their access paths merge (equal paths add);
 //   - the remainder merges the same way; statistics add (a bool such as
 //     heap_known holds only if it holds in every report);
@@ -26,8 +24,8 @@ import (
 //     that says what was merged.
 //
 // One report merges into an equal copy. Merge does not change its inputs.
-func Merge(reps ...*report.Report) *report.Report {
-	out := &report.Report{}
+func Merge(reps ...*Report) *Report {
+	out := &Report{}
 	if len(reps) == 0 {
 		return out
 	}
@@ -42,8 +40,8 @@ func Merge(reps ...*report.Report) *report.Report {
 		intervals, minSizes  []uint64
 		pids                 []int
 		objIdx               = make(map[string]int)
-		accesses             [][]report.Access
-		remainder            []report.Access
+		accesses             [][]Access
+		remainder            []Access
 		notes                = make(map[string]bool)
 		samePID, sameSetting = true, true
 	)
@@ -81,7 +79,7 @@ func Merge(reps ...*report.Report) *report.Report {
 				c.AllocPath = slices.Clone(o.AllocPath)
 				c.Holder = slices.Clone(o.Holder)
 				// Copies, so that merging never changes its inputs.
-				c.Mem, c.NUMA = report.SumMem(nil, o.Mem), report.SumNUMA(nil, o.NUMA)
+				c.Mem, c.NUMA = SumMem(nil, o.Mem), SumNUMA(nil, o.NUMA)
 				out.Objects = append(out.Objects, c)
 				accesses = append(accesses, nil)
 			} else {
@@ -105,11 +103,11 @@ func Merge(reps ...*report.Report) *report.Report {
 	}
 	for i := range out.Objects {
 		if accesses[i] != nil {
-			out.Objects[i].Accesses = report.MergeAccesses(accesses[i], 0, out.Objects[i].Samples)
+			out.Objects[i].Accesses = MergeAccesses(accesses[i], 0, out.Objects[i].Samples)
 		}
 	}
 	if remainder != nil {
-		out.Remainder = report.MergeAccesses(remainder, 0, out.Stats.Samples)
+		out.Remainder = MergeAccesses(remainder, 0, out.Stats.Samples)
 	}
 	if len(reps) > 1 {
 		what := fmt.Sprintf("merged %d profiles of pid %d", len(reps), first.PID)
@@ -132,10 +130,10 @@ func Merge(reps ...*report.Report) *report.Report {
 
 // MergeByPID merges the reports of each pid, in the order pids first
 // appear.
-func MergeByPID(reps []*report.Report) []*report.Report {
+func MergeByPID(reps []*Report) []*Report {
 	var (
 		order []int
-		by    = make(map[int][]*report.Report)
+		by    = make(map[int][]*Report)
 	)
 	for _, r := range reps {
 		if _, ok := by[r.PID]; !ok {
@@ -143,7 +141,7 @@ func MergeByPID(reps []*report.Report) []*report.Report {
 		}
 		by[r.PID] = append(by[r.PID], r)
 	}
-	out := make([]*report.Report, len(order))
+	out := make([]*Report, len(order))
 	for i, pid := range order {
 		out[i] = Merge(by[pid]...)
 	}
@@ -151,9 +149,9 @@ func MergeByPID(reps []*report.Report) []*report.Report {
 }
 
 // addStats adds src to dst field by field, so that counters added to
-// report.Stats later are added too: integers add, bools hold if both do,
+// Stats later are added too: integers add, bools hold if both do,
 // maps of counters add by key.
-func addStats(dst, src *report.Stats) {
+func addStats(dst, src *Stats) {
 	d := reflect.ValueOf(dst).Elem()
 	s := reflect.ValueOf(src).Elem()
 	for i := 0; i < d.NumField(); i++ {
@@ -196,7 +194,7 @@ func addDistinct(list []string, s string) []string {
 func sizes(ns []uint64) string {
 	s := make([]string, len(ns))
 	for i, n := range ns {
-		s[i] = report.Bytes(n)
+		s[i] = Bytes(n)
 	}
 	return strings.Join(s, ", ")
 }

@@ -1,6 +1,6 @@
 // Package agent holds the thin C JVMTI agent (src/, embedded by Library) and
 // the Go side of its wire format: the Reader that decodes the agent's stream
-// and an Encoder that writes the same format for tests and fakes.
+// (the package's tests write the format with an Encoder of their own).
 //
 // The stream is a sequence of batches, all integers little-endian:
 //

@@ -617,29 +617,41 @@ func TestAgentOptions(t *testing.T) {
 	})
 }
 
-// TestAgentOverhead measures allocation throughput with and without the agent;
-// it takes about two minutes and runs only with DJX_AGENT_OVERHEAD=1.
-func TestAgentOverhead(t *testing.T) {
-	if os.Getenv("DJX_AGENT_OVERHEAD") == "" {
-		t.Skip("set DJX_AGENT_OVERHEAD=1 to measure the agent's overhead")
-	}
-	_, classes := fixture(t)
-	for _, j := range availableJDKs(t) {
+// BenchmarkAgentOverhead measures AllocSite's allocation loops with and
+// without the agent: M allocs/s, and the share of the rate without it, per
+// JDK, allocation kind and agent options (minsize=1g: every callback
+// returns at once, which isolates the JVM's own cost of sampling and
+// posting the event).
+func BenchmarkAgentOverhead(b *testing.B) {
+	_, classes := fixture(b)
+	for _, j := range availableJDKs(b) {
 		for _, kind := range []string{"kib", "small"} {
-			base := benchRate(t, j, classes, kind, "")
-			t.Logf("%s %s: no agent: %.2f M allocs/s", j.name, kind, base/1e6)
-			// minsize=1g: every callback returns at once, which isolates
-			// the JVM's own cost of sampling and posting the event.
-			for _, opts := range []string{"interval=512,minsize=1024", "interval=1024,minsize=1024",
+			var base float64
+			for _, opts := range []string{"", "interval=512,minsize=1024", "interval=1024,minsize=1024",
 				"interval=512,minsize=1g", "interval=1024,minsize=1g"} {
-				r := benchRate(t, j, classes, kind, opts)
-				t.Logf("%s %s: %s: %.2f M allocs/s (%.1f%% of baseline)", j.name, kind, opts, r/1e6, 100*r/base)
+				name := opts
+				if name == "" {
+					name = "no-agent"
+				}
+				b.Run(j.name+"/"+kind+"/"+name, func(b *testing.B) {
+					var r float64
+					for i := 0; i < b.N; i++ {
+						r = benchRate(b, j, classes, kind, opts)
+					}
+					if opts == "" {
+						base = r
+					}
+					b.ReportMetric(r/1e6, "Mallocs/s")
+					if base > 0 {
+						b.ReportMetric(100*r/base, "pct-of-no-agent")
+					}
+				})
 			}
 		}
 	}
 }
 
-func benchRate(t *testing.T, j jdk, classes, kind, opts string) float64 {
+func benchRate(t testing.TB, j jdk, classes, kind, opts string) float64 {
 	t.Helper()
 	var line string
 	if opts == "" {

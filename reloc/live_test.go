@@ -27,7 +27,7 @@ const liveLen = 32768*8 + 16 // Churn's long[32768] with its header
 type jdk struct{ name, home string }
 
 // liveJDKs skips the test unless it can load BPF and start real JVMs.
-func liveJDKs(t *testing.T) []jdk {
+func liveJDKs(t testing.TB) []jdk {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("skipping live BPF test: needs root")
@@ -45,7 +45,7 @@ func liveJDKs(t *testing.T) []jdk {
 }
 
 // compileChurn compiles testdata/Churn.java into a temporary directory.
-func compileChurn(t *testing.T) string {
+func compileChurn(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	out, err := exec.Command(filepath.Join(jdk17Home, "bin", "javac"), "--release", "17",
@@ -73,7 +73,7 @@ type churn struct {
 	stderr *strings.Builder
 }
 
-func startChurn(t *testing.T, j jdk, classes, gcFlag string, rounds int) *churn {
+func startChurn(t testing.TB, j jdk, classes, gcFlag string, rounds int) *churn {
 	t.Helper()
 	c := &churn{gcLog: filepath.Join(t.TempDir(), "gc.log"), stderr: &strings.Builder{}}
 	c.cmd = exec.Command(filepath.Join(j.home, "bin", "java"), gcFlag, "-Xms256m", "-Xmx256m",
@@ -120,7 +120,7 @@ func startChurn(t *testing.T, j jdk, classes, gcFlag string, rounds int) *churn 
 }
 
 // expect waits for a stdout line starting with prefix.
-func (c *churn) expect(t *testing.T, prefix string, d time.Duration) string {
+func (c *churn) expect(t testing.TB, prefix string, d time.Duration) string {
 	t.Helper()
 	timeout := time.After(d)
 	for {
@@ -140,7 +140,7 @@ func (c *churn) expect(t *testing.T, prefix string, d time.Duration) string {
 }
 
 // finish lets Churn exit and checks its exit code.
-func (c *churn) finish(t *testing.T) {
+func (c *churn) finish(t testing.TB) {
 	t.Helper()
 	c.stdin.Close()
 	select {
@@ -153,7 +153,7 @@ func (c *churn) finish(t *testing.T) {
 	}
 }
 
-func heapRanges(t *testing.T, pid int) heap.Info {
+func heapRanges(t testing.TB, pid int) heap.Info {
 	t.Helper()
 	tg, err := attach.Inspect(pid)
 	if err != nil {
@@ -201,7 +201,7 @@ func collect(tr *Tracker) *collector {
 }
 
 // stop flushes the tracker and returns the events read.
-func (c *collector) stop(t *testing.T, tr *Tracker) []Event {
+func (c *collector) stop(t testing.TB, tr *Tracker) []Event {
 	t.Helper()
 	if err := tr.Flush(); err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ type gcStats struct {
 
 var pauseRE = regexp.MustCompile(`Pause (Young|Full|Remark|Cleanup)\b.* ([0-9.]+)ms$`)
 
-func parseGCLog(t *testing.T, path string) gcStats {
+func parseGCLog(t testing.TB, path string) gcStats {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -276,7 +276,7 @@ type runResult struct {
 // runChurn runs Churn under j with gcFlag; with track set, a Tracker
 // (MinLen 1 KiB) is attached between "ready" and "go" and removed before
 // the JVM exits.
-func runChurn(t *testing.T, j jdk, classes, gcFlag string, rounds int, track bool) runResult {
+func runChurn(t testing.TB, j jdk, classes, gcFlag string, rounds int, track bool) runResult {
 	t.Helper()
 	var res runResult
 	c := startChurn(t, j, classes, gcFlag, rounds)
@@ -432,29 +432,29 @@ func checkRun(t *testing.T, res runResult) {
 	}
 }
 
-// TestLiveGCPause compares -Xlog:gc pause times with and without the
-// tracker attached. It reports; it only fails if a run fails.
-func TestLiveGCPause(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping pause measurement in -short mode")
-	}
-	jdks := liveJDKs(t)
-	classes := compileChurn(t)
+// BenchmarkLiveGCPause compares -Xlog:gc pause times with and without the
+// tracker attached, per collector: mean young and full pauses (ms) and the
+// uprobe hits per GC pause.
+func BenchmarkLiveGCPause(b *testing.B) {
+	jdks := liveJDKs(b)
+	classes := compileChurn(b)
 	for _, j := range jdks[:1] {
 		for _, g := range gcFlags {
-			t.Run(j.name+"/"+g.name, func(t *testing.T) {
-				base := runChurn(t, j, classes, g.flag, 9, false)
-				tracked := runChurn(t, j, classes, g.flag, 9, true)
-				t.Logf("without tracker: %s; run %v", base.gc, base.elapsed)
-				t.Logf("with tracker:    %s; run %v", tracked.gc, tracked.elapsed)
+			b.Run(j.name+"/"+g.name, func(b *testing.B) {
+				var base, tracked runResult
+				for i := 0; i < b.N; i++ {
+					base = runChurn(b, j, classes, g.flag, 9, false)
+					tracked = runChurn(b, j, classes, g.flag, 9, true)
+				}
 				for _, k := range []string{"Young", "Full"} {
-					if b := base.gc.mean(k); b > 0 {
-						t.Logf("%s pause %.2fms -> %.2fms (%.1f×)", k, b, tracked.gc.mean(k), tracked.gc.mean(k)/b)
+					if m := base.gc.mean(k); m > 0 {
+						b.ReportMetric(m, strings.ToLower(k)+"-ms")
+						b.ReportMetric(tracked.gc.mean(k), strings.ToLower(k)+"-tracked-ms")
 					}
 				}
-				n := tracked.gc.n["Young"] + tracked.gc.n["Full"]
-				cn := tracked.counters
-				t.Logf("uprobe hits %d (%d inside GCs), kept %d, over %d GC pauses", cn.Hits, cn.HitsInGC, cn.Kept, n)
+				if n := tracked.gc.n["Young"] + tracked.gc.n["Full"]; n > 0 {
+					b.ReportMetric(float64(tracked.counters.Hits)/float64(n), "hits/pause")
+				}
 			})
 		}
 	}

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 )
 
 type jdk struct {
@@ -34,21 +36,15 @@ type jdk struct {
 // are captured with probability ~p/8 (measured: 249/2000 at interval 512).
 var tlabWorkaround = []string{"-XX:TLABSize=1m", "-XX:-ResizeTLAB"}
 
-var candidateJDKs = []jdk{
-	{"jdk17", "/usr/lib/jvm/java-17-openjdk-amd64", tlabWorkaround},
-	{"jdk25", "/usr/lib/jvm/temurin-25-jdk-amd64", nil}, // tested when installed
-}
-
 func availableJDKs(t testing.TB) []jdk {
 	t.Helper()
 	var out []jdk
-	for _, j := range candidateJDKs {
-		if _, err := os.Stat(filepath.Join(j.home, "bin", "java")); err == nil {
-			out = append(out, j)
+	for _, j := range testenv.JDKs(t) {
+		var flags []string
+		if j.Name == testenv.JDK17.Name {
+			flags = tlabWorkaround
 		}
-	}
-	if len(out) == 0 {
-		t.Skip("no JDK found (looked for java-17-openjdk-amd64, temurin-25-jdk-amd64)")
+		out = append(out, jdk{j.Name, j.Home, flags})
 	}
 	return out
 }
@@ -72,12 +68,9 @@ func TestMain(m *testing.M) {
 func fixture(t testing.TB) (lib, classes string) {
 	t.Helper()
 	if len(Library()) == 0 {
-		t.Skip("libdjxagent.so is empty; build it with make agent/libdjxagent.so")
+		testenv.Skip(t, "libdjxagent.so is empty; build it with make agent/libdjxagent.so")
 	}
-	javac := filepath.Join(candidateJDKs[0].home, "bin", "javac")
-	if _, err := os.Stat(javac); err != nil {
-		t.Skipf("javac not found: %v", err)
-	}
+	javac := filepath.Join(testenv.JDKs(t)[0].Home, "bin", "javac")
 	fixtureOnce.Do(func() {
 		fixtureDir, fixtureErr = os.MkdirTemp("", "djx-agent-test")
 		if fixtureErr != nil {

@@ -22,13 +22,15 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/heap"
+
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/replies from live JVMs")
 
-const (
-	jdk17Home = "/usr/lib/jvm/java-17-openjdk-amd64"
-	jdk25Home = "/usr/lib/jvm/temurin-25-jdk-amd64"
+var (
+	jdk17Home = testenv.JDK17.Home
+	jdk25Home = testenv.JDK25.Home
 )
 
 type jdk struct{ name, home string }
@@ -38,17 +40,10 @@ func (j jdk) java() string { return filepath.Join(j.home, "bin", "java") }
 // liveJDKs skips the test unless it can start and attach to real JVMs.
 func liveJDKs(t *testing.T) []jdk {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipping live JVM test: needs root")
-	}
-	if _, err := os.Stat(filepath.Join(jdk17Home, "bin", "javac")); err != nil {
-		t.Skipf("skipping live JVM test: no JDK 17: %v", err)
-	}
-	jdks := []jdk{{"jdk17", jdk17Home}}
-	if _, err := os.Stat(filepath.Join(jdk25Home, "bin", "java")); err == nil {
-		jdks = append(jdks, jdk{"jdk25", jdk25Home})
-	} else {
-		t.Logf("Temurin 25 not installed (%v): testing JDK 17 only", err)
+	testenv.Root(t)
+	var jdks []jdk
+	for _, j := range testenv.JDKs(t) {
+		jdks = append(jdks, jdk{j.Name, j.Home})
 	}
 	return jdks
 }

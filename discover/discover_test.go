@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 )
 
 func TestMainOf(t *testing.T) {
@@ -58,16 +60,12 @@ func TestDescribeMatchesJVMsOwnView(t *testing.T) {
 	if testing.Short() {
 		t.Skip("live JVM test skipped in -short mode")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("attaching needs root (or the JVM's user)")
+	testenv.Root(t)
+	var homes []string
+	for _, j := range testenv.JDKs(t) {
+		homes = append(homes, j.Home)
 	}
-	jdk := "/usr/lib/jvm/java-17-openjdk-amd64"
-	homes := []string{jdk}
-	if _, err := os.Stat("/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"); err == nil {
-		homes = append(homes, "/usr/lib/jvm/temurin-25-jdk-amd64")
-	} else {
-		t.Logf("Temurin 25 not installed: testing JDK 17 only")
-	}
+	jdk := homes[0]
 	dir := t.TempDir()
 	src := filepath.Join(dir, "Idle.java")
 	if err := os.WriteFile(src, []byte(`public class Idle { public static void main(String[] a) throws Exception { System.out.println("ready"); Thread.sleep(60000); } }`), 0o644); err != nil {

@@ -9,29 +9,21 @@ package heap
 import (
 	"bufio"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 )
 
-var liveJDKs = []struct{ name, home string }{
-	{"jdk17", "/usr/lib/jvm/java-17-openjdk-amd64"},
-	{"jdk25", "/usr/lib/jvm/temurin-25-jdk-amd64"},
-}
-
 func TestLiveHotSpotGeometry(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping live JVM test: needs root")
-	}
-	if _, err := os.Stat(filepath.Join(liveJDKs[0].home, "bin", "javac")); err != nil {
-		t.Skipf("skipping live JVM test: no JDK 17: %v", err)
-	}
+	testenv.Root(t)
+	jdks := testenv.JDKs(t)
 	classes := t.TempDir()
-	out, err := exec.Command(filepath.Join(liveJDKs[0].home, "bin", "javac"), "--release", "17",
+	out, err := exec.Command(filepath.Join(jdks[0].Home, "bin", "javac"), "--release", "17",
 		"-d", classes, "testdata/hotspot/Idle.java").CombinedOutput()
 	if err != nil {
 		t.Fatalf("javac: %v: %s", err, out)
@@ -49,14 +41,10 @@ func TestLiveHotSpotGeometry(t *testing.T) {
 		{"xmx40g", []string{"-Xmx40g"}, RefsFull},
 		{"nocoops", []string{"-Xmx2g", "-XX:-UseCompressedOops"}, RefsFull},
 	}
-	for _, jdk := range liveJDKs {
-		if _, err := os.Stat(filepath.Join(jdk.home, "bin", "jcmd")); err != nil {
-			t.Logf("%s not installed (%v): skipped", jdk.name, err)
-			continue
-		}
+	for _, jdk := range jdks {
 		for _, tc := range cases {
-			t.Run(jdk.name+"/"+tc.name, func(t *testing.T) {
-				log, vminfo := runAndInspect(t, jdk.home, classes, tc.flags)
+			t.Run(jdk.Name+"/"+tc.name, func(t *testing.T) {
+				log, vminfo := runAndInspect(t, jdk.Home, classes, tc.flags)
 				g, err := ParseVMInfo(vminfo)
 				if err != nil {
 					t.Fatalf("%v\n%s", err, vminfo)

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 )
 
-const (
-	jdk17Home = "/usr/lib/jvm/java-17-openjdk-amd64"
-	jdk25Home = "/usr/lib/jvm/temurin-25-jdk-amd64"
+var (
+	jdk17Home = testenv.JDK17.Home
+	jdk25Home = testenv.JDK25.Home
 )
 
 func openLibJVM(t *testing.T, home string) *elf.File {

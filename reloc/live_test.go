@@ -20,6 +20,8 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/attach"
 	"github.com/djx-bpf/djx-bpf/heap"
+
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 )
 
 const liveLen = 32768*8 + 16 // Churn's long[32768] with its header
@@ -29,17 +31,10 @@ type jdk struct{ name, home string }
 // liveJDKs skips the test unless it can load BPF and start real JVMs.
 func liveJDKs(t testing.TB) []jdk {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipping live BPF test: needs root")
-	}
-	if _, err := os.Stat(filepath.Join(jdk17Home, "bin", "javac")); err != nil {
-		t.Skipf("skipping live JVM test: no JDK 17: %v", err)
-	}
-	jdks := []jdk{{"jdk17", jdk17Home}}
-	if _, err := os.Stat(filepath.Join(jdk25Home, "bin", "java")); err == nil {
-		jdks = append(jdks, jdk{"jdk25", jdk25Home})
-	} else {
-		t.Logf("Temurin 25 not installed (%v): testing JDK 17 only", err)
+	testenv.Root(t)
+	var jdks []jdk
+	for _, j := range testenv.JDKs(t) {
+		jdks = append(jdks, jdk{j.Name, j.Home})
 	}
 	return jdks
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/profiler"
 	"github.com/djx-bpf/djx-bpf/report"
+
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 )
 
 const hotSite = "HotArrays.allocHot:12" // testdata/java/HotArrays.java, HOT-SITE
@@ -36,11 +38,11 @@ var (
 func jdks() map[string]string {
 	home := os.Getenv("JAVA_HOME")
 	if home == "" {
-		home = "/usr/lib/jvm/java-17-openjdk-amd64"
+		home = testenv.JDK17.Home
 	}
 	m := map[string]string{"jdk17": home}
-	if _, err := os.Stat("/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"); err == nil {
-		m["temurin25"] = "/usr/lib/jvm/temurin-25-jdk-amd64"
+	if _, err := os.Stat(testenv.JDK25.Java()); err == nil {
+		m["temurin25"] = testenv.JDK25.Home
 	}
 	return m
 }
@@ -52,8 +54,9 @@ func setup(t *testing.T) {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
 	if err := loader.Preflight(); err != nil {
-		t.Skipf("end-to-end test needs BPF privileges: %v", err)
+		testenv.Skip(t, "end-to-end test needs BPF privileges: %v", err)
 	}
+	testenv.JDKs(t)
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "djx-e2e")
 		if err != nil {

@@ -1,0 +1,64 @@
+// Package testenv finds what the end-to-end tests need (root, JDKs) and
+// skips a test that lacks it, saying why. CI runs as root with JDK 17
+// installed, so there (CI=true) such a skip is a broken set-up and fails
+// the test instead.
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// JDK is one JDK to test on.
+type JDK struct {
+	Name string // "jdk17", "jdk25"
+	Home string
+}
+
+// Java is the JDK's java binary.
+func (j JDK) Java() string { return filepath.Join(j.Home, "bin", "java") }
+
+// JDK17 is Debian's JDK 17, which the machine has and `make deps` installs;
+// JAVA_HOME overrides it. JDK25 is Temurin 25, tested when installed.
+var (
+	JDK17 = JDK{"jdk17", "/usr/lib/jvm/java-17-openjdk-amd64"}
+	JDK25 = JDK{"jdk25", "/usr/lib/jvm/temurin-25-jdk-amd64"}
+)
+
+// Skip skips t with the reason, or fails it under CI.
+func Skip(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI has root and a JDK, but: "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// Root skips t unless it runs as root.
+func Root(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Skip(t, "needs root (it loads BPF programs or attaches to JVMs)")
+	}
+}
+
+// JDKs returns the JDKs to test on: JDK 17 (its javac too, for the
+// workloads), and Temurin 25 when installed. It skips t without JDK 17.
+func JDKs(t testing.TB) []JDK {
+	t.Helper()
+	j17 := JDK17
+	if h := os.Getenv("JAVA_HOME"); h != "" {
+		j17.Home = h
+	}
+	if _, err := os.Stat(filepath.Join(j17.Home, "bin", "javac")); err != nil {
+		Skip(t, "no JDK 17 with javac (make deps installs openjdk-17-jdk-headless): %v", err)
+	}
+	out := []JDK{j17}
+	if _, err := os.Stat(JDK25.Java()); err == nil {
+		out = append(out, JDK25)
+	} else {
+		t.Logf("Temurin 25 not installed: testing JDK 17 only")
+	}
+	return out
+}

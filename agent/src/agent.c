@@ -301,7 +301,7 @@ static void sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass
 	size_t aoff, start;
 	uint64_t tag, addr;
 	jweak ref = NULL;
-	int sent = 0, big;
+	int big;
 	jvmtiError e;
 
 	check_budget(__atomic_add_fetch(&djx.n_callbacks, 1, RELAXED));
@@ -410,14 +410,12 @@ static void sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass
 				put_u64(w.p + w.len - 8, 0);
 			djx_append_locked(w.p + aoff, w.len - aoff, 1);
 			__atomic_add_fetch(&djx.n_sent, 1, RELAXED);
-			sent = 1;
 			if (e != JVMTI_ERROR_NONE)
 				append_error_locked(errmsg);
 		}
 	}
 	pthread_mutex_unlock(&djx.mu);
 	wb_free(&w);
-	(void)sent;
 	if (ref != NULL)
 		(*jni)->DeleteWeakGlobalRef(jni, ref);
 }

@@ -63,7 +63,6 @@ static jint JNICALL iter_cb(jlong class_tag, jlong size, jlong *tag_ptr, jint le
 	if ((uint64_t)size >= cs.minsize && !(cs.kind == DJX_CENSUS_AFTER_GC && djx_big_wants((uint64_t)size))) {
 		*tag_ptr = (jlong)(1 + cs.targets / GROUP);
 		cs.targets++;
-		cs.target_bytes += (uint64_t)size;
 	}
 	return 0;
 }

@@ -82,7 +82,7 @@ struct census {
 	uint32_t cur_path;
 	jlong cur_class;
 	/* Counters. */
-	uint64_t heap_objects, heap_bytes, targets, target_bytes, reached, unplaced, capped, strays;
+	uint64_t heap_objects, heap_bytes, targets, reached, unplaced, capped, strays;
 };
 extern struct census cs;
 

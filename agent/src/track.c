@@ -74,12 +74,11 @@ int djx_track_addrs_locked(uint64_t *out, size_t max)
 /* One chunk from *pos under one lock hold: dead entries become FREE
  * records and are swapped out (their references go to dead[] for the
  * caller to delete outside the lock), moved ones go into one RECONCILE
- * record. Returns 0 done with the chunk, 1 stop (a GC started, the session
- * ended, or the batch lacks room: the caller flushes and retries). */
+ * record. Returns 0 done with the chunk, 1 stop (a GC started or the
+ * session ended), 2 the batch lacks room (the caller flushes and retries). */
 static int scan_chunk(size_t *pos, uint64_t epoch, jweak *dead, size_t *ndead, struct wbuf *w)
 {
 	size_t end, start, nmoved = 0, countoff;
-	int rc = 0;
 
 	pthread_mutex_lock(&djx.mu);
 	if (djx.detached || djx.gc_starts != epoch || djx.gc_starts != djx.gc_finishes) {
@@ -129,7 +128,7 @@ static int scan_chunk(size_t *pos, uint64_t epoch, jweak *dead, size_t *ndead, s
 		__atomic_add_fetch(&djx.n_reconciled, nmoved, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&djx.mu);
-	return rc;
+	return 0;
 }
 
 int djx_track_scan(JNIEnv *jni, int (*flush)(void))

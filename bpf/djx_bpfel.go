@@ -14,19 +14,33 @@ import (
 )
 
 type DjxSample struct {
-	_       structs.HostLayout
-	Time    uint64
-	Pid     uint32
-	Tid     uint32
-	Addr    uint64
-	Period  uint64
-	Regs    [21]uint64
-	Before  [16]uint8
-	At      [16]uint8
-	Flags   uint32
-	Cpu     uint32
-	DataSrc uint64
-	Weight  uint64
+	_         structs.HostLayout
+	Time      uint64
+	Pid       uint32
+	Tid       uint32
+	Addr      uint64
+	Period    uint64
+	Regs      [21]uint64
+	Before    [16]uint8
+	At        [16]uint8
+	Flags     uint32
+	Cpu       uint32
+	DataSrc   uint64
+	Weight    uint64
+	HdrOk     uint16
+	HdrNarrow uint16
+	Pad       uint32
+	Hdr       [15][2]uint64
+}
+
+type DjxTarget struct {
+	_        structs.HostLayout
+	Signo    uint8
+	OopShift uint8
+	Pad      [6]uint8
+	HeapLo   uint64
+	HeapHi   uint64
+	OopBase  uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -42,6 +56,7 @@ const (
 	DjxProgOnSampleMem = "on_sample_mem"
 	DjxVarSigGapNs     = "sig_gap_ns"
 	DjxVarUnusedSample = "unused_sample"
+	DjxVarUnusedTarget = "unused_target"
 )
 
 // LoadDjx returns the embedded CollectionSpec for Djx.
@@ -107,6 +122,7 @@ type DjxMapSpecs struct {
 type DjxVariableSpecs struct {
 	SigGapNs     *ebpf.VariableSpec `ebpf:"sig_gap_ns"`
 	UnusedSample *ebpf.VariableSpec `ebpf:"unused_sample"`
+	UnusedTarget *ebpf.VariableSpec `ebpf:"unused_target"`
 }
 
 // DjxObjects contains all objects after they have been loaded into the kernel.
@@ -152,6 +168,7 @@ func (m *DjxMaps) Close() error {
 type DjxVariables struct {
 	SigGapNs     *ebpf.Variable `ebpf:"sig_gap_ns"`
 	UnusedSample *ebpf.Variable `ebpf:"unused_sample"`
+	UnusedTarget *ebpf.Variable `ebpf:"unused_target"`
 }
 
 // DjxPrograms contains all programs after they have been loaded into the kernel.

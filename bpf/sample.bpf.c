@@ -22,6 +22,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define SAMPLE_MEM_OK 4    // data_src and weight were read from the sample
 #define SAMPLE_NO_STACK 8  // no stack signal was sent for it on purpose (gap, young or non-Java thread)
 
+// General-purpose registers are pt_regs slots 0-14 (r15 .. rdi); rsp (19)
+// never points at an object.
+#define GPR_SLOTS 15
+
 struct sample {
 	__u64 time; // bpf_ktime_get_ns: CLOCK_MONOTONIC, the agent's clock too
 	__u32 pid;  // tgid, host pid namespace
@@ -35,6 +39,27 @@ struct sample {
 	__u32 cpu;
 	__u64 data_src; // union perf_mem_data_src (PEBS, IBS): level, TLB, snoop
 	__u64 weight;   // union perf_sample_weight: latency in cycles
+	// The object headers the registers point at, read now because a GC may
+	// move the object before user space decodes which register was the
+	// base: hdr[i] is the mark and klass words at the object that pt_regs
+	// slot i names. Bit i of hdr_ok: read; of hdr_narrow: slot i held a
+	// compressed oop (the object is at oop_base + (reg << oop_shift)).
+	__u16 hdr_ok;
+	__u16 hdr_narrow;
+	__u32 pad;
+	__u64 hdr[GPR_SLOTS][2];
+};
+
+// One profiled JVM: the signal that asks a sampled thread for its Java
+// stack (0: none) and where its heap is, for the header reads (heap_hi 0:
+// unknown, no reads).
+struct target {
+	__u8 signo;
+	__u8 oop_shift;
+	__u8 pad[6];
+	__u64 heap_lo;
+	__u64 heap_hi;
+	__u64 oop_base;
 };
 
 // Counter slots; keep in sync with loader.Counters.
@@ -92,14 +117,12 @@ struct {
 	__type(value, __u8); // 1
 } no_java SEC(".maps");
 
-// tgids to sample. The value is the signal that asks the sampled thread for
-// its Java stack (the agent's handler is installed on it), 0 for none.
-// Filled by the loader.
+// tgids to sample. Filled by the loader.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32);
-	__type(value, __u8);
+	__type(value, struct target);
 } targets SEC(".maps");
 
 struct {
@@ -144,8 +167,42 @@ extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 #define PERF_SAMPLE_DATA_SRC_ (1U << 15)
 #define PERF_SAMPLE_WEIGHT_STRUCT_ (1U << 24)
 
-// Force emission of the type for bpf2go -type.
+// Force emission of the types for bpf2go -type.
 const struct sample *unused_sample __attribute__((unused));
+const struct target *unused_target __attribute__((unused));
+
+// read_headers fills s->hdr for every register that points into the heap,
+// directly or as a compressed oop. Objects are 8-byte aligned, which also
+// skips most pointers into the middle of one.
+static __always_inline void read_headers(struct sample *s, const struct target *t)
+{
+	__u16 ok = 0, narrow = 0;
+	__u64 lo = t->heap_lo, hi = t->heap_hi, base = t->oop_base;
+	__u8 shift = t->oop_shift & 7;
+	for (int i = 0; i < GPR_SLOTS; i++) {
+		__u64 v = s->regs[i], a = 0;
+		int n = 0;
+		if (v >= lo && v < hi && (v & 7) == 0)
+			a = v;
+		else if (shift && v != 0 && v < (1ULL << 32)) {
+			__u64 d = base + (v << shift);
+			if (d >= lo && d < hi) {
+				a = d;
+				n = 1;
+			}
+		}
+		if (!a || bpf_probe_read_user(s->hdr[i], 16, (void *)a) != 0) {
+			s->hdr[i][0] = 0;
+			s->hdr[i][1] = 0;
+			continue;
+		}
+		ok |= 1 << i;
+		if (n)
+			narrow |= 1 << i;
+	}
+	s->hdr_ok = ok;
+	s->hdr_narrow = narrow;
+}
 
 static __always_inline void count(__u32 slot)
 {
@@ -161,8 +218,8 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 
-	__u8 *sig = bpf_map_lookup_elem(&targets, &tgid);
-	if (!sig)
+	struct target *tg = bpf_map_lookup_elem(&targets, &tgid);
+	if (!tg)
 		return 0;
 	count(CNT_MATCHED);
 
@@ -186,6 +243,14 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 	s->period = ctx->sample_period;
 	s->cpu = bpf_get_smp_processor_id();
 	__builtin_memcpy(s->regs, &ctx->regs, sizeof(s->regs));
+	s->pad = 0;
+	if (tg->heap_hi) {
+		read_headers(s, tg);
+	} else {
+		s->hdr_ok = 0;
+		s->hdr_narrow = 0;
+		__builtin_memset(s->hdr, 0, sizeof(s->hdr));
+	}
 
 	__u64 ip = ctx->regs.rip;
 	__u32 flags = 0;
@@ -212,7 +277,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 			s->weight = BPF_CORE_READ(d, weight.full);
 		flags |= SAMPLE_MEM_OK;
 	}
-	__u8 signo = *sig;
+	__u8 signo = tg->signo;
 	__u32 tid = (__u32)id;
 	if (signo) {
 		__u64 *last = bpf_map_lookup_elem(&sig_last, &tid);

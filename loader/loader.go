@@ -4,7 +4,6 @@
 package loader
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -92,13 +91,19 @@ type Sample struct {
 	// perf_sample_weight) of a hardware sample; 0 when not provided.
 	DataSrc uint64
 	Weight  uint64
+	// Hdr holds the mark and klass words of the object that pt_regs slot
+	// i points at, read in the sampling interrupt, when bit i of HdrOK is
+	// set; bit i of HdrNarrow says slot i held a compressed oop.
+	HdrOK     uint16
+	HdrNarrow uint16
+	Hdr       [15][2]uint64
 }
 
 // IP returns the sampled instruction pointer.
 func (s *Sample) IP() uint64 { return s.Regs[16] }
 
 // sampleSize is sizeof(struct sample) in sample.bpf.c.
-const sampleSize = 8 + 4 + 4 + 8 + 8 + 21*8 + 16 + 16 + 4 + 4 + 8 + 8
+const sampleSize = int(unsafe.Sizeof(bpf.DjxSample{}))
 
 // Counters are the BPF program's counters, summed over CPUs.
 type Counters struct {
@@ -286,10 +291,20 @@ func onlineCPUs() ([]int, error) {
 
 // AddPID starts sampling the threads of tgid pid (host pid namespace).
 func (s *Sampler) AddPID(pid int) error {
-	if err := s.maps.Targets.Put(uint32(pid), uint8(0)); err != nil {
+	if err := s.maps.Targets.Put(uint32(pid), bpf.DjxTarget{}); err != nil {
 		return fmt.Errorf("add pid %d to bpf filter: %w", pid, err)
 	}
 	return nil
+}
+
+// updateTarget changes pid's entry of the targets map in place.
+func (s *Sampler) updateTarget(pid int, f func(*bpf.DjxTarget)) error {
+	var t bpf.DjxTarget
+	if err := s.maps.Targets.Lookup(uint32(pid), &t); err != nil {
+		return err
+	}
+	f(&t)
+	return s.maps.Targets.Update(uint32(pid), t, ebpf.UpdateExist)
 }
 
 // SetStackSignal makes every later sample of pid send sig to the sampled
@@ -300,8 +315,24 @@ func (s *Sampler) SetStackSignal(pid, sig int) error {
 	if sig < 0 || sig > 64 {
 		return fmt.Errorf("stack signal %d out of range 1..64", sig)
 	}
-	if err := s.maps.Targets.Update(uint32(pid), uint8(sig), ebpf.UpdateExist); err != nil {
+	if err := s.updateTarget(pid, func(t *bpf.DjxTarget) { t.Signo = uint8(sig) }); err != nil {
 		return fmt.Errorf("set stack signal of pid %d: %w", pid, err)
+	}
+	return nil
+}
+
+// SetHeap has every later sample of pid carry the object headers that its
+// registers point at: those in [lo, hi), and with shift > 0 the compressed
+// oops that decode to there (base + reg<<shift). lo = hi = 0 stops it.
+func (s *Sampler) SetHeap(pid int, lo, hi, base uint64, shift uint) error {
+	if shift > 7 || lo > hi {
+		return fmt.Errorf("heap [%#x, %#x) with oop shift %d out of range", lo, hi, shift)
+	}
+	err := s.updateTarget(pid, func(t *bpf.DjxTarget) {
+		t.HeapLo, t.HeapHi, t.OopBase, t.OopShift = lo, hi, base, uint8(shift)
+	})
+	if err != nil {
+		return fmt.Errorf("set heap of pid %d: %w", pid, err)
 	}
 	return nil
 }
@@ -438,25 +469,17 @@ func (s *Sampler) ReadBatch(dst []Sample) (_ []Sample, complete uint64, _ error)
 	return dst, max(latest, completeSlack) - completeSlack, nil
 }
 
+// parseSample copies a ring-buffer record into the generated layout (an
+// aligned copy: the record's bytes need not be) and from there into s.
 func parseSample(b []byte, s *Sample) {
-	le := binary.LittleEndian
-	s.Time = le.Uint64(b[0:])
-	s.PID = le.Uint32(b[8:])
-	s.TID = le.Uint32(b[12:])
-	s.Addr = le.Uint64(b[16:])
-	s.Period = le.Uint64(b[24:])
-	off := 32
-	for i := range s.Regs {
-		s.Regs[i] = le.Uint64(b[off:])
-		off += 8
+	var r bpf.DjxSample
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&r)), unsafe.Sizeof(r)), b)
+	*s = Sample{
+		Time: r.Time, PID: r.Pid, TID: r.Tid, Addr: r.Addr, Period: r.Period,
+		Regs: r.Regs, Before: r.Before, At: r.At, Flags: r.Flags, CPU: r.Cpu,
+		DataSrc: r.DataSrc, Weight: r.Weight,
+		HdrOK: r.HdrOk, HdrNarrow: r.HdrNarrow, Hdr: r.Hdr,
 	}
-	copy(s.Before[:], b[off:off+16])
-	copy(s.At[:], b[off+16:off+32])
-	off += 32
-	s.Flags = le.Uint32(b[off:])
-	s.CPU = le.Uint32(b[off+4:])
-	s.DataSrc = le.Uint64(b[off+8:])
-	s.Weight = le.Uint64(b[off+16:])
 }
 
 // RunTime is how long the sampling program has run in total, on every CPU

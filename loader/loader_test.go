@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"runtime"
@@ -319,3 +320,76 @@ func TestNoJavaThreadGetsNoSignal(t *testing.T) {
 		t.Fatalf("marked thread: %d samples, %d signalled; counters %+v: want >=1000 samples, none signalled, SignalNonJava counted", mine, signalled, c)
 	}
 }
+
+// The sampling program reads the header of the object a register points
+// at, directly or as a compressed oop, while the thread is stopped: a fake
+// heap of one "object" whose address (and compressed form) the busy loop
+// keeps in registers.
+func TestSamplesCarryObjectHeaders(t *testing.T) {
+	for _, narrow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "direct", true: "compressed"}[narrow], func(t *testing.T) {
+			s := openOrSkip(t, Config{Source: Decode, Freq: 1000})
+			mem, err := unix.Mmap(-1, 0, 1<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Munmap(mem)
+			lo := uint64(uintptrOf(mem))
+			obj := lo + 4096
+			const mark, klass = 0x1, 0x0000000800c01234
+			binary.LittleEndian.PutUint64(mem[4096:], mark)
+			binary.LittleEndian.PutUint64(mem[4096+8:], klass)
+			base, shift := uint64(0), uint(0)
+			ref := obj
+			if narrow {
+				base, shift = lo-(1<<20), 3
+				ref = (obj - base) >> shift
+			}
+			if err := s.SetHeap(os.Getpid(), lo, lo+1<<20, base, shift); err != nil {
+				t.Fatal(err)
+			}
+			samples := collect(t, s, 200, func(stop <-chan struct{}) {
+				spinWith(ref, stop)
+			})
+			hit := 0
+			for _, smp := range samples {
+				for i := 0; i < 15; i++ {
+					if smp.HdrOK&(1<<i) == 0 {
+						continue
+					}
+					if smp.Regs[i] != ref {
+						continue
+					}
+					if smp.Hdr[i] != [2]uint64{mark, klass} || (smp.HdrNarrow&(1<<i) != 0) != narrow {
+						t.Fatalf("slot %d = %#x: header %#x narrow %v, want %#x %#x narrow %v", i, smp.Regs[i], smp.Hdr[i], smp.HdrNarrow&(1<<i) != 0, mark, klass, narrow)
+					}
+					hit++
+					break
+				}
+			}
+			if hit < len(samples)/2 {
+				t.Fatalf("%d of %d samples read the header the loop's register points at", hit, len(samples))
+			}
+		})
+	}
+}
+
+// spinWith keeps ref live in a register until stop closes.
+//
+//go:noinline
+func spinWith(ref uint64, stop <-chan struct{}) {
+	x := ref
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		for i := 0; i < 1e6; i++ {
+			x = x*3 + ref
+		}
+		sinkU64 = x
+	}
+}
+
+var sinkU64 uint64

@@ -57,7 +57,18 @@ type Result struct {
 	Method Method
 	Size   int  // access size in bytes if known, else 0
 	Store  bool // best effort
+	// The memory operand, Addr = Base + Index*Scale + Disp: register
+	// numbers as in Regs.GPR, NoReg for none, RIP for rip-relative.
+	Base, Index int8
+	Scale       uint8
+	Disp        int64
 }
+
+// Register numbers of Result.Base and Result.Index besides Regs.GPR's.
+const (
+	NoReg = regNone
+	RIP   = regRIP
+)
 
 // maxBefore is the look-back window; x86 instructions are at most 15 bytes.
 const maxBefore = 16
@@ -96,7 +107,7 @@ func (d *Decoder) Decode(before, at []byte, r *Regs) Result {
 		if !ok {
 			return Result{}
 		}
-		return Result{Addr: a, Method: AtIP, Size: x.size, Store: x.store()}
+		return x.result(a, AtIP, x.store())
 	}
 	if lbOK {
 		return lb
@@ -168,7 +179,11 @@ func (d *Decoder) candidate(c *insn, r *Regs, reads uint64) (Result, bool, bool)
 	if !ok {
 		return Result{}, false, false
 	}
-	return Result{Addr: a, Method: LookBack, Size: c.size}, dst&reads != 0, true
+	return c.result(a, LookBack, false), dst&reads != 0, true
+}
+
+func (x *insn) result(a uint64, m Method, store bool) Result {
+	return Result{Addr: a, Method: m, Size: x.size, Store: store, Base: x.base, Index: x.index, Scale: x.scale, Disp: x.disp}
 }
 
 // ea computes the effective address with next as the address of the

@@ -56,34 +56,34 @@ func TestDecodeAtIP(t *testing.T) {
 		name, at string
 		want     Result
 	}{
-		{"mov (%rax,%rcx,8),%rax", "48 8b 04 c8", Result{rax + rcx*8, AtIP, 8, false}},
-		{"mov %r11d,0xc(%r12,%r11,8)", "47 89 5c dc 0c", Result{r12 + r11*8 + 0xc, AtIP, 4, true}},
-		{"mov 0x10(%rip),%rax", "48 8b 05 10 00 00 00", Result{0x400000 + 7 + 0x10, AtIP, 8, false}},
-		{"movzbl -1(%rsi),%eax", "0f b6 46 ff", Result{rsi - 1, AtIP, 1, false}},
-		{"addr32 mov (%eax),%ecx", "67 8b 08", Result{rax & 0xffffffff, AtIP, 4, false}},
-		{"cmpl $0,0xc(%rsi)", "83 7e 0c 00", Result{rsi + 0xc, AtIP, 4, false}},
-		{"movabs 0x1122334455667788,%eax", "a1 88 77 66 55 44 33 22 11", Result{0x1122334455667788, AtIP, 4, false}},
-		{"rep movsq", "f3 48 a5", Result{rsi, AtIP, 8, true}},
-		{"rep stosb", "f3 aa", Result{rdi, AtIP, 1, true}},
-		{"prefetcht0 0x40(%rax)", "0f 18 48 40", Result{rax + 0x40, AtIP, 0, false}},
-		{"vmovdqu (%rsi,%rdx,8),%ymm0", "c5 fe 6f 04 d6", Result{rsi + rdx*8, AtIP, 32, false}},
-		{"vmovdqu %ymm0,0x20(%rdi,%rdx,8)", "c5 fe 7f 44 d7 20", Result{rdi + rdx*8 + 0x20, AtIP, 32, true}},
-		{"vpaddd 0x20(%rsi,%rcx,4),%ymm1,%ymm1", "c5 f5 fe 4c 8e 20", Result{rsi + rcx*4 + 0x20, AtIP, 32, false}},
+		{"mov (%rax,%rcx,8),%rax", "48 8b 04 c8", Result{Addr: rax + rcx*8, Method: AtIP, Size: 8, Store: false}},
+		{"mov %r11d,0xc(%r12,%r11,8)", "47 89 5c dc 0c", Result{Addr: r12 + r11*8 + 0xc, Method: AtIP, Size: 4, Store: true}},
+		{"mov 0x10(%rip),%rax", "48 8b 05 10 00 00 00", Result{Addr: 0x400000 + 7 + 0x10, Method: AtIP, Size: 8, Store: false}},
+		{"movzbl -1(%rsi),%eax", "0f b6 46 ff", Result{Addr: rsi - 1, Method: AtIP, Size: 1, Store: false}},
+		{"addr32 mov (%eax),%ecx", "67 8b 08", Result{Addr: rax & 0xffffffff, Method: AtIP, Size: 4, Store: false}},
+		{"cmpl $0,0xc(%rsi)", "83 7e 0c 00", Result{Addr: rsi + 0xc, Method: AtIP, Size: 4, Store: false}},
+		{"movabs 0x1122334455667788,%eax", "a1 88 77 66 55 44 33 22 11", Result{Addr: 0x1122334455667788, Method: AtIP, Size: 4, Store: false}},
+		{"rep movsq", "f3 48 a5", Result{Addr: rsi, Method: AtIP, Size: 8, Store: true}},
+		{"rep stosb", "f3 aa", Result{Addr: rdi, Method: AtIP, Size: 1, Store: true}},
+		{"prefetcht0 0x40(%rax)", "0f 18 48 40", Result{Addr: rax + 0x40, Method: AtIP, Size: 0, Store: false}},
+		{"vmovdqu (%rsi,%rdx,8),%ymm0", "c5 fe 6f 04 d6", Result{Addr: rsi + rdx*8, Method: AtIP, Size: 32, Store: false}},
+		{"vmovdqu %ymm0,0x20(%rdi,%rdx,8)", "c5 fe 7f 44 d7 20", Result{Addr: rdi + rdx*8 + 0x20, Method: AtIP, Size: 32, Store: true}},
+		{"vpaddd 0x20(%rsi,%rcx,4),%ymm1,%ymm1", "c5 f5 fe 4c 8e 20", Result{Addr: rsi + rcx*4 + 0x20, Method: AtIP, Size: 32, Store: false}},
 		// EVEX disp8*N: full vector 64 bytes, 0x07*64 = 0x1c0.
-		{"vmovdqu32 0x1c0(%rsi,%r10,8),%zmm0", "62 b1 7e 48 6f 44 d6 07", Result{rsi + r10*8 + 0x1c0, AtIP, 64, false}},
+		{"vmovdqu32 0x1c0(%rsi,%r10,8),%zmm0", "62 b1 7e 48 6f 44 d6 07", Result{Addr: rsi + r10*8 + 0x1c0, Method: AtIP, Size: 64, Store: false}},
 		// Broadcast: N is the element size.
-		{"vpaddd 0x8(%rsi){1to16},%zmm1,%zmm2", "62 f1 75 58 fe 56 02", Result{rsi + 8, AtIP, 4, false}},
+		{"vpaddd 0x8(%rsi){1to16},%zmm1,%zmm2", "62 f1 75 58 fe 56 02", Result{Addr: rsi + 8, Method: AtIP, Size: 4, Store: false}},
 		// EVEX.X extends the GPR index; zmm17 needs R'.
-		{"vmovdqu32 0x20(%rax,%r9,1),%ymm17", "62 a1 7e 28 6f 4c 08 01", Result{rax + 0xa0000 + 0x20, AtIP, 32, false}},
+		{"vmovdqu32 0x20(%rax,%r9,1),%ymm17", "62 a1 7e 28 6f 4c 08 01", Result{Addr: rax + 0xa0000 + 0x20, Method: AtIP, Size: 32, Store: false}},
 		// T1S scalar: N = 8.
-		{"vmovsd 0x8(%rax),%xmm17", "62 e1 ff 08 10 48 01", Result{rax + 8, AtIP, 8, false}},
+		{"vmovsd 0x8(%rax),%xmm17", "62 e1 ff 08 10 48 01", Result{Addr: rax + 8, Method: AtIP, Size: 8, Store: false}},
 		// RIP-relative EVEX: next ip + disp32.
-		{"vmovdqu64 0x1f(%rip),%zmm16 (disp32 is not scaled)", "62 e1 fe 48 6f 05 1f 00 00 00", Result{0x400000 + 10 + 0x1f, AtIP, 64, false}},
+		{"vmovdqu64 0x1f(%rip),%zmm16 (disp32 is not scaled)", "62 e1 fe 48 6f 05 1f 00 00 00", Result{Addr: 0x400000 + 10 + 0x1f, Method: AtIP, Size: 64, Store: false}},
 	}
 	var d Decoder
 	for _, tc := range tests {
 		got := d.Decode(nil, hx(t, tc.at), &r)
-		if got != tc.want {
+		if accessOf(got) != tc.want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
@@ -120,37 +120,37 @@ func TestDecodeLookBack(t *testing.T) {
 		want             Result
 	}{
 		{"mov 0x10(%rsi),%rax; add %rax,%rbx", pad + "48 8b 46 10", "48 01 c3",
-			Result{0x70000 + 0x10, LookBack, 8, false}},
+			Result{Addr: 0x70000 + 0x10, Method: LookBack, Size: 8, Store: false}},
 		// C2's spilled sum: the store at ip consumes the stalled load-op,
 		// so the load wins over the store's own (stack) address.
 		{"add 0x10(%r8,%r11,8),%r10; mov %r10,0x48(%rsp)", pad + "4f 03 54 d8 10", "4c 89 54 24 48",
-			Result{0x90000 + 0xc0000*8 + 0x10, LookBack, 8, false}},
+			Result{Addr: 0x90000 + 0xc0000*8 + 0x10, Method: LookBack, Size: 8, Store: false}},
 		// The same, as C2 laid it out in GcHot (JDK 17): "48 4f 03 54 d8 10"
 		// also decodes, REX.W ignored before REX.WRXB, and made the boundary
 		// ambiguous, so 90% of samples took the stack address.
 		{"nop; mov 0x48(%rsp),%r10; add 0x10(%r8,%r11,8),%r10; mov %r10,0x48(%rsp)",
 			"1f 80 00 00 00 00 4c 8b 54 24 48 4f 03 54 d8 10", "4c 89 54 24 48",
-			Result{0x90000 + 0xc0000*8 + 0x10, LookBack, 8, false}},
+			Result{Addr: 0x90000 + 0xc0000*8 + 0x10, Method: LookBack, Size: 8, Store: false}},
 		// An access at ip that does not consume the load wins.
 		{"mov 0x10(%rsi),%rax; mov 0x8(%rdx),%rcx", pad + "48 8b 46 10", "48 8b 4a 08",
-			Result{0x30000 + 0x8, AtIP, 8, false}},
+			Result{Addr: 0x30000 + 0x8, Method: AtIP, Size: 8, Store: false}},
 		// The ip need not consume the load: the timer lands after the stalled instruction.
 		{"mov 0x10(%rsi),%rax; add %rcx,%rbx (independent)", pad + "48 8b 46 10", "48 01 cb", Result{Addr: 0x70000 + 0x10, Method: LookBack, Size: 8}},
 		{"mov (%rax),%rax overwrites its base", pad + "48 8b 00", "48 01 c3", Result{}},
 		{"mov 0xc(%r12,%r11,8),%r11d overwrites its index", pad + "47 8b 5c dc 0c", "45 85 db", Result{}},
 		{"cmp 0xc(%rdx),%eax; jne", pad + "3b 42 0c", "75 10",
-			Result{0x30000 + 0xc, LookBack, 4, false}},
+			Result{Addr: 0x30000 + 0xc, Method: LookBack, Size: 4, Store: false}},
 		{"vmovdqu (%rsi),%ymm0; vpaddd %ymm0,%ymm1,%ymm1", pad + "c5 fe 6f 06", "c5 f5 fe c8",
-			Result{0x70000, LookBack, 32, false}},
+			Result{Addr: 0x70000, Method: LookBack, Size: 32, Store: false}},
 		{"store before: mov %rax,(%rsi); add %rax,%rbx", pad + "48 89 06", "48 01 c3", Result{}},
-		{"at ip is a load itself", pad + "48 8b 46 10", "48 8b 03", Result{0x40000, AtIP, 8, false}},
+		{"at ip is a load itself", pad + "48 8b 46 10", "48 8b 03", Result{Addr: 0x40000, Method: AtIP, Size: 8, Store: false}},
 		{"no bytes before", "", "48 01 c3", Result{}},
 		{"no bytes at ip", pad + "48 8b 46 10", "", Result{}},
 	}
 	var d Decoder
 	for _, tc := range tests {
 		got := d.Decode(hx(t, tc.before), hx(t, tc.at), &r)
-		if got != tc.want {
+		if accessOf(got) != tc.want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
@@ -206,5 +206,35 @@ func BenchmarkDecode(b *testing.B) {
 				d.Decode(before, at, &r)
 			}
 		})
+	}
+}
+
+// accessOf is r without its operand, which the table tests leave out.
+func accessOf(r Result) Result {
+	return Result{Addr: r.Addr, Method: r.Method, Size: r.Size, Store: r.Store}
+}
+
+// The operand names the registers the address came from, for naming the
+// object a base register points at.
+func TestDecodeOperand(t *testing.T) {
+	var r Regs
+	r.GPR[6], r.GPR[12], r.GPR[11] = 0x70000, 0xd0000, 0xc0000
+	r.IP = 0x400000
+	var d Decoder
+	for _, tc := range []struct {
+		name, before, at string
+		base, index      int8
+		scale            uint8
+		disp             int64
+	}{
+		{"mov 0x10(%rsi),%rax", "", "48 8b 46 10", 6, NoReg, 0, 0x10},
+		{"mov 0xc(%r12,%r11,8),%eax", "", "43 8b 44 dc 0c", 12, 11, 8, 0xc},
+		{"mov 0x10(%rip),%rax", "", "48 8b 05 10 00 00 00", RIP, NoReg, 0, 0x10},
+		{"look-back mov 0x10(%rsi),%rax; add %rax,%rbx", "90 90 90 90 90 90 90 90 90 90 90 90 48 8b 46 10", "48 01 c3", 6, NoReg, 0, 0x10},
+	} {
+		got := d.Decode(hx(t, tc.before), hx(t, tc.at), &r)
+		if got.Method == None || got.Base != tc.base || got.Index != tc.index || (tc.index != NoReg && got.Scale != tc.scale) || got.Disp != tc.disp {
+			t.Errorf("%s: got %+v, want base %d index %d scale %d disp %#x", tc.name, got, tc.base, tc.index, tc.scale, tc.disp)
+		}
 	}
 }

@@ -1,0 +1,85 @@
+package datatype
+
+import (
+	"testing"
+
+	"github.com/djx-bpf/djx-bpf/decode"
+)
+
+var geo = Geometry{NarrowKlass: true, NarrowOops: true, OopBase: 0, OopShift: 3}
+
+func entryTable() *Table {
+	t := NewTable(geo)
+	// java.util.TreeMap$Entry on JDK 17 with compressed oops and class
+	// pointers (offsets as Unsafe.objectFieldOffset reports them).
+	t.Add(0x800c1000, 0xc1000, "Ljava/util/TreeMap$Entry;", []Field{
+		{Offset: 28, Name: "parent", Sig: "Ljava/util/TreeMap$Entry;"},
+		{Offset: 12, Name: "color", Sig: "Z"},
+		{Offset: 16, Name: "key", Sig: "Ljava/lang/Object;"},
+		{Offset: 20, Name: "value", Sig: "Ljava/lang/Object;"},
+		{Offset: 24, Name: "left", Sig: "Ljava/util/TreeMap$Entry;"},
+		{Offset: 32, Name: "right", Sig: "Ljava/util/TreeMap$Entry;"},
+	})
+	t.Add(0x800c2000, 0xc2000, "[J", nil)
+	return t
+}
+
+func TestFieldAt(t *testing.T) {
+	tb := entryTable()
+	e := tb.ByKlassWord(0x1234_0000_000c1000) // high half: the first field
+	if e == nil || e.Name != "java.util.TreeMap$Entry" {
+		t.Fatalf("klass word lookup: %+v", e)
+	}
+	for off, want := range map[uint64]string{0: FieldHeader, 8: FieldHeader, 12: "color", 13: "[+13]", 16: "key", 19: "key", 24: "left", 28: "parent", 32: "right", 36: "[+36]"} {
+		if got := tb.FieldAt(e, off); got != want {
+			t.Errorf("offset %d: %q, want %q", off, got, want)
+		}
+	}
+	a := tb.BySig("[J")
+	if a == nil || a.Name != "long[]" {
+		t.Fatalf("array lookup: %+v", a)
+	}
+	for off, want := range map[uint64]string{8: FieldHeader, 12: FieldLength, 16: "", 4096: ""} {
+		if got := tb.FieldAt(a, off); got != want {
+			t.Errorf("array offset %d: %q, want %q", off, got, want)
+		}
+	}
+	if tb.ByKlassWord(0xc3000) != nil {
+		t.Error("unknown klass found")
+	}
+}
+
+func TestObject(t *testing.T) {
+	var regs decode.Regs
+	var hdr [15][2]uint64
+	const obj = 0x7_0000_1000
+	regs.GPR[6] = obj          // rsi: pt_regs slot 13
+	regs.GPR[11] = obj >> 3    // r11 holds the narrow oop: slot 6
+	regs.GPR[12] = geo.OopBase // r12: the heap base
+	hdr[13] = [2]uint64{1, 0xc1000}
+	hdr[6] = [2]uint64{1 | 0x5a5a<<11, 0xc1000}
+	h := Headers{OK: 1<<13 | 1<<6, Narrow: 1 << 6, Hdr: &hdr}
+	for _, tc := range []struct {
+		name string
+		res  decode.Result
+		ok   bool
+	}{
+		{"mov 0x18(%rsi)", decode.Result{Base: 6, Index: decode.NoReg, Disp: 0x18}, true},
+		{"mov 0x18(%r12,%r11,8)", decode.Result{Base: 12, Index: 11, Scale: 8, Disp: 0x18}, true},
+		{"mov 0x18(,%r11,8)", decode.Result{Base: decode.NoReg, Index: 11, Scale: 8, Disp: 0x18}, true},
+		{"mov 0x18(%rax): no header read", decode.Result{Base: 0, Index: decode.NoReg, Disp: 0x18}, false},
+		{"mov 0x10(%rsi,%r11,4): an element index, not an oop", decode.Result{Base: 6, Index: 11, Scale: 4, Disp: 0x10}, true},
+		{"mov 0x10(%rip)", decode.Result{Base: decode.RIP, Index: decode.NoReg}, false},
+	} {
+		o, _, k, ok := geo.Object(tc.res, &regs, h)
+		if ok != tc.ok || ok && (o != obj || k != 0xc1000) {
+			t.Errorf("%s: object %#x klass %#x ok %v, want %#x ok %v", tc.name, o, k, ok, uint64(obj), tc.ok)
+		}
+	}
+	// An unlocked mark with bits above the hash is no mark word: the
+	// register pointed into an array's data, not at an object.
+	hdr[13] = [2]uint64{1 | 1<<50, 0xc1000}
+	if _, _, _, ok := geo.Object(decode.Result{Base: 6, Index: decode.NoReg}, &regs, h); ok {
+		t.Error("implausible mark accepted")
+	}
+}

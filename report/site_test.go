@@ -20,7 +20,7 @@ func TestSiteNamesTheUsersCode(t *testing.T) {
 		{[]string{"java.lang.AbstractStringBuilder.ensureCapacityInternal:228", "java.lang.StringBuilder.append:173", "sun.nio.cs.X.y:1", "javax.a.B.c:2", "jdk.internal.D.e:3", "com.sun.F.g:4", "Main.run:5"},
 			"Main.run:5 ← AbstractStringBuilder.ensureCapacityInternal"},
 		{[]string{"HotArrays.allocHot:12", "HotArrays.main:61"}, "HotArrays.allocHot:12"}, // the user's own frame: as today
-		{[]string{"java.lang.Thread.run:833"}, "java.lang.Thread.run:833"},                 // all JDK: as today
+		{[]string{"java.lang.Thread.run:833"}, "java.lang.Thread.run:833"},                // all JDK: as today
 	} {
 		o := allocObj("byte[]", 1, tc.path...)
 		if got := o.siteAt(4, 0); got != tc.want {

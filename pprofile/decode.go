@@ -33,7 +33,7 @@ type decoded struct {
 	rep     *report.Report
 	objects map[string]int   // objectKey → index in rep.Objects
 	paths   []map[string]int // per object: path key → index in Accesses
-	rest    map[string]int   // remainder: where + path key → index
+	rest    map[string]int   // remainder: where + data type + path key → index
 }
 
 // objectKey identifies an object by its frame (type and site) and
@@ -63,7 +63,7 @@ func Decode(p *profile.Profile) ([]*report.Report, error) {
 		switch {
 		case m.Version > Version:
 			return nil, fmt.Errorf("written by a newer djx-bpf (format version %d, this one reads %d)", m.Version, Version)
-		case m.Version != Version:
+		case m.Version < 1:
 			return nil, fmt.Errorf("corrupt djx-bpf metadata: format version %d", m.Version)
 		case m.Report == nil:
 			return nil, fmt.Errorf("corrupt djx-bpf metadata: no report")
@@ -132,11 +132,11 @@ func Decode(p *profile.Profile) ([]*report.Report, error) {
 			stack = append(stack, f...)
 		}
 		if kind == KindRemainder {
-			where := label(s, "where")
-			if len(stack) == 0 || stack[len(stack)-1] != report.RemainderFrame(where) {
-				return nil, fmt.Errorf("corrupt sample: remainder sample does not end in %q", report.RemainderFrame(where))
+			a := report.Access{Where: label(s, "where"), DataType: label(s, LabelDataType)}
+			if root := report.RemainderRoot(&a); len(stack) == 0 || stack[len(stack)-1] != root {
+				return nil, fmt.Errorf("corrupt sample: remainder sample does not end in %q", root)
 			}
-			d.addRemainder(where, stack[:len(stack)-1], uint64(n), s)
+			d.addRemainder(a.Where, a.DataType, stack[:len(stack)-1], uint64(n), s)
 			continue
 		}
 		at := slices.IndexFunc(stack, func(f string) bool { return strings.HasPrefix(f, "[object] ") })
@@ -181,15 +181,15 @@ func (d *decoded) addAccess(obj int, path []string, n uint64, s *profile.Sample)
 	addMetrics(&o.Accesses[len(o.Accesses)-1], s)
 }
 
-func (d *decoded) addRemainder(where string, path []string, n uint64, s *profile.Sample) {
-	key := where + "\x01" + strings.Join(path, "\x00")
+func (d *decoded) addRemainder(where, dataType string, path []string, n uint64, s *profile.Sample) {
+	key := where + "\x01" + dataType + "\x01" + strings.Join(path, "\x00")
 	if i, ok := d.rest[key]; ok {
 		d.rep.Remainder[i].Samples += n
 		addMetrics(&d.rep.Remainder[i], s)
 		return
 	}
 	d.rest[key] = len(d.rep.Remainder)
-	d.rep.Remainder = append(d.rep.Remainder, report.Access{Where: where, Path: clonePath(path), Samples: n})
+	d.rep.Remainder = append(d.rep.Remainder, report.Access{Where: where, DataType: dataType, Path: clonePath(path), Samples: n})
 	addMetrics(&d.rep.Remainder[len(d.rep.Remainder)-1], s)
 }
 

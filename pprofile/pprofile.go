@@ -14,7 +14,8 @@
 // unknown: its holder chain stands there instead, last hop first, under
 // "[held by]" (report.HolderFrame, the root). Samples in no tracked object end in
 // "[not in a tracked object: WHERE]" (report.RemainderFrame) instead of an
-// object and its allocation path.
+// object and its allocation path, or, when their data type is known, in
+// "[type] java.util.TreeMap$Entry.left" (report.TypeFrame).
 //
 // Every sample has the six values of SampleTypes. Access samples carry
 // samples and est_samples; each object also gets one allocation sample
@@ -26,15 +27,19 @@
 // so the parts add up to the rounded estimate); est_alloc_* are rounded.
 //
 // Labels: pid (numeric), type, site and event on object samples, where on
-// remainder samples, and kind: "access" (a sample on an access path of an
-// object), "object" (samples of an object with no access path), "alloc"
-// (allocation counts) or "remainder".
+// remainder samples, data_type on every sample whose data type is known
+// (an object's: its type; a remainder sample's: its Access.DataType, so
+// that pprof -tagfocus=data_type=... selects both), and kind: "access" (a
+// sample on an access path of an object), "object" (samples of an object
+// with no access path), "alloc" (allocation counts) or "remainder".
 //
 // What pprof cannot hold — statistics, notes, mode, JVM, the exact
 // (floating-point) estimates, objects with no samples — is kept in one
 // profile comment per report: the prefix CommentPrefix and compact JSON
-// {"version":1,"report":REPORT} where REPORT is the report's JSON without
-// the objects' access paths and without the remainder. Decode takes those
+// {"version":N,"report":REPORT} where REPORT is the report's JSON without
+// the objects' access paths and without the remainder (the data types are
+// kept whole: their samples overlap the objects' and the remainder's, so
+// they are no samples of the profile). Decode takes those
 // from the comment and the access paths from the samples, so that a report
 // written and read back prints the same table.
 package pprofile
@@ -59,8 +64,11 @@ import (
 // CommentPrefix starts the profile comment that holds a report's metadata.
 const CommentPrefix = "#djx-bpf:report-json:"
 
-// Version is the version of the encoding this package writes and reads.
-const Version = 1
+// Version is the newest version of the encoding this package writes and
+// reads. Version 2 adds remainder samples rooted in a "[type] ..." frame,
+// which readers of version 1 refuse; a report without them is written as
+// version 1, so that older djx-bpf still read it.
+const Version = 2
 
 // Sample value indices, in the order of SampleTypes.
 const (
@@ -94,6 +102,10 @@ const (
 	KindAlloc     = "alloc"
 	KindRemainder = "remainder"
 )
+
+// LabelDataType is the label of a sample's data type: an object's type, or
+// a remainder sample's Access.DataType ("java.util.TreeMap$Entry.left").
+const LabelDataType = "data_type"
 
 // ErrForeign is returned (wrapped) for a valid pprof profile that djx-bpf
 // did not write.
@@ -178,7 +190,14 @@ func comment(r *report.Report) (string, error) {
 	b.WriteString(CommentPrefix)
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(meta{Version: Version, Report: &c}); err != nil {
+	v := 1
+	for i := range r.Remainder {
+		if r.Remainder[i].DataType != "" {
+			v = Version
+			break
+		}
+	}
+	if err := enc.Encode(meta{Version: v, Report: &c}); err != nil {
 		return "", fmt.Errorf("encode pprof: report of pid %d: %w", r.PID, err)
 	}
 	return strings.TrimSuffix(b.String(), "\n"), nil
@@ -201,7 +220,7 @@ func (e *encoder) report(r *report.Report) {
 		tail = append(tail, e.loc(report.ObjectFrame(o)))
 		tail = e.appendLocs(tail, lin)
 		labels := func(kind string) map[string][]string {
-			return map[string][]string{"type": {o.Type}, "site": {o.Site}, "event": {r.Event}, "kind": {kind}}
+			return map[string][]string{"type": {o.Type}, "site": {o.Site}, "event": {r.Event}, "kind": {kind}, LabelDataType: {o.Type}}
 		}
 		weights := make([]uint64, len(o.Accesses)+1)
 		var onPaths uint64
@@ -234,8 +253,11 @@ func (e *encoder) report(r *report.Report) {
 	for _, a := range r.Remainder {
 		stack := make([]*profile.Location, 0, len(a.Path)+1)
 		stack = e.appendLocs(stack, a.Path)
-		stack = append(stack, e.loc(report.RemainderFrame(a.Where)))
+		stack = append(stack, e.loc(report.RemainderRoot(&a)))
 		labels := map[string][]string{"where": {a.Where}, "event": {r.Event}, "kind": {KindRemainder}}
+		if a.DataType != "" {
+			labels[LabelDataType] = []string{a.DataType}
+		}
 		e.add(stack, labels, metricLabels(pid, a.Mem, a.NUMA), ValSamples, clamp(a.Samples), ValLatency, latency(a.Mem))
 	}
 }

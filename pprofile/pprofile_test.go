@@ -351,7 +351,8 @@ func TestPprofReadErrors(t *testing.T) {
 		{"go heap profile", heap.Bytes(), "not a djx-bpf profile: no \"#djx-bpf:report-json\" comment (a pprof from another tool?)"},
 		{"no metadata", foreign, "not a djx-bpf profile"},
 		{"bad json", withComment(CommentPrefix + "{"), "corrupt djx-bpf metadata"},
-		{"newer", withComment(CommentPrefix + `{"version":2,"report":{}}`), "written by a newer djx-bpf (format version 2, this one reads 1)"},
+		{"newer", withComment(CommentPrefix + `{"version":3,"report":{}}`), "written by a newer djx-bpf (format version 3, this one reads 2)"},
+		{"version 0", withComment(CommentPrefix + `{"version":0,"report":{}}`), "corrupt djx-bpf metadata: format version 0"},
 		{"other objects", withComment(CommentPrefix + `{"version":1,"report":{"pid":4242}}`), "is not in the metadata of pid 4242"},
 		{"other pid", withComment(CommentPrefix + `{"version":1,"report":{"pid":1}}`), "pid 4242 has no djx-bpf metadata"},
 	} {

@@ -31,6 +31,23 @@ func (o *Object) Lineage() []string {
 	return append(l, HolderFrame)
 }
 
+// TypeFrame names the root frame of remainder samples whose data type is
+// known, "[type] java.util.TreeMap$Entry.left" (dataType as in
+// Access.DataType), in place of RemainderFrame.
+func TypeFrame(dataType string) string { return TypeFramePrefix + dataType }
+
+// TypeFramePrefix starts a TypeFrame.
+const TypeFramePrefix = "[type] "
+
+// RemainderRoot is the root frame of a remainder path: its TypeFrame when
+// its data type is known, else its RemainderFrame.
+func RemainderRoot(a *Access) string {
+	if a.DataType != "" {
+		return TypeFrame(a.DataType)
+	}
+	return RemainderFrame(a.Where)
+}
+
 // RemainderFrame names the frame under which the access paths of samples in
 // no tracked object hang, "[not in a tracked object: outside the heap]".
 func RemainderFrame(where string) string { return "[not in a tracked object: " + where + "]" }
@@ -42,7 +59,8 @@ func RemainderFrame(where string) string { return "[not in a tracked object: " +
 // (ObjectFrame) and the access path down to its innermost frame, so that a
 // flame graph groups cost by object first. Samples of an object with no
 // access path end at the object frame; samples in no tracked object hang
-// under RemainderFrame. opt.Top limits the objects (0: all), opt.Depth the
+// under RemainderFrame, or under their TypeFrame when their data type is
+// known. opt.Top limits the objects (0: all), opt.Depth the
 // access frames kept, innermost first (0: all); opt.AccessTop is ignored:
 // every path is written so that the counts add up.
 func WriteCollapsed(w io.Writer, r *Report, opt TableOptions) error {
@@ -91,7 +109,7 @@ func WriteCollapsed(w io.Writer, r *Report, opt TableOptions) error {
 		}
 	}
 	for _, a := range MergeAccesses(r.Remainder, opt.Depth, r.Stats.Samples) {
-		emit([]string{RemainderFrame(a.Where)}, a.Path, a.Samples)
+		emit([]string{RemainderRoot(&a)}, a.Path, a.Samples)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write collapsed stacks: %w", err)

@@ -13,8 +13,12 @@ import (
 //
 //   - objects with equal type, site, allocation path and holder add their counts,
 //     estimates and samples, and their access paths merge (equal paths add);
-//   - the remainder merges the same way; statistics add (a bool such as
-//     heap_known holds only if it holds in every report);
+//   - the remainder merges the same way (equal where, data type and path
+//     add); data types of equal type and field add, with their access
+//     paths; an object's fields add by name; statistics add (a bool such
+//     as heap_known holds only if it holds in every report; named counts
+//     each report's named samples, also of reports from before it was
+//     counted);
 //   - durations add up, as pprof merges do: the result is profile-seconds,
 //     and samples per second stay those of one instance;
 //   - pid is kept when all reports share it, else 0; JVM, mode and event
@@ -41,7 +45,10 @@ func Merge(reps ...*Report) *Report {
 		pids                 []int
 		objIdx               = make(map[string]int)
 		accesses             [][]Access
+		fields               [][]FieldShare
 		remainder            []Access
+		dataTypes            []DataType
+		named                uint64
 		notes                = make(map[string]bool)
 		samePID, sameSetting = true, true
 	)
@@ -68,6 +75,7 @@ func Merge(reps ...*Report) *Report {
 		if n > 0 {
 			addStats(&out.Stats, &r.Stats)
 		}
+		named += r.namedSamples()
 		for _, o := range r.Objects {
 			k := o.Type + "\x00" + o.Site + "\x00" + strings.Join(o.AllocPath, "\x00") + "\x01" + strings.Join(o.Holder, "\x00")
 			i, ok := objIdx[k]
@@ -76,18 +84,22 @@ func Merge(reps ...*Report) *Report {
 				objIdx[k] = i
 				c := o
 				c.Accesses = nil
+				c.Fields = nil
 				c.AllocPath = slices.Clone(o.AllocPath)
 				c.Holder = slices.Clone(o.Holder)
 				// Copies, so that merging never changes its inputs.
 				c.Mem, c.NUMA = SumMem(nil, o.Mem), SumNUMA(nil, o.NUMA)
 				out.Objects = append(out.Objects, c)
 				accesses = append(accesses, nil)
+				fields = append(fields, nil)
 			} else {
 				out.Objects[i].AddCounts(&o)
 			}
 			accesses[i] = append(accesses[i], o.Accesses...)
+			fields[i] = append(fields[i], o.Fields...)
 		}
 		remainder = append(remainder, r.Remainder...)
+		dataTypes = append(dataTypes, r.DataTypes...)
 		for _, note := range r.Notes {
 			if n == 0 || !notes[note] { // the first report's notes stay as they are
 				notes[note] = true
@@ -105,10 +117,17 @@ func Merge(reps ...*Report) *Report {
 		if accesses[i] != nil {
 			out.Objects[i].Accesses = MergeAccesses(accesses[i], 0, out.Objects[i].Samples)
 		}
+		if fields[i] != nil {
+			out.Objects[i].Fields = mergeFields(fields[i])
+		}
 	}
 	if remainder != nil {
 		out.Remainder = MergeAccesses(remainder, 0, out.Stats.Samples)
 	}
+	if dataTypes != nil {
+		out.DataTypes = mergeDataTypes(dataTypes)
+	}
+	out.Stats.Named = named
 	if len(reps) > 1 {
 		what := fmt.Sprintf("merged %d profiles of pid %d", len(reps), first.PID)
 		if !samePID {

@@ -46,6 +46,10 @@ type Object struct {
 	// Accesses are the code paths whose samples hit this object, most
 	// sampled first.
 	Accesses []Access `json:"accesses,omitempty"`
+	// Fields breaks a tracked instance object's samples down by the field
+	// they fell in, most sampled first (empty for arrays, and when the
+	// fields are not known).
+	Fields []FieldShare `json:"fields,omitempty"`
 	// Mem: hardware sources only; NUMA: with --numa.
 	Mem  *MemMetrics  `json:"mem,omitempty"`
 	NUMA *NUMAMetrics `json:"numa,omitempty"`
@@ -68,11 +72,20 @@ func (o *Object) AddCounts(b *Object) {
 // Access is one access path: the code that touched an object (or, in the
 // remainder, memory outside tracked objects) and its samples.
 type Access struct {
-	// Where is set in the remainder only: "heap (untracked object)",
-	// "outside the heap", "heap range unknown" or "no data address".
-	Where   string   `json:"where,omitempty"`
-	Path    []string `json:"path"` // innermost frame first
-	Samples uint64   `json:"samples"`
+	// Where is set in the remainder only: "heap (untracked object)", the
+	// memory region of an address outside the heap ("thread stack", "code
+	// cache", "metaspace", "class space", "GC card table", "native
+	// (malloc)", "mapped file /data/idx/_0.dvd", "anonymous", "unknown";
+	// "outside the heap" in reports from before regions were named), "heap
+	// range unknown" or "no data address".
+	Where string `json:"where,omitempty"`
+	// DataType is set in the remainder only: the data type of the access,
+	// "java.util.TreeMap$Entry.left" or "long[]" (DataTypeName), when the
+	// sample's heap object and field were named. The remainder is keyed by
+	// (Where, DataType, Path).
+	DataType string   `json:"data_type,omitempty"`
+	Path     []string `json:"path"` // innermost frame first
+	Samples  uint64   `json:"samples"`
 	// Share is of the object's samples (of all samples, in the remainder).
 	Share float64      `json:"share"`
 	Mem   *MemMetrics  `json:"mem,omitempty"`
@@ -102,6 +115,12 @@ type Stats struct {
 	AgentDropped   uint64  `json:"agent_dropped"`
 	AgentErrors    uint64  `json:"agent_errors"`
 	HeapKnown      bool    `json:"heap_known"`
+	// TypeUnknown counts in-heap samples whose data type could not be
+	// named; Named the samples with an address that something names: a
+	// tracked object, a data type, or a region other than "unknown"
+	// (Finish counts it from the objects and the remainder when it is 0).
+	TypeUnknown uint64 `json:"type_unknown,omitempty"`
+	Named       uint64 `json:"named,omitempty"`
 	// GC relocation tracking.
 	GCs             uint64 `json:"gcs,omitempty"`              // GCs seen
 	Relocations     uint64 `json:"relocations,omitempty"`      // tracked objects moved by observed copies
@@ -191,7 +210,10 @@ type Report struct {
 	AllocIntervalMax uint64   `json:"alloc_interval_max,omitempty"`
 	MinSize          uint64   `json:"min_size"`
 	Objects          []Object `json:"objects"`
-	Stats            Stats    `json:"stats"`
+	// DataTypes are the in-heap samples by data type and field, tracked
+	// objects or not, most sampled first.
+	DataTypes []DataType `json:"data_types,omitempty"`
+	Stats     Stats      `json:"stats"`
 	// Remainder holds the access paths of samples that hit no tracked
 	// object, so that no sample is silently dropped: code-centric.
 	Remainder []Access `json:"remainder,omitempty"`
@@ -213,8 +235,11 @@ func (r *Report) Finish() {
 			o.Share = float64(o.Samples) / float64(r.Stats.Attributed)
 		}
 		finishAccesses(o.Accesses, o.Samples)
+		finishFields(o.Fields, o.Samples)
 	}
 	finishAccesses(r.Remainder, r.Stats.Samples)
+	finishDataTypes(r.DataTypes, r.Stats.InHeap)
+	r.Stats.Named = r.namedSamples()
 	sort.SliceStable(r.Objects, func(i, j int) bool {
 		a, b := &r.Objects[i], &r.Objects[j]
 		if a.Samples != b.Samples {
@@ -242,15 +267,6 @@ func HolderText(h []string, depth int) string {
 	return cut + strings.Join(h, " → ")
 }
 
-// siteText is what the table shows of where an object comes from: its
-// allocation site, or for census objects their holder chain.
-func (o *Object) siteText(depth int) string {
-	if o.Origin == OriginCensus && len(o.Holder) > 0 {
-		return HolderText(o.Holder, depth)
-	}
-	return o.Site
-}
-
 // Origins of objects.
 const (
 	OriginAllocation = "allocation"
@@ -274,13 +290,16 @@ func finishAccesses(as []Access, total uint64) {
 		if a.Where != b.Where {
 			return strings.Compare(a.Where, b.Where)
 		}
+		if a.DataType != b.DataType {
+			return strings.Compare(a.DataType, b.DataType)
+		}
 		return slices.Compare(a.Path, b.Path)
 	})
 }
 
 // MergeAccesses adds up paths that are equal after cutting them to depth
-// frames (0: whole paths) and returns them in Finish's order with shares of
-// total.
+// frames (0: whole paths), of equal Where and DataType, and returns them in
+// Finish's order with shares of total.
 func MergeAccesses(as []Access, depth int, total uint64) []Access {
 	var out []Access
 	idx := make(map[string]int)
@@ -289,7 +308,7 @@ func MergeAccesses(as []Access, depth int, total uint64) []Access {
 		if depth > 0 && len(p) > depth {
 			p = p[:depth]
 		}
-		k := a.Where + "\x01" + strings.Join(p, "\x00")
+		k := a.Where + "\x01" + a.DataType + "\x01" + strings.Join(p, "\x00")
 		if i, ok := idx[k]; ok {
 			out[i].Samples += a.Samples
 			out[i].Mem = SumMem(out[i].Mem, a.Mem)
@@ -297,7 +316,7 @@ func MergeAccesses(as []Access, depth int, total uint64) []Access {
 			continue
 		}
 		idx[k] = len(out)
-		out = append(out, Access{Where: a.Where, Path: p, Samples: a.Samples, Mem: SumMem(nil, a.Mem), NUMA: SumNUMA(nil, a.NUMA)})
+		out = append(out, Access{Where: a.Where, DataType: a.DataType, Path: p, Samples: a.Samples, Mem: SumMem(nil, a.Mem), NUMA: SumNUMA(nil, a.NUMA)})
 	}
 	finishAccesses(out, total)
 	return out
@@ -310,10 +329,14 @@ func (r *Report) top(n int) []Object {
 	return r.Objects
 }
 
-// WriteJSON writes the report with at most top objects (0: all).
+// WriteJSON writes the report with at most top objects and top data types
+// (0: all).
 func WriteJSON(w io.Writer, r *Report, top int) error {
 	c := *r
 	c.Objects = r.top(top)
+	if top > 0 && len(c.DataTypes) > top {
+		c.DataTypes = c.DataTypes[:top]
+	}
 	if c.Objects == nil {
 		c.Objects = []Object{}
 	}
@@ -356,10 +379,10 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 	fmt.Fprintln(w)
 	// Sites that no sample hit cost nothing measurable: the table leaves
 	// them out (JSON keeps them, with their allocation counts).
-	var objs []Object
+	var objs []*Object
 	quiet := 0
-	for _, o := range r.Objects {
-		if o.Samples == 0 {
+	for i := range r.Objects {
+		if o := &r.Objects[i]; o.Samples == 0 {
 			quiet++
 		} else if top <= 0 || len(objs) < top {
 			objs = append(objs, o)
@@ -392,9 +415,10 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 			tablewriter.WithHeaderAutoFormat(tw.Off),
 		)
 		t.Header(header)
+		sites := siteTexts(objs, opt.Depth, func(i int) string { return objs[i].Type })
 		for i, o := range objs {
 			row := []string{
-				strconv.Itoa(i + 1), o.Type, o.siteText(opt.Depth),
+				strconv.Itoa(i + 1), o.Type, sites[i],
 				fmt.Sprintf("%d (%.0f)", o.Objects, o.EstObjects),
 				Bytes(o.Bytes),
 				strconv.FormatUint(o.Samples, 10),
@@ -437,6 +461,10 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 	}
 	fmt.Fprintf(w, "samples %d, with address %d (%s), in heap %s, attributed %d (%s of in heap), dropped %d\n",
 		s.Samples, s.WithAddress, pct(s.WithAddress, s.Samples), heap, s.Attributed, pct(s.Attributed, s.InHeap), s.Dropped)
+	if r.namesMore() {
+		fmt.Fprintf(w, "named %d (%s of samples with an address: by an object, a data type or a region), in heap of unknown type %d\n",
+			s.Named, pct(s.Named, s.WithAddress), s.TypeUnknown)
+	}
 	fmt.Fprintf(w, "allocations tracked %d (callbacks %d, below min size %d, agent drops %d)\n",
 		s.AllocsTracked, s.AllocCallbacks, s.AllocsBelowMin, s.AgentDropped)
 	if s.CostJVMCPUMs > 0 {
@@ -491,7 +519,7 @@ func numaColumn(n *NUMAMetrics) string {
 
 // writeNUMA lists, per shown object, the nodes holding its sampled pages
 // and the nodes of the CPUs that accessed it.
-func writeNUMA(w io.Writer, objs []Object) {
+func writeNUMA(w io.Writer, objs []*Object) {
 	any := false
 	nodes := func(m map[int]uint64) string {
 		var total uint64
@@ -548,26 +576,20 @@ func stackErrors(m map[string]uint64) string {
 	return "; no Java stack: " + strings.Join(parts, ", ")
 }
 
-// writeAccesses lists under each shown object its top access paths, then
-// the top paths of samples in no tracked object.
-func writeAccesses(w io.Writer, objs []Object, r *Report, opt TableOptions) {
-	if opt.AccessTop <= 0 {
+// writeAccesses lists under each shown object its fields and top access
+// paths, then the data types and the top paths of samples in no tracked
+// object, by region.
+func writeAccesses(w io.Writer, objs []*Object, r *Report, opt TableOptions) {
+	if opt.AccessTop <= 0 && len(r.DataTypes) == 0 {
 		return
-	}
-	line := func(a Access) {
-		extra := ""
-		if a.Mem != nil && a.Mem.Samples > 0 {
-			extra += fmt.Sprintf("  [avg lat %.0f, DRAM %s]", float64(a.Mem.Latency)/float64(a.Mem.Samples), memColumns(a.Mem)[1])
-		}
-		if a.NUMA != nil {
-			extra += "  [remote " + numaColumn(a.NUMA) + "]"
-		}
-		fmt.Fprintf(w, "  %6.1f%% %6d  %s%s\n", 100*a.Share, a.Samples, strings.Join(a.Path, " <- "), extra)
 	}
 	any := false
 	for i, o := range objs {
+		if opt.AccessTop <= 0 {
+			break
+		}
 		as := MergeAccesses(o.Accesses, opt.Depth, o.Samples)
-		if len(as) == 0 {
+		if len(as) == 0 && len(o.Fields) == 0 {
 			continue
 		}
 		if !any {
@@ -579,32 +601,173 @@ func writeAccesses(w io.Writer, objs []Object, r *Report, opt TableOptions) {
 		} else {
 			fmt.Fprintf(w, "#%d %s allocated at %s\n", i+1, o.Type, o.Site)
 		}
-		for k, a := range as {
-			if k == opt.AccessTop {
-				fmt.Fprintf(w, "  ... %d more paths\n", len(as)-k)
-				break
-			}
-			line(a)
+		if len(o.Fields) > 0 {
+			fmt.Fprintf(w, "  fields: %s\n", fieldsText(o.Fields, 5))
 		}
+		writePaths(w, as, opt.AccessTop, "  ")
 	}
-	rest := MergeAccesses(r.Remainder, opt.Depth, r.Stats.Samples)
-	if len(rest) > 0 {
-		var n uint64
-		for _, a := range rest {
-			n += a.Samples
-		}
-		fmt.Fprintf(w, "\nnot in a tracked object: %d samples (share of all samples):\n", n)
-		for k, a := range rest {
-			if k == opt.AccessTop {
-				fmt.Fprintf(w, "  ... %d more paths\n", len(rest)-k)
-				break
-			}
-			fmt.Fprintf(w, "  %6.1f%% %6d  [%s] %s\n", 100*a.Share, a.Samples, a.Where, strings.Join(a.Path, " <- "))
-		}
-	}
-	if any || len(rest) > 0 {
+	dt := writeDataTypes(w, r, opt)
+	rest := writeRemainder(w, r, opt)
+	if any || dt || rest {
 		fmt.Fprintln(w)
 	}
+}
+
+// writePaths writes the top paths of as, each line indented.
+func writePaths(w io.Writer, as []Access, top int, indent string) {
+	for k, a := range as {
+		if k == top {
+			fmt.Fprintf(w, "%s... %d more paths\n", indent, len(as)-k)
+			break
+		}
+		extra := ""
+		if a.Mem != nil && a.Mem.Samples > 0 {
+			extra += fmt.Sprintf("  [avg lat %.0f, DRAM %s]", float64(a.Mem.Latency)/float64(a.Mem.Samples), memColumns(a.Mem)[1])
+		}
+		if a.NUMA != nil {
+			extra += "  [remote " + numaColumn(a.NUMA) + "]"
+		}
+		dt := ""
+		if a.DataType != "" {
+			dt = "[" + a.DataType + "] "
+		}
+		fmt.Fprintf(w, "%s%6.1f%% %6d  %s%s%s\n", indent, 100*a.Share, a.Samples, dt, strings.Join(a.Path, " <- "), extra)
+	}
+}
+
+// fieldsText lists the first n fields with their shares.
+func fieldsText(fs []FieldShare, n int) string {
+	parts := make([]string, 0, min(len(fs), n)+1)
+	for k, f := range fs {
+		if k == n {
+			parts = append(parts, fmt.Sprintf("%d more", len(fs)-k))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f%%", f.Field, 100*f.Share))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// namesMore says whether the report names samples beyond tracked objects:
+// data types or regions (reports from before they were named do not).
+func (r *Report) namesMore() bool {
+	if len(r.DataTypes) > 0 || r.Stats.TypeUnknown > 0 {
+		return true
+	}
+	for i := range r.Remainder {
+		if r.Remainder[i].Named() {
+			return true
+		}
+	}
+	return false
+}
+
+// writeDataTypes writes the table of the top data types and their top
+// access paths; it says whether it wrote anything.
+func writeDataTypes(w io.Writer, r *Report, opt TableOptions) bool {
+	ds := r.DataTypes
+	if len(ds) == 0 {
+		return false
+	}
+	more := 0
+	if opt.Top > 0 && len(ds) > opt.Top {
+		ds, more = ds[:opt.Top], len(ds)-opt.Top
+	}
+	fmt.Fprintf(w, "\ndata types (share of in-heap samples; named %.1f%% of samples with an address):\n", 100*r.Stats.NamedShare())
+	right := tw.AlignRight
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: []tw.Align{right, tw.AlignLeft, tw.AlignLeft, right, right}}),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+	)
+	t.Header([]string{"#", "TYPE", "FIELD", "SAMPLES", "SHARE"})
+	for i := range ds {
+		d := &ds[i]
+		if err := t.Append([]string{strconv.Itoa(i + 1), d.Type, d.fieldText(), strconv.FormatUint(d.Samples, 10), fmt.Sprintf("%.1f%%", 100*d.Share)}); err != nil {
+			fmt.Fprintf(w, "render table: %v\n", err)
+			return true
+		}
+	}
+	if err := t.Render(); err != nil {
+		fmt.Fprintf(w, "render table: %v\n", err)
+		return true
+	}
+	if more > 0 {
+		fmt.Fprintf(w, "%d more data types (--format json lists them)\n", more)
+	}
+	if opt.AccessTop <= 0 {
+		return true
+	}
+	head := false
+	for i := range ds {
+		d := &ds[i]
+		as := MergeAccesses(d.Accesses, opt.Depth, d.Samples)
+		if len(as) == 0 {
+			continue
+		}
+		if !head {
+			fmt.Fprintln(w, "\naccess paths (share of the data type's samples, innermost frame first):")
+			head = true
+		}
+		fmt.Fprintf(w, "#%d %s\n", i+1, d.Name())
+		writePaths(w, as, opt.AccessTop, "  ")
+	}
+	return true
+}
+
+// writeRemainder writes the samples in no tracked object by region (where),
+// most sampled first, each with its top paths; it says whether it wrote
+// anything.
+func writeRemainder(w io.Writer, r *Report, opt TableOptions) bool {
+	if opt.AccessTop <= 0 {
+		return false
+	}
+	rest := MergeAccesses(r.Remainder, opt.Depth, r.Stats.Samples)
+	if len(rest) == 0 {
+		return false
+	}
+	type region struct {
+		where   string
+		samples uint64
+		paths   []Access
+	}
+	var regions []*region
+	by := make(map[string]*region)
+	var n uint64
+	for _, a := range rest { // in MergeAccesses' order: most sampled first
+		g := by[a.Where]
+		if g == nil {
+			g = &region{where: a.Where}
+			by[a.Where] = g
+			regions = append(regions, g)
+		}
+		g.samples += a.Samples
+		g.paths = append(g.paths, a)
+		n += a.Samples
+	}
+	sort.SliceStable(regions, func(i, j int) bool {
+		if regions[i].samples != regions[j].samples {
+			return regions[i].samples > regions[j].samples
+		}
+		return regions[i].where < regions[j].where
+	})
+	fmt.Fprintf(w, "\nnot in a tracked object: %d samples (share of all samples), by region:\n", n)
+	for k, g := range regions {
+		if opt.Top > 0 && k == opt.Top {
+			var left uint64
+			for _, g := range regions[k:] {
+				left += g.samples
+			}
+			fmt.Fprintf(w, "  ... %d more regions, %d samples\n", len(regions)-k, left)
+			break
+		}
+		share := 0.0
+		if r.Stats.Samples > 0 {
+			share = float64(g.samples) / float64(r.Stats.Samples)
+		}
+		fmt.Fprintf(w, "  %s: %d samples (%.1f%%)\n", g.where, g.samples, 100*share)
+		writePaths(w, g.paths, opt.AccessTop, "    ")
+	}
+	return true
 }
 
 // Bytes formats a byte count with binary units (1536 → "1.5KiB").

@@ -106,8 +106,13 @@ func WriteScanTable(w io.Writer, s *Scan, opt TableOptions) error {
 			tablewriter.WithHeaderAutoFormat(tw.Off),
 		)
 		t.Header("#", "PID", "TYPE", "ALLOCATION SITE", "BYTES", "SAMPLES", "SHARE")
+		objs := make([]*Object, len(rows))
+		for i := range rows {
+			objs[i] = rows[i].o
+		}
+		sites := siteTexts(objs, DefaultTableOptions.Depth, func(i int) string { return strconv.Itoa(rows[i].pid) + "\x00" + rows[i].o.Type })
 		for i, r := range rows {
-			if err := t.Append([]string{strconv.Itoa(i + 1), strconv.Itoa(r.pid), r.o.Type, r.o.siteText(DefaultTableOptions.Depth), Bytes(r.o.Bytes),
+			if err := t.Append([]string{strconv.Itoa(i + 1), strconv.Itoa(r.pid), r.o.Type, sites[i], Bytes(r.o.Bytes),
 				strconv.FormatUint(r.o.Samples, 10), fmt.Sprintf("%.1f%%", 100*float64(r.o.Samples)/float64(total))}); err != nil {
 				return fmt.Errorf("render scan table: %w", err)
 			}

@@ -42,7 +42,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		top    = fs.Int("top", report.DefaultTableOptions.Top, "objects to show (0: all); collapsed: all unless given")
 		accTop = fs.Int("access-top", report.DefaultTableOptions.AccessTop, "table: access paths shown under each object and in the remainder (0: none)")
 		depth  = fs.Int("depth", report.DefaultTableOptions.Depth, "table, collapsed: frames kept per access path, innermost first (0: all); collapsed: all unless given")
-		focus  = fs.String("focus", "", "keep only objects whose type or allocation site matches `REGEX`")
+		focus  = fs.String("focus", "", "keep only objects whose type or allocation site, and data types whose name, match `REGEX`")
 		pid    = fs.Int("pid", 0, "keep only the profiles of the JVM with this `PID`")
 	)
 	// Flags may come after files too (djx-bpf report a.pb.gz --top 5);

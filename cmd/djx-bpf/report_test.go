@@ -50,9 +50,15 @@ func fixtureReport(instance int) *report.Report {
 			StackSignals: 15758, Stacks: 15500, StacksJava: 15200, SamplesWithStack: 15400, SamplesJavaStack: 15100,
 			StackErrors: map[string]uint64{"thread without JNIEnv": 300}},
 		Remainder: []report.Access{
-			{Where: "heap (untracked object)", Path: []string{"HotArrays.scanA:31", "HotArrays.run:49", "java.lang.Thread.run:833"}, Samples: 2154},
-			{Where: "outside the heap", Path: []string{"libjvm.so`SpinPause", "[no Java stack: thread without JNIEnv]"}, Samples: 158},
+			{Where: "heap (untracked object)", DataType: "long[]", Path: []string{"HotArrays.scanA:31", "HotArrays.run:49", "java.lang.Thread.run:833"}, Samples: 2154},
+			{Where: "thread stack", Path: []string{"libjvm.so`SpinPause", "[no Java stack: thread without JNIEnv]"}, Samples: 158},
 			{Where: "no data address", Path: []string{"HotArrays.run:48", "java.lang.Thread.run:833"}, Samples: 426},
+		},
+		DataTypes: []report.DataType{
+			{Type: "long[]", Samples: 10238 + 1776 + 2154, Accesses: []report.Access{
+				{Path: []string{"HotArrays.scanA:31", "HotArrays.run:49", "java.lang.Thread.run:833"}, Samples: 10154},
+				{Path: []string{"HotArrays.scanCold:44", "HotArrays.run:51", "java.lang.Thread.run:833"}, Samples: 1776}}},
+			{Type: "double[]", Samples: 1006},
 		},
 		Notes: []string{"target pid 4242 still running; profiled for 8.0s"},
 	}
@@ -68,6 +74,8 @@ func fixtureReport(instance int) *report.Report {
 			Objects: 2, Bytes: 2 * 4112, EstObjects: 2, EstBytes: 2 * 4112, Samples: 90, EstSamples: 91.5,
 			Accesses: []report.Access{{Path: []string{"HotArrays.extra:70"}, Samples: 90}}})
 		r.Stats.Samples, r.Stats.WithAddress, r.Stats.InHeap, r.Stats.Attributed = 14348, 13922, 13764, 11610
+		r.DataTypes[0].Samples, r.DataTypes[0].Accesses[0].Samples = 8738+1776+2154, 6000+2154
+		r.DataTypes = append(r.DataTypes, report.DataType{Type: "int[]", Samples: 90})
 		r.Stats.StackSignals, r.Stats.Stacks, r.Stats.StacksJava, r.Stats.SamplesWithStack, r.Stats.SamplesJavaStack = 14348, 14100, 13800, 14000, 13700
 	}
 	r.Finish()

@@ -97,11 +97,11 @@ var (
 )
 
 // truthChecks are what every fixture, and the live test, must name right.
-func truthChecks(t *testing.T, m *Map, f fixture, withNMT bool) {
+func truthChecks(t *testing.T, lookup func(uint64) Region, f fixture, withNMT bool) {
 	t.Helper()
 	want := func(what string, addr uint64, name string) {
 		t.Helper()
-		if got := m.Lookup(addr); got.Name != name {
+		if got := lookup(addr); got.Name != name {
 			t.Errorf("%s %#x: %q, want %q", what, addr, got.Name, name)
 		}
 	}
@@ -125,7 +125,7 @@ func truthChecks(t *testing.T, m *Map, f fixture, withNMT bool) {
 			continue
 		}
 		found = true
-		got := m.Lookup(jt.sp)
+		got := lookup(jt.sp)
 		if got.Name != Stack || got.Thread != f.worker || got.TID != jt.tid {
 			t.Errorf("worker's sp %#x: %+v, want the stack of %q (%d)", jt.sp, got, f.worker, jt.tid)
 		}
@@ -138,7 +138,7 @@ func truthChecks(t *testing.T, m *Map, f fixture, withNMT bool) {
 		if tk.SP == 0 {
 			continue
 		}
-		if got := m.Lookup(tk.SP); got.Name != Stack || got.TID != tk.TID || got.Thread == "" {
+		if got := lookup(tk.SP); got.Name != Stack || got.TID != tk.TID || got.Thread == "" {
 			t.Errorf("thread %d %q sp %#x: %+v", tk.TID, tk.Comm, tk.SP, got)
 		}
 	}
@@ -165,7 +165,7 @@ func truthChecks(t *testing.T, m *Map, f fixture, withNMT bool) {
 	for _, r := range nmtRE.FindAllStringSubmatch(f.nmt, -1) {
 		lo, hi, tag := hex(t, r[1]), hex(t, r[2]), r[3]
 		for a := lo; a < hi; a += 4096 {
-			got := m.Lookup(a)
+			got := lookup(a)
 			if got.Name == Malloc || got.Name == Unknown {
 				t.Errorf("NMT %s [%#x,%#x): %#x is %q", tag, lo, hi, a, got.Name)
 				break
@@ -194,7 +194,7 @@ func TestFixtures(t *testing.T) {
 					text.NMT = f.nmt
 				}
 				m := Build(f.maps, text, f.tasks, f.pid)
-				truthChecks(t, m, f, withNMT)
+				truthChecks(t, m.Lookup, f, withNMT)
 				counts := map[string]int{}
 				for i := range m.starts {
 					if n := m.regions[m.reg[i]].Name; !strings.HasPrefix(n, MappedFile) {

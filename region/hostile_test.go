@@ -105,3 +105,20 @@ func BenchmarkName(b *testing.B) {
 		})
 	}
 }
+
+// In a container the JVM prints its namespace's TIDs: Thread.print's nid
+// 7 is host thread 1007.
+func TestNamespacedTIDs(t *testing.T) {
+	maps := "1000-2000 rw-p 00000000 00:00 0\n3000-4000 rw-p 00000000 00:00 0\n"
+	tasks := []Task{{TID: 1000, Comm: "java", NSTID: 1}, {TID: 1007, Comm: "worker", NSTID: 7}}
+	m := Build(maps, JVMText{Threads: "\"the worker\" #9 prio=5 tid=0x1 nid=7 waiting  [0x1000]\n\"ghost\" nid=9 [0x3000]"}, tasks, 1000)
+	if got, want := m.Lookup(0x1800), (Region{Name: Stack, Thread: "the worker", TID: 1007}); got != want {
+		t.Errorf("worker: %+v, want %+v", got, want)
+	}
+	if got := m.Lookup(0x3800); got.Name != Anonymous {
+		t.Errorf("a namespaced TID with no host thread: %+v, want anonymous", got)
+	}
+	if got := parseNSpid("Name:\tx\nNSpid:\t1007\t7\n"); got != 7 {
+		t.Errorf("parseNSpid = %d", got)
+	}
+}

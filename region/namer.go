@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -154,6 +155,9 @@ func readTasks(pid int) []Task {
 		if b, err := readCapped(fmt.Sprintf("/proc/%d/task/%d/syscall", pid, tid), 512); err == nil {
 			t.SP, _ = ParseSyscallSP(b)
 		}
+		if b, err := readCapped(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid), 4096); err == nil {
+			t.NSTID = parseNSpid(b)
+		}
 		out = append(out, t)
 	}
 	return out
@@ -179,4 +183,17 @@ func readCapped(path string, limit int64) (string, error) {
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, limit))
 	return string(b), err
+}
+
+// parseNSpid returns the innermost TID of a status file's "NSpid:" line.
+func parseNSpid(status string) uint32 {
+	for _, l := range strings.Split(status, "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "NSpid:" {
+			n, err := strconv.ParseUint(f[len(f)-1], 10, 32)
+			if err == nil {
+				return uint32(n)
+			}
+		}
+	}
+	return 0
 }

@@ -83,6 +83,10 @@ type Task struct {
 	TID  uint32
 	Comm string
 	SP   uint64
+	// NSTID is the TID in the target's own pid namespace (the last field
+	// of NSpid in /proc/PID/task/TID/status), which Thread.print and an
+	// hs_err file print; 0 or TID outside a container.
+	NSTID uint32
 }
 
 // Map is an immutable-by-readers snapshot: sorted, non-overlapping
@@ -113,14 +117,31 @@ func Build(maps string, text JVMText, tasks []Task, pid uint32) *Map {
 			m.names[t.TID] = capName(t.Comm)
 		}
 	}
+	// The JVM prints TIDs of its own pid namespace.
+	host := map[uint32]uint32{}
+	for _, t := range tasks {
+		if t.NSTID != 0 && t.NSTID != t.TID {
+			host[t.NSTID] = t.TID
+		}
+	}
+	toHost := func(tid uint32) uint32 {
+		if len(host) == 0 {
+			return tid
+		}
+		return host[tid] // 0 (unknown) when the namespace has no such thread
+	}
 	jts := parseThreads(text.Threads)
-	for _, t := range jts {
-		m.names[t.tid] = t.name // the Java name is longer than comm
+	for i := range jts {
+		jts[i].tid = toHost(jts[i].tid)
+		if jts[i].tid != 0 {
+			m.names[jts[i].tid] = jts[i].name // the Java name is longer than comm
+		}
 	}
 	vm := parseVMInfo(text.VMInfo)
-	for _, s := range vm.stacks {
-		if s.tid != 0 {
-			m.names[s.tid] = s.name
+	for i := range vm.stacks {
+		vm.stacks[i].tid = toHost(vm.stacks[i].tid)
+		if vm.stacks[i].tid != 0 {
+			m.names[vm.stacks[i].tid] = vm.stacks[i].name
 		}
 	}
 	nmt := parseNMT(text.NMT)

@@ -49,7 +49,7 @@ func loadFixtures(t testing.TB) []fixture {
 				t.Fatalf("%s.tasks: %q", base, l)
 			}
 			sp, _ := ParseSyscallSP(fs[2])
-			f.tasks = append(f.tasks, Task{uint32(tid), fs[1], sp})
+			f.tasks = append(f.tasks, Task{TID: uint32(tid), Comm: fs[1], SP: sp})
 			if f.pid == 0 || uint32(tid) < f.pid {
 				f.pid = uint32(tid)
 			}

@@ -10,7 +10,7 @@
 // process current: it re-reads the maps (rate-limited) when an address
 // misses, and learns a thread's stack from the sampled stack pointer.
 //
-// The rules, most specific first (see DESIGN notes at each):
+// The rules, most specific first (each is argued at its code):
 //
 //   - thread stack: the mapping that holds a thread's stack pointer (from
 //     /proc/PID/task/TID/syscall, Thread.print's last Java sp, a sample's

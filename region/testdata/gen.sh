@@ -34,7 +34,7 @@ run() { # run <label> <java_home> <gc> <flags...>
 	out=$here/$label-$gc
 	mkfifo "$work/in"
 	"$jh/bin/java" --add-exports java.base/sun.nio.ch=ALL-UNNAMED -XX:NativeMemoryTracking=detail -Xmx256m "$@" \
-		-cp "$work" RegionTruth /tmp/region-truth.dat <"$work/in" >"$work/out" 2>&1 &
+		-cp "$work" RegionTruth "$work/region-truth.dat" <"$work/in" >"$work/out" 2>&1 &
 	pid=$!
 	pids="$pids $pid"
 	exec 3>"$work/in"
@@ -58,7 +58,7 @@ run() { # run <label> <java_home> <gc> <flags...>
 	done >"$out.tasks"
 	exec 3>&-
 	wait "$pid" 2>/dev/null || true
-	rm -f "$work/in" /tmp/region-truth.dat
+	rm -f "$work/in" "$work/region-truth.dat"
 	echo "wrote $label-$gc.*" >&2
 }
 

@@ -47,7 +47,8 @@ test: deps build vet fuzz
 # so did an input running at a -fuzztime deadline: a count has none.
 FUZZTIME ?= 20000x
 FUZZ_TARGETS := agent:FuzzReader pprofile:FuzzRead attach:FuzzParseReply openj9:FuzzParseProperties \
-	heap:FuzzParseJavacore heap:FuzzParseVMInfo jvmsym:FuzzParsePerfMap cmd/djx-bpf:FuzzReadJSONReport decode:FuzzDecode
+	heap:FuzzParseJavacore heap:FuzzParseVMInfo jvmsym:FuzzParsePerfMap cmd/djx-bpf:FuzzReadJSONReport decode:FuzzDecode \
+	region:FuzzParse
 
 fuzz: agent/libdjxagent.so
 	@mkdir -p $(BUILD)

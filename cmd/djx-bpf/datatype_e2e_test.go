@@ -1,0 +1,181 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// typeTruth is what TypeTruth's read loop touches in one mode: the
+// classes of every heap access, and the (type, field) pairs the most
+// costly row may be.
+type typeTruth struct {
+	mode  string
+	types []string
+	top   []string
+}
+
+var typeTruths = map[string]typeTruth{
+	"treemap": {"treemap", []string{"java.util.TreeMap$Entry", "java.lang.Long", "java.util.TreeMap"},
+		[]string{"java.util.TreeMap$Entry.key", "java.util.TreeMap$Entry.left", "java.util.TreeMap$Entry.right", "java.lang.Long.value", "java.lang.Long.[header]"}},
+	"hashmap": {"hashmap", []string{"java.util.HashMap$Node", "java.util.HashMap$Node[]", "java.lang.Long", "java.util.HashMap"},
+		[]string{"java.util.HashMap$Node.hash", "java.util.HashMap$Node.key", "java.util.HashMap$Node.next", "java.util.HashMap$Node[]", "java.lang.Long.value"}},
+	"list": {"list", []string{"TypeTruth$Node", "TypeTruth$Node[]"},
+		[]string{"TypeTruth$Node.v", "TypeTruth$Node.next"}},
+	"objarray": {"objarray", []string{"TypeTruth$Point", "TypeTruth$Point[]"},
+		[]string{"TypeTruth$Point.x", "TypeTruth$Point.y", "TypeTruth$Point[]"}},
+}
+
+// profileTruth profiles TypeTruth in mode, attached after its data is
+// built or launched under djx-bpf, and returns the report and the JVM's
+// output.
+func profileTruth(t *testing.T, jdk, how string, jvmArgs []string, args ...string) (*report.Report, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "r.json")
+	java := filepath.Join(jdks()[jdk], "bin", "java")
+	if how == "attach" {
+		j := startJVM(t, jdks()[jdk], jvmArgs, append([]string{"-main=TypeTruth"}, args...)...)
+		time.Sleep(time.Second) // past start-up: the data is old when the profile arrives
+		code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--format", "json", "-o", out)
+		if code != 0 {
+			t.Fatalf("profile exited %d:\n%s", code, stderr)
+		}
+		return readReport(t, out), j.output()
+	}
+	argv := append([]string{"profile", "--format", "json", "-o", out, "--", java, "-Xmx1g"}, jvmArgs...)
+	argv = append(append(argv, "-cp", classDir, "TypeTruth"), args...)
+	code, stdout, stderr := djx(t, argv...)
+	if code != 0 {
+		t.Fatalf("profile exited %d:\n%s", code, stderr)
+	}
+	return readReport(t, out), stdout
+}
+
+func logStats(t *testing.T, r *report.Report) {
+	t.Helper()
+	s := r.Stats
+	t.Logf("samples %d, with address %d, in heap %d, attributed %d, named %d (%.1f%%), type unknown %d",
+		s.Samples, s.WithAddress, s.InHeap, s.Attributed, s.Named, 100*s.NamedShare(), s.TypeUnknown)
+	for i, d := range r.DataTypes {
+		if i < 6 {
+			t.Logf("type #%d %s samples %d share %.1f%%", i+1, d.Name(), d.Samples, 100*d.Share)
+		}
+	}
+}
+
+// Small objects in maps, lists and arrays, allocated at start-up, are
+// named by class and field on both JDKs, attached and launched, and under
+// both compressed-oops encodings (-Xmx1g: unscaled; -Xmx8g: zero-based
+// with shift 3).
+func TestDataTypes(t *testing.T) {
+	setup(t)
+	type run struct {
+		truth, jdk, how string
+		jvmArgs         []string
+	}
+	runs := []run{
+		{"treemap", "jdk17", "attach", nil},
+		{"hashmap", "jdk17", "launch", []string{"-Xmx8g"}},
+		{"list", "jdk17", "attach", []string{"-XX:+UseParallelGC"}},
+		{"objarray", "jdk17", "launch", nil},
+	}
+	if _, ok := jdks()["temurin25"]; ok {
+		runs = append(runs,
+			run{"treemap", "temurin25", "launch", nil},
+			run{"hashmap", "temurin25", "attach", nil},
+			run{"objarray", "temurin25", "attach", []string{"-Xmx8g"}},
+		)
+	}
+	for _, rc := range runs {
+		tt := typeTruths[rc.truth]
+		t.Run(fmt.Sprintf("%s/%s/%s%s", rc.truth, rc.jdk, rc.how, strings.Join(rc.jvmArgs, "")), func(t *testing.T) {
+			secs := "0"
+			if rc.how == "launch" {
+				secs = "6"
+			}
+			r, _ := profileTruth(t, rc.jdk, rc.how, rc.jvmArgs, tt.mode, secs, fmt.Sprint(1<<20))
+			logStats(t, r)
+			var typed, right uint64
+			for _, d := range r.DataTypes {
+				typed += d.Samples
+				for _, w := range tt.types {
+					if d.Type == w {
+						right += d.Samples
+					}
+				}
+			}
+			if r.Stats.InHeap < 500 {
+				t.Fatalf("only %d samples in the heap", r.Stats.InHeap)
+			}
+			if typed < r.Stats.InHeap*9/10 {
+				t.Errorf("%d of %d in-heap samples have a data type, want 90%%", typed, r.Stats.InHeap)
+			}
+			if right < typed*9/10 {
+				t.Errorf("%d of %d typed samples are of the classes the loop reads (%v), want 90%%", right, typed, tt.types)
+			}
+			if len(r.DataTypes) == 0 {
+				t.Fatal("no data types")
+			}
+			top := r.DataTypes[0].Name()
+			ok := false
+			for _, w := range tt.top {
+				ok = ok || top == w
+			}
+			if !ok {
+				t.Errorf("top data type %s, want one of %v", top, tt.top)
+			}
+			if r.Stats.NamedShare() < 0.9 {
+				t.Errorf("named %.1f%% of samples with an address, want 90%%", 100*r.Stats.NamedShare())
+			}
+		})
+	}
+}
+
+// Accesses outside the heap are named by region: a memory-mapped file by
+// its path, a direct buffer's memory as native memory, and a computation
+// whose state lives in stack slots as the thread's stack.
+func TestRegions(t *testing.T) {
+	setup(t)
+	for _, rc := range []struct {
+		mode, jdk, how string
+		where          func(out string) string
+	}{
+		{"mmap", "jdk17", "attach", func(out string) string {
+			for _, l := range strings.Split(out, "\n") {
+				if p, ok := strings.CutPrefix(l, "file "); ok {
+					return "mapped file " + strings.TrimSpace(p)
+				}
+			}
+			return "mapped file (TypeTruth printed no path)"
+		}},
+		// 64 MiB is above glibc's mmap threshold: the buffer is a mapping of
+		// its own.
+		{"direct", "jdk17", "launch", func(string) string { return "anonymous" }},
+		{"spills", "jdk17", "attach", func(string) string { return "thread stack" }},
+	} {
+		t.Run(rc.mode+"/"+rc.how, func(t *testing.T) {
+			secs := "0"
+			if rc.how == "launch" {
+				secs = "6"
+			}
+			r, out := profileTruth(t, rc.jdk, rc.how, nil, rc.mode, secs, fmt.Sprint(1<<20))
+			logStats(t, r)
+			want := rc.where(out)
+			byWhere := map[string]uint64{}
+			for _, a := range r.Remainder {
+				byWhere[a.Where] += a.Samples
+			}
+			t.Logf("regions: %v", byWhere)
+			if got := byWhere[want]; got < r.Stats.WithAddress*6/10 {
+				t.Errorf("%d of %d samples with an address in %q, want 60%%", got, r.Stats.WithAddress, want)
+			}
+			if r.Stats.NamedShare() < 0.9 {
+				t.Errorf("named %.1f%% of samples with an address, want 90%%", 100*r.Stats.NamedShare())
+			}
+		})
+	}
+}

@@ -48,7 +48,7 @@ test: deps build vet fuzz
 FUZZTIME ?= 20000x
 FUZZ_TARGETS := agent:FuzzReader pprofile:FuzzRead attach:FuzzParseReply openj9:FuzzParseProperties \
 	heap:FuzzParseJavacore heap:FuzzParseVMInfo jvmsym:FuzzParsePerfMap cmd/djx-bpf:FuzzReadJSONReport decode:FuzzDecode \
-	region:FuzzParse
+	region:FuzzParse procfs:FuzzParse
 
 fuzz: agent/libdjxagent.so
 	@mkdir -p $(BUILD)

@@ -18,18 +18,19 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/djx-bpf/djx-bpf/procfs"
 )
 
 var (
 	// ErrNoProcess means the pid does not exist or the process exited.
-	ErrNoProcess = errors.New("no such process")
+	ErrNoProcess = procfs.ErrNoProcess
 	// ErrNotJVM means the process does not map libjvm.so.
 	ErrNotJVM = errors.New("not a HotSpot JVM (no libjvm.so mapped)")
 	// ErrUnsupportedVM means a JVM whose attach protocol is not implemented
@@ -57,65 +58,28 @@ var replyTimeout = 2 * time.Minute
 // context has no earlier deadline.
 const DefaultListenerTimeout = 5 * time.Second
 
-// Target is a JVM process as seen from this (host) process.
+// Target is a JVM process as seen from this (host) process: what /proc
+// says of it (its Start detects pid reuse), and its root.
 type Target struct {
-	PID   int    // pid in our pid namespace; used for signals and /proc
-	NSPID int    // pid inside the JVM's own pid namespace; names its files
-	UID   int    // effective uid
-	GID   int    // effective gid
-	Root  string // /proc/PID/root: the JVM's root in its mount namespace
-
-	start uint64 // start time, to detect pid reuse; 0 if unknown
+	procfs.Process
+	Root string // /proc/PID/root: the JVM's root in its mount namespace
 }
 
 // Inspect checks that pid is a live HotSpot JVM and reads what attaching
 // needs. It never signals the process.
 func Inspect(pid int) (*Target, error) {
-	if pid <= 0 {
-		return nil, fmt.Errorf("attach pid %d: %w", pid, ErrNoProcess)
-	}
-	st, err := readStatus(pid)
+	p, err := procfs.Inspect(procRoot, pid)
 	if err != nil {
 		return nil, fmt.Errorf("attach pid %d: %w", pid, err)
 	}
-	if st.tgid != 0 && st.tgid != pid {
-		return nil, fmt.Errorf("attach pid %d: is a thread of process %d, not a process", pid, st.tgid)
-	}
-	if st.state == 'Z' || st.state == 'X' {
-		return nil, fmt.Errorf("attach pid %d: process has exited: %w", pid, ErrNoProcess)
-	}
-	start, err := startTime(pid)
-	if err != nil {
-		return nil, fmt.Errorf("attach pid %d: %w", pid, err)
-	}
-	maps, err := os.ReadFile(filepath.Join(procfs, strconv.Itoa(pid), "maps"))
-	if err != nil {
-		return nil, fmt.Errorf("attach pid %d: %w", pid, procErr(err))
-	}
-	switch classifyMaps(maps) {
-	case vmNone:
-		// A process whose maps are empty is a kernel thread or has exited.
-		if len(maps) == 0 {
-			if _, err := os.Stat(filepath.Join(procfs, strconv.Itoa(pid))); err != nil {
-				return nil, fmt.Errorf("attach pid %d: %w", pid, procErr(err))
-			}
-		}
-		return nil, fmt.Errorf("attach pid %d: %w", pid, ErrNotJVM)
-	case vmOpenJ9:
+	switch p.Kind {
+	case procfs.OpenJ9:
 		return nil, fmt.Errorf("attach pid %d: %w", pid, ErrUnsupportedVM)
+	case procfs.HotSpot:
+	default:
+		return nil, fmt.Errorf("attach pid %d: %w", pid, ErrNotJVM)
 	}
-	nspid := st.nspid
-	if nspid <= 0 { // kernels before 4.1 have no NSpid line
-		nspid = pid
-	}
-	return &Target{
-		PID:   pid,
-		NSPID: nspid,
-		UID:   st.uid,
-		GID:   st.gid,
-		Root:  filepath.Join(procfs, strconv.Itoa(pid), "root"),
-		start: start,
-	}, nil
+	return &Target{Process: p, Root: filepath.Join(procfs.Dir(procRoot, pid), "root")}, nil
 }
 
 // Exec runs one attach operation and returns the JVM's return code (the
@@ -224,16 +188,16 @@ func (t *Target) open() (*proc, error) {
 	p := &proc{t: t, pidfd: pidfd, rootfd: -1}
 	// Checked after pidfd_open: if the pid is reused later, the pidfd still
 	// refers to the original (exited) process.
-	if t.start != 0 {
-		st, err := startTime(t.PID)
-		if err != nil || st != t.start {
+	if t.Start != 0 {
+		st, err := procfs.StartTime(procRoot, t.PID)
+		if err != nil || st != t.Start {
 			p.close()
 			return nil, fmt.Errorf("attach pid %d: process exited (pid reused): %w", t.PID, ErrNoProcess)
 		}
 	}
 	root := t.Root
 	if root == "" {
-		root = filepath.Join(procfs, strconv.Itoa(t.PID), "root")
+		root = filepath.Join(procfs.Dir(procRoot, t.PID), "root")
 	}
 	p.rootfd, err = unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -415,19 +379,18 @@ func openNoSymlinks(rootfd int, name string, flags int) (int, error) {
 // sigquitSafe reports whether the process catches or ignores SIGQUIT, so that
 // sending it cannot terminate it.
 func (p *proc) sigquitSafe() (bool, error) {
-	st, err := readStatus(p.t.PID)
+	st, err := procfs.ReadStatus(procRoot, p.t.PID)
 	if err != nil {
 		return false, err
 	}
-	return st.handles(syscall.SIGQUIT), nil
+	return st.Handles(syscall.SIGQUIT), nil
 }
 
 func (p *proc) attachDisabled() (bool, error) {
-	dir := filepath.Join(procfs, strconv.Itoa(p.t.PID))
-	cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+	cmdline, err := procfs.Read(procRoot, p.t.PID, "cmdline")
 	if err != nil {
 		return false, err
 	}
-	environ, _ := os.ReadFile(filepath.Join(dir, "environ")) // best effort
+	environ, _ := procfs.Read(procRoot, p.t.PID, "environ") // best effort
 	return disabledByFlags(cmdline, environ), nil
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/djx-bpf/djx-bpf/procfs"
 )
 
 // fakeListener plays a hostile JVM's attach listener at
@@ -37,7 +39,7 @@ func fakeListener(t *testing.T, serve func(c net.Conn)) *Target {
 			}()
 		}
 	}()
-	return &Target{PID: os.Getpid(), NSPID: nspid, UID: os.Geteuid(), GID: os.Getegid(), Root: root}
+	return &Target{Process: procfs.Process{PID: os.Getpid(), NSPID: nspid, UID: os.Geteuid(), GID: os.Getegid()}, Root: root}
 }
 
 // TestExecReplyBomb: a target answering with an endless reply must not make

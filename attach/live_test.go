@@ -24,6 +24,8 @@ import (
 	"github.com/djx-bpf/djx-bpf/heap"
 
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
+
+	"github.com/djx-bpf/djx-bpf/procfs"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/replies from live JVMs")
@@ -364,11 +366,11 @@ func TestLiveNotJVM(t *testing.T) {
 	}
 	// Even when forced past Inspect, a process without a SIGQUIT handler is
 	// never signalled: the attempt times out and sleep keeps running.
-	st, err := startTime(cmd.Process.Pid)
+	st, err := procfs.StartTime(procRoot, cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := &Target{PID: cmd.Process.Pid, NSPID: cmd.Process.Pid, Root: "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/root", start: st}
+	tg := &Target{Process: procfs.Process{PID: cmd.Process.Pid, NSPID: cmd.Process.Pid, Start: st}, Root: "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/root"}
 	if _, err := tg.Jcmd(ctxTimeout(t, 500*time.Millisecond), "VM.version"); !errors.Is(err, ErrRefused) {
 		t.Errorf("Jcmd(sleep) = %v, want ErrRefused", err)
 	}

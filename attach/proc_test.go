@@ -2,78 +2,12 @@ package attach
 
 import (
 	"errors"
-	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 )
-
-const statusText = `Name:	java
-Umask:	0022
-State:	S (sleeping)
-Tgid:	4242
-Pid:	4242
-PPid:	4200
-Uid:	1000	1001	1001	1001
-Gid:	2000	2001	2001	2001
-NSpid:	4242	77	1
-SigBlk:	0000000000000000
-SigIgn:	0000000000000002
-SigCgt:	0000000101005ccd
-`
-
-func TestParseStatus(t *testing.T) {
-	st, err := parseStatus([]byte(statusText))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.uid != 1001 || st.gid != 2001 || st.nspid != 1 || st.state != 'S' || st.tgid != 4242 {
-		t.Errorf("status = %+v; want effective ids 1001/2001, innermost nspid 1, state S", st)
-	}
-	if !st.handles(syscall.SIGQUIT) || !st.handles(syscall.SIGINT) || st.handles(syscall.SIGUSR1) {
-		t.Errorf("handles: SIGQUIT %v SIGINT %v SIGUSR1 %v", st.handles(syscall.SIGQUIT), st.handles(syscall.SIGINT), st.handles(syscall.SIGUSR1))
-	}
-	// A process that has not installed a SIGQUIT handler (e.g. sleep, or a
-	// JVM early in startup) must not be signalled.
-	st.sigCgt, st.sigIgn = 0, 0
-	if st.handles(syscall.SIGQUIT) {
-		t.Error("handles SIGQUIT with empty masks")
-	}
-	if _, err := parseStatus([]byte("Name:\tx\n")); err == nil {
-		t.Error("status without Uid accepted")
-	}
-}
-
-func TestParseStartTime(t *testing.T) {
-	stat := "4242 (weird ) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 20 0 987654 1000 100\n"
-	got, err := parseStartTime([]byte(stat))
-	if err != nil || got != 987654 {
-		t.Errorf("parseStartTime = %d, %v; want 987654", got, err)
-	}
-	if _, err := parseStartTime([]byte("4242 (x) S 1")); err == nil {
-		t.Error("short stat accepted")
-	}
-}
-
-func TestClassifyMaps(t *testing.T) {
-	line := func(path string) string {
-		return fmt.Sprintf("7f0000000000-7f0000100000 r-xp 00000000 08:01 1234   %s\n", path)
-	}
-	for _, c := range []struct {
-		maps string
-		want vmKind
-	}{
-		{line("/usr/bin/sleep") + line("/usr/lib/x86_64-linux-gnu/libc.so.6"), vmNone},
-		{line("/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"), vmHotSpot},
-		{line("/opt/jdk/lib/server/libjvm.so (deleted)"), vmHotSpot},
-		{line("/opt/j9/lib/j9vm/libjvm.so") + line("/opt/j9/lib/default/libj9vm29.so"), vmOpenJ9},
-		{line("/opt/libjvm.so.bak") + "7f0000000000-7f0000100000 rw-p 00000000 00:00 0   [heap]\n", vmNone},
-		{"", vmNone},
-	} {
-		if got := classifyMaps([]byte(c.maps)); got != c.want {
-			t.Errorf("classifyMaps(%q) = %v, want %v", c.maps, got, c.want)
-		}
-	}
-}
 
 func TestDisabledByFlags(t *testing.T) {
 	cmd := func(args ...string) []byte {
@@ -111,5 +45,49 @@ func TestInspectErrors(t *testing.T) {
 	// The test binary itself is not a JVM.
 	if _, err := Inspect(syscall.Getpid()); !errors.Is(err, ErrNotJVM) {
 		t.Errorf("Inspect(self) err = %v, want ErrNotJVM", err)
+	}
+}
+
+// fakeJVM writes /proc/PID of a JVM whose maps hold libs below root.
+func fakeJVM(t *testing.T, root string, pid int, libs ...string) {
+	t.Helper()
+	dir := filepath.Join(root, strconv.Itoa(pid))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var maps string
+	for _, l := range libs {
+		maps += "7f0000000000-7f0000100000 r-xp 00000000 08:01 1234   " + l + "\n"
+	}
+	files := map[string]string{
+		"status": "Name:\tjava\nState:\tS (sleeping)\nTgid:\t" + strconv.Itoa(pid) + "\nUid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\nNSpid:\t" + strconv.Itoa(pid) + "\t1\n",
+		"stat":   strconv.Itoa(pid) + " (java) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 20 0 4200 1000 100\n",
+		"maps":   maps,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestInspectVMKind: an OpenJ9 JVM, which maps lib/j9vm/libjvm.so beside
+// libj9vm29.so, is OpenJ9 (discover says so too: TestInspectVMKind there),
+// and HotSpot's libjvm.so alone is HotSpot.
+func TestInspectVMKind(t *testing.T) {
+	saved := procRoot
+	procRoot = t.TempDir()
+	defer func() { procRoot = saved }()
+	fakeJVM(t, procRoot, 4242, "/opt/openj9/lib/j9vm/libjvm.so", "/opt/openj9/lib/default/libj9vm29.so")
+	if _, err := Inspect(4242); !errors.Is(err, ErrUnsupportedVM) {
+		t.Errorf("OpenJ9: Inspect = %v, want ErrUnsupportedVM", err)
+	}
+	fakeJVM(t, procRoot, 4243, "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so")
+	tg, err := Inspect(4243)
+	if err != nil {
+		t.Fatalf("HotSpot: Inspect = %v", err)
+	}
+	if tg.PID != 4243 || tg.NSPID != 1 || tg.UID != 1000 || tg.Start != 4200 || tg.Root != filepath.Join(procRoot, "4243", "root") {
+		t.Errorf("HotSpot: target %+v", tg)
 	}
 }

@@ -6,9 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/djx-bpf/djx-bpf/procfs"
 )
 
 // triggerDir is a directory where HotSpot looks for .attach_pid<pid>: its
@@ -21,7 +22,7 @@ type triggerDir struct {
 }
 
 func (p *proc) triggerDirs() []triggerDir {
-	cwd := filepath.Join(procfs, strconv.Itoa(p.t.PID), "cwd")
+	cwd := filepath.Join(procfs.Dir(procRoot, p.t.PID), "cwd")
 	return []triggerDir{
 		{path: cwd, open: func() (int, error) {
 			return unix.Open(cwd, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -30,22 +31,6 @@ func (p *proc) triggerDirs() []triggerDir {
 			return openInRoot(p.rootfd, "tmp", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
 		}},
 	}
-}
-
-// rootMapped reports whether host root is uid 0 in pid's user namespace,
-// so that the JVM there accepts a trigger owned by root.
-func rootMapped(pid int) bool {
-	data, err := os.ReadFile(filepath.Join(procfs, strconv.Itoa(pid), "uid_map"))
-	if err != nil {
-		return true // no user namespaces: one uid space
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		var in, out, n uint64
-		if _, err := fmt.Sscan(line, &in, &out, &n); err == nil && in == 0 && out == 0 && n > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // trigger is a created (or found) .attach_pid file.
@@ -65,7 +50,7 @@ func (tr *trigger) remove() {
 
 func (p *proc) createTrigger() (*trigger, error) {
 	uid, gid := p.t.UID, p.t.GID
-	if os.Geteuid() == 0 && rootMapped(p.t.PID) {
+	if os.Geteuid() == 0 && procfs.RootMapped(procRoot, p.t.PID) {
 		uid, gid = 0, 0 // HotSpot accepts root's triggers: nothing for its user to write
 	}
 	return createTrigger(p.triggerDirs(), ".attach_pid"+strconv.Itoa(p.t.NSPID), uid, gid)

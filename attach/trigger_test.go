@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/djx-bpf/djx-bpf/procfs"
 )
 
 func dirOf(t *testing.T, path string) triggerDir {
@@ -98,10 +100,10 @@ func TestTriggerNotTheTargetUsers(t *testing.T) {
 		t.Skip("needs root")
 	}
 	cwd := t.TempDir()
-	p := &proc{t: &Target{PID: os.Getpid(), NSPID: 42, UID: 65534, GID: 65534}}
+	p := &proc{t: &Target{Process: procfs.Process{PID: os.Getpid(), NSPID: 42, UID: 65534, GID: 65534}}}
 	dirs := []triggerDir{dirOf(t, cwd)}
 	uid, gid := p.t.UID, p.t.GID
-	if rootMapped(os.Getpid()) {
+	if procfs.RootMapped(procRoot, os.Getpid()) {
 		uid, gid = 0, 0
 	}
 	tr, err := createTrigger(dirs, ".attach_pid42", uid, gid)
@@ -130,11 +132,5 @@ func TestTriggerNotTheTargetUsers(t *testing.T) {
 	defer tr.remove()
 	if tr.name != filepath.Join(tmp, ".attach_pid42") {
 		t.Errorf("trigger for uid 65534 at %s, want in the sticky /tmp", tr.name)
-	}
-}
-
-func TestRootMapped(t *testing.T) {
-	if !rootMapped(os.Getpid()) {
-		t.Error("our own user namespace does not map root")
 	}
 }

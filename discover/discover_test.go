@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,14 +29,6 @@ func TestMainOf(t *testing.T) {
 		if got := MainOf(strings.Fields(c.args)); got != c.want {
 			t.Errorf("MainOf(%q) = %q, want %q", c.args, got, c.want)
 		}
-	}
-}
-
-func TestParseStatus(t *testing.T) {
-	st := "Name:\tjava\nUid:\t1000\t1001\t1001\t1001\nGid:\t50\t51\t51\t51\nNSpid:\t4242\t7\n"
-	uid, gid, ns := parseStatus([]byte(st), 4242)
-	if uid != 1001 || gid != 51 || ns != 7 {
-		t.Errorf("uid %d nspid %d, want 1001 (effective) and 7 (innermost)", uid, ns)
 	}
 }
 
@@ -150,14 +143,53 @@ func parseU(s string) uint64 {
 	return n
 }
 
-// TestVMKindOpenJ9Redirector: OpenJ9 maps lib/j9vm/libjvm.so beside
-// libj9vm29.so; it is OpenJ9, as attach says.
-func TestVMKindOpenJ9Redirector(t *testing.T) {
-	maps := []byte("7f00-7f10 r-xp 0 08:01 1 /opt/openj9/lib/j9vm/libjvm.so\n7f20-7f30 r-xp 0 08:01 2 /opt/openj9/lib/default/libj9vm29.so\n")
-	if k := vmKind(maps); k != OpenJ9 {
-		t.Errorf("vmKind = %q, want %q", k, OpenJ9)
+// fakeJVM writes /proc/PID of a JVM whose maps hold libs below root.
+func fakeJVM(t *testing.T, root string, pid int, libs ...string) {
+	t.Helper()
+	dir := filepath.Join(root, strconv.Itoa(pid))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	if k := vmKind([]byte("7f00-7f10 r-xp 0 08:01 1 /usr/lib/jvm/java-17/lib/server/libjvm.so\n")); k != HotSpot {
-		t.Errorf("HotSpot: vmKind = %q", k)
+	var maps string
+	for _, l := range libs {
+		maps += "7f0000000000-7f0000100000 r-xp 00000000 08:01 1234   " + l + "\n"
+	}
+	files := map[string]string{
+		"status":  "Name:\tjava\nState:\tS (sleeping)\nTgid:\t" + strconv.Itoa(pid) + "\nUid:\t1000\t1001\t1001\t1001\nGid:\t50\t51\t51\t51\nNSpid:\t" + strconv.Itoa(pid) + "\t7\n",
+		"stat":    strconv.Itoa(pid) + " (java) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 20 0 4200 1000 100\n",
+		"maps":    maps,
+		"cmdline": "/opt/jdk/bin/java\x00-Xmx1g\x00-cp\x00app.jar\x00com.example.Main\x00",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestInspectVMKind: an OpenJ9 JVM maps lib/j9vm/libjvm.so beside
+// libj9vm29.so; it is OpenJ9, as attach says (TestInspectVMKind there).
+func TestInspectVMKind(t *testing.T) {
+	saved := ProcRoot
+	ProcRoot = t.TempDir()
+	defer func() { ProcRoot = saved }()
+	os.WriteFile(filepath.Join(ProcRoot, "uptime"), []byte("100.00 150.00\n"), 0o644)
+	fakeJVM(t, ProcRoot, 4242, "/opt/openj9/lib/j9vm/libjvm.so", "/opt/openj9/lib/default/libj9vm29.so")
+	fakeJVM(t, ProcRoot, 4243, "/usr/lib/jvm/java-17/lib/server/libjvm.so", "/tmp/djx/libdjxagent.so")
+	fakeJVM(t, ProcRoot, 4244, "/usr/bin/sleep")
+	if j, ok := Inspect(4242); !ok || j.Kind != OpenJ9 {
+		t.Errorf("OpenJ9: Inspect = %+v, %v; want kind %q", j, ok, OpenJ9)
+	}
+	j, ok := Inspect(4243)
+	if !ok || j.Kind != HotSpot || j.UID != 1001 || j.GID != 51 || j.NSPID != 7 || !j.Container || !j.AgentLoaded ||
+		j.Main != "com.example.Main" || j.Java != "/opt/jdk/bin/java" || j.Age != 58*time.Second {
+		t.Errorf("HotSpot: Inspect = %+v, %v", j, ok)
+	}
+	if j, ok := Inspect(4244); ok {
+		t.Errorf("sleep: Inspect = %+v, want no JVM", j)
+	}
+	jvms, err := Find()
+	if err != nil || len(jvms) != 2 || jvms[0].PID != 4242 || jvms[1].PID != 4243 {
+		t.Errorf("Find = %+v, %v", jvms, err)
 	}
 }

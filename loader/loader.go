@@ -21,6 +21,7 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/bpf"
 	"github.com/djx-bpf/djx-bpf/numa"
+	"github.com/djx-bpf/djx-bpf/pmu"
 )
 
 // Source is a sample source: which perf event drives the BPF program.
@@ -29,9 +30,9 @@ type Source string
 const (
 	// Decode samples the user registers and instruction bytes on a cpu-clock
 	// timer; the address comes from decoding the instruction in Go.
-	Decode Source = "decode"
+	Decode Source = pmu.NameDecode
 	// PageFaults samples the software page-fault event; ctx->addr is exact.
-	PageFaults Source = "page-faults"
+	PageFaults Source = pmu.NamePageFaults
 	// Hardware samples a PMU address-sampling event (PEBS, IBS) given as a
 	// perf_event_attr in Config.Attr; ctx->addr is exact and the samples
 	// carry the data source and latency.
@@ -145,7 +146,7 @@ func Open(cfg Config) (s *Sampler, err error) {
 		cfg.Source = Decode
 	}
 	if cfg.Freq <= 0 {
-		cfg.Freq = 1999
+		cfg.Freq = pmu.DecodeFreq
 	}
 	if cfg.Period == 0 {
 		cfg.Period = 1

@@ -10,7 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Catalog names accepted by --event besides raw event strings.
+// Event names accepted by --event besides raw event strings. This is their
+// one home: the loader names its software sources and the profiler matches
+// --event with these.
 const (
 	NameAuto       = "auto"
 	NameMemLoads   = "mem-loads"
@@ -24,13 +26,15 @@ const (
 	NamePageFaults = "page-faults"
 )
 
-// Defaults of the hardware sources.
+// Defaults of the sample sources.
 const (
 	// DefaultLoadLatency is the ldlat / min_latency threshold in cycles:
 	// perf mem's default, which drops L1 hits so samples go to misses.
 	DefaultLoadLatency = 30
-	// DecodeFreq is the cpu-clock rate of decode in Hz (the loader's).
-	DecodeFreq = 1999
+	// DecodeFreq is decode's cpu-clock rate per CPU in Hz, the default of
+	// --freq: ~15k samples per busy core in 30 s; each costs the sampled
+	// thread an interrupt (docs/benchmarks.md, "The defaults").
+	DecodeFreq = 499
 )
 
 // Entry is one line of the catalog.

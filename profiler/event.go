@@ -11,13 +11,6 @@ import (
 	"github.com/djx-bpf/djx-bpf/pmu"
 )
 
-// Event names accepted by --event besides the pmu catalog and raw events.
-const (
-	EventAuto       = "auto"
-	EventDecode     = "decode"
-	EventPageFaults = "page-faults"
-)
-
 // source is the chosen sample source: the loader's kind, and for hardware
 // events the event to open and what its samples measure.
 type source struct {
@@ -31,19 +24,19 @@ type source struct {
 // only decode and page-faults work).
 func chooseSource(event string, m *pmu.Machine) (source, string, error) {
 	switch event {
-	case EventDecode:
-		return source{kind: loader.Decode, name: EventDecode}, "", nil
-	case EventPageFaults:
-		return source{kind: loader.PageFaults, name: EventPageFaults}, "", nil
+	case pmu.NameDecode:
+		return source{kind: loader.Decode, name: pmu.NameDecode}, "", nil
+	case pmu.NamePageFaults:
+		return source{kind: loader.PageFaults, name: pmu.NamePageFaults}, "", nil
 	}
 	if m == nil {
 		return source{}, "", fmt.Errorf("event %q: this machine's PMUs could not be read; use --event decode or page-faults", event)
 	}
-	if event == "" || event == EventAuto {
+	if event == "" || event == pmu.NameAuto {
 		ev, why := m.Auto()
 		src, err := fromEvent(ev)
 		if err != nil {
-			return source{kind: loader.Decode, name: EventDecode}, fmt.Sprintf("event auto: %s is not usable (%v); using decode (software timer + instruction decoding)", ev.Name, err), nil
+			return source{kind: loader.Decode, name: pmu.NameDecode}, fmt.Sprintf("event auto: %s is not usable (%v); using decode (software timer + instruction decoding)", ev.Name, err), nil
 		}
 		return src, why, nil
 	}
@@ -71,9 +64,9 @@ func fromEvent(ev pmu.Event) (source, error) {
 	case ev.Leader != nil:
 		return source{}, errLeader
 	case ev.Attr.Type == unix.PERF_TYPE_SOFTWARE && ev.Attr.Config == unix.PERF_COUNT_SW_CPU_CLOCK:
-		return source{kind: loader.Decode, name: EventDecode}, nil
+		return source{kind: loader.Decode, name: pmu.NameDecode}, nil
 	case ev.Attr.Type == unix.PERF_TYPE_SOFTWARE && ev.Attr.Config == unix.PERF_COUNT_SW_PAGE_FAULTS:
-		return source{kind: loader.PageFaults, name: EventPageFaults}, nil
+		return source{kind: loader.PageFaults, name: pmu.NamePageFaults}, nil
 	}
 	e := ev
 	return source{kind: loader.Hardware, event: &e, name: ev.Name}, nil

@@ -37,9 +37,8 @@ const agentSamplerBusy = 98
 // Defaults.
 const (
 	DefaultMinSize = 1024
-	// DefaultFreq: ~15k samples per busy core in 30 s; each costs the
-	// sampled thread an interrupt (docs/benchmarks.md, "The defaults").
-	DefaultFreq = 499
+	// DefaultFreq is decode's rate, pmu.DecodeFreq (documented there).
+	DefaultFreq = pmu.DecodeFreq
 	// DefaultAllocBudget bounds the agent's cost on allocation-heavy code,
 	// where a recorded allocation costs its thread 3-40 µs (the measured
 	// trade-off: docs/benchmarks.md, "The allocation budget").

@@ -242,4 +242,24 @@ func TestParseEvent(t *testing.T) {
 	if ev != want {
 		t.Errorf("parseEvent = %+v, want %+v", ev, want)
 	}
+	// A record at an odd address reads the same.
+	ev = Event{}
+	parseEvent(append([]byte{0}, b...)[1:], &ev)
+	if ev != want {
+		t.Errorf("unaligned: parseEvent = %+v, want %+v", ev, want)
+	}
+}
+
+// BenchmarkParseEvent: one record per relocation event, allocation-free.
+func BenchmarkParseEvent(b *testing.B) {
+	rec := make([]byte, eventSize)
+	rec[40] = byte(GCBegin)
+	var ev Event
+	b.ReportAllocs()
+	for b.Loop() {
+		parseEvent(rec, &ev)
+	}
+	if n := testing.AllocsPerRun(100, func() { parseEvent(rec, &ev) }); n != 0 {
+		b.Errorf("parseEvent allocates %v times per record", n)
+	}
 }

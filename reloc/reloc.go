@@ -11,7 +11,6 @@ package reloc
 
 import (
 	"debug/elf"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -338,8 +338,8 @@ func (t *Tracker) removeLocked(pid int) error {
 	return errors.Join(errs...)
 }
 
-// eventSize is sizeof(struct reloc_event).
-const eventSize = 48
+// eventSize is sizeof(struct reloc_event), as bpf2go generated it.
+const eventSize = int(unsafe.Sizeof(bpf.RelocRelocEvent{}))
 
 // Event flags, as set by reloc.bpf.c.
 const (
@@ -365,19 +365,22 @@ func (t *Tracker) Read(ev *Event) error {
 	}
 }
 
+// parseEvent reads one struct reloc_event through its generated type; b
+// holds at least eventSize bytes (b[:eventSize] panics otherwise). The type
+// holds no pointers and the targets bpf2go builds it for (little-endian)
+// load unaligned fields, so the record is read in place.
 func parseEvent(b []byte, ev *Event) {
-	le := binary.LittleEndian
-	flags := b[41]
+	r := (*bpf.RelocRelocEvent)(unsafe.Pointer(unsafe.SliceData(b[:eventSize])))
 	*ev = Event{
-		Time:      le.Uint64(b[0:]),
-		PID:       le.Uint32(b[8:]),
-		TID:       le.Uint32(b[12:]),
-		Src:       le.Uint64(b[16:]),
-		Dst:       le.Uint64(b[24:]),
-		Len:       le.Uint64(b[32:]),
-		Kind:      Kind(b[40]),
-		Full:      flags&flagFull != 0,
-		FullKnown: flags&flagArgOK != 0,
+		Time:      r.Time,
+		PID:       r.Pid,
+		TID:       r.Tid,
+		Src:       r.Src,
+		Dst:       r.Dst,
+		Len:       r.Len,
+		Kind:      Kind(r.Kind),
+		Full:      r.Flags&flagFull != 0,
+		FullKnown: r.Flags&flagArgOK != 0,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/pmu"
 	"github.com/djx-bpf/djx-bpf/profiler"
 	"github.com/djx-bpf/djx-bpf/report"
 )
@@ -27,7 +28,7 @@ type sampleFlags struct {
 }
 
 func (f *sampleFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.event, "event", "auto", "sample source: auto, decode, page-faults, a hardware event or a raw perf event (djx-bpf events lists them)")
+	fs.StringVar(&f.event, "event", pmu.NameAuto, "sample source: auto, decode, page-faults, a hardware event or a raw perf event (djx-bpf events lists them)")
 	fs.IntVar(&f.freq, "freq", profiler.DefaultFreq, "samples per second per CPU (decode; hardware events: frequency mode instead of the catalog's period)")
 	fs.StringVar(&f.relocate, "relocation", profiler.DefaultRelocation, "how to follow objects the GC moves: uprobe, rescan or off")
 	fs.Uint64Var(&f.budget, "alloc-budget", profiler.DefaultAllocBudget, "max sampled allocations per second in the JVM before the heap sampling interval is raised (0: no cap)")

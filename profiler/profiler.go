@@ -72,7 +72,8 @@ const DefaultStackSignal = 23
 // thread tens of µs on deep Java stacks (signal delivery and
 // AsyncGetCallTrace: 3.4% of H2's CPU at one per sample at 499 Hz), so a
 // thread gets one at most every 10 ms, as async-profiler samples by
-// default; the samples in between take their callers from it (borrowStack).
+// default; the samples in between take their callers from it (join's
+// borrowStack).
 const DefaultStackInterval = 10 * time.Millisecond
 
 // DefaultInterval is the heap sampling interval used for a min size: a

@@ -86,7 +86,7 @@ bench: deps build
 	$(JAVA_HOME)/bin/javac -d $(BUILD)/bench/java -cp $(BENCH_JARS) bench/java/*.java $(JAVA_SRCS)
 	$(GO) build -o $(BUILD)/djxbench ./bench/cmd/djxbench
 	$(BUILD)/djxbench -bin $(BIN) -java $(JAVA_HOME)/bin/java -cp $(BUILD)/bench/java:$(BENCH_JARS)
-	@if [ -n "$(BENCH_GO)" ]; then $(GO) test -run '^$$' -bench . -benchtime 1s -benchmem ./decode/ ./profiler/ ./jvmsym/ ./reloc/ && \
+	@if [ -n "$(BENCH_GO)" ]; then $(GO) test -run '^$$' -bench . -benchtime 1s -benchmem ./decode/ ./join/ ./jvmsym/ ./reloc/ && \
 		$(GO) test -run '^$$' -bench 'Lookup|Insert|Remove' -benchtime 200000x -benchmem ./objindex/ && \
 		$(GO) test -run '^$$' -bench 'ApplyMoves' -benchtime 2000x -benchmem ./objindex/; fi
 

@@ -14,57 +14,121 @@ type sampleBatch struct {
 	complete uint64
 }
 
-// dispatcher reads the one sampler a scan shares among its JVMs and hands
-// each JVM's samples to its session.
+// dispatcher is the one reader of a sampler's ring buffer. In a scan it
+// hands each JVM's samples to its session; a session that owns its sampler
+// (solo) gets every batch whole.
 type dispatcher struct {
-	smp   *loader.Sampler
+	smp *loader.Sampler
+	// solo, when set, receives every batch; the reader waits for it, as
+	// nothing else shares the ring buffer.
+	solo  chan sampleBatch
 	mu    sync.Mutex
 	chans map[uint32]chan sampleBatch
 	// lost counts samples dropped because a session did not keep up (its
 	// channel was full): one slow JVM must not stall the others.
 	lost uint64
+	// free holds batches their sessions have applied: a sample is ~300
+	// bytes, and allocating per batch made the loader's GC its biggest cost.
+	free chan []loader.Sample
 	done chan struct{}
 }
 
+// newDispatcher reads smp for the JVMs of a scan (add, remove).
 func newDispatcher(smp *loader.Sampler) *dispatcher {
-	d := &dispatcher{smp: smp, chans: make(map[uint32]chan sampleBatch), done: make(chan struct{})}
+	d := &dispatcher{smp: smp, chans: make(map[uint32]chan sampleBatch), free: make(chan []loader.Sample, 64), done: make(chan struct{})}
 	go d.run()
 	return d
+}
+
+// newSoloDispatcher reads smp for the one session that owns it; the
+// channel closes when the sampler is closed or flushed.
+func newSoloDispatcher(smp *loader.Sampler) (*dispatcher, <-chan sampleBatch) {
+	d := &dispatcher{smp: smp, solo: make(chan sampleBatch, 64), free: make(chan []loader.Sample, 64), done: make(chan struct{})}
+	go d.run()
+	return d, d.solo
 }
 
 func (d *dispatcher) run() {
 	defer close(d.done)
 	groups := make(map[uint32][]loader.Sample)
-	buf := make([]loader.Sample, 0, 64)
+	buf := d.buffer()
 	for {
 		b, complete, err := d.smp.ReadBatch(buf)
-		buf = b
-		for _, smp := range b {
-			groups[smp.PID] = append(groups[smp.PID], smp)
-		}
-		d.mu.Lock()
-		for pid, c := range d.chans {
-			g := groups[pid]
-			if len(g) == 0 && complete == 0 {
-				continue
+		buf = b[:0]
+		if d.solo != nil {
+			if len(b) > 0 {
+				d.solo <- sampleBatch{b, complete}
+				buf = d.buffer() // the session owns b until it recycles it
+			} else if complete != 0 {
+				d.solo <- sampleBatch{nil, complete}
 			}
-			select {
-			case c <- sampleBatch{g, complete}:
-			default:
-				d.lost += uint64(len(g))
+		} else {
+			for _, smp := range b {
+				g, ok := groups[smp.PID]
+				if !ok {
+					g = d.buffer()
+				}
+				groups[smp.PID] = append(g, smp)
 			}
+			d.route(groups, complete)
+			clear(groups)
 		}
-		clear(groups)
 		if err != nil {
-			for pid, c := range d.chans {
-				close(c)
-				delete(d.chans, pid)
-			}
+			d.closeAll()
+			return // closed, or flushed at the end
 		}
-		d.mu.Unlock()
-		if err != nil {
-			return
+	}
+}
+
+// route hands each registered JVM its group of samples, or drops them
+// when its session is behind.
+func (d *dispatcher) route(groups map[uint32][]loader.Sample, complete uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for pid, c := range d.chans {
+		g := groups[pid]
+		if len(g) == 0 && complete == 0 {
+			continue
 		}
+		select {
+		case c <- sampleBatch{g, complete}:
+		default:
+			d.lost += uint64(len(g))
+		}
+	}
+}
+
+func (d *dispatcher) closeAll() {
+	if d.solo != nil {
+		close(d.solo)
+		return
+	}
+	d.mu.Lock()
+	for pid, c := range d.chans {
+		close(c)
+		delete(d.chans, pid)
+	}
+	d.mu.Unlock()
+}
+
+// buffer is an applied batch back from a session, or a new one.
+func (d *dispatcher) buffer() []loader.Sample {
+	select {
+	case b := <-d.free:
+		return b[:0]
+	default:
+		return make([]loader.Sample, 0, 64)
+	}
+}
+
+// recycle takes back a batch its session has applied.
+func (d *dispatcher) recycle(b []loader.Sample) {
+	if cap(b) == 0 {
+		return
+	}
+	select {
+	case d.free <- b:
+	default:
 	}
 }
 

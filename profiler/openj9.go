@@ -40,36 +40,25 @@ func (s *session) attachOpenJ9(ctx context.Context, pid int) (*report.Report, er
 		}
 		s.heapPre = &info
 	}
-	if s.shared != nil {
-		s.feed = s.shared.add(pid)
-	}
 	root := filepath.Join("/proc", strconv.Itoa(pid), "root")
 	if s.ch, err = channel.Create(channel.Spec{Root: root, UID: j.UID, GID: j.GID, Library: agent.Library()}); err != nil {
 		return nil, fmt.Errorf("prepare agent channel for pid %d: %w", pid, err)
 	}
-	if err := s.sampler.AddPID(pid); err != nil {
+	exited := watchExit(pid)
+	err = s.connectAgent(ctx, pid, exited, func(actx context.Context) error {
+		s.opts.note("attaching to OpenJ9 pid %d", pid)
+		conn, err := vm.Attach(actx, openj9.AttachOptions{HostPID: pid})
+		if err == nil {
+			err = conn.LoadAgentPath(actx, s.ch.LibraryPath(), s.opts.agentOptions(s.ch.SocketPath()))
+			conn.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("load agent into OpenJ9 pid %d: %w", pid, err)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	accepted := make(chan acceptResult, 1)
-	go func() {
-		c, err := s.ch.Accept(hctx, pid)
-		accepted <- acceptResult{c, err}
-	}()
-	s.opts.note("attaching to OpenJ9 pid %d", pid)
-	conn, err := vm.Attach(hctx, openj9.AttachOptions{HostPID: pid})
-	if err == nil {
-		err = conn.LoadAgentPath(hctx, s.ch.LibraryPath(), s.opts.agentOptions(s.ch.SocketPath()))
-		conn.Close()
-	}
-	if err != nil {
-		cancel()
-		<-accepted
-		return nil, fmt.Errorf("load agent into OpenJ9 pid %d: %w", pid, err)
-	}
-	r := <-accepted
-	if r.err != nil {
-		return nil, fmt.Errorf("agent of pid %d did not connect: %w", pid, r.err)
-	}
-	s.conn = r.conn
-	return s.run(ctx, watchExit(pid))
+	return s.run(ctx, exited)
 }

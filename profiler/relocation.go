@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/reloc"
 )
@@ -38,55 +39,47 @@ type relocation struct {
 	stopping atomic.Bool
 }
 
-// startRelocation attaches the chosen strategy to the session's JVM, or says
-// why it cannot and returns nil.
-func (s *session) startRelocation() *relocation {
+// startRelocation attaches the chosen strategy to the session's JVM and
+// says how the join learns of moves; nil when no relocation stream runs.
+func (s *session) startRelocation() (*relocation, join.Moves) {
 	if s.opts.Relocation == RelocOff {
 		s.addNote("relocation tracking off: samples on objects the GC moved are lost")
-		return nil
+		return nil, join.MovesOff
 	}
-	switch s.j.heap.GC {
+	switch s.heap.GC {
 	case "Serial", "Parallel", "G1", "":
 	case "OpenJ9":
 		// OpenJ9 copies objects with its own routines, not libc memmove;
 		// the agent's rescans (JVMTI tags) work on any VM.
-		if s.opts.Relocation != RelocOff {
-			s.opts.note("relocation: OpenJ9 does not copy through libc memmove; rescanning the tracked objects after each GC")
-			s.j.rescan = true
-		}
-		return nil
+		s.opts.note("relocation: OpenJ9 does not copy through libc memmove; rescanning the tracked objects after each GC")
+		return nil, join.MovesRescan
 	case "Epsilon":
 		s.addNote("relocation: Epsilon never moves objects; nothing to track")
-		s.j.noReconcile = true
-		return nil
+		return nil, join.MovesNoRescan
 	default:
-		s.addNote("relocation tracking off: %s moves objects concurrently with the application, outside pauses and memmove, so neither uprobes nor rescans can follow them; samples on moved objects are lost", gcName(s.j.heap.GC))
-		s.j.noReconcile = true
-		return nil
+		s.addNote("relocation tracking off: %s moves objects concurrently with the application, outside pauses and memmove, so neither uprobes nor rescans can follow them; samples on moved objects are lost", gcName(s.heap.GC))
+		return nil, join.MovesNoRescan
 	}
 	switch s.opts.Relocation {
 	case RelocRescan:
 		s.opts.note("relocation: rescan of the tracked objects after each GC")
-		s.j.rescan = true
-		return nil
+		return nil, join.MovesRescan
 	case RelocUprobe:
 	default:
 		s.addNote("unknown relocation strategy %q; tracking off", s.opts.Relocation)
-		s.j.noReconcile = true
-		return nil
+		return nil, join.MovesNoRescan
 	}
-	if !s.j.heapKnown {
+	if !s.heapKnown {
 		s.addNote("relocation: uprobes need the heap ranges; falling back to rescan after each GC")
-		s.j.rescan = true
-		return nil
+		return nil, join.MovesRescan
 	}
 	tr, err := reloc.Open(reloc.Config{MinLen: s.opts.MinSize})
 	if err != nil {
 		s.addNote("relocation tracking off: %v", err)
-		return nil
+		return nil, join.MovesOff
 	}
-	ranges := make([]reloc.Range, len(s.j.heap.Ranges))
-	for i, r := range s.j.heap.Ranges {
+	ranges := make([]reloc.Range, len(s.heap.Ranges))
+	for i, r := range s.heap.Ranges {
 		ranges[i] = reloc.Range{Start: r.Start, End: r.End}
 	}
 	info, err := tr.AddJVM(s.pid, ranges)
@@ -96,15 +89,13 @@ func (s *session) startRelocation() *relocation {
 	if err != nil {
 		tr.Close()
 		s.addNote("relocation: uprobes unavailable (%v); falling back to rescan after each GC", err)
-		s.j.rescan = true
-		return nil
+		return nil, join.MovesRescan
 	}
 	s.opts.note("relocation: uprobe on %s+%#x (libjvm's memmove/memcpy), %d gc__begin and %d gc__end sites",
 		info.Copies[0].Lib, info.Copies[0].Offset, len(info.GCBegin), len(info.GCEnd))
-	s.j.reloc = true
 	r := &relocation{tr: tr, pid: s.pid, msgs: make(chan relocMsg, 4096)}
 	go r.read()
-	return r
+	return r, join.MovesUprobe
 }
 
 // read forwards events; when the ring buffer has stayed empty for a short
@@ -130,34 +121,32 @@ func (r *relocation) read() {
 	}
 }
 
-// apply feeds one message to the JVM's join.
-func (j *jvm) applyReloc(m relocMsg) {
+// applyReloc feeds one message to the JVM's join.
+func applyReloc(j *join.JVM, m relocMsg) {
 	if m.wm != 0 {
-		j.relocComplete(m.wm)
+		j.RelocComplete(m.wm)
 		return
 	}
 	switch m.ev.Kind {
 	case reloc.GCBegin:
-		j.onGCBegin(m.ev.Time)
+		j.OnGCBegin(m.ev.Time)
 	case reloc.Copy:
-		j.onCopy(m.ev.Src, m.ev.Dst, m.ev.Len)
+		j.OnCopy(m.ev.Src, m.ev.Dst, m.ev.Len)
 	case reloc.GCEnd:
-		j.onGCEnd(m.ev.Time)
+		j.OnGCEnd(m.ev.Time)
 	}
 }
 
 // stop detaches the uprobes (the JVM's GC runs at full speed again), hands
 // the events still in the ring buffer to the join, and releases the tracker.
-func (r *relocation) stop(j *jvm) (reloc.Counters, error) {
+func (r *relocation) stop(j *join.JVM) (reloc.Counters, error) {
 	derr := r.tr.RemoveJVM(r.pid)
 	c, cerr := r.tr.Counters()
 	r.stopping.Store(true)
 	for m := range r.msgs {
-		j.applyReloc(m)
+		applyReloc(j, m)
 	}
-	if j.curGC != nil { // the profile ended inside a GC
-		j.onGCEnd(loader.Now())
-	}
+	j.OnGCEnd(loader.Now()) // the profile may have ended inside a GC
 	return c, errors.Join(derr, cerr, r.tr.Close())
 }
 

@@ -1,4 +1,4 @@
-package profiler
+package join
 
 import (
 	"slices"
@@ -19,18 +19,18 @@ func censusPath(id, parent uint32, hop string) *agent.CensusPath {
 // tracked twice.
 func TestJoinCensus(t *testing.T) {
 	j := exactJVM(1)
-	j.onBatch(batch(100, hello(10), &agent.CensusStart{Time: 100, Kind: agent.CensusAttach},
+	j.OnBatch(batch(100, hello(10), &agent.CensusStart{Time: 100, Kind: agent.CensusAttach},
 		alloc(90, 0x9000_0000, 4096, "[J", agent.Frame{Method: 1})))
-	j.onSample(fault(150, 0x5000_0040), loader.PageFaults) // in the map's value
-	j.onSample(fault(160, 0x6000_0100), loader.PageFaults) // in main's local
-	j.onSample(fault(170, 0x9000_0010), loader.PageFaults) // the sampled allocation
-	j.samplesComplete(1 << 40)
+	j.OnSample(fault(150, 0x5000_0040), loader.PageFaults) // in the map's value
+	j.OnSample(fault(160, 0x6000_0100), loader.PageFaults) // in main's local
+	j.OnSample(fault(170, 0x9000_0010), loader.PageFaults) // the sampled allocation
+	j.SamplesComplete(1 << 40)
 	// A batch with a later watermark but no census yet: the join waits.
-	j.onBatch(batch(400))
+	j.OnBatch(batch(400))
 	if j.stats.Attributed != 0 {
 		t.Fatalf("samples judged before the census ended: %+v", j.stats)
 	}
-	j.onBatch(batch(500,
+	j.OnBatch(batch(500,
 		censusPath(1, 0, "RealService.index (static)"), censusPath(2, 1, "java.util.HashMap.table"),
 		censusPath(3, 2, "[]"), censusPath(4, 3, "java.util.HashMap$Node.value"),
 		censusPath(5, 0, `RealService.main:54 local #5 (thread "main")`),
@@ -39,12 +39,12 @@ func TestJoinCensus(t *testing.T) {
 		&agent.Census{Time: 100, Addr: 0x6000_0000, Size: 16 << 20, Tag: 13, Path: 5, Kind: agent.CensusAttach, TypeSig: "[J"},
 		&agent.Census{Time: 100, Addr: 0x9000_0000, Size: 4096, Tag: 14, Path: 0, Kind: agent.CensusAttach, TypeSig: "[J"},
 		&agent.CensusEnd{Time: 450, Kind: agent.CensusAttach, Status: agent.CensusHolders, Objects: 4, HeapWalkNanos: 2e6, HolderWalkNanos: 9e6, PauseMaxNanos: 9e6, HeapWalkPasses: 1}))
-	j.drain(true)
+	j.Drain(true)
 	if j.stats.Attributed != 3 || j.stats.CensusObjects != 3 || j.stats.CensusDuplicates != 1 {
 		t.Fatalf("stats %+v", j.stats)
 	}
 	byHolder := map[string]report.Object{}
-	for _, o := range j.report() {
+	for _, o := range j.Report() {
 		byHolder[report.HolderText(o.Holder, 0)] = o
 	}
 	m := byHolder["RealService.index (static) → java.util.HashMap.table → [] → java.util.HashMap$Node.value"]
@@ -59,7 +59,7 @@ func TestJoinCensus(t *testing.T) {
 	}
 	var st report.Stats
 	var notes []string
-	j.censusStats(&st, func(f string, a ...any) { notes = append(notes, f) })
+	j.CensusStats(&st, func(f string, a ...any) { notes = append(notes, f) })
 	if st.CensusPauseMs != 11 || st.CensusPauseMaxMs != 9 || st.CensusHolders != "all" || st.CensusMs != 350e-6 || len(notes) != 0 {
 		t.Errorf("census stats %+v, notes %q", st, notes)
 	}
@@ -76,10 +76,10 @@ func TestCensusNotes(t *testing.T) {
 		{agent.CensusHoldersPartial, "partial"},
 	} {
 		j := exactJVM(1)
-		j.onBatch(batch(100, hello(10), &agent.CensusStart{Time: 20}, &agent.CensusEnd{Time: 90, Status: tc.status, Kind: agent.CensusAttach}))
+		j.OnBatch(batch(100, hello(10), &agent.CensusStart{Time: 20}, &agent.CensusEnd{Time: 90, Status: tc.status, Kind: agent.CensusAttach}))
 		var st report.Stats
 		var notes []string
-		j.censusStats(&st, func(f string, a ...any) { notes = append(notes, f) })
+		j.CensusStats(&st, func(f string, a ...any) { notes = append(notes, f) })
 		if st.CensusHolders != tc.holders || len(notes) != 1 {
 			t.Errorf("status %#x: holders %q, notes %q", tc.status, st.CensusHolders, notes)
 		}
@@ -92,7 +92,7 @@ func TestCensusNotes(t *testing.T) {
 // A corrupt stream cannot make a holder chain loop or run on.
 func TestHolderChainBounded(t *testing.T) {
 	j := exactJVM(1)
-	j.onBatch(batch(10, hello(1), censusPath(1, 2, "a"), censusPath(2, 1, "b"), censusPath(3, 0, "root"), censusPath(4, 3, "x")))
+	j.OnBatch(batch(10, hello(1), censusPath(1, 2, "a"), censusPath(2, 1, "b"), censusPath(3, 0, "root"), censusPath(4, 3, "x")))
 	if got := j.holderChain(4); !slices.Equal(got, []string{"root", "x"}) {
 		t.Errorf("chain 4 = %q", got)
 	}

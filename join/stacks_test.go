@@ -1,9 +1,8 @@
-package profiler
+package join
 
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/djx-bpf/djx-bpf/agent"
 	"github.com/djx-bpf/djx-bpf/loader"
@@ -12,11 +11,11 @@ import (
 
 // stackJVM is an exactJVM whose agent has a stack handler and whose BPF
 // program signals from time 0 on.
-func stackJVM() *jvm {
+func stackJVM() *JVM {
 	j := exactJVM(1)
 	h := hello(100)
 	h.StackSignal = 42
-	j.onBatch(batch(100, h,
+	j.OnBatch(batch(100, h,
 		method(7, "LHot;", "make", 12), method(8, "LHot;", "main", 30),
 		method(20, "LHot;", "scanA", 27), method(21, "LHot;", "scanB", 37), method(22, "LHot;", "run", 55)))
 	j.stackSig = j.agentStackSig
@@ -36,28 +35,28 @@ func stack(t uint64, tid uint32, pc uint64, frames ...agent.Frame) *agent.Stack 
 func TestStacksJoinBySameThreadAndPC(t *testing.T) {
 	j := stackJVM()
 	a := alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}, agent.Frame{Method: 8})
-	j.onBatch(batch(120, a))
+	j.OnBatch(batch(120, a))
 	scanA := []agent.Frame{{Method: 20, BCI: 5}, {Method: 22, BCI: 2}}
 	scanB := []agent.Frame{{Method: 21, BCI: 5}, {Method: 22, BCI: 9}}
 	// Thread 5: three samples in scanA, one in scanB; thread 6 in scanA
 	// (the same path from another thread merges).
-	j.onSample(tsample(1000, 0x1000_0008, 0xA0, 5), loader.PageFaults)
-	j.onSample(tsample(2000, 0x1000_0010, 0xA0, 5), loader.PageFaults)
-	j.onSample(tsample(2100, 0x1000_0010, 0xA0, 6), loader.PageFaults)
-	j.onSample(tsample(3000, 0x1000_0018, 0xB0, 5), loader.PageFaults)
+	j.OnSample(tsample(1000, 0x1000_0008, 0xA0, 5), loader.PageFaults)
+	j.OnSample(tsample(2000, 0x1000_0010, 0xA0, 5), loader.PageFaults)
+	j.OnSample(tsample(2100, 0x1000_0010, 0xA0, 6), loader.PageFaults)
+	j.OnSample(tsample(3000, 0x1000_0018, 0xB0, 5), loader.PageFaults)
 	// Its signal was refused: no stack of its own; the next stack (for the
 	// sample at 5000, another pc) must not be taken.
-	j.onSample(tsample(4000, 0x1000_0018, 0xA4, 5), loader.PageFaults)
-	j.onSample(tsample(5000, 0x1000_0020, 0xA0, 5), loader.PageFaults)
+	j.OnSample(tsample(4000, 0x1000_0018, 0xA4, 5), loader.PageFaults)
+	j.OnSample(tsample(5000, 0x1000_0020, 0xA0, 5), loader.PageFaults)
 	// No address: goes to the remainder with its stack.
-	j.onSample(tsample(6000, 0, 0xC0, 5), loader.PageFaults)
-	j.onBatch(batch(7000,
+	j.OnSample(tsample(6000, 0, 0xC0, 5), loader.PageFaults)
+	j.OnBatch(batch(7000,
 		stack(1020, 5, 0xA0, scanA...), stack(2020, 5, 0xA0, scanA...), stack(2120, 6, 0xA0, scanA...),
 		stack(3020, 5, 0xB0, scanB...), stack(5020, 5, 0xA0, scanA...),
 		&agent.Stack{Time: 6020, TID: 5, Status: agent.StackGCActive, PC: 0xC0},
 		// A stack whose sample was dropped: never claimed.
 		stack(6500, 5, 0xD0, scanB...)))
-	j.drain(true)
+	j.Drain(true)
 	s := j.stats
 	if s.Attributed != 6 || s.SamplesWithStack != 6 || s.SamplesJavaStack != 5 || s.StackMismatch != 1 || s.StacksUnmatched != 1 {
 		t.Fatalf("stats %+v", s)
@@ -65,7 +64,7 @@ func TestStacksJoinBySameThreadAndPC(t *testing.T) {
 	if s.StackErrors["GC active"] != 1 || s.Stacks != 7 || s.StacksJava != 6 {
 		t.Errorf("stack counters %+v", s)
 	}
-	objs := j.report()
+	objs := j.Report()
 	if len(objs) != 1 {
 		t.Fatalf("objects %+v", objs)
 	}
@@ -90,20 +89,20 @@ func TestStacksJoinBySameThreadAndPC(t *testing.T) {
 // one in a stub by the stub's name.
 func TestStackFallbackFromJITCode(t *testing.T) {
 	j := stackJVM()
-	j.onBatch(batch(120,
+	j.OnBatch(batch(120,
 		alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}),
 		&agent.Code{Time: 111, Method: 22, Start: 0x7000, Size: 0x100, PCs: []agent.PCInfo{
 			{PC: 0x7010, Frames: []agent.Frame{{Method: 20, BCI: 5}, {Method: 22, BCI: 2}}},
 			{PC: 0x7080, Frames: []agent.Frame{{Method: 22, BCI: 9}}},
 		}},
 		&agent.Stub{Time: 112, Start: 0x9000, Size: 0x1000, Name: "Interpreter"}))
-	j.onSample(tsample(1000, 0x1000_0008, 0x700c, 5), loader.PageFaults)
-	j.onSample(tsample(2000, 0x1000_0008, 0x9100, 5), loader.PageFaults)
-	j.onBatch(batch(9000,
+	j.OnSample(tsample(1000, 0x1000_0008, 0x700c, 5), loader.PageFaults)
+	j.OnSample(tsample(2000, 0x1000_0008, 0x9100, 5), loader.PageFaults)
+	j.OnBatch(batch(9000,
 		&agent.Stack{Time: 1010, TID: 5, Status: agent.StackNotWalkableJ, PC: 0x700c},
 		&agent.Stack{Time: 2010, TID: 5, Status: agent.StackUnknownJava, PC: 0x9100}))
-	j.drain(true)
-	got := pathSamples(j.report()[0].Accesses)
+	j.Drain(true)
+	got := pathSamples(j.Report()[0].Accesses)
 	for _, k := range []string{
 		"Hot.scanA:27 <- Hot.run:55 <- [no Java stack: not walkable, in Java]",
 		"[Interpreter] <- [no Java stack: unknown, in Java]",
@@ -117,13 +116,13 @@ func TestStackFallbackFromJITCode(t *testing.T) {
 // Samples wait for the stacks that come after them.
 func TestStacksHoldSamplesForGrace(t *testing.T) {
 	j := stackJVM()
-	j.onBatch(batch(120, alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7})))
-	j.onSample(tsample(1000, 0x1000_0008, 0xA0, 5), loader.PageFaults)
-	j.onBatch(batch(1000 + stackGrace/2))
+	j.OnBatch(batch(120, alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7})))
+	j.OnSample(tsample(1000, 0x1000_0008, 0xA0, 5), loader.PageFaults)
+	j.OnBatch(batch(1000 + stackGrace/2))
 	if j.stats.Attributed != 0 {
 		t.Fatal("sample attributed before its stack could arrive")
 	}
-	j.onBatch(batch(1000+stackGrace+10, stack(1020, 5, 0xA0, agent.Frame{Method: 20, BCI: 5})))
+	j.OnBatch(batch(1000+stackGrace+10, stack(1020, 5, 0xA0, agent.Frame{Method: 20, BCI: 5})))
 	if j.stats.Attributed != 1 || j.stats.SamplesJavaStack != 1 {
 		t.Fatalf("stats %+v", j.stats)
 	}
@@ -134,7 +133,7 @@ func TestStacksHoldSamplesForGrace(t *testing.T) {
 // replaces the frames of that compiled frame.
 func TestStackLeafFromJITMap(t *testing.T) {
 	j := stackJVM()
-	j.onBatch(batch(120,
+	j.OnBatch(batch(120,
 		alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}),
 		// run (22) compiled with scanA (20) inlined; the load ends at 0x7010.
 		&agent.Code{Time: 111, Method: 22, Start: 0x7000, Size: 0x100, PCs: []agent.PCInfo{
@@ -142,11 +141,11 @@ func TestStackLeafFromJITMap(t *testing.T) {
 			{PC: 0x7020, Frames: []agent.Frame{{Method: 21, BCI: 1}, {Method: 22, BCI: 9}}},
 		}}))
 	// Look-back found the load ending at ip 0x7010; ASGCT named scanB.
-	j.onSample(tsample(1000, 0x1000_0008, 0x7010, 5), loader.PageFaults)
+	j.OnSample(tsample(1000, 0x1000_0008, 0x7010, 5), loader.PageFaults)
 	j.queue[len(j.queue)-1].accessPC = 0x7010
-	j.onBatch(batch(9000, stack(1010, 5, 0x7010, agent.Frame{Method: 21, BCI: 1}, agent.Frame{Method: 22, BCI: 9}, agent.Frame{Method: 8, BCI: 4})))
-	j.drain(true)
-	a := j.report()[0].Accesses
+	j.OnBatch(batch(9000, stack(1010, 5, 0x7010, agent.Frame{Method: 21, BCI: 1}, agent.Frame{Method: 22, BCI: 9}, agent.Frame{Method: 8, BCI: 4})))
+	j.Drain(true)
+	a := j.Report()[0].Accesses
 	if len(a) != 1 || strings.Join(a[0].Path, " <- ") != "Hot.scanA:27 <- Hot.run:55 <- Hot.main:30" || j.stats.StackLeafFromJIT != 1 {
 		t.Fatalf("accesses %+v, stats %+v", a, j.stats)
 	}
@@ -158,7 +157,7 @@ func TestStackLeafFromJITMap(t *testing.T) {
 // keep their leaf and say the stack was not taken.
 func TestStackBorrowedWithinCompiledCode(t *testing.T) {
 	j := stackJVM()
-	j.onBatch(batch(120,
+	j.OnBatch(batch(120,
 		alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}),
 		// run (22) with scanA (20) and scanB (21) inlined.
 		&agent.Code{Time: 111, Method: 22, Start: 0x7000, Size: 0x100, PCs: []agent.PCInfo{
@@ -173,13 +172,13 @@ func TestStackBorrowedWithinCompiledCode(t *testing.T) {
 		s.Flags = loader.FlagNoStack
 		return s
 	}
-	j.onSample(tsample(1000, 0x1000_0008, 0x700c, 5), loader.PageFaults) // stacked, in scanA
-	j.onSample(noStack(2000, 0x703c), loader.PageFaults)                 // in scanB, same code
-	j.onSample(noStack(3000, 0x800c), loader.PageFaults)                 // other code
-	j.onSample(noStack(1000+borrowMaxAge+10, 0x700c), loader.PageFaults) // too late to borrow
-	j.onBatch(batch(1<<40, stack(1010, 5, 0x700c, agent.Frame{Method: 20, BCI: 4}, agent.Frame{Method: 22, BCI: 2}, agent.Frame{Method: 8, BCI: 3})))
-	j.drain(true)
-	got := pathSamples(j.report()[0].Accesses)
+	j.OnSample(tsample(1000, 0x1000_0008, 0x700c, 5), loader.PageFaults) // stacked, in scanA
+	j.OnSample(noStack(2000, 0x703c), loader.PageFaults)                 // in scanB, same code
+	j.OnSample(noStack(3000, 0x800c), loader.PageFaults)                 // other code
+	j.OnSample(noStack(1000+borrowMaxAge+10, 0x700c), loader.PageFaults) // too late to borrow
+	j.OnBatch(batch(1<<40, stack(1010, 5, 0x700c, agent.Frame{Method: 20, BCI: 4}, agent.Frame{Method: 22, BCI: 2}, agent.Frame{Method: 8, BCI: 3})))
+	j.Drain(true)
+	got := pathSamples(j.Report()[0].Accesses)
 	want := map[string]uint64{
 		"Hot.scanA:27 <- Hot.run:55 <- Hot.main:30":       1, // its own stack, leaf from the JIT map
 		"Hot.scanB:37 <- Hot.run:55 <- Hot.main:30":       1, // borrowed callers
@@ -216,7 +215,7 @@ func TestNoEnvThreadsLeaveTheSignal(t *testing.T) {
 		return &agent.Stack{Time: t, TID: tid, Status: agent.StackNoEnv, PC: 0x7000}
 	}
 	gcActive := &agent.Stack{Time: 203, TID: 7, Status: agent.StackGCActive, PC: 0x7000}
-	j.onBatch(batch(210, noEnv(200, 5), noEnv(201, 6), noEnv(202, 5), gcActive,
+	j.OnBatch(batch(210, noEnv(200, 5), noEnv(201, 6), noEnv(202, 5), gcActive,
 		stack(204, 8, 0x7000, agent.Frame{Method: 22, BCI: 2})))
 	if len(marked) != 2 || marked[0] != 5 || marked[1] != 6 {
 		t.Errorf("threads marked non-Java: %v, want [5 6]", marked)
@@ -232,29 +231,20 @@ func TestNoEnvThreadsLeaveTheSignal(t *testing.T) {
 // unmatched, and is not handed to BPF as non-Java.
 func TestStacksFromAnotherPIDNamespace(t *testing.T) {
 	j := stackJVM()
-	now := time.Unix(100, 0)
-	ns := &nsThreads{pid: 4000, now: func() time.Time { return now }}
-	reads := 0
-	ns.read = func(int) (map[uint32]uint32, error) {
-		reads++
-		return map[uint32]uint32{1: 4000, 5: 4005}, nil
-	}
-	j.hostTID = ns.host
+	host := map[uint32]uint32{1: 4000, 5: 4005}
+	j.hostTID = func(tid uint32) (uint32, bool) { h, ok := host[tid]; return h, ok }
 	var marked []uint32
 	j.noJava = func(tid uint32) { marked = append(marked, tid) }
-	j.onBatch(batch(120, alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}, agent.Frame{Method: 8})))
-	j.onSample(tsample(1000, 0x1000_0008, 0xA0, 4005), loader.PageFaults)
-	j.onBatch(batch(7000, stack(1020, 5, 0xA0, agent.Frame{Method: 20, BCI: 5}),
+	j.OnBatch(batch(120, alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}, agent.Frame{Method: 8})))
+	j.OnSample(tsample(1000, 0x1000_0008, 0xA0, 4005), loader.PageFaults)
+	j.OnBatch(batch(7000, stack(1020, 5, 0xA0, agent.Frame{Method: 20, BCI: 5}),
 		&agent.Stack{Time: 1100, TID: 1, Status: agent.StackNoEnv, PC: 0x7000},
 		&agent.Stack{Time: 1200, TID: 9, Status: agent.StackNoEnv, PC: 0x7000}))
-	j.drain(true)
+	j.Drain(true)
 	if s := j.stats; s.SamplesWithStack != 1 || s.StacksUnmatched != 2 {
 		t.Errorf("samples with a stack %d, unmatched stacks %d; want 1 and 2 (the two without JNIEnv)", s.SamplesWithStack, s.StacksUnmatched)
 	}
 	if len(marked) != 1 || marked[0] != 4000 {
 		t.Errorf("threads marked non-Java: %v, want [4000]", marked)
-	}
-	if reads != 1 {
-		t.Errorf("%d reads of the threads, want 1 (the miss on thread 9 comes within %v)", reads, rereadEvery)
 	}
 }

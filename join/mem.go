@@ -1,4 +1,4 @@
-package profiler
+package join
 
 import (
 	"github.com/djx-bpf/djx-bpf/numa"
@@ -8,7 +8,7 @@ import (
 
 // addMem counts sample p's data source and latency into m (allocated on
 // first use).
-func (j *jvm) addMem(m *report.MemMetrics, p *pending) *report.MemMetrics {
+func (j *JVM) addMem(m *report.MemMetrics, p *pending) *report.MemMetrics {
 	if m == nil {
 		m = &report.MemMetrics{}
 	}
@@ -35,25 +35,25 @@ func (j *jvm) addMem(m *report.MemMetrics, p *pending) *report.MemMetrics {
 	return m
 }
 
-// numaState finds the node of each sampled page (move_pages, cached per
+// NUMA finds the node of each sampled page (move_pages, cached per
 // page) and of each sampling CPU.
-type numaState struct {
+type NUMA struct {
 	topo  *numa.Topology
 	pages *numa.Cache
 }
 
-// newNUMA reads the topology and prepares the page lookups for --numa.
-func newNUMA() (*numaState, error) {
+// NewNUMA reads the topology and prepares the page lookups for --numa.
+func NewNUMA() (*NUMA, error) {
 	topo, err := numa.LoadTopology("/")
 	if err != nil {
 		return nil, err
 	}
-	return &numaState{topo: topo, pages: numa.NewCache(numa.MovePages{}, numa.DefaultMaxAge)}, nil
+	return &NUMA{topo: topo, pages: numa.NewCache(numa.MovePages{}, numa.DefaultMaxAge)}, nil
 }
 
 // place finds the node holding sample p's page (numa.Unknown if it cannot
 // be read) and the node of the CPU that took it.
-func (n *numaState) place(pid int, p *pending) (node, from int) {
+func (n *NUMA) place(pid int, p *pending) (node, from int) {
 	node, err := n.pages.Node(pid, p.addr)
 	if err != nil {
 		node = numa.Unknown

@@ -1,8 +1,7 @@
-package profiler
+package join
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/agent"
@@ -10,23 +9,30 @@ import (
 	"github.com/djx-bpf/djx-bpf/report"
 )
 
-// DefaultStackSignal is the signal BPF sends a sampled thread to ask for its
-// Java stack: SIGURG. HotSpot does not use it, its default action is to
-// ignore it (a signal that arrives where no handler is installed does no
-// harm), and as a standard signal it coalesces: at most one is pending per
-// thread, where real-time signals queue and a burst of them can fill the
-// user's RLIMIT_SIGPENDING, after which the kernel refuses every queued
-// signal of that user. async-profiler and JFR's CPU-time sampler use
-// SIGPROF; other users of SIGURG (Go runtimes in native libraries) send
-// it with tgkill, and the agent passes those on to their handler.
-const DefaultStackSignal = 23
-
-// DefaultStackInterval spaces the stacks of one thread. A stack costs the
-// thread tens of µs on deep Java stacks (signal delivery and
-// AsyncGetCallTrace: 3.4% of H2's CPU at one per sample at 499 Hz), so a
-// thread gets one at most every 10 ms, as async-profiler samples by
-// default; the samples in between take their callers from it (borrowStack).
-const DefaultStackInterval = 10 * time.Millisecond
+// stackStore holds what names a sample's access path: the stacks waiting
+// for their samples, the JIT code map, method and native symbols.
+type stackStore struct {
+	syms          *jvmsym.Table
+	stackSig      int    // the signal BPF sends for stacks; 0: none asked
+	agentStackSig int    // the signal the agent's handler is installed on
+	stacksFrom    uint64 // when BPF started signalling
+	stacks        map[uint32]*stackQ
+	lastStacks    map[stackKey]*lastStack // per thread and code blob, for borrowStack
+	lastPrune     uint64
+	code          *jvmsym.CodeTable
+	native        *jvmsym.Native
+	nativeCache   map[uint64]string
+	perfMap       *jvmsym.PerfMap
+	pathBuf       []pathFrame
+	pathKeyBuf    []byte
+	// noJava, when set, stops BPF's stack signals to a thread the agent
+	// found without a JNIEnv; noJavaTIDs are the threads handed to it.
+	noJava     func(tid uint32)
+	noJavaTIDs map[uint32]struct{}
+	// hostTID, when set, turns the agent's thread ids into the host's
+	// (a JVM in another pid namespace); false: the thread is gone.
+	hostTID func(tid uint32) (uint32, bool)
+}
 
 // borrowMaxAge bounds how old a stack may be and still lend its callers
 // to a sample.
@@ -120,7 +126,7 @@ func stackReason(status int32) string {
 }
 
 // onStack queues a stack for the sample of its thread.
-func (j *jvm) onStack(st *agent.Stack) {
+func (j *JVM) onStack(st *agent.Stack) {
 	j.stats.Stacks++
 	hostTID := true
 	if j.hostTID != nil {
@@ -156,7 +162,7 @@ func (j *jvm) onStack(st *agent.Stack) {
 }
 
 // onCode keeps the JIT code map current.
-func (j *jvm) onCode(r agent.Record) {
+func (j *JVM) onCode(r agent.Record) {
 	switch r := r.(type) {
 	case *agent.Code:
 		pcs := make([]jvmsym.PCFrames, len(r.PCs))
@@ -179,7 +185,7 @@ func (j *jvm) onCode(r agent.Record) {
 // takeStack finds the stack that the sample (tid, t, ip) asked for: the
 // thread's first stack stamped at or after t, if it was taken at the same
 // pc. Earlier stacks belong to samples that never claimed them.
-func (j *jvm) takeStack(tid uint32, t, ip uint64) *agent.Stack {
+func (j *JVM) takeStack(tid uint32, t, ip uint64) *agent.Stack {
 	q := j.stacks[tid]
 	if q == nil {
 		return nil
@@ -210,7 +216,7 @@ func (j *jvm) takeStack(tid uint32, t, ip uint64) *agent.Stack {
 // pruneStacks drops stacks older than h - stackPrune that no sample
 // claimed, and empty queues, so that threads that stopped being sampled
 // hold nothing.
-func (j *jvm) pruneStacks(h uint64, final bool) {
+func (j *JVM) pruneStacks(h uint64, final bool) {
 	if !final && h < j.lastPrune+stackPrune {
 		return
 	}
@@ -237,7 +243,7 @@ func (j *jvm) pruneStacks(h uint64, final bool) {
 // accessPath builds the access path of sample p into j.pathBuf: its own
 // Java stack when the join finds it, else what its pc alone tells, ended by
 // a placeholder that says why the stack is missing.
-func (j *jvm) accessPath(p *pending) []pathFrame {
+func (j *JVM) accessPath(p *pending) []pathFrame {
 	fr := j.pathBuf[:0]
 	var st *agent.Stack
 	asked := j.stackSig != 0 && p.stime >= j.stacksFrom
@@ -296,7 +302,7 @@ func (j *jvm) accessPath(p *pending) []pathFrame {
 
 // keepStack remembers st, the Java stack of sample p taken in the code hit,
 // as its thread's last one in that code when it is compiled Java code.
-func (j *jvm) keepStack(p *pending, hit jvmsym.CodeHit, st *agent.Stack) {
+func (j *JVM) keepStack(p *pending, hit jvmsym.CodeHit, st *agent.Stack) {
 	if hit.Stub != "" {
 		return
 	}
@@ -317,7 +323,7 @@ func (j *jvm) keepStack(p *pending, hit jvmsym.CodeHit, st *agent.Stack) {
 // from that stack. A hot method is entered from few call sites, so its
 // callers are a sample of the same distribution; a sample elsewhere keeps
 // its leaf and "[stack not taken]".
-func (j *jvm) borrowStack(p *pending, fr []pathFrame) ([]pathFrame, bool) {
+func (j *JVM) borrowStack(p *pending, fr []pathFrame) ([]pathFrame, bool) {
 	hit, ok := j.code.Lookup(p.ip)
 	if !ok || hit.Stub != "" {
 		return fr, false
@@ -344,7 +350,7 @@ func (j *jvm) borrowStack(p *pending, fr []pathFrame) ([]pathFrame, bool) {
 // instruction after the load (often the next iteration's first line);
 // the access instruction's own descriptor names its line and inlining. It
 // returns the new innermost frames and the caller frames that follow.
-func (j *jvm) refineLeaf(p *pending, frames []agent.Frame) ([]jvmsym.RawFrame, []agent.Frame, bool) {
+func (j *JVM) refineLeaf(p *pending, frames []agent.Frame) ([]jvmsym.RawFrame, []agent.Frame, bool) {
 	if p.accessPC == 0 || len(frames) == 0 {
 		return nil, nil, false
 	}
@@ -364,7 +370,7 @@ func (j *jvm) refineLeaf(p *pending, frames []agent.Frame) ([]jvmsym.RawFrame, [
 // leafFrames appends what the pc alone names: the (inlined) Java frames of
 // compiled code at the access, a JVM stub, a native symbol, a perf-map
 // entry, or a placeholder.
-func (j *jvm) leafFrames(p *pending, fr []pathFrame) []pathFrame {
+func (j *JVM) leafFrames(p *pending, fr []pathFrame) []pathFrame {
 	ip := p.ip
 	if hit, ok := j.code.Lookup(ip); ok {
 		if hit.Stub == "" && p.accessPC != 0 {
@@ -393,7 +399,7 @@ func (j *jvm) leafFrames(p *pending, fr []pathFrame) []pathFrame {
 
 // nativeFrame names ip in a mapped ELF file, cached per ip: the process may
 // be gone by report time.
-func (j *jvm) nativeFrame(ip uint64) (string, bool) {
+func (j *JVM) nativeFrame(ip uint64) (string, bool) {
 	if name, ok := j.nativeCache[ip]; ok {
 		return name, name != ""
 	}
@@ -434,39 +440,4 @@ func pathKey(buf []byte, where string, fr []pathFrame) []byte {
 		k = strconv.AppendInt(k, f.bci, 10)
 	}
 	return k
-}
-
-// resolve names the frames of an access path.
-func (j *jvm) resolve(fr []pathFrame) []string {
-	out := make([]string, len(fr))
-	for i, f := range fr {
-		if f.name != "" {
-			out[i] = f.name
-		} else {
-			out[i] = j.syms.Resolve(f.method, f.bci).String()
-		}
-	}
-	return out
-}
-
-// accesses resolves a set into report paths; paths that resolve to the same
-// names (other bcis on the same lines) merge.
-func (j *jvm) accesses(sets ...accessSet) []report.Access {
-	var out []report.Access
-	idx := make(map[string]int)
-	for _, set := range sets {
-		for _, a := range set {
-			path := j.resolve(a.frames)
-			k := a.where + "\x01" + strings.Join(path, "\x00")
-			if i, ok := idx[k]; ok {
-				out[i].Samples += a.samples
-				out[i].Mem = report.SumMem(out[i].Mem, a.mem)
-				out[i].NUMA = report.SumNUMA(out[i].NUMA, a.numa)
-				continue
-			}
-			idx[k] = len(out)
-			out = append(out, report.Access{Where: a.where, Path: path, Samples: a.samples, Mem: report.SumMem(nil, a.mem), NUMA: report.SumNUMA(nil, a.numa)})
-		}
-	}
-	return out
 }

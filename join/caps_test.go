@@ -1,7 +1,6 @@
-package profiler
+package join
 
 import (
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -16,7 +15,7 @@ import (
 func TestCapsFutureRecords(t *testing.T) {
 	j := newJVM(1)
 	wm := uint64(10 * time.Second)
-	j.onBatch(batch(wm, hello(1), alloc(wm+uint64(2*time.Minute), 0x1000, 2048, "[B", agent.Frame{Method: 1}),
+	j.OnBatch(batch(wm, hello(1), alloc(wm+uint64(2*time.Minute), 0x1000, 2048, "[B", agent.Frame{Method: 1}),
 		&agent.Free{Time: wm + uint64(time.Hour), Tag: 1},
 		alloc(wm+1, 0x2000, 2048, "[B", agent.Frame{Method: 1})))
 	if q := len(j.agentQ) - j.agentH; q > 1 {
@@ -41,8 +40,8 @@ func TestCapsSpreadAllocs(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	j.onBatch(batch(10, recs...))
-	j.drain(true)
+	j.OnBatch(batch(10, recs...))
+	j.Drain(true)
 	runtime.ReadMemStats(&after)
 	if n := j.stats.AllocsTracked; n != 1 {
 		t.Errorf("%d allocations tracked, want only the one in the heap", n)
@@ -58,8 +57,8 @@ func TestCapsSpreadAllocs(t *testing.T) {
 	maxChunks = 16
 	defer func() { maxChunks = old }()
 	j = newJVM(1)
-	j.onBatch(batch(10, recs...))
-	j.drain(true)
+	j.OnBatch(batch(10, recs...))
+	j.Drain(true)
 	// The first two share range 1.
 	if n := j.stats.AllocsTracked; n != 17 {
 		t.Errorf("heap unknown: %d allocations tracked, want %d (the ranges' cap)", n, 17)
@@ -84,7 +83,7 @@ func TestCapsCounts(t *testing.T) {
 			&agent.Code{Start: 0x1_0000_0000 + i*0x100, Size: 0x10, Method: 1},
 			&agent.Stack{Time: 3, TID: uint32(i % 3), Status: 1})
 	}
-	j.onBatch(batch(10, recs...))
+	j.OnBatch(batch(10, recs...))
 	if j.syms.Len() != 3 || j.code.Len() != 2 || len(j.sites) > 5 || len(j.stacks) > 2 {
 		t.Errorf("methods %d, code %d, sites %d, stack threads %d: past their caps", j.syms.Len(), j.code.Len(), len(j.sites), len(j.stacks))
 	}
@@ -93,7 +92,7 @@ func TestCapsCounts(t *testing.T) {
 			t.Errorf("%d stacks queued on one thread, cap 2", len(q.q)-q.head)
 		}
 	}
-	j.drain(true)
+	j.Drain(true)
 	if n := len(j.objs) - len(j.free); n > 10 {
 		t.Errorf("%d objects tracked, cap 10", n)
 	}
@@ -109,10 +108,10 @@ func TestCapsCounts(t *testing.T) {
 // the report, the texts shortened and without control characters.
 func TestAgentNotes(t *testing.T) {
 	j := newJVM(1)
-	j.onBatch(batch(10, hello(1), &agent.Stats{CodeDropped: 7},
+	j.OnBatch(batch(10, hello(1), &agent.Stats{CodeDropped: 7},
 		&agent.ErrorRec{Message: "SetEventNotificationMode failed\n\x1b[31mred"},
 		&agent.ErrorRec{Message: strings.Repeat("x", 1000)}))
-	notes := strings.Join(j.agentNotes(), "\n")
+	notes := strings.Join(j.AgentNotes(), "\n")
 	if !strings.Contains(notes, "dropped 7 JIT code records") {
 		t.Errorf("no CodeDropped note: %q", notes)
 	}
@@ -121,16 +120,5 @@ func TestAgentNotes(t *testing.T) {
 	}
 	if strings.Contains(notes, strings.Repeat("x", maxErrorLen+1)) {
 		t.Errorf("long error text kept whole")
-	}
-}
-
-// TestThreadOf: the no-Java map of a scan is shared by its targets; one
-// target's agent must not mark another process's threads.
-func TestThreadOf(t *testing.T) {
-	if !threadOf(os.Getpid(), uint32(os.Getpid())) {
-		t.Error("our main thread is not ours")
-	}
-	if threadOf(os.Getpid(), 1) {
-		t.Error("pid 1 is a thread of ours")
 	}
 }

@@ -1,4 +1,4 @@
-package profiler
+package join
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ import (
 
 // BenchmarkIngest measures the loader's sustained ingest end to end: the
 // real BPF program on the page-fault event of this process, the ring
-// buffer, loader.Sampler.Read, and the consumer's onSample → drain →
+// buffer, loader.Sampler.Read, and the consumer's OnSample → drain →
 // attribute into the object tree, as the session runs them. A producer
 // thread touches fresh pages of a 64 MiB mapping (one fault, so one sample,
 // per page; MADV_DONTNEED starts it over) at a paced rate; each object of
@@ -36,7 +36,7 @@ import (
 //
 // Privileged (BPF, perf events): skipped with the reason otherwise.
 //
-//	go test -run '^$' -bench Ingest -benchtime 3s ./profiler/
+//	go test -run '^$' -bench Ingest -benchtime 3s ./join/
 func BenchmarkIngest(b *testing.B) {
 	if err := loader.Preflight(); err != nil {
 		b.Skipf("privileged benchmark skipped: %v", err)
@@ -55,7 +55,7 @@ const ingestRegion = 64 << 20
 
 type ingestRig struct {
 	s      *loader.Sampler
-	j      *jvm
+	j      *JVM
 	region []byte
 	stop   atomic.Bool
 	done   chan struct{}
@@ -74,13 +74,13 @@ func newIngestRig(b *testing.B) *ingestRig {
 	}
 	r := &ingestRig{s: s, region: region, done: make(chan struct{})}
 	j := exactJVM(os.Getpid())
-	j.onBatch(batch(1, hello(1), method(1, "LIngest;", "touch", 1)))
+	j.OnBatch(batch(1, hello(1), method(1, "LIngest;", "touch", 1)))
 	base := uint64(uintptr(unsafe.Pointer(&region[0])))
 	recs := make([]agent.Record, 0, ingestRegion/4096)
 	for off := uint64(0); off < ingestRegion; off += 4096 {
 		recs = append(recs, alloc(2, base+off, 2048, "[B", agent.Frame{Method: 1}))
 	}
-	j.onBatch(batch(2, recs...))
+	j.OnBatch(batch(2, recs...))
 	r.j = j
 	if err := s.AddPID(os.Getpid()); err != nil {
 		r.close()
@@ -147,13 +147,13 @@ func (r *ingestRig) consume(n int, deadline time.Time) int {
 			}
 			return got
 		}
-		r.j.onSample(&smp, loader.PageFaults)
+		r.j.OnSample(&smp, loader.PageFaults)
 		got++
 		if got%1024 == 0 {
-			r.j.onBatch(batch(smp.Time))
+			r.j.OnBatch(batch(smp.Time))
 		}
 	}
-	r.j.onBatch(batch(smp.Time))
+	r.j.OnBatch(batch(smp.Time))
 	return got
 }
 

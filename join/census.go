@@ -1,4 +1,4 @@
-package profiler
+package join
 
 import (
 	"strings"
@@ -6,6 +6,13 @@ import (
 	"github.com/djx-bpf/djx-bpf/agent"
 	"github.com/djx-bpf/djx-bpf/report"
 )
+
+// censusState holds the holder chains of the censuses and their runs.
+type censusState struct {
+	censusPaths map[uint32]agent.CensusPath
+	censusHold  uint64 // a census started then and has not ended: the join waits
+	censuses    []censusRun
+}
 
 // maxHolderHops bounds a holder chain read from the agent, which a corrupt
 // stream could make cyclic or endless.
@@ -16,7 +23,7 @@ const maxCensusPaths = 1 << 22
 
 // onCensusRec applies a census's framing records: the join waits from a
 // census's start until its end, so that samples meet its objects.
-func (j *jvm) onCensusRec(r agent.Record) {
+func (j *JVM) onCensusRec(r agent.Record) {
 	switch r := r.(type) {
 	case *agent.CensusStart:
 		j.censusHold = r.Time
@@ -46,7 +53,7 @@ type censusRun struct {
 // onCensus tracks an object the census found, unless it is tracked already
 // (an allocation sampled since the attach, or a census after a GC finding
 // one the sampler caught).
-func (j *jvm) onCensus(c *agent.Census) {
+func (j *JVM) onCensus(c *agent.Census) {
 	if o, ok := j.idx.Lookup(c.Addr); ok && j.objs[o.ID].start == c.Addr {
 		j.stats.CensusDuplicates++
 		return
@@ -60,7 +67,7 @@ func (j *jvm) onCensus(c *agent.Census) {
 	j.stats.CensusBytes += c.Size
 }
 
-func (j *jvm) censusSite(c *agent.Census) int32 {
+func (j *JVM) censusSite(c *agent.Census) int32 {
 	k := append(j.keyBuf[:0], "census\x00"...)
 	k = append(k, c.TypeSig...)
 	k = append(k, 0, byte(c.Kind), byte(c.Path), byte(c.Path>>8), byte(c.Path>>16), byte(c.Path>>24))
@@ -68,7 +75,7 @@ func (j *jvm) censusSite(c *agent.Census) int32 {
 }
 
 // holderChain is the holder chain id, GC root first; nil when unknown.
-func (j *jvm) holderChain(id uint32) []string {
+func (j *JVM) holderChain(id uint32) []string {
 	var rev []string
 	for n := 0; id != 0 && n < maxHolderHops; n++ {
 		p, ok := j.censusPaths[id]
@@ -95,9 +102,9 @@ func censusSiteName(kind agent.CensusKind) string {
 	return "[allocated before attach]"
 }
 
-// censusStats adds what the censuses found and cost to st, and notes what
+// CensusStats adds what the censuses found and cost to st, and notes what
 // a user should know about them.
-func (j *jvm) censusStats(st *report.Stats, note func(string, ...any)) {
+func (j *JVM) CensusStats(st *report.Stats, note func(string, ...any)) {
 	for _, c := range j.censuses {
 		st.CensusPauseMs += float64(c.HeapWalkNanos+c.HolderWalkNanos) / 1e6
 		st.CensusPauseMaxMs = max(st.CensusPauseMaxMs, float64(c.PauseMaxNanos)/1e6)
@@ -132,7 +139,7 @@ func (j *jvm) censusStats(st *report.Stats, note func(string, ...any)) {
 	}
 }
 
-func (j *jvm) recensusObjects() uint64 {
+func (j *JVM) recensusObjects() uint64 {
 	var n uint64
 	for _, c := range j.censuses {
 		if c.Kind == agent.CensusAfterGC {

@@ -1,4 +1,4 @@
-package profiler
+package join
 
 import (
 	"fmt"
@@ -31,11 +31,9 @@ var (
 	maxAhead = uint64(time.Minute)
 )
 
-// admit reports whether record r of a batch with watermark wm is kept,
-// counting it in j.capDrops otherwise.
 // admitObject says why an ALLOC or CENSUS at addr, stamped t, is dropped,
 // or "".
-func (j *jvm) admitObject(t, addr uint64, ahead func(uint64) bool) string {
+func (j *JVM) admitObject(t, addr uint64, ahead func(uint64) bool) string {
 	switch {
 	case ahead(t):
 		return "allocations stamped in the future"
@@ -59,7 +57,9 @@ func (j *jvm) admitObject(t, addr uint64, ahead func(uint64) bool) string {
 	return ""
 }
 
-func (j *jvm) admit(r agent.Record, wm uint64) bool {
+// admit reports whether record r of a batch with watermark wm is kept,
+// counting it in capDrops otherwise.
+func (j *JVM) admit(r agent.Record, wm uint64) bool {
 	ahead := func(t uint64) bool {
 		ref := max(j.watermark, wm)
 		return ref != 0 && t > ref+maxAhead
@@ -109,7 +109,7 @@ func (j *jvm) admit(r agent.Record, wm uint64) bool {
 // roomForObject reports whether an allocation at site si (-1: a new site
 // past maxSites) may be tracked, counting the drop otherwise. Checked when
 // the allocation applies, not when it arrives: the queue holds many.
-func (j *jvm) roomForObject(si int32) bool {
+func (j *JVM) roomForObject(si int32) bool {
 	why := ""
 	switch {
 	case si < 0:
@@ -123,7 +123,7 @@ func (j *jvm) roomForObject(si int32) bool {
 	return false
 }
 
-func (j *jvm) drop(why string) {
+func (j *JVM) drop(why string) {
 	if j.capDrops == nil {
 		j.capDrops = make(map[string]uint64)
 	}
@@ -131,7 +131,7 @@ func (j *jvm) drop(why string) {
 }
 
 // capNote says what the caps dropped, or "" if nothing.
-func (j *jvm) capNote() string {
+func (j *JVM) capNote() string {
 	if len(j.capDrops) == 0 {
 		return ""
 	}
@@ -152,7 +152,7 @@ const (
 
 // keepError keeps the text of one of the agent's first ERROR records,
 // shortened and stripped of control characters (the target writes it).
-func (j *jvm) keepError(msg string) {
+func (j *JVM) keepError(msg string) {
 	if len(j.agentErrs) >= maxErrorTexts {
 		return
 	}
@@ -168,9 +168,9 @@ func (j *jvm) keepError(msg string) {
 	j.agentErrs = append(j.agentErrs, msg)
 }
 
-// agentNotes are the report's notes on what the agent's stream lost: caps
+// AgentNotes are the report's notes on what the agent's stream lost: caps
 // reached, CODE records dropped, ERROR records.
-func (j *jvm) agentNotes() []string {
+func (j *JVM) AgentNotes() []string {
 	var notes []string
 	if n := j.capNote(); n != "" {
 		notes = append(notes, n)

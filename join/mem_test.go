@@ -1,4 +1,4 @@
-package profiler
+package join
 
 import (
 	"testing"
@@ -27,19 +27,19 @@ func (fakePages) Query(pid int, addrs []uint64) ([]int, error) {
 
 func TestMemMetricsAndNUMA(t *testing.T) {
 	j := exactJVM(1)
-	j.numa = &numaState{topo: numa.NewTopology(map[int]int{0: 0, 1: 1}), pages: numa.NewCache(fakePages{}, numa.DefaultMaxAge)}
-	j.onBatch(batch(100, hello(100), alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7})))
+	j.numa = &NUMA{topo: numa.NewTopology(map[int]int{0: 0, 1: 1}), pages: numa.NewCache(fakePages{}, numa.DefaultMaxAge)}
+	j.OnBatch(batch(100, hello(100), alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7})))
 	for i, cpu := range []uint32{0, 0, 1} {
 		s := tsample(uint64(1000+i), 0x1000_0000+uint64(i)*4096, 0xA0, 5)
 		s.CPU = cpu
 		s.Flags = loader.FlagMemOK
 		s.DataSrc = l3HitM
 		s.Weight = 200 // PERF_SAMPLE_WEIGHT: the latency in cycles
-		j.onSample(s, loader.Hardware)
+		j.OnSample(s, loader.Hardware)
 	}
-	j.onBatch(batch(9000))
-	j.drain(true)
-	o := j.report()[0]
+	j.OnBatch(batch(9000))
+	j.Drain(true)
+	o := j.Report()[0]
 	m := o.Mem
 	if m == nil || m.Samples != 3 || m.Latency != 600 || m.Levels["L3"] != 3 || m.HitM != 3 || m.TLBMisses != 3 {
 		t.Fatalf("mem metrics %+v", m)

@@ -1,4 +1,4 @@
-package profiler
+package join
 
 import (
 	"math"
@@ -38,7 +38,7 @@ func fault(t, addr uint64) *loader.Sample { return &loader.Sample{Time: t, Addr:
 
 // exactJVM judges page-fault samples at their own time, so that the tests
 // can use them as exact-address samples.
-func exactJVM(pid int) *jvm {
+func exactJVM(pid int) *JVM {
 	j := newJVM(pid)
 	j.faultGrace = 0
 	return j
@@ -48,11 +48,11 @@ func exactJVM(pid int) *jvm {
 // zeroing caused it; it is still charged to that object.
 func TestJoinPageFaultBeforeAllocRecord(t *testing.T) {
 	j := newJVM(1)
-	j.onBatch(batch(1_000_000, hello(1)))
-	j.onSample(fault(2_000_000, 0x5000_1000), loader.PageFaults)
-	j.onBatch(batch(2_500_000, alloc(2_400_000, 0x5000_0000, 1<<20, "[J", agent.Frame{Method: 1})))
-	j.relocComplete(1 << 40)
-	j.onBatch(batch(1 << 40))
+	j.OnBatch(batch(1_000_000, hello(1)))
+	j.OnSample(fault(2_000_000, 0x5000_1000), loader.PageFaults)
+	j.OnBatch(batch(2_500_000, alloc(2_400_000, 0x5000_0000, 1<<20, "[J", agent.Frame{Method: 1})))
+	j.RelocComplete(1 << 40)
+	j.OnBatch(batch(1 << 40))
 	if j.stats.Attributed != 1 {
 		t.Fatalf("fault before its allocation record not attributed: %+v", j.stats)
 	}
@@ -64,25 +64,25 @@ func batch(wm uint64, recs ...agent.Record) *agent.Batch {
 
 func TestJoinWaitsForWatermark(t *testing.T) {
 	j := exactJVM(1)
-	j.onBatch(batch(100, hello(100), method(7, "LHot;", "make", 12), method(8, "LHot;", "main", 30)))
+	j.OnBatch(batch(100, hello(100), method(7, "LHot;", "make", 12), method(8, "LHot;", "main", 30)))
 	// Sampled at 150 on an object whose allocation (at 140) the agent has
 	// not sent yet: it must wait, not be lost.
-	j.onSample(fault(150, 0x1000_0010), loader.PageFaults)
+	j.OnSample(fault(150, 0x1000_0010), loader.PageFaults)
 	if j.stats.Attributed != 0 || len(j.queue)-j.head != 1 {
 		t.Fatalf("sample attributed before the watermark passed it: %+v", j.stats)
 	}
-	j.onBatch(batch(200, alloc(140, 0x1000_0000, 4096, "[J", agent.Frame{Method: 7, BCI: 3}, agent.Frame{Method: 8, BCI: 9})))
+	j.OnBatch(batch(200, alloc(140, 0x1000_0000, 4096, "[J", agent.Frame{Method: 7, BCI: 3}, agent.Frame{Method: 8, BCI: 9})))
 	if j.stats.Attributed != 1 {
 		t.Fatalf("sample not attributed once the watermark passed: %+v", j.stats)
 	}
 	// Before the agent's first record nothing can be joined.
 	j2 := exactJVM(2)
-	j2.onSample(fault(50, 0x1000), loader.PageFaults)
+	j2.OnSample(fault(50, 0x1000), loader.PageFaults)
 	if j2.stats.Unjoined != 1 || j2.stats.Samples != 0 {
 		t.Fatalf("early sample: %+v", j2.stats)
 	}
 
-	objs := j.report()
+	objs := j.Report()
 	if len(objs) != 1 {
 		t.Fatalf("objects %+v", objs)
 	}
@@ -105,19 +105,19 @@ func TestJoinWaitsForWatermark(t *testing.T) {
 func TestJoinWaitsForSampleStream(t *testing.T) {
 	j := exactJVM(1)
 	j.sampleStream = true
-	j.onBatch(batch(10, hello(1), alloc(2, 0x2000, 4096, "[B", agent.Frame{Method: 1})))
-	j.samplesComplete(12)
+	j.OnBatch(batch(10, hello(1), alloc(2, 0x2000, 4096, "[B", agent.Frame{Method: 1})))
+	j.SamplesComplete(12)
 	// The memory is reused at 20; the agent's stream is complete to 100.
-	j.onBatch(batch(100, alloc(20, 0x2000, 4096, "[I", agent.Frame{Method: 2})))
+	j.OnBatch(batch(100, alloc(20, 0x2000, 4096, "[I", agent.Frame{Method: 2})))
 	if j.drained > 12 {
 		t.Fatalf("horizon %d ran past the sample stream (12)", j.drained)
 	}
-	j.onSample(fault(15, 0x2100), loader.PageFaults) // taken on the old object
-	j.samplesComplete(90)
-	j.onSample(fault(95, 0x2100), loader.PageFaults) // and one on the new
-	j.drain(true)
+	j.OnSample(fault(15, 0x2100), loader.PageFaults) // taken on the old object
+	j.SamplesComplete(90)
+	j.OnSample(fault(95, 0x2100), loader.PageFaults) // and one on the new
+	j.Drain(true)
 	got := map[string]uint64{}
-	for _, o := range j.report() {
+	for _, o := range j.Report() {
 		got[o.Type] = o.Samples
 	}
 	if got["byte[]"] != 1 || got["int[]"] != 1 || j.stats.Late != 0 {
@@ -126,10 +126,10 @@ func TestJoinWaitsForSampleStream(t *testing.T) {
 
 	// Without the sample stream's bound, the first sample comes too late.
 	k := exactJVM(1)
-	k.onBatch(batch(10, hello(1), alloc(2, 0x2000, 4096, "[B", agent.Frame{Method: 1})))
-	k.onBatch(batch(100, alloc(20, 0x2000, 4096, "[I", agent.Frame{Method: 2})))
-	k.onSample(fault(15, 0x2100), loader.PageFaults)
-	k.drain(true)
+	k.OnBatch(batch(10, hello(1), alloc(2, 0x2000, 4096, "[B", agent.Frame{Method: 1})))
+	k.OnBatch(batch(100, alloc(20, 0x2000, 4096, "[I", agent.Frame{Method: 2})))
+	k.OnSample(fault(15, 0x2100), loader.PageFaults)
+	k.Drain(true)
 	if k.stats.Late != 1 || k.stats.LateMaxMs <= 0 {
 		t.Errorf("late %d (max %v ms): want the sample counted late", k.stats.Late, k.stats.LateMaxMs)
 	}
@@ -137,14 +137,14 @@ func TestJoinWaitsForSampleStream(t *testing.T) {
 
 func TestJoinReuseChargesNewObject(t *testing.T) {
 	j := exactJVM(1)
-	j.onBatch(batch(10, hello(1),
+	j.OnBatch(batch(10, hello(1),
 		alloc(2, 0x2000, 2048, "[B", agent.Frame{Method: 1}),
 		// Memory reused by a new object at another site.
 		alloc(5, 0x2000, 4096, "[I", agent.Frame{Method: 2}),
 	))
-	j.onSample(fault(8, 0x2100), loader.PageFaults)
-	j.drain(true)
-	for _, o := range j.report() {
+	j.OnSample(fault(8, 0x2100), loader.PageFaults)
+	j.Drain(true)
+	for _, o := range j.Report() {
 		want := uint64(0)
 		if o.Type == "int[]" {
 			want = 1
@@ -160,10 +160,10 @@ func TestJoinReuseChargesNewObject(t *testing.T) {
 
 func TestJoinMergesBCIsOfOneLine(t *testing.T) {
 	j := newJVM(1)
-	j.onBatch(batch(10, hello(1), method(1, "LA;", "f", 5),
+	j.OnBatch(batch(10, hello(1), method(1, "LA;", "f", 5),
 		alloc(2, 0x1000, 2048, "[B", agent.Frame{Method: 1, BCI: 1}),
 		alloc(3, 0x9000, 2048, "[B", agent.Frame{Method: 1, BCI: 2})))
-	if objs := j.report(); len(objs) != 1 || objs[0].Objects != 2 {
+	if objs := j.Report(); len(objs) != 1 || objs[0].Objects != 2 {
 		t.Fatalf("same line, two bcis: %+v", objs)
 	}
 }
@@ -171,19 +171,19 @@ func TestJoinMergesBCIsOfOneLine(t *testing.T) {
 func TestJoinDecodeAndHeap(t *testing.T) {
 	j := newJVM(1)
 	j.heap, j.heapKnown = heap.Info{Ranges: []heap.Range{{Start: 0x7000_0000, End: 0x8000_0000}}}, true
-	j.onBatch(batch(10, hello(1), alloc(2, 0x7000_1000, 1<<20, "[J", agent.Frame{Method: 1})))
+	j.OnBatch(batch(10, hello(1), alloc(2, 0x7000_1000, 1<<20, "[J", agent.Frame{Method: 1})))
 	// mov 0x10(%rax,%rcx,8),%rdx with rax = 0x70001000, rcx = 3.
 	s := &loader.Sample{Time: 5, Flags: loader.FlagAtOK}
 	copy(s.At[:], []byte{0x48, 0x8b, 0x54, 0xc8, 0x10, 0x90, 0x90, 0x90})
 	s.Regs[10] = 0x7000_1000 // rax
 	s.Regs[11] = 3           // rcx
 	s.Regs[16] = 0x40_0000   // rip
-	j.onSample(s, loader.Decode)
+	j.OnSample(s, loader.Decode)
 	// No memory operand, no bytes before: no address.
 	n := &loader.Sample{Time: 6, Flags: loader.FlagAtOK}
 	copy(n.At[:], []byte{0x90, 0x90})
-	j.onSample(n, loader.Decode)
-	j.drain(true)
+	j.OnSample(n, loader.Decode)
+	j.Drain(true)
 	st := j.stats
 	if st.Samples != 2 || st.WithAddress != 1 || st.DecodedAtIP != 1 || st.InHeap != 1 || st.Attributed != 1 {
 		t.Fatalf("stats %+v", st)
@@ -194,23 +194,23 @@ func TestJoinDecodeAndHeap(t *testing.T) {
 // samples, however the three streams interleave on arrival.
 func TestJoinAppliesGCMovesInTimeOrder(t *testing.T) {
 	j := exactJVM(1)
-	j.onBatch(batch(5, hello(1), method(1, "LA;", "a", 1), method(2, "LB;", "b", 2)))
-	j.onGCBegin(30) // the relocation stream is attached
-	j.onCopy(0x1000, 0x9000, 4096)
+	j.OnBatch(batch(5, hello(1), method(1, "LA;", "a", 1), method(2, "LB;", "b", 2)))
+	j.OnGCBegin(30) // the relocation stream is attached
+	j.OnCopy(0x1000, 0x9000, 4096)
 	// Samples arrive before the allocation stream has caught up.
-	j.onSample(fault(20, 0x1010), loader.PageFaults) // before the GC: old place
-	j.onSample(fault(50, 0x9010), loader.PageFaults) // after the GC: new place
-	j.onSample(fault(70, 0x1010), loader.PageFaults) // after B reused the old place
-	j.onBatch(batch(100,
+	j.OnSample(fault(20, 0x1010), loader.PageFaults) // before the GC: old place
+	j.OnSample(fault(50, 0x9010), loader.PageFaults) // after the GC: new place
+	j.OnSample(fault(70, 0x1010), loader.PageFaults) // after B reused the old place
+	j.OnBatch(batch(100,
 		alloc(10, 0x1000, 4096, "[J", agent.Frame{Method: 1}),
 		alloc(60, 0x1000, 4096, "[D", agent.Frame{Method: 2})))
 	if j.stats.Attributed != 0 {
 		t.Fatalf("attributed %d samples while a GC was still open", j.stats.Attributed)
 	}
-	j.onGCEnd(40)
-	j.relocComplete(100)
+	j.OnGCEnd(40)
+	j.RelocComplete(100)
 	got := map[string]uint64{}
-	for _, o := range j.report() {
+	for _, o := range j.Report() {
 		got[o.Type] = o.Samples
 	}
 	if got["long[]"] != 2 || got["double[]"] != 1 {

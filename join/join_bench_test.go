@@ -1,4 +1,4 @@
-package profiler
+package join
 
 import (
 	"fmt"
@@ -9,11 +9,11 @@ import (
 )
 
 // The hot paths of the loader's consumer, driven through the functions the
-// session uses (onBatch, onSample, drain, applyGC): a JVM with n tracked
+// session uses (OnBatch, OnSample, drain, applyGC): a JVM with n tracked
 // objects of 1–2 KiB spread over 16 allocation sites, and samples that hit
 // one of them 90% of the time.
 //
-//	go test -run '^$' -bench . -benchmem ./profiler/
+//	go test -run '^$' -bench . -benchmem ./join/
 
 const (
 	benchHeap  = 0x7f00_0000_0000
@@ -24,7 +24,7 @@ const (
 func benchSize(i int) uint64 { return 1024 + uint64(i*2654435761)%1024&^7 }
 
 // benchJVM is a connected JVM holding n objects at benchHeap + i*benchSlot.
-func benchJVM(b *testing.B, n int, stackSig bool) *jvm {
+func benchJVM(b *testing.B, n int, stackSig bool) *JVM {
 	b.Helper()
 	j := exactJVM(1)
 	h := hello(1)
@@ -35,7 +35,7 @@ func benchJVM(b *testing.B, n int, stackSig bool) *jvm {
 	for m := uint64(1); m <= 64; m++ {
 		recs = append(recs, method(m, "LBench;", fmt.Sprintf("m%d", m), int32(m)))
 	}
-	j.onBatch(batch(1, recs...))
+	j.OnBatch(batch(1, recs...))
 	if stackSig {
 		j.stackSig = j.agentStackSig
 	}
@@ -46,11 +46,11 @@ func benchJVM(b *testing.B, n int, stackSig bool) *jvm {
 			site := uint64(i % 16)
 			rs = append(rs, alloc(2, benchHeap+uint64(i)*benchSlot, benchSize(i), "[J", agent.Frame{Method: 1 + site, BCI: 3}, agent.Frame{Method: 40}))
 		}
-		j.onBatch(batch(2, rs...))
+		j.OnBatch(batch(2, rs...))
 	}
 	if stackSig {
 		// Stacks hold the horizon stackGrace behind the watermark.
-		j.onBatch(batch(3 + stackGrace))
+		j.OnBatch(batch(3 + stackGrace))
 	}
 	if got := len(j.objs); got != n {
 		b.Fatalf("tracked %d objects, want %d", got, n)
@@ -80,7 +80,7 @@ func benchAddrs(n int) []uint64 {
 var benchObjCounts = []int{10_000, 1_000_000}
 
 // BenchmarkAttribute: one page-fault-like sample (exact address) from the
-// ring buffer to its object's counters: onSample queues it, the next agent
+// ring buffer to its object's counters: OnSample queues it, the next agent
 // batch's watermark drains it through attribute (index lookup, site
 // counters, access-path tree insertion with the leaf-only path). ns/op is
 // per sample.
@@ -95,13 +95,13 @@ func BenchmarkAttribute(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
 				s.Time, s.Addr, s.Regs[16] = t, addrs[i&(len(addrs)-1)], 0x7000_0000+uint64(i&63)*16
-				j.onSample(&s, loader.PageFaults)
+				j.OnSample(&s, loader.PageFaults)
 				t++
 				if i%benchChunk == benchChunk-1 {
-					j.onBatch(batch(t))
+					j.OnBatch(batch(t))
 				}
 			}
-			j.onBatch(batch(t))
+			j.OnBatch(batch(t))
 			b.StopTimer()
 			if j.stats.Attributed == 0 {
 				b.Fatal("nothing attributed")
@@ -127,13 +127,13 @@ func BenchmarkDecodeAttribute(b *testing.B) {
 		a := addrs[i&(len(addrs)-1)]
 		// pt_regs: rax is [10], rcx [11]; address = rax + rcx*8.
 		s.Time, s.Regs[10], s.Regs[11], s.Regs[16] = t, a&^0xff, (a&0xff)/8, 0x7000_0000
-		j.onSample(&s, loader.Decode)
+		j.OnSample(&s, loader.Decode)
 		t++
 		if i%benchChunk == benchChunk-1 {
-			j.onBatch(batch(t))
+			j.OnBatch(batch(t))
 		}
 	}
-	j.onBatch(batch(t))
+	j.OnBatch(batch(t))
 	b.StopTimer()
 	if j.stats.DecodedAtIP == 0 || j.stats.Attributed == 0 {
 		b.Fatalf("stats %+v", j.stats)
@@ -170,7 +170,7 @@ func BenchmarkJoinStacks(b *testing.B) {
 				tid := uint32(100 + i%8)
 				ip := 0x7000_0000 + uint64(i%64)*16
 				s.Time, s.Addr, s.Regs[16], s.TID = t, addrs[i&(len(addrs)-1)], ip, tid
-				j.onSample(&s, loader.PageFaults)
+				j.OnSample(&s, loader.PageFaults)
 				st := stacks[k]
 				*st = agent.Stack{Time: t + 20, TID: tid, PC: ip, Status: 8, Frames: paths[i%64]}
 				recs[k] = st
@@ -178,14 +178,14 @@ func BenchmarkJoinStacks(b *testing.B) {
 				if k == benchChunk-1 {
 					// The watermark runs stackGrace ahead, so this
 					// chunk's samples are judged now.
-					j.onBatch(batch(t+stackGrace, recs...))
+					j.OnBatch(batch(t+stackGrace, recs...))
 					for x := range stacks {
 						stacks[x] = &agent.Stack{}
 					}
 				}
 			}
 			b.StopTimer()
-			j.drain(true)
+			j.Drain(true)
 			if j.stats.SamplesJavaStack == 0 {
 				b.Fatalf("no sample joined to its stack: %+v", j.stats)
 			}
@@ -219,7 +219,7 @@ func BenchmarkTreeUpdate(b *testing.B) {
 }
 
 // BenchmarkRelocationBatch: one young-GC-like relocation batch through the
-// session's path (onGCBegin, onCopy ×64, onGCEnd, then the relocation
+// session's path (OnGCBegin, OnCopy ×64, OnGCEnd, then the relocation
 // watermark applies it: objindex.ApplyMoves and the object table's
 // addresses), each copy carrying 8 adjacent objects; every other GC moves
 // them back. 1M tracked objects. ns/op is per GC.
@@ -233,7 +233,7 @@ func BenchmarkRelocationBatch(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		j.onGCBegin(t)
+		j.OnGCBegin(t)
 		dst := top
 		for c := 0; c < copies; c++ {
 			r := ((i/2)*copies + c) * 7919 % (n / runLen)
@@ -241,14 +241,14 @@ func BenchmarkRelocationBatch(b *testing.B) {
 			src := benchHeap + uint64(first)*benchSlot
 			ln := benchHeap + uint64(last)*benchSlot + benchSize(last) - src
 			if i%2 == 0 {
-				j.onCopy(src, dst, ln)
+				j.OnCopy(src, dst, ln)
 			} else {
-				j.onCopy(dst, src, ln)
+				j.OnCopy(dst, src, ln)
 			}
 			dst += ln
 		}
-		j.onGCEnd(t + 1)
-		j.relocComplete(t + 2)
+		j.OnGCEnd(t + 1)
+		j.RelocComplete(t + 2)
 		t += 3
 	}
 	b.StopTimer()

@@ -1,0 +1,104 @@
+package join
+
+import (
+	"strings"
+
+	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/jvmsym"
+)
+
+// agentState is what the agent said of itself and of what its stream lost.
+type agentState struct {
+	connected bool
+	helloTime uint64
+	vmName    string
+	interval  uint64 // heap sampling interval now in force
+	initial   uint64 // ... when the agent started
+	raisedAt  uint64 // when the agent first raised it to stay within budget
+	lastAgt   agent.Stats
+	capDrops  map[string]uint64 // records dropped by the caps of caps.go, by reason
+	agentErrs []string          // the first ERROR records' texts
+}
+
+// OnBatch applies one batch of the agent's stream.
+func (j *JVM) OnBatch(b *agent.Batch) {
+	for _, r := range b.Records {
+		if !j.admit(r, b.Watermark) {
+			continue // past a per-JVM cap (caps.go)
+		}
+		switch r := r.(type) {
+		case *agent.Hello:
+			j.connected = true
+			j.helloTime = r.Monotonic
+			j.interval, j.initial = r.Interval, r.Interval
+			j.vmName = strings.TrimSpace(r.VMName + " " + r.VMVersion)
+			j.agentStackSig = int(r.StackSignal)
+		case *agent.Method:
+			lines := make([]jvmsym.LineEntry, len(r.Lines))
+			for i, l := range r.Lines {
+				lines[i] = jvmsym.LineEntry{Start: l.Start, Line: l.Line}
+			}
+			j.syms.Add(r.ID, jvmsym.Method{ClassSig: r.ClassSig, Name: r.Name, Sig: r.Sig, SourceFile: r.SourceFile, Lines: lines})
+		case *agent.Alloc:
+			j.agentQ = append(j.agentQ, timedRec{r.Time, r})
+		case *agent.Interval:
+			j.agentQ = append(j.agentQ, timedRec{r.Time, r})
+		case *agent.Free:
+			// Stamped at the GC the object died in.
+			j.insertTimed(timedRec{r.Time, r})
+		case *agent.Reconcile:
+			t := r.Time
+			if j.rescan && j.lastGCEnd != 0 && j.lastGCEnd <= t {
+				// The addresses hold from the GC's end on: judge the
+				// samples taken since then by them.
+				t = j.lastGCEnd
+				j.rescanWait = 0
+			}
+			j.insertTimed(timedRec{t, r})
+		case *agent.GCFinish:
+			j.agentGCs++
+			j.lastGCEnd = r.Time
+			if j.rescan {
+				j.rescanWait = r.Time
+			}
+		case *agent.Stack:
+			j.onStack(r)
+		case *agent.Code, *agent.CodeUnload, *agent.Stub:
+			j.onCode(r)
+		case *agent.CensusStart, *agent.CensusPath, *agent.CensusEnd:
+			j.onCensusRec(r)
+		case *agent.Census:
+			// Stamped when its address became valid, which may precede
+			// records already queued.
+			j.insertTimed(timedRec{r.Time, r})
+		case *agent.Stats:
+			j.lastAgt = *r
+		case *agent.ErrorRec:
+			j.stats.AgentErrors++
+			j.keepError(r.Message)
+		}
+	}
+	if b.Watermark > j.watermark {
+		j.watermark = b.Watermark
+	}
+	j.Drain(false)
+}
+
+// applyTimed applies one time-ordered agent record.
+func (j *JVM) applyTimed(r agent.Record) {
+	switch r := r.(type) {
+	case *agent.Alloc:
+		j.onAlloc(r)
+	case *agent.Interval:
+		if j.raisedAt == 0 {
+			j.raisedAt = r.Time
+		}
+		j.interval = r.Interval
+	case *agent.Free:
+		j.onFree(r.Tag)
+	case *agent.Reconcile:
+		j.onReconcile(r.Objects)
+	case *agent.Census:
+		j.onCensus(r)
+	}
+}

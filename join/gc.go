@@ -1,0 +1,90 @@
+package join
+
+import (
+	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/objindex"
+)
+
+// gcState follows the GC's moves: the relocation stream's batches, or the
+// agent's rescans after each GC.
+type gcState struct {
+	curGC       *gcBatch // GC in progress (relocation tracking)
+	reloc       bool     // a relocation stream feeds this JVM
+	relocWM     uint64   // relocation stream complete up to here (when no GC is in progress)
+	agentGCs    uint64   // GC pauses the agent saw (GarbageCollectionFinish)
+	rescan      bool     // moves come from the agent's rescans (MovesRescan)
+	noReconcile bool     // the collector's addresses cannot be rescanned
+	lastGCEnd   uint64   // latest GarbageCollectionFinish
+	rescanWait  uint64   // a GC ended here and its rescan has not arrived
+}
+
+// gcBatch holds the copies of one GC, applied at its end as one batch.
+type gcBatch struct {
+	begin, end uint64
+	moves      []objindex.Move
+}
+
+// OnGCBegin, OnCopy and OnGCEnd feed the relocation stream: the copies of
+// one GC are applied together at its end, in time order with allocations
+// and samples.
+func (j *JVM) OnGCBegin(t uint64) {
+	j.reloc = true
+	if j.curGC == nil {
+		j.curGC = &gcBatch{begin: t}
+	}
+}
+
+func (j *JVM) OnCopy(src, dst, n uint64) {
+	if j.curGC != nil {
+		j.curGC.moves = append(j.curGC.moves, objindex.Move{Src: src, Dst: dst, Len: n})
+	}
+}
+
+func (j *JVM) OnGCEnd(t uint64) {
+	if j.curGC == nil {
+		return
+	}
+	j.curGC.end = t
+	j.gcQ = append(j.gcQ, j.curGC)
+	j.curGC = nil
+	j.stats.GCs++
+	j.Drain(false)
+}
+
+// RelocComplete says the relocation stream holds every event up to t.
+func (j *JVM) RelocComplete(t uint64) {
+	if t > j.relocWM {
+		j.relocWM = t
+		j.Drain(false)
+	}
+}
+
+func (j *JVM) applyGC(g *gcBatch) {
+	st := j.idx.ApplyMoves(g.moves)
+	j.stats.Relocations += uint64(st.Moved)
+	j.stats.CopiesUnmatched += uint64(st.Unmatched)
+}
+
+// onReconcile checks the agent's view of where tracked objects are after a
+// GC against ours: agreement verifies the moves we applied; disagreement is
+// a move we missed, and the agent's address wins.
+func (j *JVM) onReconcile(objs []agent.TagAddr) {
+	if j.noReconcile {
+		return
+	}
+	for _, ta := range objs {
+		id, ok := j.tags[ta.Tag]
+		if !ok {
+			continue
+		}
+		o := &j.objs[id]
+		if o.start == ta.Addr {
+			j.stats.MovesVerified++
+			continue
+		}
+		j.stats.MovesMissed++
+		j.idx.Remove(o.start)
+		o.start = ta.Addr
+		j.idx.Insert(ta.Addr, o.size, id)
+	}
+}

@@ -1,0 +1,156 @@
+// Package join merges, in time order, the samples of one JVM with its
+// agent's stream (allocations, frees, GC moves, censuses, stacks, JIT
+// code) into the object table a report shows: each sample is charged to
+// the tracked object that held its address when it was taken, or to the
+// code-centric remainder.
+//
+// A sample's walk goes forward through the files:
+//
+//	sample.go    OnSample: decode its address, queue it as a pending sample
+//	agent.go     OnBatch: the agent's records, applied at once or queued by time
+//	gc.go        OnGCBegin/OnCopy/OnGCEnd: the relocation stream's batches
+//	timeline.go  horizon and Drain: apply records, GC batches and samples in time order
+//	objects.go   the object and site table the records build
+//	attribute.go attribute: charge a pending sample to an object or the remainder
+//	stacks.go    its access path: the Java stack joined to it, or its leaf
+//	mem.go       hardware memory metrics and NUMA placement
+//	report.go    Report: resolve names, build the object table and stats
+//
+// census.go and caps.go hold the census records and the per-JVM caps on
+// what a stream can make the join keep.
+package join
+
+import (
+	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/decode"
+	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/jvmsym"
+	"github.com/djx-bpf/djx-bpf/objindex"
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// JVM is the joined state of one profiled JVM. It is owned by one goroutine.
+type JVM struct {
+	pid       int
+	heap      heap.Info
+	heapKnown bool
+	stats     report.Stats
+
+	timeline    // queues of records, GC batches and samples waiting for the horizon
+	objectTable // tracked objects and their sites
+	stackStore  // stacks, JIT code and native symbols that name access paths
+	gcState     // relocation and rescans
+	agentState  // what the agent said of itself
+	censusState // holder chains and census runs
+
+	dec  decode.Decoder
+	regs decode.Regs
+	// remainder holds the access paths of samples no tracked object took.
+	remainder accessSet
+
+	// Hardware memory metrics and NUMA placement (mem.go).
+	weightStruct bool // the event reports PERF_SAMPLE_WEIGHT_STRUCT
+	numa         *NUMA
+}
+
+// Moves is how the GC's moves of objects reach the join.
+type Moves int
+
+const (
+	// MovesOff: no relocation stream and no rescans.
+	MovesOff Moves = iota
+	// MovesUprobe: a relocation stream (OnGCBegin, OnCopy, OnGCEnd) feeds
+	// the join; the agent's rescans check it.
+	MovesUprobe
+	// MovesRescan: the agent rescans the tracked objects after each GC, and
+	// the join waits for the rescan.
+	MovesRescan
+	// MovesNoRescan: the collector's addresses cannot be rescanned (it
+	// never moves objects, or moves them concurrently); rescans are ignored.
+	MovesNoRescan
+)
+
+// Config is what the session knows of the JVM before its streams start.
+type Config struct {
+	PID       int
+	Heap      heap.Info // the collector's name, and its ranges when HeapKnown
+	HeapKnown bool
+	Moves     Moves
+	// Native names native code; PerfMap names code the agent has not
+	// described (nil: none).
+	Native  *jvmsym.Native
+	PerfMap *jvmsym.PerfMap
+	// HostTID, when set, turns the agent's thread ids into the host's (a
+	// JVM in another pid namespace); false: the thread is gone.
+	HostTID func(tid uint32) (uint32, bool)
+	// WeightStruct: the event reports PERF_SAMPLE_WEIGHT_STRUCT.
+	WeightStruct bool
+	// NUMA, when set, places every sampled page and CPU on a node.
+	NUMA *NUMA
+}
+
+// New is the join of a JVM whose samples come from a sampler, which reports
+// how far its stream is complete (SamplesComplete).
+func New(c Config) *JVM {
+	j := newJVM(c.PID)
+	j.sampleStream = true
+	j.heap, j.heapKnown = c.Heap, c.HeapKnown
+	switch c.Moves {
+	case MovesUprobe:
+		j.reloc = true
+	case MovesRescan:
+		j.rescan = true
+	case MovesNoRescan:
+		j.noReconcile = true
+	}
+	j.native, j.perfMap, j.hostTID = c.Native, c.PerfMap, c.HostTID
+	j.weightStruct, j.numa = c.WeightStruct, c.NUMA
+	return j
+}
+
+// newJVM is an empty join; tests feed it samples directly.
+func newJVM(pid int) *JVM {
+	j := &JVM{pid: pid, remainder: make(accessSet)}
+	j.faultGrace = pageFaultGrace
+	j.objectTable = objectTable{idx: objindex.New(), siteIdx: make(map[string]int32), tags: make(map[uint64]objindex.ID)}
+	j.stackStore = stackStore{syms: jvmsym.NewTable(), stacks: make(map[uint32]*stackQ), lastStacks: make(map[stackKey]*lastStack), code: jvmsym.NewCodeTable(), nativeCache: make(map[uint64]string)}
+	j.idx.OnEvict(func(o objindex.Object) { j.forget(o.ID) })
+	j.idx.OnMove(func(o objindex.Object) { j.objs[o.ID].start = o.Start })
+	return j
+}
+
+// StacksAsked says BPF signals the JVM's sampled threads for stacks on sig
+// from time from on; noJava, when set, stops the signals to a thread the
+// agent found without a JNIEnv.
+func (j *JVM) StacksAsked(sig int, from uint64, noJava func(tid uint32)) {
+	j.stackSig, j.stacksFrom, j.noJava = sig, from, noJava
+}
+
+// AgentStackSignal is the signal the agent's stack handler is installed
+// on; 0: none (yet).
+func (j *JVM) AgentStackSignal() int { return j.agentStackSig }
+
+// Connected says the agent's first record has arrived.
+func (j *JVM) Connected() bool { return j.connected }
+
+// VMName is the JVM's name and version, as its agent reports them.
+func (j *JVM) VMName() string { return j.vmName }
+
+// AgentStats are the agent's last STATS.
+func (j *JVM) AgentStats() agent.Stats { return j.lastAgt }
+
+// Samples is the number of samples of the JVM joined so far.
+func (j *JVM) Samples() uint64 { return j.stats.Samples }
+
+// LiveObjects is the number of objects tracked now.
+func (j *JVM) LiveObjects() int { return len(j.objs) - len(j.free) }
+
+// AllocInterval is the heap sampling interval the agent started with and
+// the one in force now; raised says the agent raised it to stay within its
+// budget, the first time after seconds since its first record.
+func (j *JVM) AllocInterval() (initial, now uint64, raised bool, after float64) {
+	if j.raisedAt != 0 && j.raisedAt > j.helloTime {
+		after = float64(j.raisedAt-j.helloTime) / 1e9
+	}
+	return j.initial, j.interval, j.raisedAt != 0, after
+}

@@ -1,0 +1,149 @@
+package join
+
+import (
+	"math"
+
+	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/objindex"
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// objectTable holds the tracked objects, indexed by address, and the
+// sites they were allocated at (or, for census objects, held by).
+type objectTable struct {
+	idx     *objindex.Index
+	objs    []object // by objindex.ID
+	free    []objindex.ID
+	sites   []*site
+	siteIdx map[string]int32
+	tags    map[uint64]objindex.ID // agent tag -> live tracked object
+	keyBuf  []byte
+	chunks  map[uint64]struct{} // 1 GiB ranges that held tracked objects (caps.go)
+}
+
+// object is a tracked allocation; its index in objectTable.objs is its
+// objindex.ID.
+type object struct {
+	site   int32
+	weight float32 // 1/p: the heap sampler caught it with probability p
+	start  uint64  // current address (kept up to date through moves)
+	size   uint64
+	tag    uint64 // the agent's tag, 0 if none
+}
+
+// site is one (allocation path, type) pair, or for census objects one
+// (holder chain, type) pair.
+type site struct {
+	typeSig    string
+	frames     []agent.Frame
+	census     agent.CensusKind // 0: sampled allocations
+	holder     uint32           // census: the holder chain (agent.CensusPath ID)
+	objects    uint64
+	bytes      uint64
+	estObjects float64
+	estBytes   float64
+	samples    uint64
+	estSamples float64
+	accesses   accessSet
+	mem        *report.MemMetrics
+	numa       *report.NUMAMetrics
+}
+
+// captureWeight is 1/p for an object of size bytes under a heap sampling
+// interval: the sampler picks points a geometric (mean interval) number of
+// bytes apart, so p = 1 - exp(-size/interval).
+func captureWeight(size, interval uint64) float64 {
+	if interval == 0 {
+		return 1
+	}
+	p := -math.Expm1(-float64(size) / float64(interval))
+	if p <= 0 {
+		return 1
+	}
+	return 1 / p
+}
+
+func (j *JVM) siteOf(a *agent.Alloc) int32 {
+	k := append(j.keyBuf[:0], a.TypeSig...)
+	k = append(k, 0)
+	for _, f := range a.Frames {
+		for s := 0; s < 64; s += 8 {
+			k = append(k, byte(f.Method>>s))
+		}
+		for s := 0; s < 64; s += 8 {
+			k = append(k, byte(uint64(f.BCI)>>s))
+		}
+	}
+	return j.internSite(k, func() *site {
+		return &site{typeSig: a.TypeSig, frames: append([]agent.Frame(nil), a.Frames...)}
+	})
+}
+
+// internSite returns the index of the site keyed k, made by mk if new; -1
+// past maxSites (caps.go).
+func (j *JVM) internSite(k []byte, mk func() *site) int32 {
+	j.keyBuf = k
+	if i, ok := j.siteIdx[string(k)]; ok {
+		return i
+	}
+	if len(j.sites) >= maxSites {
+		return -1
+	}
+	i := int32(len(j.sites))
+	j.sites = append(j.sites, mk())
+	j.siteIdx[string(k)] = i
+	return i
+}
+
+func (j *JVM) onAlloc(a *agent.Alloc) {
+	si := j.siteOf(a)
+	if !j.roomForObject(si) {
+		return // past a per-JVM cap (caps.go)
+	}
+	j.track(si, a.Addr, a.Size, a.Tag, captureWeight(a.Size, j.interval))
+	j.stats.AllocsTracked++
+}
+
+// track starts following an object of site si, weighted w (1/p).
+func (j *JVM) track(si int32, addr, size, tag uint64, w float64) {
+	s := j.sites[si]
+	s.objects++
+	s.bytes += size
+	s.estObjects += w
+	s.estBytes += w * float64(size)
+	o := object{site: si, weight: float32(w), start: addr, size: size, tag: tag}
+	var id objindex.ID
+	if n := len(j.free); n > 0 {
+		id = j.free[n-1]
+		j.free = j.free[:n-1]
+		j.objs[id] = o
+	} else {
+		id = objindex.ID(len(j.objs))
+		j.objs = append(j.objs, o)
+	}
+	j.idx.Insert(addr, size, id)
+	if tag != 0 {
+		j.tags[tag] = id
+	}
+}
+
+// forget releases an object the index no longer holds.
+func (j *JVM) forget(id objindex.ID) {
+	if t := j.objs[id].tag; t != 0 && j.tags[t] == id {
+		delete(j.tags, t)
+	}
+	j.objs[id].tag = 0
+	j.free = append(j.free, id)
+}
+
+// onFree drops an object the JVM collected, so that memory reused by an
+// untracked object is not charged to the dead one.
+func (j *JVM) onFree(tag uint64) {
+	id, ok := j.tags[tag]
+	if !ok {
+		return // already evicted by a reuse of its memory
+	}
+	j.idx.Remove(j.objs[id].start)
+	j.forget(id)
+	j.stats.Freed++
+}

@@ -1,0 +1,112 @@
+package join
+
+import (
+	"strings"
+
+	"github.com/djx-bpf/djx-bpf/jvmsym"
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// Report resolves names and builds the object table.
+func (j *JVM) Report() []report.Object {
+	acc := make(map[int][]accessSet) // out index → access sets of its sites
+	out := make([]report.Object, 0, len(j.sites))
+	byName := make(map[string]int)
+	for _, s := range j.sites {
+		path := make([]string, len(s.frames))
+		for i, f := range s.frames {
+			path[i] = j.syms.Resolve(f.Method, f.BCI).String()
+		}
+		siteName := "[no Java frames]"
+		if len(path) > 0 {
+			siteName = path[0]
+		}
+		origin, holder := report.OriginAllocation, []string{}
+		if s.census != 0 {
+			origin, siteName = report.OriginCensus, censusSiteName(s.census)
+			if h := j.holderChain(s.holder); h != nil {
+				holder = h
+			}
+		}
+		typ := jvmsym.TypeName(s.typeSig)
+		// Different bcis on one line name the same site, and chains that
+		// read the same the same holder: merge them.
+		key := typ + "\x00" + siteName + "\x00" + strings.Join(path, "\x00") + "\x01" + strings.Join(holder, "\x00")
+		o := report.Object{
+			Type: typ, Site: siteName, AllocPath: path, Origin: origin, Holder: holder,
+			Objects: s.objects, Bytes: s.bytes, EstObjects: s.estObjects, EstBytes: s.estBytes,
+			Samples: s.samples, EstSamples: s.estSamples,
+			Mem: report.SumMem(nil, s.mem), NUMA: report.SumNUMA(nil, s.numa),
+		}
+		if i, ok := byName[key]; ok {
+			out[i].AddCounts(&o)
+			acc[i] = append(acc[i], s.accesses)
+			continue
+		}
+		acc[len(out)] = []accessSet{s.accesses}
+		byName[key] = len(out)
+		out = append(out, o)
+	}
+	for i, sets := range acc {
+		out[i].Accesses = j.accesses(sets...)
+	}
+	return out
+}
+
+// Remainder is the access paths of the samples no tracked object took.
+func (j *JVM) Remainder() []report.Access { return j.accesses(j.remainder) }
+
+// Stats are the join's counters, with what the agent's last STATS say.
+func (j *JVM) Stats() report.Stats {
+	st := j.stats
+	st.HeapKnown = j.heapKnown
+	if st.InHeap > st.Attributed {
+		st.HeapUntracked = st.InHeap - st.Attributed
+	}
+	if st.GCs == 0 {
+		st.GCs = j.agentGCs // no relocation stream: the agent's count
+	}
+	a := j.lastAgt
+	st.AllocCallbacks = a.Callbacks
+	st.AllocsBelowMin = a.BelowMinSize
+	st.AgentDropped = a.Dropped
+	st.StacksDropped = a.StacksDropped
+	st.HumongousUntagged = a.Untagged
+	st.HumongousFreed = a.UntaggedFreed
+	return st
+}
+
+// resolve names the frames of an access path.
+func (j *JVM) resolve(fr []pathFrame) []string {
+	out := make([]string, len(fr))
+	for i, f := range fr {
+		if f.name != "" {
+			out[i] = f.name
+		} else {
+			out[i] = j.syms.Resolve(f.method, f.bci).String()
+		}
+	}
+	return out
+}
+
+// accesses resolves a set into report paths; paths that resolve to the same
+// names (other bcis on the same lines) merge.
+func (j *JVM) accesses(sets ...accessSet) []report.Access {
+	var out []report.Access
+	idx := make(map[string]int)
+	for _, set := range sets {
+		for _, a := range set {
+			path := j.resolve(a.frames)
+			k := a.where + "\x01" + strings.Join(path, "\x00")
+			if i, ok := idx[k]; ok {
+				out[i].Samples += a.samples
+				out[i].Mem = report.SumMem(out[i].Mem, a.mem)
+				out[i].NUMA = report.SumNUMA(out[i].NUMA, a.numa)
+				continue
+			}
+			idx[k] = len(out)
+			out = append(out, report.Access{Where: a.where, Path: path, Samples: a.samples, Mem: report.SumMem(nil, a.mem), NUMA: report.SumNUMA(nil, a.numa)})
+		}
+	}
+	return out
+}

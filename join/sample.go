@@ -1,0 +1,106 @@
+package join
+
+import (
+	"time"
+
+	"github.com/djx-bpf/djx-bpf/decode"
+	"github.com/djx-bpf/djx-bpf/loader"
+)
+
+// maxPending bounds the samples waiting for the agent's watermark; past it
+// the oldest are attributed against what is known (a stalled agent must not
+// make the loader grow without bound).
+const maxPending = 1 << 20
+
+// pageFaultGrace is how much later than its fault a page-fault sample is
+// attributed: longer than the JVM takes to zero a large array.
+const pageFaultGrace = uint64(50 * time.Millisecond)
+
+// pending is a decoded sample waiting until the allocation stream has caught
+// up with its timestamp.
+type pending struct {
+	time  uint64 // when to judge it (page faults: later than taken)
+	addr  uint64 // 0: no data address
+	stime uint64 // when it was taken
+	ip    uint64
+	// accessPC is where to look up the accessing instruction in the JIT pc
+	// map (the first descriptor at or after it): ip for a load found by
+	// look-back (it ends at ip), ip+1 for an access at ip; 0 if unknown.
+	accessPC uint64
+	tid      uint32
+	cpu      uint32
+	memOK    bool   // dataSrc and weight came with the sample (hardware)
+	noStack  bool   // no stack was asked for this sample (the thread had one just before)
+	dataSrc  uint64 // union perf_mem_data_src
+	weight   uint64 // union perf_sample_weight
+}
+
+// OnSample decodes a sample and queues it for attribution.
+func (j *JVM) OnSample(s *loader.Sample, src loader.Source) {
+	if !j.connected || s.Time < j.helloTime {
+		// No allocation is known before the agent's first record.
+		j.stats.Unjoined++
+		return
+	}
+	j.stats.Samples++
+	addr := s.Addr
+	accessPC := s.IP() + 1 // page faults and hardware events: the access is at ip
+	if src == loader.Decode {
+		accessPC = 0
+		j.regs = decode.RegsFromPtRegs(&s.Regs)
+		var before, at []byte
+		if s.Flags&loader.FlagBeforeOK != 0 {
+			before = s.Before[:]
+		}
+		if s.Flags&loader.FlagAtOK != 0 {
+			at = s.At[:]
+		}
+		res := j.dec.Decode(before, at, &j.regs)
+		switch res.Method {
+		case decode.AtIP:
+			j.stats.DecodedAtIP++
+			addr = res.Addr
+			accessPC = s.IP() + 1
+		case decode.LookBack:
+			j.stats.DecodedLookBack++
+			addr = res.Addr
+			accessPC = s.IP()
+		}
+	}
+	if addr != 0 {
+		j.stats.WithAddress++
+		if j.heapKnown && j.heap.Contains(addr) {
+			j.stats.InHeap++
+		}
+	}
+	// Samples without an address are queued too: their access paths go to
+	// the remainder.
+	if len(j.queue)-j.head >= maxPending {
+		j.attribute(&j.queue[j.head])
+		j.head++
+	}
+	t := s.Time
+	if src == loader.PageFaults {
+		// A first-touch fault comes before the agent reports the allocation
+		// that caused it (the JVM zeroes the memory first). The page was
+		// never touched, so no other object can have owned it meanwhile:
+		// judging the fault a little later is safe.
+		t += j.faultGrace
+	}
+	if t < j.drained {
+		// Judged against a heap newer than its time.
+		j.stats.Late++
+		j.stats.LateMaxMs = max(j.stats.LateMaxMs, float64(j.drained-t)/1e6)
+	}
+	j.queue = append(j.queue, pending{time: t, addr: addr, stime: s.Time, ip: s.IP(), accessPC: accessPC, tid: s.TID, cpu: s.CPU,
+		memOK: s.Flags&loader.FlagMemOK != 0, dataSrc: s.DataSrc, weight: s.Weight, noStack: s.Flags&loader.FlagNoStack != 0})
+}
+
+// SamplesComplete says every sample taken before t has been fed to
+// OnSample (0: nothing new known).
+func (j *JVM) SamplesComplete(t uint64) {
+	if t > j.sampleWM {
+		j.sampleWM = t
+		j.Drain(false)
+	}
+}

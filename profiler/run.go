@@ -1,0 +1,435 @@
+package profiler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/join"
+	"github.com/djx-bpf/djx-bpf/jvmsym"
+	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// run profiles the connected JVM until the profile ends, then drains its
+// streams into the join and reports.
+func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Report, error) {
+	s.start = time.Now()
+	s.cost0 = s.costNow()
+	rel := s.prepare(ctx)
+	st := s.startStreams(rel)
+	s.opts.note("profiling pid %d with event %s", s.pid, s.src.name)
+	s.loop(ctx, exited, st)
+	elapsed := time.Since(s.start)
+	s.stopSampling(st, rel)
+	s.detachAgent(st)
+	s.j.Drain(true)
+	return s.finish(elapsed), nil
+}
+
+// prepare reads what the join needs before the first record (the perf
+// map, the heap's ranges, how moves are followed), tells the agent what to
+// do from the start, and builds the join.
+func (s *session) prepare(ctx context.Context) *relocation {
+	cfg := join.Config{PID: s.pid, Native: jvmsym.NewNative(s.pid), WeightStruct: s.src.event != nil && s.src.event.Structured()}
+	if s.target != nil && s.target.NSPID != s.pid {
+		// The agent's thread ids are its namespace's; BPF's are ours.
+		cfg.HostTID = newNSThreads(s.pid).host
+	}
+	if s.opts.NUMA {
+		n, err := join.NewNUMA()
+		if err != nil {
+			s.addNote("no NUMA placement: %v", err)
+		} else {
+			cfg.NUMA = n
+		}
+	}
+	cfg.PerfMap = s.loadPerfMap()
+	s.loadHeap(ctx)
+	s.untagHumongous()
+	s.askCensus()
+	rel, moves := s.startRelocation()
+	cfg.Heap, cfg.HeapKnown, cfg.Moves = s.heap, s.heapKnown, moves
+	s.j = join.New(cfg)
+	return rel
+}
+
+// streams are the channels run reads the JVM's streams from.
+type streams struct {
+	samples   <-chan sampleBatch
+	reloc     <-chan relocMsg   // nil without a relocation stream
+	batches   chan *agent.Batch // the agent's decoded batches; nil once closed
+	agentDone chan error        // the agent's stream ended (nil error: at EOF)
+	agentOpen bool
+}
+
+// startStreams starts the readers of the sampler (unless a scan's
+// dispatcher reads it) and of the agent's connection.
+func (s *session) startStreams(rel *relocation) *streams {
+	// Few batches: each decoded batch of the agent may hold tens of MiB.
+	st := &streams{samples: s.feed, batches: make(chan *agent.Batch, 8), agentDone: make(chan error, 1), agentOpen: true}
+	if s.shared != nil {
+		s.reader = s.shared
+	} else {
+		s.reader, st.samples = newSoloDispatcher(s.sampler)
+	}
+	if rel != nil {
+		st.reloc = rel.msgs
+	}
+	go readAgent(s.conn, st.batches, st.agentDone)
+	return st
+}
+
+// readAgent decodes the agent's stream into batches until it ends.
+func readAgent(conn *net.UnixConn, batches chan<- *agent.Batch, done chan<- error) {
+	rd := agent.NewReader(conn)
+	for {
+		b, err := rd.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			done <- err
+			close(batches)
+			return
+		}
+		batches <- b
+	}
+}
+
+// loop feeds the streams to the join until the duration passes, ctx ends,
+// the target exits or its agent's stream ends.
+func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams) {
+	var timer <-chan time.Time
+	if s.opts.Duration > 0 {
+		t := time.NewTimer(s.opts.Duration)
+		defer t.Stop()
+		timer = t.C
+	}
+	var tick <-chan time.Time
+	if s.opts.Progress != nil {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		tick = t.C
+	}
+	pm := progressMeter{t: s.start}
+	samples, control := st.samples, s.opts.Control
+	for {
+		select {
+		case now := <-tick:
+			s.opts.Progress(pm.next(s, now))
+		case b, ok := <-samples:
+			if !ok {
+				samples = nil // the shared sampler closed: the scan is ending
+				continue
+			}
+			s.onSamples(b)
+			s.j.SamplesComplete(b.complete)
+		case on, ok := <-control:
+			if !ok {
+				control = nil
+				continue
+			}
+			err := s.setSampling(on)
+			if s.opts.Switched != nil {
+				s.opts.Switched(on, err)
+			}
+		case m := <-st.reloc:
+			applyReloc(s.j, m)
+		case b, ok := <-st.batches:
+			if !ok {
+				st.batches = nil
+				continue
+			}
+			s.j.OnBatch(b)
+			s.askStacks()
+		case err := <-st.agentDone:
+			st.agentOpen = false
+			s.agentEnded(err, exited)
+			return
+		case <-exited:
+			s.noteExit()
+			exited = nil
+			// Let the agent's final batch (VM death) arrive.
+			timer = time.After(2 * time.Second)
+		case <-timer:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// agentEnded notes why the agent's stream ended: the agent says goodbye
+// at VM death, which is told apart from a lost connection. exited is nil
+// when the exit has been noted already.
+func (s *session) agentEnded(err error, exited <-chan struct{}) {
+	if err != nil {
+		s.addNote("agent stream failed: %v", err)
+	}
+	if exited == nil {
+		return
+	}
+	select {
+	case <-exited:
+		s.noteExit()
+	case <-time.After(2 * time.Second):
+		if err == nil {
+			s.addNote("agent of pid %d disconnected after %.1fs; reporting what was collected", s.pid, time.Since(s.start).Seconds())
+		}
+	}
+}
+
+// onSamples hands a batch of samples to the join, and the batch back to
+// its reader.
+func (s *session) onSamples(b sampleBatch) {
+	for i := range b.samples {
+		s.j.OnSample(&b.samples[i], s.src.kind)
+	}
+	s.reader.recycle(b.samples)
+}
+
+// progressMeter computes the live view's sample rate between two ticks.
+type progressMeter struct {
+	n uint64
+	t time.Time
+}
+
+func (pm *progressMeter) next(s *session, now time.Time) Progress {
+	p := Progress{Elapsed: now.Sub(s.start), Samples: s.j.Samples(), Objects: s.j.LiveObjects()}
+	if s.opts.Duration > 0 {
+		p.Remaining = max(0, s.opts.Duration-p.Elapsed)
+	}
+	if dt := now.Sub(pm.t).Seconds(); dt > 0 {
+		p.Rate = float64(p.Samples-pm.n) / dt
+	}
+	pm.n, pm.t = p.Samples, now
+	if c, err := s.sampler.Counters(); err == nil {
+		p.Dropped = c.Dropped
+	}
+	return p
+}
+
+// stopSampling stops the samplers and hands the join what their ring
+// buffers still hold.
+func (s *session) stopSampling(st *streams, rel *relocation) {
+	if rel != nil {
+		c, err := rel.stop(s.j)
+		if err != nil {
+			s.addNote("relocation tracker: %v", err)
+		}
+		s.relocC = c
+	}
+	if s.shared != nil {
+		// Other JVMs go on sampling: stop this one's samples and take
+		// what the dispatcher still holds for it.
+		s.sampler.SetStackSignal(s.pid, 0)
+		s.sampler.RemovePID(s.pid)
+		s.shared.closeAfter(s.pid, 100*time.Millisecond)
+	} else {
+		s.sampler.Disable()
+		s.sampler.Flush()
+	}
+	for b := range st.samples {
+		s.onSamples(b)
+	}
+}
+
+// detachAgent asks the agent for its last batch, which detaches it, and
+// hands the join what its stream still holds.
+func (s *session) detachAgent(st *streams) {
+	if st.agentOpen {
+		s.conn.Write([]byte{agent.CommandQuit})
+		deadline := time.After(3 * time.Second)
+	wait:
+		for {
+			select {
+			case b, ok := <-st.batches:
+				if !ok {
+					st.batches = nil
+					continue
+				}
+				s.j.OnBatch(b)
+			case <-st.agentDone:
+				st.agentOpen = false
+				break wait
+			case <-deadline:
+				s.addNote("agent did not finish its last batch within 3s")
+				break wait
+			}
+		}
+	}
+	if st.batches != nil && !st.agentOpen {
+		for b := range st.batches {
+			s.j.OnBatch(b)
+		}
+	}
+}
+
+// threadOf reports whether tid (host namespace) is a thread of process pid.
+func threadOf(pid int, tid uint32) bool {
+	_, err := os.Lstat("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.FormatUint(uint64(tid), 10))
+	return err == nil
+}
+
+// askStacks tells the BPF program to signal the JVM's sampled threads once
+// the agent says its handler is installed (never before: the signal's
+// default action would kill the JVM).
+func (s *session) askStacks() {
+	sig := s.j.AgentStackSignal()
+	if s.stacksAsked || sig == 0 {
+		return
+	}
+	s.stacksAsked = true
+	// The target's agent says which signal its handler is on: only the
+	// one asked for is sent (another's default action may kill the JVM).
+	if sig != s.opts.StackSignal {
+		s.addNote("no access stacks: the agent installed its handler on signal %d, not the %d asked for", sig, s.opts.StackSignal)
+		return
+	}
+	if err := s.sampler.SetStackSignal(s.pid, sig); err != nil {
+		s.addNote("no access stacks: %v", err)
+		return
+	}
+	s.j.StacksAsked(sig, loader.Now(), func(tid uint32) {
+		// The map is shared by every target of a scan and keyed by tid:
+		// the agent names tids of its own process only.
+		if !threadOf(s.pid, tid) {
+			return
+		}
+		if err := s.sampler.NoJavaThread(tid); err != nil && !s.noJavaFailed {
+			s.noJavaFailed = true
+			s.addNote("non-Java threads keep getting stack signals: %v", err)
+		}
+	})
+}
+
+// loadPerfMap reads /tmp/perf-PID.map when the JVM writes one (e.g.
+// -XX:+DumpPerfMapAtExit, perf-map-agent): it names code the agent has not
+// described, such as JIT code compiled before the attach.
+func (s *session) loadPerfMap() *jvmsym.PerfMap {
+	ns := s.pid
+	if s.target != nil {
+		ns = s.target.NSPID
+	}
+	pm, err := jvmsym.LoadPerfMap(s.pid, ns)
+	if err != nil {
+		return nil
+	}
+	return pm
+}
+
+// loadHeap reads the heap's reserved ranges through the attach listener
+// (jcmd GC.heap_info) so that samples can be classified as in the heap.
+// Done before the first sample is processed, so every sample is classified.
+func (s *session) loadHeap(ctx context.Context) {
+	if s.heapPre != nil {
+		s.heap, s.heapKnown = *s.heapPre, len(s.heapPre.Ranges) > 0
+		return
+	}
+	if s.target == nil {
+		s.addNote("heap range unknown (no attach listener); in_heap is not counted")
+		return
+	}
+	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	out, err := s.target.Jcmd(hctx, "GC.heap_info")
+	if err != nil {
+		s.addNote("heap range unknown (GC.heap_info: %v); in_heap is not counted", err)
+		return
+	}
+	info, err := heap.ParseHeapInfo(out)
+	if err == nil {
+		s.heap = info // the collector's name, even without ranges
+	}
+	switch {
+	case err != nil:
+		s.addNote("heap range unknown (GC.heap_info: %v); in_heap is not counted", err)
+	case len(info.Ranges) == 0:
+		s.addNote("heap range unknown for %s; in_heap is not counted", info.GC)
+	default:
+		s.heapKnown = true
+	}
+}
+
+// untagHumongous has the agent track G1's humongous objects (half a region
+// and more) without JVMTI tags: a tag keeps a dead humongous array from
+// being reclaimed at the next young GC, which grew Xalan's heap by half.
+// G1 never moves them, so the agent checks their headers after GCs instead.
+func (s *session) untagHumongous() {
+	if s.conn == nil || s.heap.GC != "G1" || s.heap.RegionSize == 0 {
+		return
+	}
+	if _, err := s.conn.Write(agent.CommandUntag(s.heap.RegionSize / 2)); err != nil {
+		s.addNote("humongous objects stay tagged: %v", err)
+	}
+}
+
+// askCensus has the agent of an attached JVM track the objects that exist
+// already. In launch mode there are none worth a pause.
+func (s *session) askCensus() {
+	if s.conn == nil || s.mode != "attach" || s.opts.Census == CensusOff {
+		return
+	}
+	if _, err := s.conn.Write([]byte{agent.CommandCensus}); err != nil {
+		s.addNote("no census: %v", err)
+	}
+}
+
+// finish builds the report from the join and the sampler's counters.
+func (s *session) finish(elapsed time.Duration) *report.Report {
+	st := s.j.Stats()
+	if c, err := s.sampler.Counters(); err == nil && s.shared == nil {
+		st.Dropped = c.Dropped
+		st.KernelSkipped = c.Kernel
+		st.StackSignals = c.Signaled
+		st.StackSignalFailed = c.SignalFailed
+		st.StackSignalSkip = c.SignalSkipped
+		st.StackSignalNoJava = c.SignalNonJava
+	}
+	st.RelocHits = s.relocC.Hits
+	st.RelocHitsInGC = s.relocC.HitsInGC
+	st.RelocDropped = s.relocC.Dropped
+	s.cost(&st, s.j.AgentStats())
+	s.j.CensusStats(&st, func(format string, args ...any) { s.notes = append(s.notes, fmt.Sprintf(format, args...)) })
+	if st.Dropped > 0 {
+		s.notes = append(s.notes, fmt.Sprintf("%d samples were dropped because the ring buffer was full; lower --freq", st.Dropped))
+	}
+	if st.AgentDropped > 0 {
+		s.notes = append(s.notes, fmt.Sprintf("the agent dropped %d records (buffer full); raise --min-size or --alloc-interval", st.AgentDropped))
+	}
+	s.notes = append(s.notes, s.j.AgentNotes()...)
+	if st.Late*100 > st.Samples {
+		s.notes = append(s.notes, fmt.Sprintf("%d samples reached the join up to %.0f ms after newer heap changes and were judged against them; the machine may be overloaded (lower --freq)", st.Late, st.LateMaxMs))
+	}
+	initial, interval, raised, raisedAfter := s.j.AllocInterval()
+	r := &report.Report{
+		PID: s.pid, JVM: s.j.VMName(), Mode: s.mode, Event: s.src.name,
+		DurationSec:   elapsed.Seconds(),
+		DisabledSec:   s.sw.offTime(s.start.Add(elapsed)).Seconds(),
+		AllocInterval: interval, MinSize: s.opts.MinSize,
+		Objects: s.j.Report(), Stats: st, Notes: s.notes,
+		Remainder: s.j.Remainder(),
+	}
+	if s.opts.StackSignal > 0 && s.j.AgentStackSignal() == 0 && s.j.Connected() {
+		r.Notes = append(r.Notes, "the agent installed no stack handler (see its error records); access paths name only the sampled code")
+	}
+	if r.AllocInterval == 0 {
+		r.AllocInterval = s.opts.Interval
+	}
+	if raised {
+		r.AllocInterval = initial
+		r.AllocIntervalMax = interval
+		r.Notes = append(r.Notes, fmt.Sprintf("allocation-heavy program: the agent raised the heap sampling interval from %s to %s (first after %.1fs) to keep sampled allocations under %d/s; objects near min size are tracked less often and the est columns correct for it (--alloc-budget)",
+			report.Bytes(initial), report.Bytes(interval), raisedAfter, s.opts.AllocBudget))
+	}
+	r.Finish()
+	return r
+}

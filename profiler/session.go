@@ -1,0 +1,294 @@
+package profiler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/attach"
+	"github.com/djx-bpf/djx-bpf/channel"
+	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/join"
+	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/pmu"
+	"github.com/djx-bpf/djx-bpf/reloc"
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// session is one profile in progress.
+type session struct {
+	opts    Options
+	mode    string
+	pid     int
+	src     source
+	notes   []string
+	sampler *loader.Sampler
+	ch      *channel.Channel
+	conn    *net.UnixConn
+	j       *join.JVM
+	target  *attach.Target
+	start   time.Time
+	// cost0 holds the BPF run time and djx-bpf's CPU time at the start.
+	cost0 costMark
+	// stacksAsked: the BPF program was told to signal the JVM for stacks.
+	stacksAsked bool
+	// noJavaFailed: marking a non-Java thread in BPF failed once (noted).
+	noJavaFailed bool
+	// shared is set when the sampler serves several JVMs (scan): samples
+	// come from the scan's dispatcher, and the sampler is not this
+	// session's to stop or close.
+	shared *dispatcher
+	// reader is the dispatcher the session's samples come from (shared, or
+	// its own), and feed its channel of them.
+	reader *dispatcher
+	feed   <-chan sampleBatch
+	// heapPre is the heap read before the session ran (OpenJ9: from a
+	// javacore); nil: loadHeap asks HotSpot's GC.heap_info.
+	heapPre *heap.Info
+	// heap is the collector and, when heapKnown, its reserved ranges.
+	heap      heap.Info
+	heapKnown bool
+	relocC    reloc.Counters // the relocation tracker's counters at its stop
+	sw        switcher       // Options.Control
+}
+
+// noteExit records that the target ended before the profile did.
+func (s *session) noteExit() {
+	s.addNote("target pid %d exited after %.1fs; reporting what was collected", s.pid, time.Since(s.start).Seconds())
+}
+
+func (s *session) addNote(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.notes = append(s.notes, msg)
+	s.opts.note("%s", msg)
+}
+
+func newSession(opts Options, mode string) (*session, error) {
+	opts.fill()
+	m, merr := pmu.Live()
+	if merr != nil {
+		m = nil // decode and page-faults still work
+	}
+	src, why, err := chooseSource(opts.Event, m)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{opts: opts, mode: mode, src: src}
+	if why != "" {
+		s.opts.note("%s", why)
+	}
+	if err := loader.Preflight(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *session) openSampler() error {
+	cfg, err := s.src.loaderConfig(&s.opts)
+	if err != nil {
+		return err
+	}
+	smp, err := loader.Open(cfg)
+	if err != nil {
+		return err
+	}
+	s.sampler = smp
+	return nil
+}
+
+func (s *session) close() {
+	if s.conn != nil {
+		s.conn.Close()
+	}
+	if s.shared != nil {
+		// Also after a failed attach: the shared filter must not keep
+		// sampling a JVM nobody profiles.
+		if s.pid != 0 {
+			s.sampler.RemovePID(s.pid)
+		}
+		s.shared.remove(s.pid)
+	} else if s.sampler != nil {
+		s.sampler.Close()
+	}
+	if s.ch != nil {
+		s.ch.Close()
+	}
+}
+
+// Attach profiles the running JVM pid.
+func Attach(ctx context.Context, pid int, opts Options) (*report.Report, error) {
+	s, err := newSession(opts, "attach")
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	if err := s.openSampler(); err != nil {
+		return nil, err
+	}
+	return s.attach(ctx, pid)
+}
+
+// attach loads the agent into pid and profiles it with the session's
+// sampler.
+func (s *session) attach(ctx context.Context, pid int) (_ *report.Report, err error) {
+	s.pid = pid
+	if s.target, err = attach.Inspect(pid); err != nil {
+		if errors.Is(err, attach.ErrUnsupportedVM) {
+			return s.attachOpenJ9(ctx, pid)
+		}
+		return nil, err
+	}
+	if s.ch, err = channel.Create(channel.Spec{Root: s.target.Root, UID: s.target.UID, GID: s.target.GID, Library: agent.Library()}); err != nil {
+		return nil, fmt.Errorf("prepare agent channel for pid %d: %w", pid, err)
+	}
+	exited := watchExit(pid)
+	err = s.connectAgent(ctx, pid, exited, func(actx context.Context) error {
+		s.opts.note("attaching to pid %d", pid)
+		err := s.target.LoadAgent(actx, s.ch.LibraryPath(), true, s.opts.agentOptions(s.ch.SocketPath()))
+		var ae *attach.AgentError
+		if errors.As(err, &ae) && ae.Attached && ae.ReturnCode == agentSamplerBusy {
+			err = ErrSamplerBusy
+		}
+		if err != nil {
+			return fmt.Errorf("load agent into pid %d: %w", pid, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.run(ctx, exited)
+}
+
+// connectAgent registers pid with the sampler, has load start the agent
+// (nil: it starts with the JVM) and waits, within the agent timeout, for
+// the agent to connect to the session's channel.
+func (s *session) connectAgent(ctx context.Context, pid int, exited <-chan struct{}, load func(context.Context) error) error {
+	if s.shared != nil {
+		s.feed = s.shared.add(pid)
+	}
+	if err := s.sampler.AddPID(pid); err != nil {
+		return fmt.Errorf("sample pid %d: %w", pid, err)
+	}
+	actx, cancel := context.WithTimeout(ctx, s.opts.AgentTimeout)
+	defer cancel()
+	accepted := make(chan acceptResult, 1)
+	go func() {
+		c, err := s.ch.Accept(actx, pid)
+		accepted <- acceptResult{c, err}
+	}()
+	abandon := func() {
+		cancel()
+		if r := <-accepted; r.conn != nil {
+			r.conn.Close() // the agent connected, then failed to start
+		}
+	}
+	if load != nil {
+		if err := load(actx); err != nil {
+			abandon()
+			return err
+		}
+	}
+	select {
+	case r := <-accepted:
+		if r.err != nil {
+			return fmt.Errorf("agent of pid %d did not connect: %w", pid, r.err)
+		}
+		s.conn = r.conn
+		return nil
+	case <-exited:
+		abandon()
+		return fmt.Errorf("JVM (pid %d) exited before its agent connected", pid)
+	}
+}
+
+type acceptResult struct {
+	conn *net.UnixConn
+	err  error
+}
+
+// Launch starts argv (a java command line) with the agent on -agentpath and
+// profiles it until it exits, ctx ends or the duration passes. The returned
+// wait function waits for the JVM to exit and gives its exit code.
+func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, stdout, stderr io.Writer) (*report.Report, func() (int, error), error) {
+	if len(argv) == 0 {
+		return nil, nil, errors.New("launch: no command given after --")
+	}
+	s, err := newSession(opts, "launch")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.close()
+	if err := s.openSampler(); err != nil {
+		return nil, nil, err
+	}
+	uid, gid := s.opts.RunAs.owner()
+	if s.ch, err = channel.Create(channel.Spec{Root: "/", UID: uid, GID: gid, Library: agent.Library()}); err != nil {
+		return nil, nil, fmt.Errorf("prepare agent channel: %w", err)
+	}
+	args := append([]string{argv[0], "-agentpath:" + s.ch.LibraryPath() + "=" + s.opts.agentOptions(s.ch.SocketPath())}, argv[1:]...)
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
+	}
+	cmd := &exec.Cmd{Path: path, Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	s.opts.RunAs.apply(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
+	}
+	s.pid = cmd.Process.Pid
+	waitDone := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(waitDone) }()
+	wait := func() (int, error) {
+		<-waitDone
+		if cmd.ProcessState == nil {
+			return -1, waitErr
+		}
+		var ee *exec.ExitError
+		if waitErr != nil && !errors.As(waitErr, &ee) {
+			return -1, waitErr
+		}
+		return cmd.ProcessState.ExitCode(), nil
+	}
+	if err := s.connectAgent(ctx, s.pid, waitDone, nil); err != nil {
+		return nil, wait, err
+	}
+	// The attach listener serves jcmd (heap ranges) once the VM is up.
+	if t, err := attach.Inspect(s.pid); err == nil {
+		s.target = t
+	}
+	rep, err := s.run(ctx, waitDone)
+	return rep, wait, err
+}
+
+// watchExit returns a channel closed when pid exits.
+func watchExit(pid int) <-chan struct{} {
+	done := make(chan struct{})
+	fd, err := unix.PidfdOpen(pid, 0)
+	go func() {
+		defer close(done)
+		if err != nil {
+			for unix.Kill(pid, 0) == nil {
+				time.Sleep(200 * time.Millisecond)
+			}
+			return
+		}
+		defer unix.Close(fd)
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			n, err := unix.Poll(fds, -1)
+			if n > 0 || (err != nil && err != unix.EINTR) {
+				return
+			}
+		}
+	}()
+	return done
+}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/djx-bpf/djx-bpf/pmu"
 )
 
 // ErrSamplerBusy means another JVMTI environment holds the JVM's heap

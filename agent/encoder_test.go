@@ -114,7 +114,8 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 			r.ReconcileSkipped, r.ReconcileLimited, r.ReconcileNanos,
 			r.StackSignals, r.StacksSent, r.StacksDropped, r.CodeSent, r.CodeDropped, r.SignalsChained,
 			r.Untagged, r.UntaggedFreed, r.AllocNanos, r.StackNanos, r.CodeNanos, r.WriterCPUNanos,
-			r.ProcessCPUNanos, r.Tracked, r.TrackedLive, r.CensusNanos} {
+			r.ProcessCPUNanos, r.Tracked, r.TrackedLive, r.CensusNanos,
+			r.ClassesSent, r.ClassesDropped, r.TypesNanos} {
 			dst = le.AppendUint64(dst, v)
 		}
 	case *Bye:
@@ -189,6 +190,33 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 		dst = le.AppendUint64(dst, r.Strays)
 		dst = le.AppendUint64(dst, r.HeapWalkPasses)
 		dst = le.AppendUint64(dst, r.PauseMaxNanos)
+	case *TypesInfo:
+		var fl uint32
+		if r.OK {
+			fl |= 1
+		}
+		if r.Fields {
+			fl |= 2
+		}
+		dst = le.AppendUint32(dst, fl)
+		str(r.Reason)
+		dst = le.AppendUint64(dst, r.OopBase)
+		dst = le.AppendUint32(dst, r.OopShift)
+		dst = le.AppendUint32(dst, r.OopBytes)
+		dst = le.AppendUint64(dst, r.KlassBase)
+		dst = le.AppendUint32(dst, r.KlassShift)
+		dst = le.AppendUint32(dst, r.KlassBytes)
+	case *Class:
+		dst = le.AppendUint64(dst, r.Time)
+		dst = le.AppendUint64(dst, r.Klass)
+		dst = le.AppendUint32(dst, r.Narrow)
+		str(r.Sig)
+		dst = le.AppendUint32(dst, uint32(len(r.Fields)))
+		for _, f := range r.Fields {
+			dst = le.AppendUint32(dst, f.Offset)
+			str(f.Name)
+			str(f.Sig)
+		}
 	case *Unknown:
 		dst = append(dst, r.Body...)
 	default:

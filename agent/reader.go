@@ -239,7 +239,8 @@ func decodeRecord(typ RecordType, body []byte) (Record, error) {
 			CodeSent: d.opt64(), CodeDropped: d.opt64(), SignalsChained: d.opt64(),
 			Untagged: d.opt64(), UntaggedFreed: d.opt64(),
 			AllocNanos: d.opt64(), StackNanos: d.opt64(), CodeNanos: d.opt64(), WriterCPUNanos: d.opt64(),
-			ProcessCPUNanos: d.opt64(), Tracked: d.opt64(), TrackedLive: d.opt64(), CensusNanos: d.opt64()}
+			ProcessCPUNanos: d.opt64(), Tracked: d.opt64(), TrackedLive: d.opt64(), CensusNanos: d.opt64(),
+			ClassesSent: d.opt64(), ClassesDropped: d.opt64(), TypesNanos: d.opt64()}
 	case TypeBye:
 		rec = &Bye{Reason: d.str()}
 	case TypeError:
@@ -293,6 +294,24 @@ func decodeRecord(typ RecordType, body []byte) (Record, error) {
 			Objects: d.u64(), Bytes: d.u64(), HeapObjects: d.u64(), HeapBytes: d.u64(),
 			HeapWalkNanos: d.u64(), HolderWalkNanos: d.u64(), EmitNanos: d.u64(),
 			Paths: d.u64(), Reached: d.u64(), Unreachable: d.u64(), Unplaced: d.u64(), Note: d.str(), Strays: d.opt64(), HeapWalkPasses: d.opt64(), PauseMaxNanos: d.opt64()}
+	case TypeTypesInfo:
+		fl := d.u32()
+		rec = &TypesInfo{OK: fl&1 != 0, Fields: fl&2 != 0, Reason: d.str(),
+			OopBase: d.u64(), OopShift: d.u32(), OopBytes: d.u32(),
+			KlassBase: d.u64(), KlassShift: d.u32(), KlassBytes: d.u32()}
+	case TypeClass:
+		c := &Class{Time: d.u64(), Klass: d.u64(), Narrow: d.u32(), Sig: d.str()}
+		// Each field takes at least 12 bytes (u32 offset, two string lengths).
+		if n := d.count(12); n > 0 {
+			c.Fields = make([]Field, n)
+			for i := range c.Fields {
+				c.Fields[i] = Field{Offset: d.u32(), Name: d.str(), Sig: d.str()}
+				if d.bad {
+					break
+				}
+			}
+		}
+		rec = c
 	default:
 		return &Unknown{RecType: typ, Body: append([]byte(nil), body...)}, nil
 	}

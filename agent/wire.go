@@ -66,6 +66,11 @@
 //	             u64 holder_walk_ns, u64 emit_ns, u64 paths, u64 reached,
 //	             u64 unreachable, u64 unplaced, string note, u64 strays,
 //	             u64 heap_walk_passes, u64 pause_max_ns
+//	TYPES_INFO 20 u32 flags (1: ok, 2: field offsets), string reason,
+//	             u64 oop_base, u32 oop_shift, u32 oop_bytes,
+//	             u64 klass_base, u32 klass_shift, u32 klass_bytes
+//	CLASS     21 u64 time, u64 klass, u32 narrow_klass, string sig,
+//	             u32 nfields, nfields × {u32 offset, string name, string sig}
 //
 // frame = {u64 jmethodid, u64 bci}, bci a signed 64-bit integer, innermost
 // frame first (as in ALLOC). Every nonzero jmethodid in an ALLOC, STACK or
@@ -133,7 +138,25 @@
 // (klass, and array length with compressed class pointers) and sends FREE
 // when it changed, i.e. once the region was reused or uncommitted. They are
 // never in RECONCILE records. 'P' and 'R' pause and resume allocation
-// sampling. 'C' (CommandCensus) runs the census.
+// sampling. 'C' (CommandCensus) runs the census. 'K' (CommandClasses)
+// sends the CLASS records not sent yet.
+//
+// Data types (option types=1, HotSpot only): a TYPES_INFO first, then a
+// CLASS for every loaded class (array classes included), and one for each
+// class prepared later. TYPES_INFO says whether the agent could read
+// class layouts (flags bit 1; else reason says why, and no CLASS follows),
+// whether field offsets hold (bit 2; else CLASS records name classes and
+// carry no fields), and how the JVM encodes references (oop_bytes 4:
+// address = oop_base + narrow << oop_shift) and the klass word at offset
+// 8 of every object header (klass_bytes 4: Klass* = klass_base +
+// narrow_klass << klass_shift; 8: the Klass* itself). CLASS gives a class's
+// Klass* (and its narrow value when klass_bytes is 4), its JVM signature
+// ("Ljava/util/TreeMap$Entry;", "[J") and its instance fields, inherited
+// ones included, sorted by offset from the object's start. Array classes
+// have no JVMTI event: the loader sends 'K' when it meets a klass it does
+// not know, and the agent sends the loaded classes it has not sent yet. A
+// Klass* can be reused after its class was unloaded: the latest CLASS for
+// a klass wins.
 package agent
 
 import (
@@ -155,6 +178,10 @@ const (
 // CommandCensus asks the agent for a census of the live heap (option
 // census=1|2).
 const CommandCensus = 'C'
+
+// CommandClasses asks the agent for the CLASS records of the loaded classes
+// it has not sent yet (option types=1).
+const CommandClasses = 'K'
 
 // CommandUntag returns the command that tracks objects of at least min
 // bytes without JVMTI tags (see the package comment); 0 tags every object.
@@ -212,6 +239,10 @@ const (
 	TypeCensusPath  RecordType = 17
 	TypeCensus      RecordType = 18
 	TypeCensusEnd   RecordType = 19
+	// TypeTypesInfo and TypeClass: class layouts for naming data types
+	// (see the package comment).
+	TypeTypesInfo RecordType = 20
+	TypeClass     RecordType = 21
 )
 
 func (t RecordType) String() string {
@@ -254,6 +285,10 @@ func (t RecordType) String() string {
 		return "CENSUS"
 	case TypeCensusEnd:
 		return "CENSUS_END"
+	case TypeTypesInfo:
+		return "TYPES_INFO"
+	case TypeClass:
+		return "CLASS"
 	}
 	return fmt.Sprintf("type %d", uint16(t))
 }
@@ -362,6 +397,11 @@ type Stats struct {
 	Tracked     uint64
 	TrackedLive uint64
 	CensusNanos uint64
+	// Data types: CLASS records sent and dropped (buffer full; 'K' sends
+	// them later), time spent building them (session start, ClassPrepare, 'K').
+	ClassesSent    uint64
+	ClassesDropped uint64
+	TypesNanos     uint64
 }
 
 // CensusKind says why a census ran.
@@ -572,3 +612,39 @@ func (*CensusStart) Type() RecordType { return TypeCensusStart }
 func (*CensusPath) Type() RecordType  { return TypeCensusPath }
 func (*Census) Type() RecordType      { return TypeCensus }
 func (*CensusEnd) Type() RecordType   { return TypeCensusEnd }
+func (*TypesInfo) Type() RecordType   { return TypeTypesInfo }
+func (*Class) Type() RecordType       { return TypeClass }
+
+// TypesInfo says whether CLASS records follow and how the JVM encodes
+// references and header klass words.
+type TypesInfo struct {
+	OK     bool   // CLASS records follow
+	Fields bool   // ... with their instance fields
+	Reason string // why not OK or not Fields; "" otherwise
+	// A reference field of OopBytes 4 holds a narrow oop: the address is
+	// OopBase + narrow << OopShift. OopBytes 8: the address itself.
+	OopBase  uint64
+	OopShift uint32
+	OopBytes uint32
+	// The klass word at offset 8 of an object: KlassBytes 4, a narrow
+	// klass (Klass* = KlassBase + narrow << KlassShift); 8, the Klass*.
+	KlassBase  uint64
+	KlassShift uint32
+	KlassBytes uint32
+}
+
+// Class is one loaded class: its Klass*, JVM signature and instance fields.
+type Class struct {
+	Time   uint64
+	Klass  uint64 // Klass*
+	Narrow uint32 // the narrow klass when TypesInfo.KlassBytes is 4, else 0
+	Sig    string // "Ljava/util/TreeMap$Entry;", "[J"
+	Fields []Field
+}
+
+// Field is one instance field, declared or inherited, by offset.
+type Field struct {
+	Offset uint32 // from the object's start
+	Name   string
+	Sig    string // "J", "Ljava/lang/Object;"
+}

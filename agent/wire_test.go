@@ -32,7 +32,8 @@ var sample = []struct {
 		Frees: 4, GCs: 5, Reconciles: 6, Reconciled: 7, ReconcileSkipped: 8, ReconcileLimited: 9, ReconcileNanos: 10,
 		StackSignals: 11, StacksSent: 12, StacksDropped: 13, CodeSent: 14, CodeDropped: 15, SignalsChained: 16,
 		Untagged: 17, UntaggedFreed: 18, AllocNanos: 19, StackNanos: 20, CodeNanos: 21, WriterCPUNanos: 22,
-		ProcessCPUNanos: 23, Tracked: 24, TrackedLive: 25, CensusNanos: 26}},
+		ProcessCPUNanos: 23, Tracked: 24, TrackedLive: 25, CensusNanos: 26,
+		ClassesSent: 27, ClassesDropped: 28, TypesNanos: 29}},
 	{"bye", &Bye{Reason: "vmdeath"}},
 	{"error", &ErrorRec{Message: "GetStackTrace failed: 15"}},
 	{"interval", &Interval{Time: 123456789, Interval: 8192}},
@@ -56,6 +57,12 @@ var sample = []struct {
 	{"censusend", &CensusEnd{Time: 9300, Kind: CensusAttach, Status: CensusHolders, Objects: 1, Bytes: 262160,
 		HeapObjects: 1000, HeapBytes: 1 << 20, HeapWalkNanos: 1e6, HolderWalkNanos: 5e6, EmitNanos: 2e5,
 		Paths: 9, Reached: 900, Unreachable: 3, Unplaced: 0, Note: "", Strays: 1, HeapWalkPasses: 2, PauseMaxNanos: 3e6}},
+	{"typesinfo", &TypesInfo{OK: true, Fields: true, OopBase: 0, OopShift: 3, OopBytes: 4,
+		KlassBase: 0x7f0000000000, KlassShift: 0, KlassBytes: 4}},
+	{"typesoff", &TypesInfo{Reason: "not HotSpot: libjvm exports no gHotSpotVMStructs"}},
+	{"class", &Class{Time: 9400, Klass: 0x7f0000123450, Narrow: 0x123450, Sig: "Ljava/util/TreeMap$Entry;",
+		Fields: []Field{{12, "color", "Z"}, {16, "key", "Ljava/lang/Object;"}, {20, "value", "Ljava/lang/Object;"}}}},
+	{"classarray", &Class{Time: 9401, Klass: 0x7f0000001000, Narrow: 0x1000, Sig: "[J"}},
 	{"unknown", &Unknown{RecType: 99, Body: []byte{1, 2, 3}}},
 }
 
@@ -169,14 +176,14 @@ func TestOlderAgent(t *testing.T) {
 		want Record
 	}{
 		{&Alloc{Time: 1, TypeSig: "[J", Frames: []Frame{{1, 2}}, Tag: 9}, 8, &Alloc{Time: 1, TypeSig: "[J", Frames: []Frame{{1, 2}}}},
-		{&Stats{Callbacks: 1, AllocsSent: 2, Frees: 3, ReconcileNanos: 4}, 23 * 8, &Stats{Callbacks: 1, AllocsSent: 2}},
+		{&Stats{Callbacks: 1, AllocsSent: 2, Frees: 3, ReconcileNanos: 4}, 26 * 8, &Stats{Callbacks: 1, AllocsSent: 2}},
 		// Half a trailing field is ignored, not an error.
-		{&Stats{Callbacks: 1, GCs: 3}, 22*8 - 4, &Stats{Callbacks: 1}},
+		{&Stats{Callbacks: 1, GCs: 3}, 25*8 - 4, &Stats{Callbacks: 1}},
 		// An issue 3 agent: no stack counters.
-		{&Stats{Callbacks: 1, ReconcileNanos: 4, StackSignals: 5, SignalsChained: 6}, 16 * 8,
+		{&Stats{Callbacks: 1, ReconcileNanos: 4, StackSignals: 5, SignalsChained: 6}, 19 * 8,
 			&Stats{Callbacks: 1, ReconcileNanos: 4}},
 		// An issue 4 agent: no untagged counters.
-		{&Stats{Callbacks: 1, SignalsChained: 6, Untagged: 7, UntaggedFreed: 8}, 10 * 8,
+		{&Stats{Callbacks: 1, SignalsChained: 6, Untagged: 7, UntaggedFreed: 8}, 13 * 8,
 			&Stats{Callbacks: 1, SignalsChained: 6}},
 		{&Hello{ProtoVersion: 1, Mode: "launch", StackSignal: 42}, 4, &Hello{ProtoVersion: 1, Mode: "launch"}},
 	} {
@@ -353,6 +360,10 @@ func normalize(bs []*Batch) []*Batch {
 					if len(r.PCs[i].Frames) == 0 {
 						r.PCs[i].Frames = nil
 					}
+				}
+			case *Class:
+				if len(r.Fields) == 0 {
+					r.Fields = nil
 				}
 			case *Unknown:
 				if len(r.Body) == 0 {

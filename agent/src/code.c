@@ -53,10 +53,12 @@ static void JNICALL on_class_prepare(jvmtiEnv *j, JNIEnv *jni, jthread t, jclass
 {
 	uint64_t t0 = djx_now_ns();
 
-	(void)jni, (void)t;
-	if (!__atomic_load_n(&djx.detached, __ATOMIC_ACQUIRE))
+	(void)t;
+	if (!__atomic_load_n(&djx.detached, __ATOMIC_ACQUIRE) && djx.class_events)
 		make_method_ids(j, k);
 	__atomic_add_fetch(&djx.ns_code, djx_now_ns() - t0, RELAXED);
+	if (djx.opt.types)
+		djx_types_prepare(j, jni, k); /* counts its own time */
 }
 
 struct pcref {

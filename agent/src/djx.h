@@ -38,6 +38,8 @@ enum {
 	REC_CENSUS_PATH = 17,
 	REC_CENSUS = 18,
 	REC_CENSUS_END = 19,
+	REC_TYPES_INFO = 20,
+	REC_CLASS = 21,
 };
 
 /* Census kinds (CENSUS_START, CENSUS): at attach, and of large objects
@@ -80,6 +82,7 @@ struct djx_options {
 	int census; /* 0 off, 1 without holders, 2 with holders (on 'C') */
 	uint64_t census_budget_us; /* longest census pause; 0: no limit */
 	uint64_t recensus_ms;      /* least time between censuses after GCs; 0: none */
+	int types;                 /* TYPES_INFO and CLASS records (types.c) */
 };
 
 /* Access stacks (stacks.c). The handler writes AsyncGetCallTrace's frames
@@ -214,6 +217,10 @@ struct djx {
 	int census_req;       /* guarded by mu: the loader sent 'C' */
 	uint64_t last_census; /* writer only: when the last census ended */
 	uint64_t last_census_ns; /* writer only: its pause */
+
+	/* Data types (types.c). */
+	int types_req; /* guarded by mu: the loader sent 'K' */
+	uint64_t n_classes_sent, n_classes_dropped, ns_types; /* atomic */
 };
 extern struct djx djx;
 
@@ -257,6 +264,22 @@ void djx_track_release(JNIEnv *jni);               /* jni NULL: VM death, refere
 
 /* census.c: returns 0, or -1 when the connection failed. */
 int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int (*flush)(void));
+
+/* vmstructs.c: HotSpot's vmStructs tables, read in-process. */
+int djx_vm_init(char *err, size_t errlen); /* 0, or -1 (not HotSpot) with err */
+void *djx_vm_static(const char *type, const char *field); /* a static's address, or NULL */
+int djx_vm_offset(const char *type, const char *field, uint64_t *off);
+int djx_vm_type_size(const char *type, uint64_t *size);
+int djx_vm_flag(const char *name); /* a bool -XX flag: 0, 1, or -1 absent */
+
+/* types.c: data types (option types=1). The writer runs start and resend
+ * (0, or -1 when the connection failed); ClassPrepare calls prepare. */
+#define DJX_CLASS_MAX_FIELDS 4096 /* per CLASS record, inherited ones included */
+int djx_types_start(JNIEnv *jni, int (*flush)(void));
+int djx_types_resend(JNIEnv *jni, int (*flush)(void));
+void djx_types_prepare(jvmtiEnv *j, JNIEnv *jni, jclass k);
+void djx_types_release(jvmtiEnv *j); /* before the GC events go off */
+void djx_types_reset_locked(void);   /* teardown */
 
 /* stacks.c */
 int djx_stacks_install(int sig, char *err, size_t errlen); /* 0 or -1 */

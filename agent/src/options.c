@@ -1,6 +1,6 @@
 /* Option parsing: "sock=PATH,interval=BYTES,minsize=BYTES,budget=N,
  * reconcile=0|1,stacks=SIG,code=0|1,census=0|1|2,census_budget=US,
- * recensus=MS". */
+ * recensus=MS,types=0|1". */
 #include <stdio.h>
 #include <string.h>
 
@@ -101,6 +101,12 @@ int djx_parse_options(const char *s, struct djx_options *o, char *err, size_t er
 				return -1;
 			}
 			o->code = v[0] == '1';
+		} else if (keyis(p, klen, "types")) {
+			if (vlen != 1 || (v[0] != '0' && v[0] != '1')) {
+				snprintf(err, errlen, "option types: bad value \"%.*s\" (0 or 1)", (int)vlen, v);
+				return -1;
+			}
+			o->types = v[0] == '1';
 		} else if (keyis(p, klen, "census")) {
 			if (vlen != 1 || v[0] < '0' || v[0] > '2') {
 				snprintf(err, errlen, "option census: bad value \"%.*s\" (0 off, 1 no holders, 2 holders)",

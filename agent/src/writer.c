@@ -222,6 +222,9 @@ static int flush(const char *bye)
 	wb_u64(&w, ld(&djx.n_tracked));
 	wb_u64(&w, djx_track_count_locked());
 	wb_u64(&w, ld(&djx.ns_census));
+	wb_u64(&w, ld(&djx.n_classes_sent));
+	wb_u64(&w, ld(&djx.n_classes_dropped));
+	wb_u64(&w, ld(&djx.ns_types));
 	wb_end(&w, start);
 	n++;
 	if (bye) {
@@ -273,6 +276,7 @@ static void teardown(void)
 	free(djx.cur);
 	djx.cur = NULL;
 	mset_free(&djx.methods);
+	djx_types_reset_locked();
 	djx_big_reset_locked();
 	__atomic_store_n(&djx.untag_min, 0, __ATOMIC_RELAXED);
 	close(djx.evfd); /* kicks happen under mu and check evfd */
@@ -302,6 +306,8 @@ static void release_sampling(void)
 	jvmtiCapabilities caps;
 	jvmtiEnv *j = djx.jvmti;
 
+	if (djx.opt.types)
+		djx_types_release(j); /* first: it reads oops while the GC events count */
 	if (!__atomic_exchange_n(&djx.disabled, 1, __ATOMIC_ACQ_REL))
 		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
 	memset(&caps, 0, sizeof caps);
@@ -335,7 +341,8 @@ static void set_paused(int on)
  * 'Q' asks for the last batch and detach; 'H' and a u64 (little-endian)
  * track objects of at least that many bytes without weak references
  * (big.c); 'P' and 'R' pause and resume allocation sampling (only when
- * attached); 'C' runs the census. Other bytes are ignored. Returns 1 when
+ * attached); 'C' runs the census; 'K' sends the classes not sent yet
+ * (types=1). Other bytes are ignored. Returns 1 when
  * a 'Q' came. */
 struct cmdbuf {
 	uint8_t b[9];
@@ -357,6 +364,10 @@ static int on_input(struct cmdbuf *c, const uint8_t *in, size_t len, int attache
 			else if (in[i] == 'C' && attached && djx.opt.census != 0) {
 				pthread_mutex_lock(&djx.mu);
 				djx.census_req = 1;
+				pthread_mutex_unlock(&djx.mu);
+			} else if (in[i] == 'K' && attached && djx.opt.types) {
+				pthread_mutex_lock(&djx.mu);
+				djx.types_req = 1;
 				pthread_mutex_unlock(&djx.mu);
 			}
 			continue;
@@ -425,7 +436,7 @@ static void *writer_main(void *arg)
 	uint64_t last = djx_now_ns(), gcs_seen = 0;
 	struct cmdbuf cmd = {.n = 0};
 	JNIEnv *env = NULL;
-	int attached = 0, vmdeath = 0;
+	int attached = 0, vmdeath = 0, types_started = 0;
 	(void)arg;
 	djx_stacks_unblock();
 	/* Attached as a daemon so that detach can call JVMTI (which refuses
@@ -446,7 +457,7 @@ static void *writer_main(void *arg)
 			{.fd = djx_stacks_evfd(), .events = POLLIN}, /* -1: ignored */
 		};
 		const char *bye = NULL;
-		int stop, kicked, abort_, r, creq;
+		int stop, kicked, abort_, r, creq, kreq;
 		uint64_t now, gcs;
 
 		r = poll(pf, 3, (int)(DJX_FLUSH_NS / 1000000));
@@ -472,6 +483,8 @@ static void *writer_main(void *arg)
 		abort_ = djx.abort;
 		creq = djx.census_req;
 		djx.census_req = 0;
+		kreq = djx.types_req;
+		djx.types_req = 0;
 		gcs = djx.gc_finishes;
 		pthread_mutex_unlock(&djx.mu);
 		if (abort_)
@@ -494,6 +507,14 @@ static void *writer_main(void *arg)
 		djx_big_check(); /* a dropped FREE is counted like any drop */
 		if (attached && creq && census(env, DJX_CENSUS_ATTACH) != 0)
 			break;
+		/* Types: the first pass, after HELLO is out, dumps every class. */
+		if (attached && djx.opt.types && !types_started) {
+			types_started = 1;
+			if (djx_types_start(env, flush_batch) != 0)
+				break;
+		} else if (attached && kreq && djx_types_resend(env, flush_batch) != 0) {
+			break;
+		}
 		if (attached && gcs != gcs_seen && recensus_due() && census(env, DJX_CENSUS_AFTER_GC) != 0)
 			break;
 		gcs_seen = gcs;

@@ -1,0 +1,650 @@
+/* Data types (option types=1, issue 16): the loader names a sampled heap
+ * access by the klass word in the accessed object's header and the offset
+ * of the access, so the agent tells it every loaded class's Klass*, JVM
+ * signature and instance field layout (CLASS records), after a TYPES_INFO
+ * that says whether it can and how the JVM encodes oops and klass words.
+ *
+ * HotSpot only. The Klass* is the word at java_lang_Class::_klass_offset in
+ * the class's mirror (vmStructs); a field's offset is its instance jfieldID
+ * >> 2 (jfieldIDWorkaround::to_instance_jfieldID in product builds). Both
+ * are checked against a byte[], a java.lang.Integer and a java.lang.Long
+ * before anything is sent (self_check).
+ *
+ * Classes loaded at the start go from the writer (GetLoadedClasses, array
+ * classes included); later ones from ClassPrepare, which never waits for
+ * buffer space (a dropped one is not marked sent); 'K' from the loader
+ * sends what was not sent yet, e.g. array classes, which have no event. */
+#define _GNU_SOURCE /* process_vm_readv */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "djx.h"
+
+#define RELAXED __ATOMIC_RELAXED
+
+static struct {
+	int on;       /* atomic: CLASS records may be built */
+	int fields;   /* instance field offsets from jfieldIDs hold */
+	int events;   /* ClassPrepare enabled by us */
+	int inflight; /* atomic: ClassPrepare callbacks reading oops */
+	int klass_off;
+	uint32_t kbytes, kshift;
+	uint64_t kbase;
+	struct mset sent; /* guarded by djx.mu: (klass, signature) keys sent */
+} ty;
+
+static void dealloc(jvmtiEnv *j, void *p)
+{
+	if (p)
+		(*j)->Deallocate(j, (unsigned char *)p);
+}
+
+/* Raw oop reads (a local handle's slot, the words of the object it holds)
+ * are trusted only between two reads of the GC counters showing that no
+ * stop-the-world GC ran or started meanwhile: HotSpot posts
+ * GarbageCollectionStart in the pause before any object moves, and
+ * collectors that move objects concurrently (ZGC, Shenandoah) are refused.
+ * The local references keep the objects alive. */
+static int epoch_begin(uint64_t *s)
+{
+	int idle;
+
+	pthread_mutex_lock(&djx.mu);
+	*s = djx.gc_starts;
+	idle = djx.gc_starts == djx.gc_finishes && !djx.detached;
+	pthread_mutex_unlock(&djx.mu);
+	return idle ? 0 : -1;
+}
+
+static int epoch_same(uint64_t s)
+{
+	int same;
+
+	pthread_mutex_lock(&djx.mu);
+	same = djx.gc_starts == s && !djx.detached;
+	pthread_mutex_unlock(&djx.mu);
+	return same;
+}
+
+static uintptr_t oop_of(jobject h)
+{
+	return h ? __atomic_load_n((uintptr_t *)h, RELAXED) : 0;
+}
+
+/* out[i] = the u64 at addr[i], 0 when unreadable. process_vm_readv on
+ * ourselves: memory a GC uncommitted meanwhile reads as an error instead
+ * of faulting (a seccomp filter that refuses it: plain loads). */
+static void read_words(const uintptr_t *addr, size_t n, uint64_t *out)
+{
+	struct iovec loc[256], rem[256];
+	static int plain;
+
+	for (size_t i = 0; i < n;) {
+		size_t m = n - i < 256 ? n - i : 256;
+		ssize_t got;
+		for (size_t k = 0; k < m; k++) {
+			out[i + k] = 0;
+			loc[k] = (struct iovec){&out[i + k], 8};
+			rem[k] = (struct iovec){(void *)addr[i + k], addr[i + k] ? 8 : 0};
+		}
+		got = __atomic_load_n(&plain, RELAXED) ? -1 : process_vm_readv(getpid(), loc, m, rem, m, 0);
+		if (got < 0 && !__atomic_load_n(&plain, RELAXED) && errno != EFAULT) {
+			__atomic_store_n(&plain, 1, RELAXED);
+		}
+		if (got < 0 && __atomic_load_n(&plain, RELAXED)) {
+			for (size_t k = 0; k < m; k++)
+				out[i + k] = addr[i + k] ? *(volatile uint64_t *)addr[i + k] : 0;
+			i += m;
+			continue;
+		}
+		/* Whole words read; the one after them failed (or had address 0). */
+		size_t done = got > 0 ? (size_t)got / 8 : 0;
+		i += done < m ? done + 1 : m;
+	}
+}
+
+static uint64_t read_word(uintptr_t addr)
+{
+	uint64_t v;
+	read_words(&addr, 1, &v);
+	return v;
+}
+
+/* Reads out[i], the Klass* of ks[i] (the word at the mirror's klass
+ * offset), in one GC epoch; -1 if GCs kept getting in the way (~20 ms). */
+static int klasses_of(const jclass *ks, size_t n, uint64_t *out)
+{
+	struct timespec nap = {.tv_nsec = 1000000};
+	uintptr_t *addr = malloc((n + 1) * sizeof *addr);
+	int rc = -1;
+
+	for (int tries = 0; tries < 20 && addr != NULL; tries++) {
+		uint64_t s;
+		if (epoch_begin(&s) == 0) {
+			for (size_t i = 0; i < n; i++) {
+				uintptr_t m = oop_of(ks[i]);
+				addr[i] = m ? m + (uintptr_t)ty.klass_off : 0;
+			}
+			read_words(addr, n, out);
+			if (epoch_same(s)) {
+				rc = 0;
+				break;
+			}
+		}
+		if (__atomic_load_n(&djx.detached, __ATOMIC_ACQUIRE))
+			break;
+		nanosleep(&nap, NULL);
+	}
+	free(addr);
+	return rc;
+}
+
+static uint64_t mirror_klass(jclass k)
+{
+	uintptr_t m = oop_of(k);
+	return m ? read_word(m + (uintptr_t)ty.klass_off) : 0;
+}
+
+static uint64_t key_of(uint64_t klass, const char *sig)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (const char *p = sig ? sig : ""; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+	h ^= klass * 0x9e3779b97f4a7c15ull;
+	return h ? h : 1;
+}
+
+/* HotSpot's compressed oops and klass pointers: JDK 17 names them
+ * _narrow_oop._base, newer JDKs _base. */
+static void *static_either(const char *type, const char *a, const char *b)
+{
+	void *p = djx_vm_static(type, a);
+	return p ? p : djx_vm_static(type, b);
+}
+
+struct info {
+	int ok, fields;
+	char reason[200];
+	uint64_t oop_base, kbase;
+	uint32_t oop_shift, oop_bytes, kshift, kbytes;
+};
+
+static jclass find(jvmtiEnv *j, jclass *ks, char **sigs, jint n, const char *sig)
+{
+	(void)j;
+	for (jint i = 0; i < n; i++)
+		if (sigs[i] != NULL && strcmp(sigs[i], sig) == 0)
+			return ks[i];
+	return NULL;
+}
+
+static jfieldID instance_field(jvmtiEnv *j, jclass k, const char *want)
+{
+	jfieldID *fs = NULL, got = NULL;
+	jint n = 0;
+
+	if (k == NULL || (*j)->GetClassFields(j, k, &n, &fs) != JVMTI_ERROR_NONE)
+		return NULL;
+	for (jint i = 0; i < n && got == NULL; i++) {
+		char *name = NULL;
+		jint mods = 0;
+		if ((*j)->GetFieldModifiers(j, k, fs[i], &mods) == JVMTI_ERROR_NONE && !(mods & 0x0008) &&
+		    (*j)->GetFieldName(j, k, fs[i], &name, NULL, NULL) == JVMTI_ERROR_NONE && strcmp(name, want) == 0)
+			got = fs[i];
+		dealloc(j, name);
+	}
+	dealloc(j, fs);
+	return got;
+}
+
+/* Offsets in instance jfieldIDs: (offset << 2) | instance bit (2). */
+static int fid_offset(jfieldID f, uint32_t *off)
+{
+	intptr_t v = (intptr_t)f;
+
+	if ((v & 3) != 2 || v < 0 || (v >> 2) > 0x7fffffff)
+		return -1;
+	*off = (uint32_t)(v >> 2);
+	return 0;
+}
+
+/* The self-check: what the agent would send must match what the JVM
+ * really does, or nothing is sent. It guards the vmStructs names and
+ * types, the klass word's place and width in an object header (absent at
+ * +8 with compact object headers), the compressed klass decoding, and the
+ * jfieldID encoding of field offsets. */
+static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n, struct info *in)
+{
+	const int *koff = djx_vm_static("java_lang_Class", "_klass_offset");
+	const uint64_t *ob = static_either("CompressedOops", "_base", "_narrow_oop._base");
+	const int *os = static_either("CompressedOops", "_shift", "_narrow_oop._shift");
+	const uint64_t *kb = static_either("CompressedKlassPointers", "_base", "_narrow_klass._base");
+	const int *ksh = static_either("CompressedKlassPointers", "_shift", "_narrow_klass._shift");
+	int coops = djx_vm_flag("UseCompressedOops"), ccp = djx_vm_flag("UseCompressedClassPointers");
+	int compact = djx_vm_flag("UseCompactObjectHeaders");
+	jclass bk = find(j, ks, sigs, n, "[B"), ik = find(j, ks, sigs, n, "Ljava/lang/Integer;");
+	jclass lk = find(j, ks, sigs, n, "Ljava/lang/Long;");
+	jobject arr = NULL, box = NULL;
+	jint st = 0;
+	jfieldID fi, fl;
+	uint32_t oi, ol, hdr;
+
+	if (koff == NULL || ob == NULL || os == NULL || kb == NULL || ksh == NULL) {
+		snprintf(in->reason, sizeof in->reason, "vmStructs: java_lang_Class::_klass_offset or the compressed oops/klass bases not found");
+		return;
+	}
+	if (djx_vm_flag("UseZGC") == 1 || djx_vm_flag("UseShenandoahGC") == 1) {
+		snprintf(in->reason, sizeof in->reason, "ZGC and Shenandoah move objects concurrently: the agent cannot read class mirrors safely");
+		return;
+	}
+	if (!djx.gc_events) {
+		snprintf(in->reason, sizeof in->reason, "no GC events: the agent cannot read class mirrors safely");
+		return;
+	}
+	if (*koff <= 0 || *koff > 4096 || bk == NULL) {
+		snprintf(in->reason, sizeof in->reason, "java_lang_Class::_klass_offset %d or [B unusable", *koff);
+		return;
+	}
+	ty.klass_off = *koff;
+	in->oop_bytes = coops == 0 ? 8 : 4;
+	in->oop_base = coops == 0 ? 0 : *ob;
+	in->oop_shift = coops == 0 ? 0 : (uint32_t)*os;
+	in->kbase = *kb;
+	in->kshift = (uint32_t)*ksh;
+	arr = (*jni)->NewByteArray(jni, 16);
+	/* AllocObject runs no constructor; an uninitialized class would run
+	 * its <clinit>, so only an initialized Integer is used. */
+	if (ik != NULL && (*j)->GetClassStatus(j, ik, &st) == JVMTI_ERROR_NONE && (st & JVMTI_CLASS_STATUS_INITIALIZED))
+		box = (*jni)->AllocObject(jni, ik);
+	if ((*jni)->ExceptionCheck(jni))
+		(*jni)->ExceptionClear(jni);
+	for (int tries = 0; tries < 20 && arr != NULL; tries++) {
+		uint64_t s, kB, kI = 0, wB, wI = 0;
+		uint32_t nB, nI = 0;
+		int n4, n8;
+		if (epoch_begin(&s) != 0) {
+			struct timespec nap = {.tv_nsec = 1000000};
+			nanosleep(&nap, NULL);
+			continue;
+		}
+		kB = mirror_klass(bk);
+		wB = read_word(oop_of(arr) + 8);
+		nB = (uint32_t)wB;
+		if (box != NULL) {
+			kI = mirror_klass(ik);
+			wI = read_word(oop_of(box) + 8);
+			nI = (uint32_t)wI;
+		}
+		if (!epoch_same(s))
+			continue;
+		n4 = kB != 0 && in->kbase + ((uint64_t)nB << in->kshift) == kB &&
+		     (box == NULL || in->kbase + ((uint64_t)nI << in->kshift) == kI);
+		n8 = kB != 0 && wB == kB && (box == NULL || wI == kI);
+		/* Try the width the flag says first: a low Klass* could match both. */
+		if (ccp == 0 ? n8 : n4)
+			in->kbytes = ccp == 0 ? 8 : 4;
+		else if (ccp == 0 ? n4 : n8)
+			in->kbytes = ccp == 0 ? 4 : 8;
+		break;
+	}
+	if (arr != NULL)
+		(*jni)->DeleteLocalRef(jni, arr);
+	if (box != NULL)
+		(*jni)->DeleteLocalRef(jni, box);
+	if (in->kbytes == 0) {
+		snprintf(in->reason, sizeof in->reason,
+			 "self-check: the word at object+8 is not the class mirror's Klass*%s",
+			 compact == 1 ? " (UseCompactObjectHeaders: the klass is in the mark word)" : "");
+		return;
+	}
+	in->ok = 1;
+	/* Integer.value and Long.value follow the header at known offsets. */
+	hdr = in->kbytes == 4 ? 12 : 16;
+	fi = instance_field(j, ik, "value");
+	fl = instance_field(j, lk, "value");
+	if (fi != NULL && fl != NULL && fid_offset(fi, &oi) == 0 && fid_offset(fl, &ol) == 0 && oi == hdr && ol == 16)
+		in->fields = 1;
+	else
+		snprintf(in->reason, sizeof in->reason, "self-check: jfieldIDs do not hold field offsets: class names only, no fields");
+}
+
+static void send_info(const struct info *in)
+{
+	uint8_t mem[512];
+	struct wbuf w;
+	size_t start;
+
+	wb_init(&w, mem, sizeof mem, 1);
+	start = wb_begin(&w, REC_TYPES_INFO);
+	wb_u32(&w, (in->ok ? 1u : 0u) | (in->fields ? 2u : 0u));
+	wb_str(&w, in->reason);
+	wb_u64(&w, in->oop_base);
+	wb_u32(&w, in->oop_shift);
+	wb_u32(&w, in->oop_bytes);
+	wb_u64(&w, in->kbase);
+	wb_u32(&w, in->kshift);
+	wb_u32(&w, in->kbytes);
+	wb_end(&w, start);
+	pthread_mutex_lock(&djx.mu);
+	if (!djx.detached && !w.err && djx_append_locked(w.p, w.len, 1) != 0)
+		__atomic_add_fetch(&djx.n_dropped, 1, RELAXED);
+	pthread_mutex_unlock(&djx.mu);
+}
+
+struct fld {
+	uint32_t off;
+	char *name, *sig;
+};
+
+static int cmp_fld(const void *a, const void *b)
+{
+	uint32_t x = ((const struct fld *)a)->off, y = ((const struct fld *)b)->off;
+	return x < y ? -1 : x > y;
+}
+
+/* Adds c's instance fields to *fs; -1 when c is not prepared. */
+static int class_fields(jvmtiEnv *j, jclass c, struct fld **fs, size_t *n, size_t *cap)
+{
+	jfieldID *ids = NULL;
+	jint nids = 0;
+
+	if ((*j)->GetClassFields(j, c, &nids, &ids) != JVMTI_ERROR_NONE)
+		return -1;
+	for (jint i = 0; i < nids && *n < DJX_CLASS_MAX_FIELDS; i++) {
+		struct fld f = {0, NULL, NULL};
+		jint mods = 0;
+		if ((*j)->GetFieldModifiers(j, c, ids[i], &mods) != JVMTI_ERROR_NONE || (mods & 0x0008))
+			continue;
+		if (fid_offset(ids[i], &f.off) != 0 || (*j)->GetFieldName(j, c, ids[i], &f.name, &f.sig, NULL) != JVMTI_ERROR_NONE)
+			continue;
+		if (*n == *cap) {
+			size_t nc = *cap ? *cap * 2 : 16;
+			struct fld *p = realloc(*fs, nc * sizeof *p);
+			if (p == NULL) {
+				dealloc(j, f.name);
+				dealloc(j, f.sig);
+				break;
+			}
+			*fs = p;
+			*cap = nc;
+		}
+		(*fs)[(*n)++] = f;
+	}
+	dealloc(j, ids);
+	return 0;
+}
+
+/* Builds the CLASS record of k (signature sig, Klass* klass) into w:
+ * 0, or -1 when k is not prepared yet (its ClassPrepare comes later). */
+static int build_class(jvmtiEnv *j, JNIEnv *jni, jclass k, const char *sig, uint64_t klass, struct wbuf *w)
+{
+	struct fld *fs = NULL;
+	size_t n = 0, cap = 0, start;
+	uint64_t nk = 0;
+	jboolean iface = 0;
+	int rc = 0;
+
+	if (ty.fields && sig[0] != '[' && (*j)->IsInterface(j, k, &iface) == JVMTI_ERROR_NONE && !iface) {
+		jclass c = k;
+		while (c != NULL) {
+			jclass up;
+			if (class_fields(j, c, &fs, &n, &cap) != 0 && c == k)
+				rc = -1;
+			up = (*jni)->GetSuperclass(jni, c);
+			if (c != k)
+				(*jni)->DeleteLocalRef(jni, c);
+			c = rc == 0 ? up : NULL;
+			if (rc != 0 && up != NULL)
+				(*jni)->DeleteLocalRef(jni, up);
+		}
+		if (n > 1)
+			qsort(fs, n, sizeof *fs, cmp_fld);
+	}
+	if (ty.kbytes == 4 && klass >= ty.kbase && ((klass - ty.kbase) >> ty.kshift) <= 0xffffffffull)
+		nk = (klass - ty.kbase) >> ty.kshift;
+	if (rc == 0) {
+		start = wb_begin(w, REC_CLASS);
+		wb_u64(w, 0); /* time, stamped when appended */
+		wb_u64(w, klass);
+		wb_u32(w, (uint32_t)nk);
+		wb_str(w, sig);
+		wb_u32(w, (uint32_t)n);
+		for (size_t i = 0; i < n; i++) {
+			wb_u32(w, fs[i].off);
+			wb_str(w, fs[i].name);
+			wb_str(w, fs[i].sig);
+		}
+		wb_end(w, start);
+	}
+	for (size_t i = 0; i < n; i++) {
+		dealloc(j, fs[i].name);
+		dealloc(j, fs[i].sig);
+	}
+	free(fs);
+	return rc;
+}
+
+static int is_sent(uint64_t key)
+{
+	int has;
+
+	pthread_mutex_lock(&djx.mu);
+	has = mset_has(&ty.sent, key);
+	pthread_mutex_unlock(&djx.mu);
+	return has;
+}
+
+static void mark_sent(uint64_t key)
+{
+	pthread_mutex_lock(&djx.mu);
+	if (!djx.detached)
+		mset_add(&ty.sent, key); /* on OOM it is just resent */
+	pthread_mutex_unlock(&djx.mu);
+}
+
+/* The writer appends, flushing when the batch is full: 0, -1 session over. */
+static int append_flushing(struct wbuf *w, int (*flush)(void))
+{
+	for (int tries = 0; tries < 2; tries++) {
+		int room;
+		pthread_mutex_lock(&djx.mu);
+		if (djx.detached || djx.cur == NULL) {
+			pthread_mutex_unlock(&djx.mu);
+			return -1;
+		}
+		room = djx.cur_len + w->len <= DJX_BUF_CAP - DJX_BUF_RESERVE;
+		if (room) {
+			put_u64(w->p + DJX_REC_HDR, djx_now_ns());
+			djx_append_locked(w->p, w->len, 1);
+		}
+		pthread_mutex_unlock(&djx.mu);
+		if (room)
+			return 0;
+		if (flush() != 0)
+			return -1;
+	}
+	return -1;
+}
+
+/* Loaded classes and their signatures; frees with free_loaded. */
+struct loaded {
+	jclass *ks;
+	char **sigs;
+	jint n;
+};
+
+static int get_loaded(jvmtiEnv *j, struct loaded *l)
+{
+	l->ks = NULL;
+	l->n = 0;
+	l->sigs = NULL;
+	if ((*j)->GetLoadedClasses(j, &l->n, &l->ks) != JVMTI_ERROR_NONE || l->ks == NULL)
+		return -1;
+	l->sigs = calloc((size_t)l->n + 1, sizeof *l->sigs);
+	if (l->sigs == NULL)
+		return -1;
+	for (jint i = 0; i < l->n; i++)
+		if ((*j)->GetClassSignature(j, l->ks[i], &l->sigs[i], NULL) != JVMTI_ERROR_NONE)
+			l->sigs[i] = NULL;
+	return 0;
+}
+
+static void free_loaded(jvmtiEnv *j, JNIEnv *jni, struct loaded *l)
+{
+	for (jint i = 0; i < l->n; i++) {
+		if (l->sigs != NULL)
+			dealloc(j, l->sigs[i]);
+		if (l->ks != NULL)
+			(*jni)->DeleteLocalRef(jni, l->ks[i]);
+	}
+	free(l->sigs);
+	dealloc(j, l->ks);
+}
+
+/* Sends a CLASS for every loaded class not sent yet; -1 session over. */
+static int send_unsent(JNIEnv *jni, int (*flush)(void))
+{
+	jvmtiEnv *j = djx.jvmti;
+	struct loaded l;
+	uint64_t *kl = NULL;
+	uint8_t mem[4096];
+	struct wbuf w;
+	int rc = 0;
+
+	if (get_loaded(j, &l) != 0 || (kl = malloc(((size_t)l.n + 1) * sizeof *kl)) == NULL ||
+	    klasses_of(l.ks, (size_t)l.n, kl) != 0)
+		goto out;
+	wb_init(&w, mem, sizeof mem, 0);
+	for (jint i = 0; i < l.n && rc == 0; i++) {
+		uint64_t key;
+		if (kl[i] == 0 || l.sigs[i] == NULL || is_sent(key = key_of(kl[i], l.sigs[i])))
+			continue;
+		w.len = 0;
+		if (build_class(j, jni, l.ks[i], l.sigs[i], kl[i], &w) != 0)
+			continue;
+		if (w.err) {
+			__atomic_add_fetch(&djx.n_classes_dropped, 1, RELAXED);
+			w.err = 0;
+			continue;
+		}
+		rc = append_flushing(&w, flush);
+		if (rc == 0) {
+			mark_sent(key);
+			__atomic_add_fetch(&djx.n_classes_sent, 1, RELAXED);
+		}
+	}
+	wb_free(&w);
+out:
+	free(kl);
+	free_loaded(j, jni, &l);
+	return rc;
+}
+
+int djx_types_start(JNIEnv *jni, int (*flush)(void))
+{
+	jvmtiEnv *j = djx.jvmti;
+	struct info in;
+	struct loaded l;
+	uint64_t t0 = djx_now_ns();
+	jvmtiError e;
+	int rc;
+
+	memset(&in, 0, sizeof in);
+	if (djx_vm_init(in.reason, sizeof in.reason) == 0) {
+		if (get_loaded(j, &l) == 0)
+			self_check(j, jni, l.ks, l.sigs, l.n, &in);
+		else
+			snprintf(in.reason, sizeof in.reason, "GetLoadedClasses failed");
+		free_loaded(j, jni, &l);
+	}
+	ty.kbase = in.kbase;
+	ty.kshift = in.kshift;
+	ty.kbytes = in.kbytes;
+	ty.fields = in.fields;
+	if (in.ok) {
+		/* Before the dump: no class falls in between. */
+		e = (*j)->SetEventNotificationMode(j, JVMTI_ENABLE, JVMTI_EVENT_CLASS_PREPARE, NULL);
+		if (e != JVMTI_ERROR_NONE) {
+			in.ok = in.fields = 0;
+			snprintf(in.reason, sizeof in.reason, "enable ClassPrepare: error %d", (int)e);
+		} else {
+			ty.events = 1;
+		}
+	}
+	send_info(&in);
+	if (!in.ok)
+		return 0;
+	__atomic_store_n(&ty.on, 1, __ATOMIC_RELEASE);
+	rc = send_unsent(jni, flush);
+	__atomic_add_fetch(&djx.ns_types, djx_now_ns() - t0, RELAXED);
+	return rc;
+}
+
+int djx_types_resend(JNIEnv *jni, int (*flush)(void))
+{
+	uint64_t t0 = djx_now_ns();
+	int rc;
+
+	if (!__atomic_load_n(&ty.on, __ATOMIC_ACQUIRE))
+		return 0;
+	rc = send_unsent(jni, flush);
+	__atomic_add_fetch(&djx.ns_types, djx_now_ns() - t0, RELAXED);
+	return rc;
+}
+
+/* ClassPrepare: builds the record on this Java thread and appends it
+ * without waiting; a full buffer drops it (unmarked: 'K' sends it later). */
+void djx_types_prepare(jvmtiEnv *j, JNIEnv *jni, jclass k)
+{
+	uint64_t t0 = djx_now_ns(), klass = 0;
+	uint8_t mem[2048];
+	struct wbuf w;
+	char *sig = NULL;
+
+	__atomic_add_fetch(&ty.inflight, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&ty.on, __ATOMIC_SEQ_CST) || jni == NULL)
+		goto out;
+	if ((*j)->GetClassSignature(j, k, &sig, NULL) != JVMTI_ERROR_NONE || sig == NULL ||
+	    klasses_of(&k, 1, &klass) != 0 || klass == 0)
+		goto out;
+	wb_init(&w, mem, sizeof mem, 0);
+	if (build_class(j, jni, k, sig, klass, &w) == 0) {
+		if (!w.err && djx_emit(jni, NULL, 0, w.p, w.len, DJX_REC_HDR) == 0) {
+			mark_sent(key_of(klass, sig));
+			__atomic_add_fetch(&djx.n_classes_sent, 1, RELAXED);
+		} else {
+			__atomic_add_fetch(&djx.n_classes_dropped, 1, RELAXED);
+		}
+	}
+	wb_free(&w);
+out:
+	dealloc(j, sig);
+	__atomic_add_fetch(&djx.ns_types, djx_now_ns() - t0, RELAXED);
+	__atomic_sub_fetch(&ty.inflight, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Session end, on the writer before the GC events go off: no callback may
+ * still be reading oops when the GC counters stop moving. */
+void djx_types_release(jvmtiEnv *j)
+{
+	struct timespec nap = {.tv_nsec = 1000000};
+
+	__atomic_store_n(&ty.on, 0, __ATOMIC_SEQ_CST);
+	if (ty.events && !djx.class_events)
+		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_CLASS_PREPARE, NULL);
+	ty.events = 0;
+	for (int i = 0; i < 1000 && __atomic_load_n(&ty.inflight, __ATOMIC_SEQ_CST) > 0; i++)
+		nanosleep(&nap, NULL);
+}
+
+/* teardown, mu held. */
+void djx_types_reset_locked(void)
+{
+	mset_free(&ty.sent);
+}

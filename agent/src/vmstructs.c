@@ -1,0 +1,131 @@
+/* HotSpot's vmStructs, read in-process: the tables libjvm exports for the
+ * serviceability agent (gHotSpotVMStructs, gHotSpotVMTypes and the offsets
+ * of their entries' members). Only the types feature (types.c) uses them;
+ * a JVM without them (OpenJ9) makes djx_vm_init fail with a reason. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "djx.h"
+
+#define VM_MAX_ENTRIES 100000 /* JDK 25 has ~3000 structs entries: a bound against a bad table */
+
+static struct {
+	const char *structs, *types;
+	uint64_t s_type, s_field, s_static, s_offset, s_address, s_stride;
+	uint64_t t_type, t_size, t_stride;
+} vm;
+
+static void *jvm_sym(const char *name)
+{
+	void *p = dlsym(RTLD_DEFAULT, name);
+	if (p == NULL) {
+		/* libjvm loaded without RTLD_GLOBAL (an embedding launcher). */
+		void *h = dlopen("libjvm.so", RTLD_LAZY | RTLD_NOLOAD);
+		if (h != NULL)
+			p = dlsym(h, name);
+	}
+	return p;
+}
+
+static int sym_u64(const char *name, uint64_t *out)
+{
+	uint64_t *p = jvm_sym(name);
+	if (p == NULL)
+		return -1;
+	*out = *p;
+	return 0;
+}
+
+int djx_vm_init(char *err, size_t errlen)
+{
+	const char **s = jvm_sym("gHotSpotVMStructs"), **t = jvm_sym("gHotSpotVMTypes");
+
+	if (s == NULL || *s == NULL || t == NULL || *t == NULL) {
+		snprintf(err, errlen, "not HotSpot: libjvm exports no gHotSpotVMStructs");
+		return -1;
+	}
+	if (sym_u64("gHotSpotVMStructEntryTypeNameOffset", &vm.s_type) || sym_u64("gHotSpotVMStructEntryFieldNameOffset", &vm.s_field) ||
+	    sym_u64("gHotSpotVMStructEntryIsStaticOffset", &vm.s_static) || sym_u64("gHotSpotVMStructEntryOffsetOffset", &vm.s_offset) ||
+	    sym_u64("gHotSpotVMStructEntryAddressOffset", &vm.s_address) || sym_u64("gHotSpotVMStructEntryArrayStride", &vm.s_stride) ||
+	    sym_u64("gHotSpotVMTypeEntryTypeNameOffset", &vm.t_type) || sym_u64("gHotSpotVMTypeEntrySizeOffset", &vm.t_size) ||
+	    sym_u64("gHotSpotVMTypeEntryArrayStride", &vm.t_stride) || vm.s_stride == 0 || vm.t_stride == 0) {
+		snprintf(err, errlen, "HotSpot vmStructs: an entry offset symbol is missing");
+		return -1;
+	}
+	vm.structs = *s;
+	vm.types = *t;
+	return 0;
+}
+
+/* The entry type::field, or NULL. */
+static const char *find_entry(const char *type, const char *field)
+{
+	const char *e = vm.structs;
+
+	for (int i = 0; e != NULL && i < VM_MAX_ENTRIES; i++, e += vm.s_stride) {
+		const char *tn = *(const char *const *)(e + vm.s_type);
+		const char *fn = *(const char *const *)(e + vm.s_field);
+		if (tn == NULL)
+			return NULL;
+		if (fn != NULL && strcmp(tn, type) == 0 && strcmp(fn, field) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+void *djx_vm_static(const char *type, const char *field)
+{
+	const char *e = find_entry(type, field);
+
+	if (e == NULL || *(const int32_t *)(e + vm.s_static) == 0)
+		return NULL;
+	return *(void *const *)(e + vm.s_address);
+}
+
+int djx_vm_offset(const char *type, const char *field, uint64_t *off)
+{
+	const char *e = find_entry(type, field);
+
+	if (e == NULL || *(const int32_t *)(e + vm.s_static) != 0)
+		return -1;
+	*off = *(const uint64_t *)(e + vm.s_offset);
+	return 0;
+}
+
+int djx_vm_type_size(const char *type, uint64_t *size)
+{
+	const char *e = vm.types;
+
+	for (int i = 0; e != NULL && i < VM_MAX_ENTRIES; i++, e += vm.t_stride) {
+		const char *tn = *(const char *const *)(e + vm.t_type);
+		if (tn == NULL)
+			return -1;
+		if (strcmp(tn, type) == 0) {
+			*size = *(const uint64_t *)(e + vm.t_size);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* A bool -XX flag from HotSpot's flag table (JVMFlag::flags): 0 or 1, or
+ * -1 when this JVM has no such flag. */
+int djx_vm_flag(const char *name)
+{
+	void *const *flags = djx_vm_static("JVMFlag", "flags");
+	const size_t *num = djx_vm_static("JVMFlag", "numFlags");
+	uint64_t o_name, o_addr, size;
+
+	if (flags == NULL || num == NULL || *flags == NULL || djx_vm_offset("JVMFlag", "_name", &o_name) ||
+	    djx_vm_offset("JVMFlag", "_addr", &o_addr) || djx_vm_type_size("JVMFlag", &size) || size == 0)
+		return -1;
+	for (size_t i = 0; i < *num && i < VM_MAX_ENTRIES; i++) {
+		const char *f = (const char *)*flags + i * size;
+		const char *fn = *(const char *const *)(f + o_name);
+		const uint8_t *addr = *(const uint8_t *const *)(f + o_addr);
+		if (fn != NULL && addr != NULL && strcmp(fn, name) == 0)
+			return *addr != 0;
+	}
+	return -1;
+}

@@ -1,0 +1,282 @@
+package agent
+
+import (
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// typesStream collects the data-type records of a stream.
+type typesStream struct {
+	info    *TypesInfo
+	classes map[string]*Class // by signature, the latest
+	byKlass map[uint64]*Class
+	stats   *Stats
+	nclass  int
+	bytes   int // CLASS records, headers included
+}
+
+func (s *typesStream) add(t *testing.T, bs []*Batch) {
+	t.Helper()
+	if s.classes == nil {
+		s.classes, s.byKlass = map[string]*Class{}, map[uint64]*Class{}
+	}
+	for _, b := range bs {
+		for _, r := range b.Records {
+			switch r := r.(type) {
+			case *TypesInfo:
+				if s.info != nil {
+					t.Fatal("second TYPES_INFO")
+				}
+				s.info = r
+			case *Class:
+				if s.info == nil || !s.info.OK {
+					t.Fatalf("CLASS %s before an OK TYPES_INFO", r.Sig)
+				}
+				p, _ := AppendRecord(nil, r)
+				s.bytes += len(p)
+				s.nclass++
+				s.classes[r.Sig] = r
+				s.byKlass[r.Klass] = r
+			case *Stats:
+				s.stats = r
+			case *ErrorRec:
+				t.Logf("agent error: %s", r.Message)
+			}
+		}
+	}
+}
+
+// collect reads batches until have says the stream has what the test waits for.
+func (s *typesStream) collect(t *testing.T, v *jvm, what string, have func() bool) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for !have() {
+		select {
+		case be, ok := <-v.batches:
+			if !ok || be.err != nil {
+				t.Fatalf("stream ended waiting for %s: %v", what, be.err)
+			}
+			s.add(t, []*Batch{be.b})
+		case <-deadline:
+			t.Fatalf("timeout waiting for %s", what)
+		}
+	}
+}
+
+type unsafeField struct {
+	class, name string
+	off         uint32
+}
+
+// fieldLines reads the workload's FIELD lines up to READY.
+func fieldLines(t *testing.T, v *jvm) []unsafeField {
+	t.Helper()
+	var out []unsafeField
+	for {
+		select {
+		case l, ok := <-v.lines:
+			if !ok {
+				t.Fatalf("java exited early; stderr:\n%s", v.stderr.String())
+			}
+			f := strings.Fields(l)
+			if len(f) == 2 && f[0] == "READY" {
+				return out
+			}
+			if len(f) != 4 || f[0] != "FIELD" {
+				t.Fatalf("unexpected output %q", l)
+			}
+			n, err := strconv.ParseUint(f[3], 10, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, unsafeField{f[1], f[2], uint32(n)})
+		case <-time.After(60 * time.Second):
+			t.Fatal("timeout waiting for READY")
+		}
+	}
+}
+
+func sigOf(class string) string { return "L" + strings.ReplaceAll(class, ".", "/") + ";" }
+
+var (
+	coopsRe = regexp.MustCompile(`Compressed Oops mode: ([^,\n]+)(?:, Oop shift amount: (\d+))?`)
+	klassRe = regexp.MustCompile(`Narrow klass base: 0x([0-9a-f]+), Narrow klass shift: (\d+)`)
+)
+
+// TestTypes: with types=1 the agent sends a CLASS for every class, whose
+// field offsets are those Unsafe.objectFieldOffset gives, TYPES_INFO's
+// bases and shifts are those the JVM logs, a class loaded later comes with
+// its ClassPrepare and a new array class on 'K'.
+func TestTypes(t *testing.T) {
+	for _, j := range availableJDKs(t) {
+		for _, gc := range []string{"-XX:+UseG1GC", "-XX:+UseParallelGC"} {
+			t.Run(j.name+strings.TrimPrefix(gc, "-XX:+Use"), func(t *testing.T) {
+				flags := []string{gc, "-Xmx4g", "-Xlog:gc+heap+coops=debug,gc+metaspace=info:stderr"}
+				v := startMain(t, j, "types=1,interval=1g,minsize=1g", true, flags, "TypesSite")
+				fields := fieldLines(t, v)
+				var s typesStream
+				s.collect(t, v, "the workload's classes", func() bool {
+					for _, f := range fields {
+						if s.classes[sigOf(f.class)] == nil {
+							return false
+						}
+					}
+					return s.classes["[J"] != nil && s.classes["[Ljava/lang/Object;"] != nil
+				})
+				in := s.info
+				if !in.OK || !in.Fields {
+					t.Fatalf("TYPES_INFO %+v", in)
+				}
+				for _, f := range fields {
+					c := s.classes[sigOf(f.class)]
+					found := false
+					for _, cf := range c.Fields {
+						found = found || cf.Name == f.name && cf.Offset == f.off
+					}
+					if !found {
+						t.Errorf("%s.%s: Unsafe says offset %d, CLASS has %+v", f.class, f.name, f.off, c.Fields)
+					}
+				}
+				if d := s.classes["LTypesSite$Derived;"]; len(d.Fields) != 7 || d.Fields[0].Offset < 8 {
+					t.Errorf("Derived: %+v, want 7 fields (3 inherited) sorted by offset", d.Fields)
+				}
+				for _, c := range s.classes {
+					for i := 1; i < len(c.Fields); i++ {
+						if c.Fields[i].Offset < c.Fields[i-1].Offset {
+							t.Fatalf("%s: fields not sorted: %+v", c.Sig, c.Fields)
+						}
+					}
+					if in.KlassBytes == 4 && in.KlassBase+uint64(c.Narrow)<<in.KlassShift != c.Klass {
+						t.Fatalf("%s: narrow %#x does not decode to klass %#x", c.Sig, c.Narrow, c.Klass)
+					}
+				}
+				if in.KlassBytes != 4 || in.OopBytes != 4 {
+					t.Errorf("klass/oop bytes %d/%d, want 4/4 by default", in.KlassBytes, in.OopBytes)
+				}
+				// What the JVM itself logs.
+				log := v.stderr.String()
+				if m := coopsRe.FindStringSubmatch(log); m == nil {
+					t.Errorf("no compressed oops mode in the JVM's log:\n%s", log)
+				} else if sh, _ := strconv.Atoi("0" + m[2]); uint32(sh) != in.OopShift || (m[1] == "Zero based" || m[1] == "32-bit") != (in.OopBase == 0) {
+					t.Errorf("JVM: oops mode %q shift %s; TYPES_INFO base %#x shift %d", m[1], m[2], in.OopBase, in.OopShift)
+				}
+				if m := klassRe.FindStringSubmatch(log); m == nil {
+					t.Errorf("no narrow klass base in the JVM's log:\n%s", log)
+				} else if b, _ := strconv.ParseUint(m[1], 16, 64); b != in.KlassBase || m[2] != strconv.Itoa(int(in.KlassShift)) {
+					t.Errorf("JVM: narrow klass base %#x shift %s; TYPES_INFO %#x %d", b, m[2], in.KlassBase, in.KlassShift)
+				}
+
+				// A class loaded later, by its ClassPrepare.
+				v.send("load")
+				loaded := v.line("LOADED")
+				s.collect(t, v, "TypesSite$Late", func() bool { return s.classes["LTypesSite$Late;"] != nil })
+				late := s.classes["LTypesSite$Late;"]
+				if late.Time > loaded || len(late.Fields) != 3 {
+					t.Errorf("Late: time %d (loaded at %d), fields %+v", late.Time, loaded, late.Fields)
+				}
+				// A new array class has no event: 'K' brings it.
+				v.send("array")
+				v.line("ARRAY")
+				if _, err := v.conn.Write([]byte{CommandClasses}); err != nil {
+					t.Fatal(err)
+				}
+				s.collect(t, v, "[[LTypesSite$Later;", func() bool {
+					return s.classes["[[LTypesSite$Later;"] != nil && s.classes["[LTypesSite$Later;"] != nil
+				})
+				v.stdin.Close()
+				rest, _ := v.rest()
+				s.add(t, rest)
+				v.exit()
+				if s.stats == nil || s.stats.ClassesSent != uint64(s.nclass) {
+					t.Errorf("STATS classes sent %+v, stream has %d", s.stats, s.nclass)
+				}
+				t.Logf("%d CLASS records, %d bytes, %d dropped, types %.1f ms",
+					s.nclass, s.bytes, s.stats.ClassesDropped, float64(s.stats.TypesNanos)/1e6)
+			})
+		}
+	}
+}
+
+// TestTypesOtherHeaders: without compressed class pointers the klass word
+// is 8 bytes; with compact object headers (JDK 25) it is in the mark word.
+// Either the feature works or it says why not, and the JVM stays up.
+func TestTypesOtherHeaders(t *testing.T) {
+	for _, j := range availableJDKs(t) {
+		cases := [][]string{{"-XX:-UseCompressedClassPointers"}}
+		if j.name != "jdk17" {
+			cases = append(cases, []string{"-XX:+UseCompactObjectHeaders"})
+		}
+		for _, flags := range cases {
+			t.Run(j.name+flags[0], func(t *testing.T) {
+				v := startMain(t, j, "types=1,interval=1g,minsize=1g", true, append(flags, "-XX:+UseG1GC"), "TypesSite")
+				fields := fieldLines(t, v)
+				var s typesStream
+				s.collect(t, v, "TYPES_INFO", func() bool { return s.info != nil })
+				in := s.info
+				t.Logf("%v: TYPES_INFO %+v", flags, in)
+				if !in.OK {
+					if in.Reason == "" {
+						t.Error("TYPES_INFO not OK without a reason")
+					}
+				} else {
+					if flags[0] == "-XX:-UseCompressedClassPointers" && in.KlassBytes != 8 {
+						t.Errorf("klass bytes %d without compressed class pointers", in.KlassBytes)
+					}
+					s.collect(t, v, "TypesSite$Derived", func() bool { return s.classes["LTypesSite$Derived;"] != nil })
+					for _, f := range fields {
+						c := s.classes[sigOf(f.class)]
+						if c == nil || !in.Fields {
+							continue
+						}
+						found := false
+						for _, cf := range c.Fields {
+							found = found || cf.Name == f.name && cf.Offset == f.off
+						}
+						if !found {
+							t.Errorf("%s.%s: Unsafe says %d, CLASS has %+v", f.class, f.name, f.off, c.Fields)
+						}
+					}
+				}
+				v.send("load")
+				v.line("LOADED")
+				v.stdin.Close()
+				v.rest()
+				v.exit()
+			})
+		}
+	}
+}
+
+// TestTypesAttachCost: the first dump in attach mode on a JVM with a few
+// thousand classes; logs its time and size.
+func TestTypesAttachCost(t *testing.T) {
+	for _, j := range availableJDKs(t) {
+		t.Run(j.name, func(t *testing.T) {
+			var s typesStream
+			v := startJava(t, j, "types=1,interval=1g,minsize=1g,code=0", true, func(v *jvm, lib, opts string) {
+				fieldLines(t, v) // up to READY, after the classes are loaded
+				v.lines <- "READY 0"
+				attachAgent(v, lib, opts)
+			}, attachFlags(j), "TypesSite", "many")
+			s.collect(t, v, "the dump", func() bool { return s.stats != nil && s.stats.ClassesSent > 3000 })
+			v.stdin.Close()
+			rest, _ := v.rest()
+			s.add(t, rest)
+			v.exit()
+			fs := 0
+			for _, c := range s.classes {
+				fs += len(c.Fields)
+			}
+			t.Logf("%s attach: %d CLASS records (%d fields), %d bytes, build time %.1f ms, dropped %d",
+				j.name, s.nclass, fs, s.bytes, float64(s.stats.TypesNanos)/1e6, s.stats.ClassesDropped)
+		})
+	}
+}
+
+var _ = exec.Command
+var _ = filepath.Join

@@ -127,7 +127,15 @@ func (t *Table) BySig(sig string) *Layout { return t.bySig[sig] }
 const (
 	FieldHeader = "[header]" // the mark or klass word: locking, hashing, type checks
 	FieldLength = "length"   // an array's length
+	// FieldStatic: past a java.lang.Class's own fields, where HotSpot keeps
+	// the static fields of the class the mirror stands for.
+	FieldStatic = "[static fields]"
 )
+
+// maxMirror bounds the static fields a class mirror can hold.
+const maxMirror = 1 << 16
+
+func (l *Layout) mirror() bool { return l.Sig == "Ljava/lang/Class;" }
 
 // FieldAt names the field at byte offset off in an object of class l: ""
 // for an array element, FieldHeader or FieldLength for the header, and
@@ -149,6 +157,9 @@ func (t *Table) FieldAt(l *Layout, off uint64) string {
 	i := sort.Search(len(l.Fields), func(i int) bool { return uint64(l.Fields[i].Offset) > off }) - 1
 	if i >= 0 && off < uint64(l.Fields[i].Offset)+uint64(max(l.sizes[i], 1)) {
 		return l.Fields[i].Name
+	}
+	if l.mirror() && off >= t.instanceEnd(l) {
+		return FieldStatic
 	}
 	return "[+" + itoa(off) + "]"
 }
@@ -191,19 +202,24 @@ func (h Headers) at(reg int8, narrow bool) (mark, klass uint64, ok bool) {
 
 // Object finds the object a decoded access addressed: the base register
 // (a field or element of the object it points at), or, under compressed
-// oops, an index register holding a narrow oop scaled by the oop shift
-// (C2's `mov 0xc(%r12,%r11,8)` with r12 the heap base, or no base when
-// the base is 0). It returns the object's address and header words.
+// oops, an index register holding an oop scaled by the oop shift with the
+// heap base as base register (C2's `mov 0xc(%r12,%r11,8)`, r12 the heap
+// base, or no base register when the base is 0; unscaled oops have a
+// scale of 1). It returns the object's address and header words.
 func (g Geometry) Object(res decode.Result, regs *decode.Regs, h Headers) (obj, mark, klass uint64, ok bool) {
-	if res.Index >= 0 && res.Index < 16 && g.OopShift > 0 && res.Scale == 1<<g.OopShift &&
-		(res.Base == decode.NoReg || (res.Base >= 0 && res.Base < 16 && regs.GPR[res.Base] == g.OopBase)) {
-		if m, k, ok := h.at(res.Index, true); ok {
+	baseVal, hasBase := uint64(0), false
+	if res.Base >= 0 && res.Base < 16 {
+		baseVal, hasBase = regs.GPR[res.Base], true
+	}
+	if res.Index >= 0 && res.Index < 16 && res.Scale == 1<<g.OopShift && (res.Base == decode.NoReg || hasBase && baseVal == g.OopBase) {
+		narrow := g.OopShift > 0 || g.OopBase != 0
+		if m, k, ok := h.at(res.Index, narrow); ok {
 			return g.OopBase + regs.GPR[res.Index]<<g.OopShift, m, k, plausibleMark(m)
 		}
 	}
-	if res.Base >= 0 && res.Base < 16 {
+	if hasBase {
 		if m, k, ok := h.at(res.Base, false); ok {
-			return regs.GPR[res.Base], m, k, plausibleMark(m)
+			return baseVal, m, k, plausibleMark(m)
 		}
 	}
 	return 0, 0, 0, false
@@ -215,4 +231,44 @@ func (g Geometry) Object(res decode.Result, regs *decode.Regs, h Headers) (obj, 
 // are left to the klass check.
 func plausibleMark(m uint64) bool {
 	return m&3 != 1 || m>>42 == 0
+}
+
+// Holds says whether offset off can lie inside an object of class l whose
+// klass word is w: within its fields (plus alignment) for an instance,
+// within its length for an array (known when the klass word is narrow: the
+// length fills the word's upper half). A register pointing into the middle
+// of another object passes the klass check by chance only, and fails this.
+func (t *Table) Holds(l *Layout, w, off uint64) bool {
+	h := t.geo.headerSize()
+	if l.mirror() {
+		return off < maxMirror
+	}
+	if !l.Array {
+		return off < (t.instanceEnd(l)+7)&^7
+	}
+	if !t.geo.NarrowKlass {
+		return true
+	}
+	length := w >> 32
+	return off < h+4+length*uint64(t.elemSize(l.Sig))
+}
+
+// elemSize is the size of an element of the array class sig.
+func (t *Table) elemSize(sig string) uint32 {
+	if len(sig) < 2 {
+		return 8
+	}
+	if s := t.fieldSize(sig[1:]); s > 0 {
+		return s
+	}
+	return 8
+}
+
+// instanceEnd is where the instance fields of l end.
+func (t *Table) instanceEnd(l *Layout) uint64 {
+	end := t.geo.headerSize()
+	if n := len(l.Fields); n > 0 {
+		end = max(end, uint64(l.Fields[n-1].Offset)+uint64(l.sizes[n-1]))
+	}
+	return end
 }

@@ -83,3 +83,58 @@ func TestObject(t *testing.T) {
 		t.Error("implausible mark accepted")
 	}
 }
+
+func TestHolds(t *testing.T) {
+	tb := entryTable()
+	e, a := tb.BySig("Ljava/util/TreeMap$Entry;"), tb.BySig("[J")
+	for _, tc := range []struct {
+		l    *Layout
+		w    uint64
+		off  uint64
+		want bool
+	}{
+		{e, 0xc1000, 32, true},
+		{e, 0xc1000, 39, true},  // padding up to the 8-byte boundary
+		{e, 0xc1000, 40, false}, // the next object
+		{a, 10<<32 | 0xc2000, 16 + 79, true},
+		{a, 10<<32 | 0xc2000, 16 + 80 + 8, false},
+	} {
+		if got := tb.Holds(tc.l, tc.w, tc.off); got != tc.want {
+			t.Errorf("%s word %#x offset %d: %v, want %v", tc.l.Name, tc.w, tc.off, got, tc.want)
+		}
+	}
+}
+
+// Unscaled compressed oops (a heap below 4 GiB): an oop is the address, and
+// C2 may add it as an index to a zero base register.
+func TestObjectUnscaled(t *testing.T) {
+	g := Geometry{NarrowKlass: true, NarrowOops: true}
+	var regs decode.Regs
+	var hdr [15][2]uint64
+	const obj = 0xc000_1000
+	regs.GPR[11] = obj // r11: pt_regs slot 6
+	regs.GPR[12] = 0   // r12: the heap base
+	hdr[6] = [2]uint64{1, 0xc1000}
+	h := Headers{OK: 1 << 6, Hdr: &hdr}
+	for _, res := range []decode.Result{
+		{Base: 12, Index: 11, Scale: 1, Disp: 0x10},
+		{Base: 11, Index: decode.NoReg, Disp: 0x10},
+	} {
+		if o, _, k, ok := g.Object(res, &regs, h); !ok || o != obj || k != 0xc1000 {
+			t.Errorf("%+v: object %#x klass %#x ok %v", res, o, k, ok)
+		}
+	}
+}
+
+// A class mirror holds the static fields of its class after its own.
+func TestMirrorStatics(t *testing.T) {
+	tb := entryTable()
+	tb.Add(0x800c3000, 0xc3000, "Ljava/lang/Class;", []Field{{Offset: 12, Name: "cachedConstructor", Sig: "Ljava/lang/reflect/Constructor;"}, {Offset: 16, Name: "name", Sig: "Ljava/lang/String;"}})
+	c := tb.BySig("Ljava/lang/Class;")
+	if got := tb.FieldAt(c, 16); got != "name" {
+		t.Errorf("offset 16: %q", got)
+	}
+	if got := tb.FieldAt(c, 112); got != FieldStatic || !tb.Holds(c, 0xc3000, 112) {
+		t.Errorf("offset 112: %q, holds %v", got, tb.Holds(c, 0xc3000, 112))
+	}
+}

@@ -71,6 +71,10 @@ func (j *JVM) OnBatch(b *agent.Batch) {
 			// Stamped when its address became valid, which may precede
 			// records already queued.
 			j.insertTimed(timedRec{r.Time, r})
+		case *agent.TypesInfo:
+			j.onTypesInfo(r)
+		case *agent.Class:
+			j.onClass(r)
 		case *agent.Stats:
 			j.lastAgt = *r
 		case *agent.ErrorRec:

@@ -1,7 +1,10 @@
 package join
 
+import "github.com/djx-bpf/djx-bpf/report"
+
 // attribute charges sample p and its access path to the tracked object
-// holding its address, or to the code-centric remainder.
+// holding its address, or to the code-centric remainder; either way to its
+// data type when it is in the heap, or else to its memory region.
 func (j *JVM) attribute(p *pending) {
 	fr := j.accessPath(p)
 	if p.addr != 0 {
@@ -14,8 +17,8 @@ func (j *JVM) attribute(p *pending) {
 			if s.accesses == nil {
 				s.accesses = make(accessSet)
 			}
-			j.pathKeyBuf = pathKey(j.pathKeyBuf, "", fr)
-			a := s.accesses.add(j.pathKeyBuf, "", fr)
+			j.pathKeyBuf = pathKey(j.pathKeyBuf, "", "", fr)
+			a := s.accesses.add(j.pathKeyBuf, "", "", fr)
 			if p.memOK {
 				s.mem = j.addMem(s.mem, p)
 				a.mem = j.addMem(a.mem, p)
@@ -25,21 +28,37 @@ func (j *JVM) attribute(p *pending) {
 				s.numa = count(s.numa, node, from)
 				a.numa = count(a.numa, node, from)
 			}
+			typ, field := j.trackedType(s.typeSig, p.addr-o.Start)
+			if len(s.typeSig) > 0 && s.typeSig[0] != '[' && field != "" {
+				if s.fields == nil {
+					s.fields = make(map[string]uint64)
+				}
+				s.fields[field]++
+			}
+			j.countType(typ, field, p, fr)
 			return
 		}
 	}
-	where := "no data address"
+	where, dtype := report.WhereNoAddress, ""
 	switch {
 	case p.addr == 0:
 	case !j.heapKnown:
-		where = "heap range unknown"
+		where = report.WhereHeapUnknown
 	case j.heap.Contains(p.addr):
-		where = "heap (untracked object)"
+		where = report.WhereUntracked
+		if typ, field, ok := j.untrackedType(p); ok {
+			dtype = report.DataTypeName(typ, field)
+			j.countType(typ, field, p, fr)
+		} else {
+			j.stats.TypeUnknown++
+		}
+	case j.regions != nil:
+		where = j.regions.Name(p.addr, p.tid, p.rsp).Name
 	default:
-		where = "outside the heap"
+		where = report.WhereOutside
 	}
-	j.pathKeyBuf = pathKey(j.pathKeyBuf, where, fr)
-	a := j.remainder.add(j.pathKeyBuf, where, fr)
+	j.pathKeyBuf = pathKey(j.pathKeyBuf, where, dtype, fr)
+	a := j.remainder.add(j.pathKeyBuf, where, dtype, fr)
 	if p.memOK {
 		a.mem = j.addMem(a.mem, p)
 	}

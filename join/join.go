@@ -42,6 +42,7 @@ type JVM struct {
 	gcState     // relocation and rescans
 	agentState  // what the agent said of itself
 	censusState // holder chains and census runs
+	typeState   // data types and regions of the samples
 
 	dec  decode.Decoder
 	regs decode.Regs
@@ -87,6 +88,8 @@ type Config struct {
 	WeightStruct bool
 	// NUMA, when set, places every sampled page and CPU on a node.
 	NUMA *NUMA
+	// Regions, when set, names the addresses outside the heap.
+	Regions Regions
 }
 
 // New is the join of a JVM whose samples come from a sampler, which reports
@@ -95,6 +98,7 @@ func New(c Config) *JVM {
 	j := newJVM(c.PID)
 	j.sampleStream = true
 	j.heap, j.heapKnown = c.Heap, c.HeapKnown
+	j.regions = c.Regions
 	switch c.Moves {
 	case MovesUprobe:
 		j.reloc = true

@@ -210,8 +210,8 @@ func BenchmarkTreeUpdate(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		fr := paths[i%npaths]
-		key = pathKey(key, "", fr)
-		set.add(key, "", fr).samples++
+		key = pathKey(key, "", "", fr)
+		set.add(key, "", "", fr).samples++
 	}
 	if len(set) != min(npaths, b.N) {
 		b.Fatalf("%d paths", len(set))

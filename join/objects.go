@@ -45,6 +45,7 @@ type site struct {
 	samples    uint64
 	estSamples float64
 	accesses   accessSet
+	fields     map[string]uint64 // instance objects: samples by field
 	mem        *report.MemMetrics
 	numa       *report.NUMAMetrics
 }

@@ -12,6 +12,7 @@ func (j *JVM) Report() []report.Object {
 	acc := make(map[int][]accessSet) // out index → access sets of its sites
 	out := make([]report.Object, 0, len(j.sites))
 	byName := make(map[string]int)
+	var fields []map[string]uint64 // out index → samples by field
 	for _, s := range j.sites {
 		path := make([]string, len(s.frames))
 		for i, f := range s.frames {
@@ -41,14 +42,17 @@ func (j *JVM) Report() []report.Object {
 		if i, ok := byName[key]; ok {
 			out[i].AddCounts(&o)
 			acc[i] = append(acc[i], s.accesses)
+			addFields(fields[i], s.fields)
 			continue
 		}
 		acc[len(out)] = []accessSet{s.accesses}
+		fields = append(fields, addFields(nil, s.fields))
 		byName[key] = len(out)
 		out = append(out, o)
 	}
 	for i, sets := range acc {
 		out[i].Accesses = j.accesses(sets...)
+		out[i].Fields = fieldShares(fields[i])
 	}
 	return out
 }
@@ -97,7 +101,7 @@ func (j *JVM) accesses(sets ...accessSet) []report.Access {
 	for _, set := range sets {
 		for _, a := range set {
 			path := j.resolve(a.frames)
-			k := a.where + "\x01" + strings.Join(path, "\x00")
+			k := a.where + "\x01" + a.dtype + "\x01" + strings.Join(path, "\x00")
 			if i, ok := idx[k]; ok {
 				out[i].Samples += a.samples
 				out[i].Mem = report.SumMem(out[i].Mem, a.mem)
@@ -105,8 +109,23 @@ func (j *JVM) accesses(sets ...accessSet) []report.Access {
 				continue
 			}
 			idx[k] = len(out)
-			out = append(out, report.Access{Where: a.where, Path: path, Samples: a.samples, Mem: report.SumMem(nil, a.mem), NUMA: report.SumNUMA(nil, a.numa)})
+			out = append(out, report.Access{Where: a.where, DataType: a.dtype, Path: path, Samples: a.samples, Mem: report.SumMem(nil, a.mem), NUMA: report.SumNUMA(nil, a.numa)})
 		}
 	}
 	return out
+}
+
+// addFields adds the samples by field of src to dst (allocated when nil
+// and src has any).
+func addFields(dst, src map[string]uint64) map[string]uint64 {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = make(map[string]uint64, len(src))
+	}
+	for f, n := range src {
+		dst[f] += n
+	}
+	return dst
 }

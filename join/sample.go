@@ -33,6 +33,11 @@ type pending struct {
 	noStack  bool   // no stack was asked for this sample (the thread had one just before)
 	dataSrc  uint64 // union perf_mem_data_src
 	weight   uint64 // union perf_sample_weight
+	rsp      uint64 // the thread's stack pointer (0: unknown)
+	// The object a decoded heap access addressed, and its klass word, when
+	// the sampling program read its header (located).
+	obj, klass uint64
+	located    bool
 }
 
 // OnSample decodes a sample and queues it for attribution.
@@ -45,6 +50,7 @@ func (j *JVM) OnSample(s *loader.Sample, src loader.Source) {
 	j.stats.Samples++
 	addr := s.Addr
 	accessPC := s.IP() + 1 // page faults and hardware events: the access is at ip
+	var p pending
 	if src == loader.Decode {
 		accessPC = 0
 		j.regs = decode.RegsFromPtRegs(&s.Regs)
@@ -65,6 +71,9 @@ func (j *JVM) OnSample(s *loader.Sample, src loader.Source) {
 			j.stats.DecodedLookBack++
 			addr = res.Addr
 			accessPC = s.IP()
+		}
+		if res.Method != decode.None && j.heapKnown && j.heap.Contains(addr) {
+			j.locate(&p, &res, s)
 		}
 	}
 	if addr != 0 {
@@ -92,8 +101,10 @@ func (j *JVM) OnSample(s *loader.Sample, src loader.Source) {
 		j.stats.Late++
 		j.stats.LateMaxMs = max(j.stats.LateMaxMs, float64(j.drained-t)/1e6)
 	}
-	j.queue = append(j.queue, pending{time: t, addr: addr, stime: s.Time, ip: s.IP(), accessPC: accessPC, tid: s.TID, cpu: s.CPU,
-		memOK: s.Flags&loader.FlagMemOK != 0, dataSrc: s.DataSrc, weight: s.Weight, noStack: s.Flags&loader.FlagNoStack != 0})
+	p.time, p.addr, p.stime, p.ip, p.accessPC, p.tid, p.cpu = t, addr, s.Time, s.IP(), accessPC, s.TID, s.CPU
+	p.memOK, p.dataSrc, p.weight, p.noStack = s.Flags&loader.FlagMemOK != 0, s.DataSrc, s.Weight, s.Flags&loader.FlagNoStack != 0
+	p.rsp = s.Regs[19]
+	j.queue = append(j.queue, p)
 }
 
 // SamplesComplete says every sample taken before t has been fed to

@@ -77,6 +77,7 @@ type pathFrame struct {
 // access counts the samples of one access path.
 type access struct {
 	where   string // remainder only
+	dtype   string // remainder only: the data type ("java.util.TreeMap$Entry.left")
 	frames  []pathFrame
 	samples uint64
 	mem     *report.MemMetrics
@@ -416,19 +417,21 @@ func (j *JVM) nativeFrame(ip uint64) (string, bool) {
 }
 
 // add counts one sample on the path fr in set, copying fr when new.
-func (s accessSet) add(key []byte, where string, fr []pathFrame) *access {
+func (s accessSet) add(key []byte, where, dtype string, fr []pathFrame) *access {
 	if a, ok := s[string(key)]; ok {
 		a.samples++
 		return a
 	}
-	a := &access{where: where, frames: append([]pathFrame(nil), fr...), samples: 1}
+	a := &access{where: where, dtype: dtype, frames: append([]pathFrame(nil), fr...), samples: 1}
 	s[string(key)] = a
 	return a
 }
 
-// pathKey encodes where and fr into buf.
-func pathKey(buf []byte, where string, fr []pathFrame) []byte {
+// pathKey encodes where, dtype and fr into buf.
+func pathKey(buf []byte, where, dtype string, fr []pathFrame) []byte {
 	k := append(buf[:0], where...)
+	k = append(k, 1)
+	k = append(k, dtype...)
 	for _, f := range fr {
 		k = append(k, 0)
 		if f.name != "" {

@@ -137,6 +137,9 @@ type Options struct {
 	Census       string
 	CensusBudget time.Duration
 	Recensus     time.Duration
+	// NoDataTypes turns off naming samples by data type (the agent's class
+	// descriptions, the sampled object headers) and by memory region.
+	NoDataTypes bool
 }
 
 // Progress is a live view of a profile in progress.
@@ -199,7 +202,15 @@ func (o *Options) note(format string, args ...any) {
 
 func (o *Options) agentOptions(sock string) string {
 	return "sock=" + sock + ",interval=" + strconv.FormatUint(o.Interval, 10) + ",minsize=" + strconv.FormatUint(o.MinSize, 10) +
-		",budget=" + strconv.FormatUint(o.AllocBudget, 10) + reconcileOpt(o.Relocation) + stacksOpt(o.StackSignal) + o.censusOpt()
+		",budget=" + strconv.FormatUint(o.AllocBudget, 10) + reconcileOpt(o.Relocation) + stacksOpt(o.StackSignal) + o.censusOpt() + o.typesOpt()
+}
+
+// typesOpt has the agent describe every class's klass and field layout.
+func (o *Options) typesOpt() string {
+	if o.NoDataTypes {
+		return ""
+	}
+	return ",types=1"
 }
 
 // censusOpt: the census runs when the loader sends agent.CommandCensus

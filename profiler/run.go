@@ -57,7 +57,9 @@ func (s *session) prepare(ctx context.Context) *relocation {
 	s.askCensus()
 	rel, moves := s.startRelocation()
 	cfg.Heap, cfg.HeapKnown, cfg.Moves = s.heap, s.heapKnown, moves
+	cfg.Regions = s.loadRegions(ctx)
 	s.j = join.New(cfg)
+	s.setHeap(0, 0)
 	return rel
 }
 
@@ -150,6 +152,7 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 			}
 			s.j.OnBatch(b)
 			s.askStacks()
+			s.useTypes()
 		case err := <-st.agentDone:
 			st.agentOpen = false
 			s.agentEnded(err, exited)
@@ -416,7 +419,7 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 		DisabledSec:   s.sw.offTime(s.start.Add(elapsed)).Seconds(),
 		AllocInterval: interval, MinSize: s.opts.MinSize,
 		Objects: s.j.Report(), Stats: st, Notes: s.notes,
-		Remainder: s.j.Remainder(),
+		Remainder: s.j.Remainder(), DataTypes: s.j.DataTypes(),
 	}
 	if s.opts.StackSignal > 0 && s.j.AgentStackSignal() == 0 && s.j.Connected() {
 		r.Notes = append(r.Notes, "the agent installed no stack handler (see its error records); access paths name only the sampled code")

@@ -56,6 +56,10 @@ type session struct {
 	heap      heap.Info
 	heapKnown bool
 	relocC    reloc.Counters // the relocation tracker's counters at its stop
+	// typesSet: the BPF program was told the heap's encoding (agent's
+	// TYPES_INFO); classesAsked: when the agent was last asked for classes.
+	typesSet     bool
+	classesAsked time.Time
 	sw        switcher       // Options.Control
 }
 

@@ -219,6 +219,33 @@ static int fid_offset(jfieldID f, uint32_t *off)
  * types, the klass word's place and width in an object header (absent at
  * +8 with compact object headers), the compressed klass decoding, and the
  * jfieldID encoding of field offsets. */
+/* box_fields_hold: every prepared box class has its value field where the
+ * layout rule puts it, decoded from its jfieldID; at least one is prepared. */
+static int box_fields_hold(jvmtiEnv *j, jclass *ks, char **sigs, jint n, uint32_t hdr)
+{
+	static const struct {
+		const char *sig;
+		int wide;
+	} boxes[] = {{"Ljava/lang/Integer;", 0}, {"Ljava/lang/Long;", 1}, {"Ljava/lang/Short;", 0},
+		     {"Ljava/lang/Byte;", 0}, {"Ljava/lang/Character;", 0}, {"Ljava/lang/Boolean;", 0},
+		     {"Ljava/lang/Float;", 0}, {"Ljava/lang/Double;", 1}};
+	int checked = 0;
+
+	for (size_t i = 0; i < sizeof boxes / sizeof boxes[0]; i++) {
+		jclass k = find(j, ks, sigs, n, boxes[i].sig);
+		jint st = 0;
+		jfieldID f;
+		uint32_t off;
+		if (k == NULL || (*j)->GetClassStatus(j, k, &st) != JVMTI_ERROR_NONE || !(st & JVMTI_CLASS_STATUS_PREPARED))
+			continue;
+		f = instance_field(j, k, "value");
+		if (f == NULL || fid_offset(f, &off) != 0 || off != (boxes[i].wide ? (hdr + 7) & ~7u : hdr))
+			return 0;
+		checked++;
+	}
+	return checked > 0;
+}
+
 static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n, struct info *in)
 {
 	const int *koff = djx_vm_static("java_lang_Class", "_klass_offset");
@@ -229,11 +256,9 @@ static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n
 	int coops = djx_vm_flag("UseCompressedOops"), ccp = djx_vm_flag("UseCompressedClassPointers");
 	int compact = djx_vm_flag("UseCompactObjectHeaders");
 	jclass bk = find(j, ks, sigs, n, "[B"), ik = find(j, ks, sigs, n, "Ljava/lang/Integer;");
-	jclass lk = find(j, ks, sigs, n, "Ljava/lang/Long;");
 	jobject arr = NULL, box = NULL;
 	jint st = 0;
-	jfieldID fi, fl;
-	uint32_t oi, ol, hdr;
+	uint32_t hdr;
 
 	if (koff == NULL || ob == NULL || os == NULL || kb == NULL || ksh == NULL) {
 		snprintf(in->reason, sizeof in->reason, "vmStructs: java_lang_Class::_klass_offset or the compressed oops/klass bases not found");
@@ -304,11 +329,11 @@ static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n
 		return;
 	}
 	in->ok = 1;
-	/* Integer.value and Long.value follow the header at known offsets. */
+	/* Each box class's one instance field, value, follows the header (an
+	 * 8-byte one aligned to 8). Boxes are loaded at VM start but linked on
+	 * first use: check those already prepared, and need one. */
 	hdr = in->kbytes == 4 ? 12 : 16;
-	fi = instance_field(j, ik, "value");
-	fl = instance_field(j, lk, "value");
-	if (fi != NULL && fl != NULL && fid_offset(fi, &oi) == 0 && fid_offset(fl, &ol) == 0 && oi == hdr && ol == 16)
+	if (box_fields_hold(j, ks, sigs, n, hdr))
 		in->fields = 1;
 	else
 		snprintf(in->reason, sizeof in->reason, "self-check: jfieldIDs do not hold field offsets: class names only, no fields");

@@ -24,6 +24,7 @@ type sampleFlags struct {
 	budget          uint64
 	accTop, depth   int
 	quiet           bool
+	dataTypes       bool
 	out             string
 }
 
@@ -40,6 +41,7 @@ func (f *sampleFlags) register(fs *flag.FlagSet) {
 	fs.Var(sizeFlag{&f.minSize}, "min-size", "track objects of at least this `SIZE` (e.g. 1KiB)")
 	fs.IntVar(&f.accTop, "access-top", report.DefaultTableOptions.AccessTop, "table: access paths shown under each object and in the remainder (0: none; json lists all)")
 	fs.IntVar(&f.depth, "depth", report.DefaultTableOptions.Depth, "table: frames shown per access path (0: all; json has whole paths)")
+	fs.BoolVar(&f.dataTypes, "data-types", true, "name heap samples by class and field, and the others by memory region (-data-types=false: only tracked objects)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress messages on standard error")
 	fs.StringVar(&f.out, "o", "", "write the report to `FILE` (atomically) instead of standard output")
 }
@@ -72,7 +74,7 @@ func (f *sampleFlags) options() profiler.Options {
 	// the profiler's default.
 	ivl := max(f.stackIvl, loader.MinStackGap)
 	return profiler.Options{Event: f.event, Freq: f.freq, MinSize: f.minSize, AllocBudget: f.budget,
-		Relocation: f.relocate, StackSignal: sig, StackInterval: ivl, Census: f.census, CensusBudget: f.censusBudget}
+		Relocation: f.relocate, StackSignal: sig, StackInterval: ivl, Census: f.census, CensusBudget: f.censusBudget, NoDataTypes: !f.dataTypes}
 }
 
 // table are the table options these flags set, with top rows.

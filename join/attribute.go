@@ -47,8 +47,7 @@ func (j *JVM) attribute(p *pending) {
 	case j.heap.Contains(p.addr):
 		where = report.WhereUntracked
 		if typ, field, ok := j.untrackedType(p); ok {
-			dtype = report.DataTypeName(typ, field)
-			j.countType(typ, field, p, fr)
+			dtype = j.countType(typ, field, p, fr).name
 		} else {
 			j.stats.TypeUnknown++
 		}

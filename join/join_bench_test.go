@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/heap"
 	"github.com/djx-bpf/djx-bpf/loader"
 )
 
@@ -257,4 +258,47 @@ func BenchmarkRelocationBatch(b *testing.B) {
 		b.Fatalf("nothing moved: %+v", j.stats)
 	}
 	b.ReportMetric(float64(moved)/float64(b.N), "objects/GC")
+}
+
+// BenchmarkDecodeUntyped and BenchmarkDecodeTyped: a decode sample of an
+// untracked object in the heap, `mov 0x10(%rsi),%rax`, without and with its
+// data type named (the header the sampling program read for rsi, looked up
+// in a table of 4096 classes). The difference is what naming costs a sample.
+func BenchmarkDecodeUntyped(b *testing.B) { benchDecodeHeap(b, false) }
+func BenchmarkDecodeTyped(b *testing.B)   { benchDecodeHeap(b, true) }
+
+func benchDecodeHeap(b *testing.B, typed bool) {
+	j := benchJVM(b, 10_000, false)
+	const lo, hi = 0x6_0000_0000, 0x7_0000_0000
+	j.heap = heap.Info{GC: "G1", Ranges: []heap.Range{{Start: lo, End: hi}}}
+	j.heapKnown = true
+	if typed {
+		j.onTypesInfo(&agent.TypesInfo{OK: true, Fields: true, OopBytes: 4, OopShift: 3, KlassBytes: 4})
+		for k := uint32(1); k <= 4096; k++ {
+			j.onClass(&agent.Class{Klass: 0x8_0000_0000 + uint64(k)<<6, Narrow: k << 6, Sig: fmt.Sprintf("LBench%d;", k),
+				Fields: []agent.Field{{Offset: 12, Name: "a", Sig: "I"}, {Offset: 16, Name: "b", Sig: "J"}, {Offset: 24, Name: "c", Sig: "Ljava/lang/Object;"}}})
+		}
+	}
+	var s loader.Sample
+	copy(s.At[:], []byte{0x48, 0x8b, 0x46, 0x10})
+	s.Flags = loader.FlagAtOK
+	t := uint64(10)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		obj := uint64(lo + 0x1000 + (i&0xffff)*64)
+		// pt_regs: rsi is slot 13.
+		s.Time, s.Regs[13], s.Regs[16] = t, obj, 0x7000_0000
+		s.HdrOK, s.Hdr[13] = 1<<13, [2]uint64{1, uint64(1+i&4095) << 6}
+		j.OnSample(&s, loader.Decode)
+		t++
+		if i%benchChunk == benchChunk-1 {
+			j.OnBatch(batch(t))
+		}
+	}
+	j.OnBatch(batch(t))
+	b.StopTimer()
+	if typed && len(j.rows) == 0 || j.stats.InHeap == 0 {
+		b.Fatalf("stats %+v, %d type rows", j.stats, len(j.rows))
+	}
 }

@@ -34,6 +34,7 @@ type typeKey struct{ typ, field string }
 
 // typeRow is one (type, field) of the data-types table.
 type typeRow struct {
+	name     string // report.DataTypeName of its key
 	samples  uint64
 	accesses accessSet
 	mem      *report.MemMetrics
@@ -116,15 +117,15 @@ func (j *JVM) untrackedType(p *pending) (typ, field string, ok bool) {
 }
 
 // countType charges p, with access path fr, to the data-types row of
-// (typ, field).
-func (j *JVM) countType(typ, field string, p *pending, fr []pathFrame) {
+// (typ, field), and returns the row.
+func (j *JVM) countType(typ, field string, p *pending, fr []pathFrame) *typeRow {
 	if j.rows == nil {
 		j.rows = make(map[typeKey]*typeRow)
 	}
 	k := typeKey{typ, field}
 	r := j.rows[k]
 	if r == nil {
-		r = &typeRow{accesses: make(accessSet)}
+		r = &typeRow{name: report.DataTypeName(typ, field), accesses: make(accessSet)}
 		j.rows[k] = r
 	}
 	r.samples++
@@ -139,6 +140,7 @@ func (j *JVM) countType(typ, field string, p *pending, fr []pathFrame) {
 		r.numa = count(r.numa, node, from)
 		a.numa = count(a.numa, node, from)
 	}
+	return r
 }
 
 // DataTypes is the data-types table: every in-heap sample the join could

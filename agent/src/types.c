@@ -303,6 +303,8 @@ static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n
 			 compact == 1 ? " (UseCompactObjectHeaders: the klass is in the mark word)" : "");
 		return;
 	}
+	if (in->kbytes == 8)
+		in->kbase = in->kshift = 0; /* JDK 25 leaves them unset (-1) */
 	in->ok = 1;
 	/* Integer.value and Long.value follow the header at known offsets. */
 	hdr = in->kbytes == 4 ? 12 : 16;

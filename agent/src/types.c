@@ -328,6 +328,8 @@ static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n
 			 compact == 1 ? " (UseCompactObjectHeaders: the klass is in the mark word)" : "");
 		return;
 	}
+	if (in->kbytes == 8)
+		in->kbase = in->kshift = 0; /* JDK 25 leaves them unset (-1) */
 	in->ok = 1;
 	/* Each box class's one instance field, value, follows the header (an
 	 * 8-byte one aligned to 8). Boxes are loaded at VM start but linked on

@@ -85,7 +85,7 @@ public class TypesSite {
 						continue;
 					String cn = name.substring(("/modules/" + mod + "/").length(), name.length() - 6).replace('/', '.');
 					try {
-						Class.forName(cn, false, ClassLoader.getSystemClassLoader());
+						Class.forName(cn, false, ClassLoader.getSystemClassLoader()).getDeclaredFields(); // links, no <clinit>
 						n++;
 					} catch (Throwable t) {
 					}

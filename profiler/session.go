@@ -60,7 +60,7 @@ type session struct {
 	// TYPES_INFO); classesAsked: when the agent was last asked for classes.
 	typesSet     bool
 	classesAsked time.Time
-	sw        switcher       // Options.Control
+	sw           switcher // Options.Control
 }
 
 // noteExit records that the target ended before the profile did.

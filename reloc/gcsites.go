@@ -1,0 +1,327 @@
+package reloc
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// GC copy sites.
+//
+// HotSpot's Serial, Parallel and G1 collectors copy an object of more than
+// 8 words with Copy::aligned_disjoint_words (memcpy: evacuation,
+// promotion) or Copy::aligned_conjoint_words (memmove: sliding
+// compaction); smaller ones are copied inline (copy_x86.hpp), and djx-bpf
+// tracks nothing that small. Both end in a direct call (or tail jump) to
+// memcpy@plt / memmove@plt inside the collector's own functions, which
+// libjvm.so's .symtab names. A uprobe on each such call instruction sees
+// memcpy's arguments in rdi, rsi, rdx, exactly as a uprobe on libc's
+// memmove would, but traps only when a collector copies: nothing outside
+// GC pauses, and inside a pause only the collector's copies of objects
+// larger than 64 bytes, not every memcpy of every thread. The kernel
+// emulates call rel32 and jmp rel32, so the probe needs no single-step.
+//
+// The functions are found by the mangled prefix of their class (and
+// method), so templated and cloned variants (copy_unmarked_to_survivor_space
+// <true>/<false>, ".constprop.0") match without a demangler. gcCopyFuncs
+// lists them for JDK 11 to 25; a JDK that renames them loses a category
+// (collector, young/full), and AddJVM then falls back to libc's memmove.
+
+// Phase says which kind of pause runs a copy site.
+type Phase string
+
+// Phases of a GC copy site.
+const (
+	Young Phase = "young" // evacuation / promotion (scavenge)
+	Full  Phase = "full"  // full-GC compaction
+)
+
+// gcCopyFunc names functions of one collector and phase whose calls of
+// memcpy/memmove are object copies; name is "Class" (every method) or
+// "Class::method".
+type gcCopyFunc struct {
+	gc    string
+	phase Phase
+	name  string
+}
+
+var gcCopyFuncs = []gcCopyFunc{
+	// Serial young: DefNew copies to survivor or promotes to the old
+	// generation (Generation::promote up to JDK 20, TenuredGeneration
+	// after), and on promotion failure the heap copies itself.
+	{"Serial", Young, "DefNewGeneration"},
+	{"Serial", Young, "Generation::promote"},
+	{"Serial", Young, "TenuredGeneration::promote"},
+	{"Serial", Young, "TenuredGeneration::promote_object"},
+	{"Serial", Young, "GenCollectedHeap::handle_failed_promotion"},
+	{"Serial", Young, "SerialHeap::handle_failed_promotion"},
+	// Serial full: mark-compact (CompactibleSpace::compact through JDK 20,
+	// SerialFullGC from 23 with the compaction inlined).
+	{"Serial", Full, "CompactibleSpace::compact"},
+	{"Serial", Full, "ContiguousSpace::compact"},
+	{"Serial", Full, "MarkSweep"},
+	{"Serial", Full, "GenMarkSweep"},
+	{"Serial", Full, "SerialFullGC"},
+	{"Serial", Full, "Compacter"},
+	// Parallel young: PSPromotionManager::copy_unmarked_to_survivor_space
+	// <promote_immediately>, inlined into the card scan on JDK 25.
+	{"Parallel", Young, "PSPromotionManager"},
+	{"Parallel", Young, "PSCardTable"},
+	{"Parallel", Young, "PSScavenge"},
+	// Parallel full: region filling, including shadow regions copied back.
+	{"Parallel", Full, "PSParallelCompact"},
+	{"Parallel", Full, "MoveAndUpdateClosure"},
+	{"Parallel", Full, "MoveAndUpdateShadowClosure"},
+	// G1 young and mixed: evacuation (do_copy_to_survivor_space, inlined
+	// into the queue trimming).
+	{"G1", Young, "G1ParScanThreadState"},
+	// G1 full: compaction, and on JDK 21+ humongous objects too.
+	{"G1", Full, "G1FullGCCompactTask"},
+}
+
+// Collectors whose copy sites AddJVM requires, young and full.
+var siteCollectors = []string{"Serial", "Parallel", "G1"}
+
+// mangledPrefixes returns the Itanium-mangled beginnings of the symbols of
+// "A::b": "_ZN1A1b" and "_ZNK1A1b" (const methods).
+func mangledPrefixes(name string) []string {
+	var enc strings.Builder
+	for _, part := range strings.Split(name, "::") {
+		enc.WriteString(strconv.Itoa(len(part)))
+		enc.WriteString(part)
+	}
+	e := enc.String()
+	return []string{"_ZN" + e, "_ZNK" + e}
+}
+
+// matchGCFunc returns the entry of gcCopyFuncs that a mangled symbol
+// belongs to.
+func matchGCFunc(sym string) (gcCopyFunc, bool) {
+	for _, g := range gcCopyFuncs {
+		// The length before each component makes a prefix match whole
+		// components only.
+		for _, p := range mangledPrefixes(g.name) {
+			if strings.HasPrefix(sym, p) {
+				return g, true
+			}
+		}
+	}
+	return gcCopyFunc{}, false
+}
+
+// Site is a call of memcpy or memmove inside a collector's copy function.
+type Site struct {
+	GC     string // "Serial", "Parallel" or "G1"
+	Phase  Phase
+	Func   string // mangled symbol
+	Callee string // "memcpy" or "memmove"
+	Tail   bool   // a tail jump rather than a call
+	// Addr is the instruction's link-time address; Offset its file
+	// offset, where the uprobe goes.
+	Addr, Offset uint64
+}
+
+// ErrNoSymtab means libjvm.so has no .symtab (stripped), so the collectors'
+// copy functions cannot be found and copies are caught in libc's memmove.
+var ErrNoSymtab = errors.New("libjvm.so has no symbol table (stripped)")
+
+// ErrNoSites means libjvm.so's symbols lack the copy sites of a collector
+// (an unknown JDK version), so copies are caught in libc's memmove.
+var ErrNoSites = errors.New("libjvm.so has no GC copy sites for some collectors")
+
+// copyStubs maps the addresses of libjvm's PLT stubs that jump through the
+// GOT slots of memcpy/memmove to the import's name. Each stub (in .plt,
+// .plt.sec or .plt.got) is a jmp *slot(%rip), possibly after endbr64 or
+// with a bnd prefix; the stub's address is its 16- or 8-byte entry start.
+func copyStubs(f *elf.File) (map[uint64]string, error) {
+	slots, err := gotSlots(f, copyImports)
+	if err != nil {
+		return nil, err
+	}
+	bySlot := map[uint64]string{}
+	for name, ss := range slots {
+		for _, s := range ss {
+			bySlot[s] = name
+		}
+	}
+	stubs := map[uint64]string{}
+	for _, sec := range f.Sections {
+		if sec.Name != ".plt" && sec.Name != ".plt.sec" && sec.Name != ".plt.got" {
+			continue
+		}
+		data, err := sec.Data()
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", sec.Name, err)
+		}
+		entry := sec.Entsize
+		if entry == 0 {
+			entry = 16
+		}
+		for off := 0; off < len(data); {
+			inst, err := x86asm.Decode(data[off:], 64)
+			if err != nil {
+				off++
+				continue
+			}
+			pc := sec.Addr + uint64(off)
+			if inst.Op == x86asm.JMP {
+				if m, ok := inst.Args[0].(x86asm.Mem); ok && m.Base == x86asm.RIP && m.Index == 0 {
+					slot := pc + uint64(inst.Len) + uint64(m.Disp)
+					if name, ok := bySlot[slot]; ok {
+						start := sec.Addr + (pc-sec.Addr)/entry*entry
+						stubs[start] = name
+					}
+				}
+			}
+			off += inst.Len
+		}
+	}
+	return stubs, nil
+}
+
+// gcCopySites disassembles the collectors' copy functions of libjvm.so (f)
+// and returns their calls of memcpy/memmove, through the PLT (call/jmp
+// rel32 to a stub) or through the GOT directly (call/jmp *slot(%rip), as
+// -fno-plt builds emit), sorted by address. Symbols at the same address
+// (aliases) are disassembled once.
+func gcCopySites(f *elf.File) ([]Site, error) {
+	syms, err := f.Symbols()
+	if err != nil || len(syms) == 0 {
+		return nil, ErrNoSymtab
+	}
+	stubs, err := copyStubs(f)
+	if err != nil {
+		return nil, err
+	}
+	slots, err := gotSlots(f, copyImports)
+	if err != nil {
+		return nil, err
+	}
+	bySlot := map[uint64]string{}
+	for name, ss := range slots {
+		for _, s := range ss {
+			bySlot[s] = name
+		}
+	}
+	text := f.Section(".text")
+	if text == nil {
+		return nil, errors.New("libjvm.so has no .text")
+	}
+	seen := map[uint64]bool{}
+	var sites []Site
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || seen[s.Value] {
+			continue
+		}
+		g, ok := matchGCFunc(s.Name)
+		if !ok {
+			continue
+		}
+		seen[s.Value] = true
+		if s.Value < text.Addr || s.Value+s.Size > text.Addr+text.Size {
+			continue
+		}
+		code := make([]byte, s.Size)
+		if _, err := text.ReadAt(code, int64(s.Value-text.Addr)); err != nil {
+			return nil, fmt.Errorf("read %s: %w", s.Name, err)
+		}
+		for off := 0; off < len(code); {
+			inst, err := x86asm.Decode(code[off:], 64)
+			if err != nil {
+				off++
+				continue
+			}
+			pc := s.Value + uint64(off)
+			next := pc + uint64(inst.Len)
+			if inst.Op == x86asm.CALL || inst.Op == x86asm.JMP {
+				callee := ""
+				switch a := inst.Args[0].(type) {
+				case x86asm.Rel:
+					callee = stubs[next+uint64(int64(a))]
+				case x86asm.Mem:
+					if a.Base == x86asm.RIP && a.Index == 0 {
+						callee = bySlot[next+uint64(a.Disp)]
+					}
+				}
+				if callee != "" {
+					fo, err := fileOffset(f, pc)
+					if err != nil {
+						return nil, fmt.Errorf("%s: %w", s.Name, err)
+					}
+					sites = append(sites, Site{GC: g.gc, Phase: g.phase, Func: s.Name, Callee: callee,
+						Tail: inst.Op == x86asm.JMP, Addr: pc, Offset: fo})
+				}
+			}
+			off += inst.Len
+		}
+	}
+	sort.Slice(sites, func(i, j int) bool { return sites[i].Addr < sites[j].Addr })
+	return sites, nil
+}
+
+// checkSites says which collector and phase has no site: a JDK whose copy
+// functions are not in gcCopyFuncs.
+func checkSites(sites []Site) error {
+	have := map[string]bool{}
+	for _, s := range sites {
+		have[s.GC+" "+string(s.Phase)] = true
+	}
+	var missing []string
+	for _, gc := range siteCollectors {
+		for _, p := range []Phase{Young, Full} {
+			if !have[gc+" "+string(p)] {
+				missing = append(missing, gc+" "+string(p))
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: none for %s", ErrNoSites, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// siteCache keeps the copy sites of each libjvm.so seen, by path, size
+// and modification time: reading 57-70k symbols and disassembling takes
+// about a second, and scan attaches many JVMs of one JDK.
+var siteCache = &sitesCache{m: map[sitesKey]sitesVal{}}
+
+type sitesKey struct {
+	path  string
+	size  int64
+	mtime int64
+}
+
+type sitesVal struct {
+	sites []Site
+	err   error
+}
+
+type sitesCache struct {
+	mu sync.Mutex
+	m  map[sitesKey]sitesVal
+}
+
+// sites returns gcCopySites(f) of the libjvm.so at path (as this process
+// sees it).
+func (c *sitesCache) sites(path string, f *elf.File) ([]Site, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return gcCopySites(f)
+	}
+	k := sitesKey{path, st.Size(), st.ModTime().UnixNano()}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.m[k]; ok {
+		return v.sites, v.err
+	}
+	s, err := gcCopySites(f)
+	c.m[k] = sitesVal{s, err}
+	return s, err
+}

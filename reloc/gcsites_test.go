@@ -1,0 +1,80 @@
+package reloc
+
+import (
+	"debug/elf"
+	"testing"
+)
+
+func TestMatchGCFunc(t *testing.T) {
+	for sym, want := range map[string]string{
+		"_ZN16DefNewGeneration22copy_to_survivor_spaceEP7oopDesc":                                         "Serial young",
+		"_ZN10Generation7promoteEP7oopDescm":                                                              "Serial young",
+		"_ZN10Generation7compactEv":                                                                       "",
+		"_ZN16CompactibleSpace7compactEv":                                                                 "Serial full",
+		"_ZN18PSPromotionManager31copy_unmarked_to_survivor_spaceILb0EEEP7oopDescS2_8markWord":            "Parallel young",
+		"_ZN17PSParallelCompact9copy_backEPP12HeapWordImplS2_":                                            "Parallel full",
+		"_ZN17PSParallelCompact11fill_regionEP20ParCompactionManagerR20MoveAndUpdateClosurem.constprop.0": "Parallel full",
+		"_ZN19G1FullGCCompactTask22G1CompactRegionClosure5applyEP7oopDesc":                                "G1 full",
+		"_ZNK20G1ParScanThreadState3fooEv":                                                                "G1 young",
+		"_ZN15G1RemSetSummary3setEPS_":                                                                    "",
+		"_Z16copy_annotationsP15ClassLoaderDataP5ArrayIhEP10JavaThread":                                   "",
+		"_ZN4Copy22conjoint_memory_atomicEPKvPvm":                                                         "",
+	} {
+		g, ok := matchGCFunc(sym)
+		got := ""
+		if ok {
+			got = g.gc + " " + string(g.phase)
+		}
+		if got != want {
+			t.Errorf("matchGCFunc(%s) = %q, want %q", sym, got, want)
+		}
+	}
+}
+
+// TestRealLibJVM finds the copy sites of the installed JDKs' libjvm.so and
+// checks them against what objdump -d showed when this was written.
+func TestRealLibJVM(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		want map[string]int // mangled function -> sites
+	}{
+		{"/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so", map[string]int{
+			"_ZN16DefNewGeneration22copy_to_survivor_spaceEP7oopDesc":          1,
+			"_ZN10Generation7promoteEP7oopDescm":                               1,
+			"_ZN16CompactibleSpace7compactEv":                                  1,
+			"_ZN17PSParallelCompact9copy_backEPP12HeapWordImplS2_":             1,
+			"_ZN20MoveAndUpdateClosure7do_addrEPP12HeapWordImplm":              1,
+			"_ZN19G1FullGCCompactTask22G1CompactRegionClosure5applyEP7oopDesc": 1,
+		}},
+		{"/usr/lib/jvm/temurin-25-jdk-amd64/lib/server/libjvm.so", map[string]int{
+			"_ZN16DefNewGeneration22copy_to_survivor_spaceEP7oopDesc":         1,
+			"_ZN12SerialFullGC19invoke_at_safepointEb":                        1,
+			"_ZN17PSParallelCompact9copy_backEPP12HeapWordImplS2_":            1,
+			"_ZN19G1FullGCCompactTask27copy_object_to_new_locationEP7oopDesc": 1,
+		}},
+	} {
+		f, err := elf.Open(c.path)
+		if err != nil {
+			t.Logf("skipping %s: %v", c.path, err)
+			continue
+		}
+		sites, err := gcCopySites(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c.path, err)
+		}
+		if err := checkSites(sites); err != nil {
+			t.Errorf("%s: %v", c.path, err)
+		}
+		per := map[string]int{}
+		for _, s := range sites {
+			per[s.Func]++
+			t.Logf("%s %-8s %-5s %#x %-7s tail=%v %s", c.path[9:30], s.GC, s.Phase, s.Addr, s.Callee, s.Tail, s.Func)
+		}
+		for fn, n := range c.want {
+			if per[fn] != n {
+				t.Errorf("%s: %d sites in %s, want %d", c.path, per[fn], fn, n)
+			}
+		}
+	}
+}

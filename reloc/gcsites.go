@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -324,4 +325,30 @@ func (c *sitesCache) sites(path string, f *elf.File) ([]Site, error) {
 	s, err := gcCopySites(f)
 	c.m[k] = sitesVal{s, err}
 	return s, err
+}
+
+// CopyProbes describes the copy probes AddJVM attached, for a note: the
+// collectors' copy sites, or the libc implementation and why the sites
+// were not used.
+func (i Info) CopyProbes() string {
+	if len(i.Sites) > 0 {
+		funcs := map[string]bool{}
+		for _, s := range i.Sites {
+			funcs[s.Func] = true
+		}
+		return fmt.Sprintf("%d memcpy/memmove calls in %d copy functions of the Serial, Parallel and G1 collectors in %s (trap only in GC pauses)",
+			len(i.Sites), len(funcs), filepath.Base(i.LibJVM))
+	}
+	if len(i.Copies) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, c := range i.Copies {
+		parts = append(parts, fmt.Sprintf("%s+%#x (%s)", c.Lib, c.Offset, strings.Join(c.Imports, "/")))
+	}
+	s := "libc " + strings.Join(parts, ", ") + ", libjvm's memmove/memcpy: every copy of every thread traps"
+	if i.SitesErr != nil {
+		s += "; fallback because " + i.SitesErr.Error()
+	}
+	return s
 }

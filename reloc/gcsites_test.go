@@ -78,3 +78,14 @@ func TestRealLibJVM(t *testing.T) {
 		}
 	}
 }
+
+func TestCopyProbes(t *testing.T) {
+	sites := Info{LibJVM: "/x/libjvm.so", Sites: []Site{{Func: "a"}, {Func: "a"}, {Func: "b"}}}
+	if got, want := sites.CopyProbes(), "3 memcpy/memmove calls in 2 copy functions of the Serial, Parallel and G1 collectors in libjvm.so (trap only in GC pauses)"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	libc := Info{Copies: []CopyTarget{{Imports: []string{"memmove", "memcpy"}, Lib: "/lib/libc.so.6", Offset: 0x1234}}, SitesErr: ErrNoSymtab}
+	if got, want := libc.CopyProbes(), "libc /lib/libc.so.6+0x1234 (memmove/memcpy), libjvm's memmove/memcpy: every copy of every thread traps; fallback because libjvm.so has no symbol table (stripped)"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}

@@ -102,15 +102,26 @@ func mangledPrefixes(name string) []string {
 	return []string{"_ZN" + e, "_ZNK" + e}
 }
 
+// gcFuncPrefixes are the mangled prefixes of gcCopyFuncs, index for index.
+var gcFuncPrefixes = func() [][]string {
+	ps := make([][]string, len(gcCopyFuncs))
+	for i, g := range gcCopyFuncs {
+		ps[i] = mangledPrefixes(g.name)
+	}
+	return ps
+}()
+
 // matchGCFunc returns the entry of gcCopyFuncs that a mangled symbol
-// belongs to.
+// belongs to. The length before each component makes a prefix match whole
+// components only.
 func matchGCFunc(sym string) (gcCopyFunc, bool) {
-	for _, g := range gcCopyFuncs {
-		// The length before each component makes a prefix match whole
-		// components only.
-		for _, p := range mangledPrefixes(g.name) {
+	if !strings.HasPrefix(sym, "_ZN") {
+		return gcCopyFunc{}, false
+	}
+	for i, ps := range gcFuncPrefixes {
+		for _, p := range ps {
 			if strings.HasPrefix(sym, p) {
-				return g, true
+				return gcCopyFuncs[i], true
 			}
 		}
 	}

@@ -1,7 +1,9 @@
 package reloc
 
 import (
+	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -198,15 +200,74 @@ func copyStubs(f *elf.File) (map[uint64]string, error) {
 	return stubs, nil
 }
 
+// gcFunc is a function symbol of a collector's copy path.
+type gcFunc struct {
+	name        string
+	value, size uint64
+	g           gcCopyFunc
+}
+
+// gcFuncs reads the collectors' copy functions from .symtab without
+// materializing its 57-70k names (f.Symbols() allocates each): the time
+// AddJVM spends here is time the JVM's GCs go unobserved. Aliases (one
+// address, several names) are returned once.
+func gcFuncs(f *elf.File) ([]gcFunc, error) {
+	symtab := f.Section(".symtab")
+	if symtab == nil || symtab.Type != elf.SHT_SYMTAB || f.Class != elf.ELFCLASS64 {
+		return nil, ErrNoSymtab
+	}
+	if int(symtab.Link) >= len(f.Sections) {
+		return nil, fmt.Errorf("%w: bad string table link", ErrNoSymtab)
+	}
+	syms, err := symtab.Data()
+	if err != nil {
+		return nil, fmt.Errorf("read .symtab: %w", err)
+	}
+	strs, err := f.Sections[symtab.Link].Data()
+	if err != nil {
+		return nil, fmt.Errorf("read .strtab: %w", err)
+	}
+	bo := f.ByteOrder
+	zn := []byte("_ZN")
+	seen := map[uint64]bool{}
+	var out []gcFunc
+	for off := elf.Sym64Size; off+elf.Sym64Size <= len(syms); off += elf.Sym64Size {
+		e := syms[off : off+elf.Sym64Size]
+		if elf.ST_TYPE(e[4]) != elf.STT_FUNC {
+			continue
+		}
+		value, size := bo.Uint64(e[8:]), bo.Uint64(e[16:])
+		name := int(bo.Uint32(e[0:]))
+		if size == 0 || name >= len(strs) || !bytes.HasPrefix(strs[name:], zn) || seen[value] {
+			continue
+		}
+		end := bytes.IndexByte(strs[name:], 0)
+		if end < 0 {
+			continue
+		}
+		sym := string(strs[name : name+end])
+		g, ok := matchGCFunc(sym)
+		if !ok {
+			continue
+		}
+		seen[value] = true
+		out = append(out, gcFunc{sym, value, size, g})
+	}
+	if len(out) == 0 && len(syms) <= elf.Sym64Size {
+		return nil, ErrNoSymtab
+	}
+	return out, nil
+}
+
 // gcCopySites disassembles the collectors' copy functions of libjvm.so (f)
 // and returns their calls of memcpy/memmove, through the PLT (call/jmp
 // rel32 to a stub) or through the GOT directly (call/jmp *slot(%rip), as
-// -fno-plt builds emit), sorted by address. Symbols at the same address
-// (aliases) are disassembled once.
+// -fno-plt builds emit), sorted by address. Functions without a byte
+// sequence that could be such a call are not disassembled.
 func gcCopySites(f *elf.File) ([]Site, error) {
-	syms, err := f.Symbols()
-	if err != nil || len(syms) == 0 {
-		return nil, ErrNoSymtab
+	funcs, err := gcFuncs(f)
+	if err != nil {
+		return nil, err
 	}
 	stubs, err := copyStubs(f)
 	if err != nil {
@@ -226,23 +287,29 @@ func gcCopySites(f *elf.File) ([]Site, error) {
 	if text == nil {
 		return nil, errors.New("libjvm.so has no .text")
 	}
-	seen := map[uint64]bool{}
+	// target returns the copy function a call/jmp at pc reaches, if any.
+	target := func(inst x86asm.Inst, next uint64) string {
+		switch a := inst.Args[0].(type) {
+		case x86asm.Rel:
+			return stubs[next+uint64(int64(a))]
+		case x86asm.Mem:
+			if a.Base == x86asm.RIP && a.Index == 0 {
+				return bySlot[next+uint64(a.Disp)]
+			}
+		}
+		return ""
+	}
 	var sites []Site
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || seen[s.Value] {
+	for _, fn := range funcs {
+		if fn.value < text.Addr || fn.value+fn.size > text.Addr+text.Size {
 			continue
 		}
-		g, ok := matchGCFunc(s.Name)
-		if !ok {
-			continue
+		code := make([]byte, fn.size)
+		if _, err := text.ReadAt(code, int64(fn.value-text.Addr)); err != nil {
+			return nil, fmt.Errorf("read %s: %w", fn.name, err)
 		}
-		seen[s.Value] = true
-		if s.Value < text.Addr || s.Value+s.Size > text.Addr+text.Size {
+		if !mayCallCopy(code, fn.value, stubs, bySlot) {
 			continue
-		}
-		code := make([]byte, s.Size)
-		if _, err := text.ReadAt(code, int64(s.Value-text.Addr)); err != nil {
-			return nil, fmt.Errorf("read %s: %w", s.Name, err)
 		}
 		for off := 0; off < len(code); {
 			inst, err := x86asm.Decode(code[off:], 64)
@@ -250,24 +317,14 @@ func gcCopySites(f *elf.File) ([]Site, error) {
 				off++
 				continue
 			}
-			pc := s.Value + uint64(off)
-			next := pc + uint64(inst.Len)
+			pc := fn.value + uint64(off)
 			if inst.Op == x86asm.CALL || inst.Op == x86asm.JMP {
-				callee := ""
-				switch a := inst.Args[0].(type) {
-				case x86asm.Rel:
-					callee = stubs[next+uint64(int64(a))]
-				case x86asm.Mem:
-					if a.Base == x86asm.RIP && a.Index == 0 {
-						callee = bySlot[next+uint64(a.Disp)]
-					}
-				}
-				if callee != "" {
+				if callee := target(inst, pc+uint64(inst.Len)); callee != "" {
 					fo, err := fileOffset(f, pc)
 					if err != nil {
-						return nil, fmt.Errorf("%s: %w", s.Name, err)
+						return nil, fmt.Errorf("%s: %w", fn.name, err)
 					}
-					sites = append(sites, Site{GC: g.gc, Phase: g.phase, Func: s.Name, Callee: callee,
+					sites = append(sites, Site{GC: fn.g.gc, Phase: fn.g.phase, Func: fn.name, Callee: callee,
 						Tail: inst.Op == x86asm.JMP, Addr: pc, Offset: fo})
 				}
 			}
@@ -276,6 +333,28 @@ func gcCopySites(f *elf.File) ([]Site, error) {
 	}
 	sort.Slice(sites, func(i, j int) bool { return sites[i].Addr < sites[j].Addr })
 	return sites, nil
+}
+
+// mayCallCopy says whether code (at address base) holds, at any byte, an
+// encoding of call/jmp rel32 to a copy stub or call/jmp *slot(%rip) of a
+// copy import: only then is it worth disassembling.
+func mayCallCopy(code []byte, base uint64, stubs, slots map[uint64]string) bool {
+	le := binary.LittleEndian
+	for i := 0; i+5 <= len(code); i++ {
+		switch {
+		case code[i] == 0xe8 || code[i] == 0xe9:
+			next := base + uint64(i) + 5
+			if stubs[next+uint64(int64(int32(le.Uint32(code[i+1:]))))] != "" {
+				return true
+			}
+		case code[i] == 0xff && i+6 <= len(code) && (code[i+1] == 0x15 || code[i+1] == 0x25):
+			next := base + uint64(i) + 6
+			if slots[next+uint64(int64(int32(le.Uint32(code[i+2:]))))] != "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkSites says which collector and phase has no site: a JDK whose copy
@@ -362,4 +441,25 @@ func (i Info) CopyProbes() string {
 		s += "; fallback because " + i.SitesErr.Error()
 	}
 	return s
+}
+
+// Prepare finds and caches the copy sites of the libjvm.so at path (as
+// this process sees it), so that a later AddJVM of a JVM using it attaches
+// at once. In launch mode, call it before starting the JVM: the first
+// young GC can come within 0.3 s of the JVM's start, and it moves whatever
+// the program built first.
+func Prepare(libjvm string) error {
+	f, err := elf.Open(libjvm)
+	if err != nil {
+		return fmt.Errorf("prepare copy sites: %w", err)
+	}
+	defer f.Close()
+	sites, err := siteCache.sites(libjvm, f)
+	if err == nil {
+		err = checkSites(sites)
+	}
+	if err != nil {
+		return fmt.Errorf("prepare copy sites of %s: %w", libjvm, err)
+	}
+	return nil
 }

@@ -2,7 +2,9 @@ package reloc
 
 import (
 	"debug/elf"
+	"os"
 	"testing"
+	"time"
 )
 
 func TestMatchGCFunc(t *testing.T) {
@@ -87,5 +89,31 @@ func TestCopyProbes(t *testing.T) {
 	libc := Info{Copies: []CopyTarget{{Imports: []string{"memmove", "memcpy"}, Lib: "/lib/libc.so.6", Offset: 0x1234}}, SitesErr: ErrNoSymtab}
 	if got, want := libc.CopyProbes(), "libc /lib/libc.so.6+0x1234 (memmove/memcpy), libjvm's memmove/memcpy: every copy of every thread traps; fallback because libjvm.so has no symbol table (stripped)"; got != want {
 		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestPrepare(t *testing.T) {
+	const p = "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("no %s", p)
+	}
+	if err := Prepare(p); err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	start := time.Now()
+	sites, err := siteCache.sites(p, f)
+	if err != nil || len(sites) == 0 {
+		t.Fatalf("cached sites %d, %v", len(sites), err)
+	}
+	if d := time.Since(start); d > 10*time.Millisecond {
+		t.Errorf("cached lookup took %v", d)
+	}
+	if err := Prepare("/nonexistent/libjvm.so"); err == nil {
+		t.Error("Prepare of a missing file succeeded")
 	}
 }

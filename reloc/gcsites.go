@@ -463,3 +463,21 @@ func Prepare(libjvm string) error {
 	}
 	return nil
 }
+
+// PrepareJava is Prepare for the libjvm.so of the java launcher at path
+// (symbolic links followed, as /usr/bin/java is): JAVA_HOME/lib/server,
+// or JAVA_HOME/jre/lib/amd64/server for JDK 8 layouts.
+func PrepareJava(java string) error {
+	real, err := filepath.EvalSymlinks(java)
+	if err != nil {
+		return fmt.Errorf("prepare copy sites: %w", err)
+	}
+	home := filepath.Dir(filepath.Dir(real))
+	for _, rel := range []string{"lib/server/libjvm.so", "jre/lib/amd64/server/libjvm.so"} {
+		p := filepath.Join(home, rel)
+		if _, err := os.Stat(p); err == nil {
+			return Prepare(p)
+		}
+	}
+	return fmt.Errorf("prepare copy sites: no libjvm.so under %s", home)
+}

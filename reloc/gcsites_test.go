@@ -113,6 +113,12 @@ func TestPrepare(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Millisecond {
 		t.Errorf("cached lookup took %v", d)
 	}
+	if err := PrepareJava("/usr/lib/jvm/java-17-openjdk-amd64/bin/java"); err != nil {
+		t.Errorf("PrepareJava: %v", err)
+	}
+	if err := PrepareJava("/bin/sh"); err == nil {
+		t.Error("PrepareJava(/bin/sh) succeeded")
+	}
 	if err := Prepare("/nonexistent/libjvm.so"); err == nil {
 		t.Error("Prepare of a missing file succeeded")
 	}

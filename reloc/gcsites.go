@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -378,15 +379,16 @@ func checkSites(sites []Site) error {
 	return nil
 }
 
-// siteCache keeps the copy sites of each libjvm.so seen, by path, size
-// and modification time: reading 57-70k symbols and disassembling takes
-// about a second, and scan attaches many JVMs of one JDK.
+// siteCache keeps the copy sites of each libjvm.so seen, by file identity
+// (device, inode, size, modification time: the same file is reached as
+// /usr/lib/jvm/... and as /proc/PID/root/usr/lib/jvm/...): finding them
+// takes 50-150 ms, during which the JVM's GCs go unobserved, and scan
+// attaches many JVMs of one JDK.
 var siteCache = &sitesCache{m: map[sitesKey]sitesVal{}}
 
 type sitesKey struct {
-	path  string
-	size  int64
-	mtime int64
+	dev, ino    uint64
+	size, mtime int64
 }
 
 type sitesVal struct {
@@ -406,7 +408,11 @@ func (c *sitesCache) sites(path string, f *elf.File) ([]Site, error) {
 	if err != nil {
 		return gcCopySites(f)
 	}
-	k := sitesKey{path, st.Size(), st.ModTime().UnixNano()}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return gcCopySites(f)
+	}
+	k := sitesKey{uint64(sys.Dev), sys.Ino, st.Size(), st.ModTime().UnixNano()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if v, ok := c.m[k]; ok {

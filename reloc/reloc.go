@@ -6,8 +6,11 @@
 // inside the Serial, Parallel and G1 collectors' own copy functions, found
 // by name in libjvm.so's .symtab and by disassembling them (gcsites.go):
 // they trap only when a collector copies an object of more than 64 bytes,
-// never outside a GC pause. Each trap costs 7-10 us on the development VM
-// (design.md), whether or not the BPF filter keeps the copy.
+// never outside a GC pause, whether or not the BPF filter keeps the copy.
+// The kernel emulates the call instruction, so a hit costs several times
+// less than one at memmove's entry, which single-steps its first
+// instruction (7-10 us on the development VM, design.md). A pause grows
+// with the number of objects over 64 bytes the collector copies.
 //
 // When libjvm.so is stripped or its copy functions are unknown (a JDK not
 // in gcCopyFuncs), copies are caught instead on the memmove/memcpy

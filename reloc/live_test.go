@@ -39,12 +39,13 @@ func liveJDKs(t testing.TB) []jdk {
 	return jdks
 }
 
-// compileChurn compiles testdata/Churn.java into a temporary directory.
+// compileChurn compiles testdata/Churn.java and testdata/Burst.java into a
+// temporary directory.
 func compileChurn(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	out, err := exec.Command(filepath.Join(jdk17Home, "bin", "javac"), "--release", "17",
-		"-d", dir, "testdata/Churn.java").CombinedOutput()
+		"-d", dir, "testdata/Churn.java", "testdata/Burst.java").CombinedOutput()
 	if err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
@@ -68,11 +69,11 @@ type churn struct {
 	stderr *strings.Builder
 }
 
-func startChurn(t testing.TB, j jdk, classes, gcFlag string, rounds int) *churn {
+func startChurn(t testing.TB, j jdk, classes, main, gcFlag string, rounds int) *churn {
 	t.Helper()
 	c := &churn{gcLog: filepath.Join(t.TempDir(), "gc.log"), stderr: &strings.Builder{}}
 	c.cmd = exec.Command(filepath.Join(j.home, "bin", "java"), gcFlag, "-Xms256m", "-Xmx256m",
-		"-Xlog:gc:file="+c.gcLog, "-cp", classes, "Churn", strconv.Itoa(rounds))
+		"-Xlog:gc:file="+c.gcLog, "-cp", classes, main, strconv.Itoa(rounds))
 	c.cmd.Dir = t.TempDir()
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test binary, also on a timeout panic
 	var err error
@@ -280,8 +281,15 @@ type runResult struct {
 // removed before the JVM exits. Without configurations nothing is tracked.
 func runChurn(t testing.TB, j jdk, classes, gcFlag string, rounds int, cfgs ...Config) runResult {
 	t.Helper()
+	return runMain(t, j, classes, "Churn", gcFlag, rounds, cfgs...)
+}
+
+// runMain is runChurn with another main class that speaks Churn's
+// protocol.
+func runMain(t testing.TB, j jdk, classes, main, gcFlag string, rounds int, cfgs ...Config) runResult {
+	t.Helper()
 	var res runResult
-	c := startChurn(t, j, classes, gcFlag, rounds)
+	c := startChurn(t, j, classes, main, gcFlag, rounds)
 	trs := make([]*Tracker, len(cfgs))
 	cols := make([]*collector, len(cfgs))
 	infos := make([]Info, len(cfgs))
@@ -347,6 +355,11 @@ func TestLiveJVM(t *testing.T) {
 				// sees every copy libjvm makes: the independent truth.
 				res := runChurn(t, j, classes, g.flag, 6, Config{Copies: CopiesGCSites}, Config{Copies: CopiesLibc})
 				checkRun(t, res)
+				checkSitesAgainstLibc(t, res, res.extra[0])
+			})
+			// Promotions: 64 arrays built at once, then young GCs.
+			t.Run(j.name+"/"+g.name+"/Burst", func(t *testing.T) {
+				res := runMain(t, j, classes, "Burst", g.flag, 1, Config{Copies: CopiesGCSites}, Config{Copies: CopiesLibc})
 				checkSitesAgainstLibc(t, res, res.extra[0])
 			})
 		}

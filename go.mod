@@ -21,6 +21,7 @@ require (
 	github.com/olekukonko/cat v0.0.0-20250911104152-50322a0618f6 // indirect
 	github.com/olekukonko/errors v1.2.0 // indirect
 	github.com/olekukonko/ll v0.1.6 // indirect
+	golang.org/x/arch v0.33.0 // indirect
 )
 
 tool github.com/cilium/ebpf/cmd/bpf2go

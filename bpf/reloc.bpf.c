@@ -1,12 +1,19 @@
 //go:build ignore
 
-// Relocation capture for djx-bpf. Uprobes on the memmove/memcpy
-// implementation that libjvm.so calls report GC object copies (src, dst,
-// len); uprobes on the USDT sites hotspot:gc__begin / gc__end report GC
-// epochs. The programs are attached per JVM with the uprobe's pid filter;
-// the per-tgid filter map here also holds the heap ranges and the minimum
-// length. Each uprobe hit costs a trap (7-10 us measured, design.md) even
-// when the filter drops the copy, so the filter only saves ring traffic.
+// Relocation capture for djx-bpf. on_copy reports GC object copies (src,
+// dst, len) from uprobes placed, by default, on the memcpy/memmove call
+// instructions inside the Serial, Parallel and G1 collectors' copy
+// functions of libjvm.so (reloc/gcsites.go): at a call, as at the callee's
+// entry, rdi/rsi/rdx hold the arguments, so the same program serves the
+// fallback, a uprobe on the memmove/memcpy implementation that libjvm.so
+// calls (when libjvm.so has no symbols). Uprobes on the USDT sites
+// hotspot:gc__begin / gc__end report GC epochs. The programs are attached
+// per JVM with the uprobe's pid filter; the per-tgid filter map here also
+// holds the heap ranges and the minimum length. Each uprobe hit costs a
+// trap (7-10 us measured, design.md) even when the filter drops the copy,
+// so the filter only saves ring traffic: the call-site probes trap only
+// when a collector copies an object of more than 64 bytes, the fallback on
+// every copy of every thread.
 
 #include <linux/bpf.h>
 #include <linux/ptrace.h>
@@ -54,7 +61,7 @@ struct target {
 
 // Counter slots; keep in sync with reloc.Counters.
 enum {
-	CNT_HITS = 0,        // copy uprobe hits of tracked tgids
+	CNT_HITS = 0,        // copy uprobe hits of tracked tgids (each paid a trap)
 	CNT_KEPT = 1,        // copies sent to the ring buffer
 	CNT_FILTER_LEN = 2,  // shorter than min_len
 	CNT_FILTER_HEAP = 3, // source outside the heap ranges

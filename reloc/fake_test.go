@@ -16,7 +16,10 @@ import (
 
 // buildFake compiles testdata/fakejvm.c into dir/libjvm.so and
 // testdata/fakemain.c into dir/fakemain, skipping without gcc.
-func buildFake(t *testing.T) string {
+func buildFake(t *testing.T) string { return buildFakeFrom(t, "testdata/fakejvm.c") }
+
+// buildFakeFrom is buildFake with another libjvm.so source.
+func buildFakeFrom(t *testing.T, src string) string {
 	t.Helper()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
@@ -24,7 +27,7 @@ func buildFake(t *testing.T) string {
 	}
 	dir := t.TempDir()
 	for _, args := range [][]string{
-		{"-O2", "-shared", "-fPIC", "-Wl,-z,now", "-o", filepath.Join(dir, "libjvm.so"), "testdata/fakejvm.c"},
+		{"-O2", "-shared", "-fPIC", "-Wl,-z,now", "-Wall", "-Werror", "-o", filepath.Join(dir, "libjvm.so"), src},
 		{"-O2", "-o", filepath.Join(dir, "fakemain"), "testdata/fakemain.c", "-L" + dir, "-ljvm", "-Wl,-rpath," + dir},
 	} {
 		if out, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
@@ -135,6 +138,9 @@ func TestLiveSynthetic(t *testing.T) {
 	info, err := tr.AddJVM(cmd.Process.Pid, []Range{{lo, hi}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !errors.Is(info.SitesErr, ErrNoSites) || len(info.Sites) != 0 {
+		t.Errorf("fake libjvm without collector functions: sites %v, %v; want the libc fallback for ErrNoSites", info.Sites, info.SitesErr)
 	}
 	if len(info.Copies) != 1 || len(info.Copies[0].Imports) != 2 || !strings.HasSuffix(info.Copies[0].Lib, "/libc.so.6") {
 		t.Errorf("copies %+v, want memmove and memcpy sharing one libc implementation", info.Copies)

@@ -39,12 +39,13 @@ func liveJDKs(t testing.TB) []jdk {
 	return jdks
 }
 
-// compileChurn compiles testdata/Churn.java into a temporary directory.
+// compileChurn compiles testdata/Churn.java and testdata/Burst.java into a
+// temporary directory.
 func compileChurn(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	out, err := exec.Command(filepath.Join(jdk17Home, "bin", "javac"), "--release", "17",
-		"-d", dir, "testdata/Churn.java").CombinedOutput()
+		"-d", dir, "testdata/Churn.java", "testdata/Burst.java").CombinedOutput()
 	if err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
@@ -68,11 +69,11 @@ type churn struct {
 	stderr *strings.Builder
 }
 
-func startChurn(t testing.TB, j jdk, classes, gcFlag string, rounds int) *churn {
+func startChurn(t testing.TB, j jdk, classes, main, gcFlag string, rounds int) *churn {
 	t.Helper()
 	c := &churn{gcLog: filepath.Join(t.TempDir(), "gc.log"), stderr: &strings.Builder{}}
 	c.cmd = exec.Command(filepath.Join(j.home, "bin", "java"), gcFlag, "-Xms256m", "-Xmx256m",
-		"-Xlog:gc:file="+c.gcLog, "-cp", classes, "Churn", strconv.Itoa(rounds))
+		"-Xlog:gc:file="+c.gcLog, "-cp", classes, main, strconv.Itoa(rounds))
 	c.cmd.Dir = t.TempDir()
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test binary, also on a timeout panic
 	var err error
@@ -258,41 +259,61 @@ func (s gcStats) mean(k string) float64 {
 	return s.total[k] / float64(s.n[k])
 }
 
-// runResult is what one tracked Churn run produced.
-type runResult struct {
+// trackResult is what one Tracker of a Churn run produced.
+type trackResult struct {
 	events   []Event
 	counters Counters
-	heap     heap.Info
 	info     Info
-	gc       gcStats
-	elapsed  time.Duration
 }
 
-// runChurn runs Churn under j with gcFlag; with track set, a Tracker
-// (MinLen 1 KiB) is attached between "ready" and "go" and removed before
-// the JVM exits.
-func runChurn(t testing.TB, j jdk, classes, gcFlag string, rounds int, track bool) runResult {
+// runResult is what one tracked Churn run produced: the first tracker's
+// results, and those of the others in extra.
+type runResult struct {
+	trackResult
+	extra   []trackResult
+	heap    heap.Info
+	gc      gcStats
+	elapsed time.Duration
+}
+
+// runChurn runs Churn under j with gcFlag; one Tracker per configuration
+// (MinLen 1 KiB unless set) is attached between "ready" and "go" and
+// removed before the JVM exits. Without configurations nothing is tracked.
+func runChurn(t testing.TB, j jdk, classes, gcFlag string, rounds int, cfgs ...Config) runResult {
+	t.Helper()
+	return runMain(t, j, classes, "Churn", gcFlag, rounds, cfgs...)
+}
+
+// runMain is runChurn with another main class that speaks Churn's
+// protocol.
+func runMain(t testing.TB, j jdk, classes, main, gcFlag string, rounds int, cfgs ...Config) runResult {
 	t.Helper()
 	var res runResult
-	c := startChurn(t, j, classes, gcFlag, rounds)
-	var tr *Tracker
-	var col *collector
-	if track {
+	c := startChurn(t, j, classes, main, gcFlag, rounds)
+	trs := make([]*Tracker, len(cfgs))
+	cols := make([]*collector, len(cfgs))
+	infos := make([]Info, len(cfgs))
+	if len(cfgs) > 0 {
 		res.heap = heapRanges(t, c.pid)
-		var err error
-		tr, err = Open(Config{MinLen: 1024})
+	}
+	for i, cfg := range cfgs {
+		if cfg.MinLen == 0 {
+			cfg.MinLen = 1024
+		}
+		tr, err := Open(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
+		trs[i] = tr
 		t.Cleanup(func() { tr.Close() })
 		var rs []Range
 		for _, r := range res.heap.Ranges {
 			rs = append(rs, Range{r.Start, r.End})
 		}
-		if res.info, err = tr.AddJVM(c.pid, rs); err != nil {
+		if infos[i], err = tr.AddJVM(c.pid, rs); err != nil {
 			t.Fatal(err)
 		}
-		col = collect(tr)
+		cols[i] = collect(tr)
 	}
 	start := time.Now()
 	if _, err := io.WriteString(c.stdin, "go\n"); err != nil {
@@ -300,17 +321,23 @@ func runChurn(t testing.TB, j jdk, classes, gcFlag string, rounds int, track boo
 	}
 	c.expect(t, "done", 120*time.Second)
 	res.elapsed = time.Since(start)
-	if track {
+	for i, tr := range trs {
+		tres := trackResult{info: infos[i]}
 		if err := tr.RemoveJVM(c.pid); err != nil {
 			t.Error(err)
 		}
 		var err error
-		if res.counters, err = tr.Counters(); err != nil {
+		if tres.counters, err = tr.Counters(); err != nil {
 			t.Error(err)
 		}
-		res.events = col.stop(t, tr)
+		tres.events = cols[i].stop(t, tr)
 		if err := tr.Close(); err != nil {
 			t.Error(err)
+		}
+		if i == 0 {
+			res.trackResult = tres
+		} else {
+			res.extra = append(res.extra, tres)
 		}
 	}
 	c.finish(t)
@@ -324,8 +351,16 @@ func TestLiveJVM(t *testing.T) {
 	for _, j := range jdks {
 		for _, g := range gcFlags {
 			t.Run(j.name+"/"+g.name, func(t *testing.T) {
-				res := runChurn(t, j, classes, g.flag, 6, true)
+				// The copy sites, and beside them the libc probe, which
+				// sees every copy libjvm makes: the independent truth.
+				res := runChurn(t, j, classes, g.flag, 6, Config{Copies: CopiesGCSites}, Config{Copies: CopiesLibc})
 				checkRun(t, res)
+				checkSitesAgainstLibc(t, res, res.extra[0])
+			})
+			// Promotions: 64 arrays built at once, then young GCs.
+			t.Run(j.name+"/"+g.name+"/Burst", func(t *testing.T) {
+				res := runMain(t, j, classes, "Burst", g.flag, 1, Config{Copies: CopiesGCSites}, Config{Copies: CopiesLibc})
+				checkSitesAgainstLibc(t, res, res.extra[0])
 			})
 		}
 	}
@@ -339,6 +374,9 @@ func checkRun(t *testing.T, res runResult) {
 	}
 	for _, c := range info.Copies {
 		t.Logf("copy probe %v -> %s+%#x %q", c.Imports, c.Lib, c.Offset, c.Symbol)
+	}
+	if len(info.Sites) > 0 {
+		t.Logf("copy probes: %d collector copy sites", len(info.Sites))
 	}
 	t.Logf("usdt sites: gc__begin %d, gc__end %d; heap %s %v", len(info.GCBegin), len(info.GCEnd), res.heap.GC, res.heap.Ranges)
 
@@ -427,30 +465,177 @@ func checkRun(t *testing.T, res runResult) {
 	}
 }
 
-// BenchmarkLiveGCPause compares -Xlog:gc pause times with and without the
-// tracker attached, per collector: mean young and full pauses (ms) and the
-// uprobe hits per GC pause.
+// pauseVariants are the copy probes BenchmarkLiveGCPause compares; nil
+// config: untracked.
+var pauseVariants = []struct {
+	name string
+	cfg  *Config
+}{
+	{"off", nil},
+	{"sites", &Config{Copies: CopiesGCSites}},
+	{"libc", &Config{Copies: CopiesLibc}},
+	{"entry", &Config{Copies: CopiesGCSites, entryProbes: true}},
+}
+
+// BenchmarkLiveGCPause compares -Xlog:gc pause times per collector and JDK
+// untracked ("off") and with each copy probe: the collectors' copy sites,
+// libc's memmove, and (for comparison only) uprobes on the entries of the
+// collectors' copy functions. The variants run alternately, b.N times
+// each; the metrics are medians over the runs: mean young and full pause
+// (ms), their ratio to "off", the uprobe hits per pause, and the run's
+// wall time outside GC pauses (the mutator's; ms) with its ratio to "off".
+// BENCH_PAUSE_VARIANTS (comma-separated) selects variants.
 func BenchmarkLiveGCPause(b *testing.B) {
 	jdks := liveJDKs(b)
 	classes := compileChurn(b)
-	for _, j := range jdks[:1] {
+	variants := pauseVariants
+	if v := os.Getenv("BENCH_PAUSE_VARIANTS"); v != "" {
+		variants = nil
+		for _, pv := range pauseVariants {
+			if pv.name == "off" || strings.Contains(","+v+",", ","+pv.name+",") {
+				variants = append(variants, pv)
+			}
+		}
+	}
+	for _, j := range jdks {
 		for _, g := range gcFlags {
 			b.Run(j.name+"/"+g.name, func(b *testing.B) {
-				var base, tracked runResult
+				type sample struct{ young, full, hits, mut float64 }
+				runs := map[string][]sample{}
 				for i := 0; i < b.N; i++ {
-					base = runChurn(b, j, classes, g.flag, 9, false)
-					tracked = runChurn(b, j, classes, g.flag, 9, true)
-				}
-				for _, k := range []string{"Young", "Full"} {
-					if m := base.gc.mean(k); m > 0 {
-						b.ReportMetric(m, strings.ToLower(k)+"-ms")
-						b.ReportMetric(tracked.gc.mean(k), strings.ToLower(k)+"-tracked-ms")
+					for _, v := range variants {
+						var res runResult
+						if v.cfg == nil {
+							res = runChurn(b, j, classes, g.flag, 9)
+						} else {
+							res = runChurn(b, j, classes, g.flag, 9, *v.cfg)
+						}
+						n := res.gc.n["Young"] + res.gc.n["Full"]
+						pauses := res.gc.total["Young"] + res.gc.total["Full"] + res.gc.total["Remark"] + res.gc.total["Cleanup"]
+						runs[v.name] = append(runs[v.name], sample{
+							young: res.gc.mean("Young"),
+							full:  res.gc.mean("Full"),
+							hits:  float64(res.counters.Hits) / float64(max(n, 1)),
+							mut:   float64(res.elapsed.Microseconds())/1000 - pauses,
+						})
 					}
 				}
-				if n := tracked.gc.n["Young"] + tracked.gc.n["Full"]; n > 0 {
-					b.ReportMetric(float64(tracked.counters.Hits)/float64(n), "hits/pause")
+				med := func(name string, f func(sample) float64) float64 {
+					var xs []float64
+					for _, s := range runs[name] {
+						xs = append(xs, f(s))
+					}
+					sort.Float64s(xs)
+					if len(xs) == 0 {
+						return 0
+					}
+					if len(xs)%2 == 1 {
+						return xs[len(xs)/2]
+					}
+					return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+				}
+				young := func(s sample) float64 { return s.young }
+				full := func(s sample) float64 { return s.full }
+				mut := func(s sample) float64 { return s.mut }
+				for _, v := range variants {
+					y, f, m := med(v.name, young), med(v.name, full), med(v.name, mut)
+					b.ReportMetric(y, v.name+"-young-ms")
+					b.ReportMetric(f, v.name+"-full-ms")
+					if v.name == "off" {
+						continue
+					}
+					b.ReportMetric(med(v.name, func(s sample) float64 { return s.hits }), v.name+"-hits/pause")
+					if y0 := med("off", young); y0 > 0 {
+						b.ReportMetric(y/y0, v.name+"-young-ratio")
+					}
+					if f0 := med("off", full); f0 > 0 {
+						b.ReportMetric(f/f0, v.name+"-full-ratio")
+					}
+					if m0 := med("off", mut); m0 > 0 {
+						b.ReportMetric(m/m0, v.name+"-mutator-ratio")
+					}
 				}
 			})
 		}
+	}
+}
+
+// copyKey identifies a copy.
+type copyKey struct{ src, dst, len uint64 }
+
+// gcWindows returns the [begin, end] times of the GC epochs of events.
+func gcWindows(events []Event) [][2]uint64 {
+	var wins [][2]uint64
+	var begin uint64
+	for _, ev := range events {
+		switch ev.Kind {
+		case GCBegin:
+			begin = ev.Time
+		case GCEnd:
+			wins = append(wins, [2]uint64{begin, ev.Time})
+		}
+	}
+	return wins
+}
+
+func inWindows(wins [][2]uint64, ts uint64) bool {
+	i := sort.Search(len(wins), func(i int) bool { return wins[i][1] >= ts })
+	return i < len(wins) && wins[i][0] <= ts
+}
+
+// checkSitesAgainstLibc compares the copies of the collector sites (res)
+// with those the libc probe saw in the same run (truth): every copy of
+// the heap inside a GC epoch that libc saw must be a site copy, and every
+// site copy must be one libc saw.
+func checkSitesAgainstLibc(t *testing.T, res runResult, truth trackResult) {
+	t.Helper()
+	if len(res.info.Sites) == 0 || len(truth.info.Copies) == 0 {
+		t.Fatalf("want sites and libc: sites %d (%v), libc %v", len(res.info.Sites), res.info.SitesErr, truth.info.Copies)
+	}
+	wins := gcWindows(truth.events)
+	want := map[copyKey]int{}
+	outside := 0
+	for _, ev := range truth.events {
+		if ev.Kind != Copy {
+			continue
+		}
+		if !inWindows(wins, ev.Time) {
+			outside++
+			continue
+		}
+		want[copyKey{ev.Src, ev.Dst, ev.Len}]++
+	}
+	got := map[copyKey]int{}
+	sitesOutside := 0
+	for _, ev := range res.events {
+		if ev.Kind != Copy {
+			continue
+		}
+		if !inWindows(wins, ev.Time) {
+			sitesOutside++
+		}
+		got[copyKey{ev.Src, ev.Dst, ev.Len}]++
+	}
+	var matched, missed, extra int
+	for k, n := range want {
+		m := min(n, got[k])
+		matched += m
+		missed += n - m
+	}
+	for k, n := range got {
+		extra += max(0, n-want[k])
+	}
+	cs, cl := res.counters, truth.counters
+	t.Logf("accuracy: libc saw %d heap copies ≥1KiB in GC epochs (%d outside); sites matched %d, missed %d, extra %d, outside epochs %d",
+		matched+missed, outside, matched, missed, extra, sitesOutside)
+	t.Logf("traps: sites %d (%d in GC), libc %d (%d in GC): %.1f%% of libc's", cs.Hits, cs.HitsInGC, cl.Hits, cl.HitsInGC, 100*float64(cs.Hits)/float64(max(cl.Hits, 1)))
+	if missed > 0 || extra > 0 {
+		t.Errorf("sites missed %d and added %d of the %d GC copies libc saw", missed, extra, matched+missed)
+	}
+	if sitesOutside > 0 || cs.Hits != cs.HitsInGC {
+		t.Errorf("site probes trapped outside GC epochs: %d copies, hits %d, in GC %d", sitesOutside, cs.Hits, cs.HitsInGC)
+	}
+	if matched == 0 {
+		t.Error("no GC copy at all")
 	}
 }

@@ -1,12 +1,23 @@
 // Package reloc captures the object copies and GC epochs of HotSpot JVMs
-// with BPF: uprobes on the memmove/memcpy implementation that libjvm.so
-// really calls (found through its GOT in the live process) report copies out
-// of the Java heap, and uprobes on the USDT sites hotspot:gc__begin and
-// gc__end bracket each GC operation. One ring buffer serves every JVM.
+// with BPF, and uprobes on the USDT sites hotspot:gc__begin and gc__end
+// bracket each GC operation. One ring buffer serves every JVM.
 //
-// Cost: every call of the copy implementation in a tracked process traps,
-// 7-10 us each on the development VM (design.md), whether or not the BPF
-// filter keeps the copy. Attach only while profiling.
+// Copies are caught, by default, by uprobes on the memcpy/memmove calls
+// inside the Serial, Parallel and G1 collectors' own copy functions, found
+// by name in libjvm.so's .symtab and by disassembling them (gcsites.go):
+// they trap only when a collector copies an object of more than 64 bytes,
+// never outside a GC pause, whether or not the BPF filter keeps the copy.
+// The kernel emulates the call instruction, so a hit costs several times
+// less than one at memmove's entry, which single-steps its first
+// instruction (7-10 us on the development VM, design.md). A pause grows
+// with the number of objects over 64 bytes the collector copies.
+//
+// When libjvm.so is stripped or its copy functions are unknown (a JDK not
+// in gcCopyFuncs), copies are caught instead on the memmove/memcpy
+// implementation that libjvm.so really calls (found through its GOT in the
+// live process): that traps on every copy of every thread of the JVM, GC
+// or not, and made H2 and Xalan 1.9-2.6 times slower. Info.SitesErr says
+// when this fallback was taken.
 package reloc
 
 import (
@@ -67,10 +78,34 @@ type Event struct {
 // Range is a half-open address range [Start, End).
 type Range struct{ Start, End uint64 }
 
-// Config configures the BPF filter.
+// CopyProbe says where copies are caught.
+type CopyProbe string
+
+// Copy probes (Config.Copies).
+const (
+	// CopiesAuto catches copies at the collectors' copy sites, and on
+	// libc's memmove when libjvm.so has none (stripped, unknown JDK).
+	CopiesAuto CopyProbe = ""
+	// CopiesGCSites uses the collectors' copy sites only: AddJVM fails
+	// for the copies (Info.CopyErr) when libjvm.so has none.
+	CopiesGCSites CopyProbe = "gc-sites"
+	// CopiesLibc traps libc's memmove/memcpy as libjvm.so calls them:
+	// every copy of every thread.
+	CopiesLibc CopyProbe = "libc"
+)
+
+// Config configures the probes and the BPF filter.
 type Config struct {
 	// MinLen drops copies shorter than this in BPF (0 keeps all).
 	MinLen uint64
+	// Copies chooses the copy probes (CopiesAuto if empty).
+	Copies CopyProbe
+
+	// entryProbes, for measurements only, puts the copy program on the
+	// entry of every collector copy function instead of its memcpy calls:
+	// the events are meaningless (the registers are not memcpy's), the
+	// hit counters and pauses are what it is for.
+	entryProbes bool
 }
 
 // Sentinel errors; Info reports them for the part that could not be
@@ -95,8 +130,16 @@ const maxRanges = 4
 
 // Info says what AddJVM attached.
 type Info struct {
-	LibJVM string       // libjvm.so as the process sees it
-	Copies []CopyTarget // one uprobe each; empty if CopyErr != nil
+	LibJVM string // libjvm.so as the process sees it
+	// Sites are the collectors' copy sites attached, one uprobe each, in
+	// libjvm.so; empty if the libc fallback was taken.
+	Sites []Site
+	// SitesErr says why the copy sites were not used (wraps ErrNoSymtab
+	// or ErrNoSites), nil if they were or Config.Copies is CopiesLibc.
+	SitesErr error
+	// Copies are the libc implementations attached when the copy sites
+	// were not used, one uprobe each; empty if CopyErr != nil.
+	Copies []CopyTarget
 	// GCBegin and GCEnd are the USDT sites attached (a probe may be
 	// inlined at several sites).
 	GCBegin, GCEnd []Probe
@@ -193,7 +236,21 @@ func (t *Tracker) AddJVM(pid int, heap []Range) (Info, error) {
 	}
 	defer jvmELF.Close()
 
-	info.Copies, info.CopyErr = t.resolve(pid, jvmELF, ms, jvmMap)
+	if t.cfg.Copies != CopiesLibc {
+		info.Sites, info.SitesErr = siteCache.sites(jvmPath, jvmELF)
+		if info.SitesErr == nil {
+			info.SitesErr = checkSites(info.Sites)
+		}
+		if info.SitesErr != nil {
+			info.Sites = nil
+			if t.cfg.Copies == CopiesGCSites {
+				info.CopyErr = fmt.Errorf("gc copy sites: %w", info.SitesErr)
+			}
+		}
+	}
+	if info.Sites == nil && info.CopyErr == nil {
+		info.Copies, info.CopyErr = t.resolve(pid, jvmELF, ms, jvmMap)
+	}
 	info.GCBegin, info.GCEnd, info.GCErr = gcProbes(jvmELF)
 	if info.CopyErr != nil && info.GCErr != nil {
 		return info, fmt.Errorf("track pid %d: %w", pid, errors.Join(info.CopyErr, info.GCErr))
@@ -217,6 +274,23 @@ func (t *Tracker) AddJVM(pid int, heap []Range) (Info, error) {
 		}
 		t.objs.RelocTargets.Delete(uint32(pid))
 		return info, fmt.Errorf("track pid %d: %w", pid, err)
+	}
+	if len(info.Sites) > 0 {
+		ex, err := link.OpenExecutable(jvmPath)
+		if err != nil {
+			return fail(fmt.Errorf("open libjvm: %w", err))
+		}
+		offs, err := t.siteOffsets(jvmELF, info.Sites)
+		if err != nil {
+			return fail(err)
+		}
+		for _, off := range offs {
+			l, err := ex.Uprobe("", t.objs.OnCopy, &link.UprobeOptions{Address: off, PID: pid})
+			if err != nil {
+				return fail(fmt.Errorf("attach uprobe libjvm+%#x: %w", off, err))
+			}
+			links = append(links, l)
+		}
 	}
 	for i, c := range info.Copies {
 		ex, err := link.OpenExecutable(hostPath(pid, c.Lib))
@@ -253,6 +327,39 @@ func (t *Tracker) AddJVM(pid int, heap []Range) (Info, error) {
 	}
 	t.jvms[pid] = links
 	return info, nil
+}
+
+// siteOffsets returns the file offsets to probe: the sites, or with
+// entryProbes the entries of the functions holding them.
+func (t *Tracker) siteOffsets(f *elf.File, sites []Site) ([]uint64, error) {
+	if !t.cfg.entryProbes {
+		offs := make([]uint64, len(sites))
+		for i, s := range sites {
+			offs[i] = s.Offset
+		}
+		return offs, nil
+	}
+	funcs := map[string]bool{}
+	for _, s := range sites {
+		funcs[s.Func] = true
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[uint64]bool{}
+	var offs []uint64
+	for _, s := range syms {
+		if funcs[s.Name] && !seen[s.Value] {
+			seen[s.Value] = true
+			off, err := fileOffset(f, s.Value)
+			if err != nil {
+				return nil, err
+			}
+			offs = append(offs, off)
+		}
+	}
+	return offs, nil
 }
 
 // resolve finds the copy implementation(s) of pid.

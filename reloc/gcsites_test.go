@@ -1,0 +1,126 @@
+package reloc
+
+import (
+	"debug/elf"
+	"os"
+	"testing"
+	"time"
+)
+
+func TestMatchGCFunc(t *testing.T) {
+	for sym, want := range map[string]string{
+		"_ZN16DefNewGeneration22copy_to_survivor_spaceEP7oopDesc":                                         "Serial young",
+		"_ZN10Generation7promoteEP7oopDescm":                                                              "Serial young",
+		"_ZN10Generation7compactEv":                                                                       "",
+		"_ZN16CompactibleSpace7compactEv":                                                                 "Serial full",
+		"_ZN18PSPromotionManager31copy_unmarked_to_survivor_spaceILb0EEEP7oopDescS2_8markWord":            "Parallel young",
+		"_ZN17PSParallelCompact9copy_backEPP12HeapWordImplS2_":                                            "Parallel full",
+		"_ZN17PSParallelCompact11fill_regionEP20ParCompactionManagerR20MoveAndUpdateClosurem.constprop.0": "Parallel full",
+		"_ZN19G1FullGCCompactTask22G1CompactRegionClosure5applyEP7oopDesc":                                "G1 full",
+		"_ZNK20G1ParScanThreadState3fooEv":                                                                "G1 young",
+		"_ZN15G1RemSetSummary3setEPS_":                                                                    "",
+		"_Z16copy_annotationsP15ClassLoaderDataP5ArrayIhEP10JavaThread":                                   "",
+		"_ZN4Copy22conjoint_memory_atomicEPKvPvm":                                                         "",
+	} {
+		g, ok := matchGCFunc(sym)
+		got := ""
+		if ok {
+			got = g.gc + " " + string(g.phase)
+		}
+		if got != want {
+			t.Errorf("matchGCFunc(%s) = %q, want %q", sym, got, want)
+		}
+	}
+}
+
+// TestRealLibJVM finds the copy sites of the installed JDKs' libjvm.so and
+// checks them against what objdump -d showed when this was written.
+func TestRealLibJVM(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		want map[string]int // mangled function -> sites
+	}{
+		{"/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so", map[string]int{
+			"_ZN16DefNewGeneration22copy_to_survivor_spaceEP7oopDesc":          1,
+			"_ZN10Generation7promoteEP7oopDescm":                               1,
+			"_ZN16CompactibleSpace7compactEv":                                  1,
+			"_ZN17PSParallelCompact9copy_backEPP12HeapWordImplS2_":             1,
+			"_ZN20MoveAndUpdateClosure7do_addrEPP12HeapWordImplm":              1,
+			"_ZN19G1FullGCCompactTask22G1CompactRegionClosure5applyEP7oopDesc": 1,
+		}},
+		{"/usr/lib/jvm/temurin-25-jdk-amd64/lib/server/libjvm.so", map[string]int{
+			"_ZN16DefNewGeneration22copy_to_survivor_spaceEP7oopDesc":         1,
+			"_ZN12SerialFullGC19invoke_at_safepointEb":                        1,
+			"_ZN17PSParallelCompact9copy_backEPP12HeapWordImplS2_":            1,
+			"_ZN19G1FullGCCompactTask27copy_object_to_new_locationEP7oopDesc": 1,
+		}},
+	} {
+		f, err := elf.Open(c.path)
+		if err != nil {
+			t.Logf("skipping %s: %v", c.path, err)
+			continue
+		}
+		sites, err := gcCopySites(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c.path, err)
+		}
+		if err := checkSites(sites); err != nil {
+			t.Errorf("%s: %v", c.path, err)
+		}
+		per := map[string]int{}
+		for _, s := range sites {
+			per[s.Func]++
+			t.Logf("%s %-8s %-5s %#x %-7s tail=%v %s", c.path[9:30], s.GC, s.Phase, s.Addr, s.Callee, s.Tail, s.Func)
+		}
+		for fn, n := range c.want {
+			if per[fn] != n {
+				t.Errorf("%s: %d sites in %s, want %d", c.path, per[fn], fn, n)
+			}
+		}
+	}
+}
+
+func TestCopyProbes(t *testing.T) {
+	sites := Info{LibJVM: "/x/libjvm.so", Sites: []Site{{Func: "a"}, {Func: "a"}, {Func: "b"}}}
+	if got, want := sites.CopyProbes(), "3 memcpy/memmove calls in 2 copy functions of the Serial, Parallel and G1 collectors in libjvm.so (trap only in GC pauses)"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	libc := Info{Copies: []CopyTarget{{Imports: []string{"memmove", "memcpy"}, Lib: "/lib/libc.so.6", Offset: 0x1234}}, SitesErr: ErrNoSymtab}
+	if got, want := libc.CopyProbes(), "libc /lib/libc.so.6+0x1234 (memmove/memcpy), libjvm's memmove/memcpy: every copy of every thread traps; fallback because libjvm.so has no symbol table (stripped)"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestPrepare(t *testing.T) {
+	const p = "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("no %s", p)
+	}
+	if err := Prepare(p); err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// The same file through another path, as AddJVM reaches it.
+	start := time.Now()
+	sites, err := siteCache.sites("/proc/self/root"+p, f)
+	if err != nil || len(sites) == 0 {
+		t.Fatalf("cached sites %d, %v", len(sites), err)
+	}
+	if d := time.Since(start); d > 10*time.Millisecond {
+		t.Errorf("cached lookup took %v", d)
+	}
+	if err := PrepareJava("/usr/lib/jvm/java-17-openjdk-amd64/bin/java"); err != nil {
+		t.Errorf("PrepareJava: %v", err)
+	}
+	if err := PrepareJava("/bin/sh"); err == nil {
+		t.Error("PrepareJava(/bin/sh) succeeded")
+	}
+	if err := Prepare("/nonexistent/libjvm.so"); err == nil {
+		t.Error("Prepare of a missing file succeeded")
+	}
+}

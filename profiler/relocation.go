@@ -13,8 +13,10 @@ import (
 
 // Relocation strategies (--relocation).
 const (
-	// RelocUprobe follows GC copies with uprobes on libjvm's memmove and
-	// applies each GC's copies at its end (USDT gc__begin/gc__end).
+	// RelocUprobe follows GC copies with uprobes on the memcpy/memmove
+	// calls of the collectors' copy functions in libjvm (libc's memmove
+	// when libjvm has no symbols) and applies each GC's copies at its end
+	// (USDT gc__begin/gc__end).
 	RelocUprobe = "uprobe"
 	// RelocRescan has the agent read every tracked object's weak
 	// reference after each GC and moves the moved ones: no cost inside
@@ -91,8 +93,11 @@ func (s *session) startRelocation() (*relocation, join.Moves) {
 		s.addNote("relocation: uprobes unavailable (%v); falling back to rescan after each GC", err)
 		return nil, join.MovesRescan
 	}
-	s.opts.note("relocation: uprobe on %s+%#x (libjvm's memmove/memcpy), %d gc__begin and %d gc__end sites",
-		info.Copies[0].Lib, info.Copies[0].Offset, len(info.GCBegin), len(info.GCEnd))
+	s.opts.note("relocation: uprobes on %s, %d gc__begin and %d gc__end sites",
+		info.CopyProbes(), len(info.GCBegin), len(info.GCEnd))
+	if info.SitesErr != nil {
+		s.addNote("relocation: %v; catching copies in libc's memmove instead, which traps on every copy of every thread", info.SitesErr)
+	}
 	r := &relocation{tr: tr, pid: s.pid, msgs: make(chan relocMsg, 4096)}
 	go r.read()
 	return r, join.MovesUprobe

@@ -242,6 +242,10 @@ func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, s
 	if err != nil {
 		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
 	}
+	if s.opts.Relocation == RelocUprobe {
+		// Finding the copy sites takes tens of ms: before the first GC.
+		reloc.PrepareJava(path)
+	}
 	cmd := &exec.Cmd{Path: path, Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr}
 	s.opts.RunAs.apply(cmd)
 	if err := cmd.Start(); err != nil {

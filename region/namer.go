@@ -111,16 +111,38 @@ func (n *Namer) Name(addr uint64, tid uint32, rsp uint64) Region {
 		mi := m.mapIdx[i]
 		if rsp >= m.mstart[mi] && rsp < m.mend[mi] {
 			// addr is in the mapping of the sampling thread's sp.
-			if r := m.regions[m.reg[i]]; r.TID != tid && m.stackable(i) {
+			if m.mend[mi]-m.mstart[mi] > maxStackMapping {
+				if addr+redZone >= rsp && addr-rsp < maxStackMapping && m.stackable(i) {
+					return n.stackOf(m, tid)
+				}
+			} else if r := m.regions[m.reg[i]]; r.TID != tid && m.stackable(i) {
 				n.learn(m, i, tid, rsp)
 			}
 		} else if j := m.find(rsp); j >= 0 {
-			if r := m.regions[m.reg[j]]; r.TID != tid && m.stackable(j) {
+			mj := m.mapIdx[j]
+			if r := m.regions[m.reg[j]]; r.TID != tid && m.stackable(j) && m.mend[mj]-m.mstart[mj] <= maxStackMapping {
 				n.learn(m, j, tid, rsp)
 			}
 		}
 	}
 	return m.regions[m.reg[i]]
+}
+
+// A mapping larger than maxStackMapping that holds a stack pointer is a
+// stack the kernel merged with neighbouring anonymous memory (a direct
+// buffer, say): only addresses from just below the stack pointer (its red
+// zone) up to maxStackMapping above it are taken for the stack.
+const (
+	maxStackMapping = 16 << 20
+	redZone         = 128
+)
+
+// stackOf is tid's stack region, named as learn names it.
+func (n *Namer) stackOf(m *Map, tid uint32) Region {
+	if _, ok := m.names[tid]; !ok && len(m.names) < maxClaims {
+		m.names[tid] = readComm(n.pid, tid)
+	}
+	return m.regions[m.owned(tid)]
 }
 
 func (n *Namer) learn(m *Map, i int, tid uint32, rsp uint64) {

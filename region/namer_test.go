@@ -55,3 +55,23 @@ func TestNamerReloadAndLearn(t *testing.T) {
 		t.Errorf("stats %+v, want 1 learned", s)
 	}
 }
+
+// A thread's stack merged by the kernel with a 64 MiB anonymous mapping
+// below it (a direct buffer): only what is near the stack pointer is the
+// stack, the rest stays anonymous, and the mapping is not learned whole.
+func TestMergedStack(t *testing.T) {
+	maps := "7f0000000000-7f0004100000 rw-p 00000000 00:00 0 \n"
+	m := Build(maps, JVMText{}, nil, 1)
+	n := &Namer{m: m, hints: map[uint32]uint64{}, now: time.Now, last: time.Now()}
+	const top = 0x7f0004100000
+	rsp := uint64(top - 0x2000)
+	if r := n.Name(rsp+0x40, 42, rsp); r.Name != Stack || r.TID != 42 {
+		t.Errorf("a spill slot above rsp: %+v", r)
+	}
+	if r := n.Name(0x7f0000001000, 42, rsp); r.Name != Anonymous {
+		t.Errorf("the buffer at the mapping's bottom: %+v", r)
+	}
+	if r := n.Name(0x7f0000001000, 0, 0); r.Name != Anonymous {
+		t.Errorf("the buffer without a stack pointer: %+v", r)
+	}
+}

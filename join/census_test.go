@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/djx-bpf/djx-bpf/agent"
-	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sample"
 )
 
 func censusPath(id, parent uint32, hop string) *agent.CensusPath {
@@ -21,9 +21,9 @@ func TestJoinCensus(t *testing.T) {
 	j := exactJVM(1)
 	j.OnBatch(batch(100, hello(10), &agent.CensusStart{Time: 100, Kind: agent.CensusAttach},
 		alloc(90, 0x9000_0000, 4096, "[J", agent.Frame{Method: 1})))
-	j.OnSample(fault(150, 0x5000_0040), loader.PageFaults) // in the map's value
-	j.OnSample(fault(160, 0x6000_0100), loader.PageFaults) // in main's local
-	j.OnSample(fault(170, 0x9000_0010), loader.PageFaults) // the sampled allocation
+	j.OnSample(fault(150, 0x5000_0040), sample.PageFaults) // in the map's value
+	j.OnSample(fault(160, 0x6000_0100), sample.PageFaults) // in main's local
+	j.OnSample(fault(170, 0x9000_0010), sample.PageFaults) // the sampled allocation
 	j.SamplesComplete(1 << 40)
 	// A batch with a later watermark but no census yet: the join waits.
 	j.OnBatch(batch(400))

@@ -6,7 +6,7 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/agent"
 	"github.com/djx-bpf/djx-bpf/heap"
-	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/sample"
 )
 
 // The hot paths of the loader's consumer, driven through the functions the
@@ -90,13 +90,13 @@ func BenchmarkAttribute(b *testing.B) {
 		b.Run(fmt.Sprintf("objs=%d", n), func(b *testing.B) {
 			j := benchJVM(b, n, false)
 			addrs := benchAddrs(n)
-			var s loader.Sample
+			var s sample.Sample
 			t := uint64(10)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
 				s.Time, s.Addr, s.Regs[16] = t, addrs[i&(len(addrs)-1)], 0x7000_0000+uint64(i&63)*16
-				j.OnSample(&s, loader.PageFaults)
+				j.OnSample(&s, sample.PageFaults)
 				t++
 				if i%benchChunk == benchChunk-1 {
 					j.OnBatch(batch(t))
@@ -118,9 +118,9 @@ func BenchmarkAttribute(b *testing.B) {
 func BenchmarkDecodeAttribute(b *testing.B) {
 	j := benchJVM(b, 1_000_000, false)
 	addrs := benchAddrs(1_000_000)
-	var s loader.Sample
+	var s sample.Sample
 	copy(s.At[:], []byte{0x48, 0x8b, 0x04, 0xc8})
-	s.Flags = loader.FlagAtOK
+	s.Flags = sample.FlagAtOK
 	t := uint64(10)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -128,7 +128,7 @@ func BenchmarkDecodeAttribute(b *testing.B) {
 		a := addrs[i&(len(addrs)-1)]
 		// pt_regs: rax is [10], rcx [11]; address = rax + rcx*8.
 		s.Time, s.Regs[10], s.Regs[11], s.Regs[16] = t, a&^0xff, (a&0xff)/8, 0x7000_0000
-		j.OnSample(&s, loader.Decode)
+		j.OnSample(&s, sample.Decode)
 		t++
 		if i%benchChunk == benchChunk-1 {
 			j.OnBatch(batch(t))
@@ -161,7 +161,7 @@ func BenchmarkJoinStacks(b *testing.B) {
 				stacks[i] = &agent.Stack{}
 			}
 			recs := make([]agent.Record, benchChunk)
-			var s loader.Sample
+			var s sample.Sample
 			const dt = 1000 // ns between samples
 			t := uint64(1_000_000)
 			b.ReportAllocs()
@@ -171,7 +171,7 @@ func BenchmarkJoinStacks(b *testing.B) {
 				tid := uint32(100 + i%8)
 				ip := 0x7000_0000 + uint64(i%64)*16
 				s.Time, s.Addr, s.Regs[16], s.TID = t, addrs[i&(len(addrs)-1)], ip, tid
-				j.OnSample(&s, loader.PageFaults)
+				j.OnSample(&s, sample.PageFaults)
 				st := stacks[k]
 				*st = agent.Stack{Time: t + 20, TID: tid, PC: ip, Status: 8, Frames: paths[i%64]}
 				recs[k] = st
@@ -279,9 +279,9 @@ func benchDecodeHeap(b *testing.B, typed bool) {
 				Fields: []agent.Field{{Offset: 12, Name: "a", Sig: "I"}, {Offset: 16, Name: "b", Sig: "J"}, {Offset: 24, Name: "c", Sig: "Ljava/lang/Object;"}}})
 		}
 	}
-	var s loader.Sample
+	var s sample.Sample
 	copy(s.At[:], []byte{0x48, 0x8b, 0x46, 0x10})
-	s.Flags = loader.FlagAtOK
+	s.Flags = sample.FlagAtOK
 	t := uint64(10)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -290,7 +290,7 @@ func benchDecodeHeap(b *testing.B, typed bool) {
 		// pt_regs: rsi is slot 13.
 		s.Time, s.Regs[13], s.Regs[16] = t, obj, 0x7000_0000
 		s.HdrOK, s.Hdr[13] = 1<<13, [2]uint64{1, uint64(1+i&4095) << 6}
-		j.OnSample(&s, loader.Decode)
+		j.OnSample(&s, sample.Decode)
 		t++
 		if i%benchChunk == benchChunk-1 {
 			j.OnBatch(batch(t))

@@ -6,7 +6,7 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/agent"
 	"github.com/djx-bpf/djx-bpf/heap"
-	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/sample"
 )
 
 func TestCaptureWeight(t *testing.T) {
@@ -34,7 +34,7 @@ func alloc(t, addr, size uint64, typ string, frames ...agent.Frame) *agent.Alloc
 	return &agent.Alloc{Time: t, Addr: addr, Size: size, TypeSig: typ, Frames: frames}
 }
 
-func fault(t, addr uint64) *loader.Sample { return &loader.Sample{Time: t, Addr: addr} }
+func fault(t, addr uint64) *sample.Sample { return &sample.Sample{Time: t, Addr: addr} }
 
 // exactJVM judges page-fault samples at their own time, so that the tests
 // can use them as exact-address samples.
@@ -49,7 +49,7 @@ func exactJVM(pid int) *JVM {
 func TestJoinPageFaultBeforeAllocRecord(t *testing.T) {
 	j := newJVM(1)
 	j.OnBatch(batch(1_000_000, hello(1)))
-	j.OnSample(fault(2_000_000, 0x5000_1000), loader.PageFaults)
+	j.OnSample(fault(2_000_000, 0x5000_1000), sample.PageFaults)
 	j.OnBatch(batch(2_500_000, alloc(2_400_000, 0x5000_0000, 1<<20, "[J", agent.Frame{Method: 1})))
 	j.RelocComplete(1 << 40)
 	j.OnBatch(batch(1 << 40))
@@ -67,7 +67,7 @@ func TestJoinWaitsForWatermark(t *testing.T) {
 	j.OnBatch(batch(100, hello(100), method(7, "LHot;", "make", 12), method(8, "LHot;", "main", 30)))
 	// Sampled at 150 on an object whose allocation (at 140) the agent has
 	// not sent yet: it must wait, not be lost.
-	j.OnSample(fault(150, 0x1000_0010), loader.PageFaults)
+	j.OnSample(fault(150, 0x1000_0010), sample.PageFaults)
 	if j.stats.Attributed != 0 || len(j.queue)-j.head != 1 {
 		t.Fatalf("sample attributed before the watermark passed it: %+v", j.stats)
 	}
@@ -77,7 +77,7 @@ func TestJoinWaitsForWatermark(t *testing.T) {
 	}
 	// Before the agent's first record nothing can be joined.
 	j2 := exactJVM(2)
-	j2.OnSample(fault(50, 0x1000), loader.PageFaults)
+	j2.OnSample(fault(50, 0x1000), sample.PageFaults)
 	if j2.stats.Unjoined != 1 || j2.stats.Samples != 0 {
 		t.Fatalf("early sample: %+v", j2.stats)
 	}
@@ -112,9 +112,9 @@ func TestJoinWaitsForSampleStream(t *testing.T) {
 	if j.drained > 12 {
 		t.Fatalf("horizon %d ran past the sample stream (12)", j.drained)
 	}
-	j.OnSample(fault(15, 0x2100), loader.PageFaults) // taken on the old object
+	j.OnSample(fault(15, 0x2100), sample.PageFaults) // taken on the old object
 	j.SamplesComplete(90)
-	j.OnSample(fault(95, 0x2100), loader.PageFaults) // and one on the new
+	j.OnSample(fault(95, 0x2100), sample.PageFaults) // and one on the new
 	j.Drain(true)
 	got := map[string]uint64{}
 	for _, o := range j.Report() {
@@ -128,7 +128,7 @@ func TestJoinWaitsForSampleStream(t *testing.T) {
 	k := exactJVM(1)
 	k.OnBatch(batch(10, hello(1), alloc(2, 0x2000, 4096, "[B", agent.Frame{Method: 1})))
 	k.OnBatch(batch(100, alloc(20, 0x2000, 4096, "[I", agent.Frame{Method: 2})))
-	k.OnSample(fault(15, 0x2100), loader.PageFaults)
+	k.OnSample(fault(15, 0x2100), sample.PageFaults)
 	k.Drain(true)
 	if k.stats.Late != 1 || k.stats.LateMaxMs <= 0 {
 		t.Errorf("late %d (max %v ms): want the sample counted late", k.stats.Late, k.stats.LateMaxMs)
@@ -142,7 +142,7 @@ func TestJoinReuseChargesNewObject(t *testing.T) {
 		// Memory reused by a new object at another site.
 		alloc(5, 0x2000, 4096, "[I", agent.Frame{Method: 2}),
 	))
-	j.OnSample(fault(8, 0x2100), loader.PageFaults)
+	j.OnSample(fault(8, 0x2100), sample.PageFaults)
 	j.Drain(true)
 	for _, o := range j.Report() {
 		want := uint64(0)
@@ -173,16 +173,16 @@ func TestJoinDecodeAndHeap(t *testing.T) {
 	j.heap, j.heapKnown = heap.Info{Ranges: []heap.Range{{Start: 0x7000_0000, End: 0x8000_0000}}}, true
 	j.OnBatch(batch(10, hello(1), alloc(2, 0x7000_1000, 1<<20, "[J", agent.Frame{Method: 1})))
 	// mov 0x10(%rax,%rcx,8),%rdx with rax = 0x70001000, rcx = 3.
-	s := &loader.Sample{Time: 5, Flags: loader.FlagAtOK}
+	s := &sample.Sample{Time: 5, Flags: sample.FlagAtOK}
 	copy(s.At[:], []byte{0x48, 0x8b, 0x54, 0xc8, 0x10, 0x90, 0x90, 0x90})
 	s.Regs[10] = 0x7000_1000 // rax
 	s.Regs[11] = 3           // rcx
 	s.Regs[16] = 0x40_0000   // rip
-	j.OnSample(s, loader.Decode)
+	j.OnSample(s, sample.Decode)
 	// No memory operand, no bytes before: no address.
-	n := &loader.Sample{Time: 6, Flags: loader.FlagAtOK}
+	n := &sample.Sample{Time: 6, Flags: sample.FlagAtOK}
 	copy(n.At[:], []byte{0x90, 0x90})
-	j.OnSample(n, loader.Decode)
+	j.OnSample(n, sample.Decode)
 	j.Drain(true)
 	st := j.stats
 	if st.Samples != 2 || st.WithAddress != 1 || st.DecodedAtIP != 1 || st.InHeap != 1 || st.Attributed != 1 {
@@ -198,9 +198,9 @@ func TestJoinAppliesGCMovesInTimeOrder(t *testing.T) {
 	j.OnGCBegin(30) // the relocation stream is attached
 	j.OnCopy(0x1000, 0x9000, 4096)
 	// Samples arrive before the allocation stream has caught up.
-	j.OnSample(fault(20, 0x1010), loader.PageFaults) // before the GC: old place
-	j.OnSample(fault(50, 0x9010), loader.PageFaults) // after the GC: new place
-	j.OnSample(fault(70, 0x1010), loader.PageFaults) // after B reused the old place
+	j.OnSample(fault(20, 0x1010), sample.PageFaults) // before the GC: old place
+	j.OnSample(fault(50, 0x9010), sample.PageFaults) // after the GC: new place
+	j.OnSample(fault(70, 0x1010), sample.PageFaults) // after B reused the old place
 	j.OnBatch(batch(100,
 		alloc(10, 0x1000, 4096, "[J", agent.Frame{Method: 1}),
 		alloc(60, 0x1000, 4096, "[D", agent.Frame{Method: 2})))

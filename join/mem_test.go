@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/djx-bpf/djx-bpf/agent"
-	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/numa"
+	"github.com/djx-bpf/djx-bpf/sample"
 )
 
 // A load served by L3 with a HITM snoop and a TLB miss, as PEBS would
@@ -32,10 +32,10 @@ func TestMemMetricsAndNUMA(t *testing.T) {
 	for i, cpu := range []uint32{0, 0, 1} {
 		s := tsample(uint64(1000+i), 0x1000_0000+uint64(i)*4096, 0xA0, 5)
 		s.CPU = cpu
-		s.Flags = loader.FlagMemOK
+		s.Flags = sample.FlagMemOK
 		s.DataSrc = l3HitM
 		s.Weight = 200 // PERF_SAMPLE_WEIGHT: the latency in cycles
-		j.OnSample(s, loader.Hardware)
+		j.OnSample(s, sample.Hardware)
 	}
 	j.OnBatch(batch(9000))
 	j.Drain(true)

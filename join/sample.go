@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/decode"
-	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/sample"
 )
 
 // maxPending bounds the samples waiting for the agent's watermark; past it
@@ -41,7 +41,7 @@ type pending struct {
 }
 
 // OnSample decodes a sample and queues it for attribution.
-func (j *JVM) OnSample(s *loader.Sample, src loader.Source) {
+func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 	if !j.connected || s.Time < j.helloTime {
 		// No allocation is known before the agent's first record.
 		j.stats.Unjoined++
@@ -51,14 +51,14 @@ func (j *JVM) OnSample(s *loader.Sample, src loader.Source) {
 	addr := s.Addr
 	accessPC := s.IP() + 1 // page faults and hardware events: the access is at ip
 	var p pending
-	if src == loader.Decode {
+	if src == sample.Decode {
 		accessPC = 0
 		j.regs = decode.RegsFromPtRegs(&s.Regs)
 		var before, at []byte
-		if s.Flags&loader.FlagBeforeOK != 0 {
+		if s.Flags&sample.FlagBeforeOK != 0 {
 			before = s.Before[:]
 		}
-		if s.Flags&loader.FlagAtOK != 0 {
+		if s.Flags&sample.FlagAtOK != 0 {
 			at = s.At[:]
 		}
 		res := j.dec.Decode(before, at, &j.regs)
@@ -89,7 +89,7 @@ func (j *JVM) OnSample(s *loader.Sample, src loader.Source) {
 		j.head++
 	}
 	t := s.Time
-	if src == loader.PageFaults {
+	if src == sample.PageFaults {
 		// A first-touch fault comes before the agent reports the allocation
 		// that caused it (the JVM zeroes the memory first). The page was
 		// never touched, so no other object can have owned it meanwhile:
@@ -102,7 +102,7 @@ func (j *JVM) OnSample(s *loader.Sample, src loader.Source) {
 		j.stats.LateMaxMs = max(j.stats.LateMaxMs, float64(j.drained-t)/1e6)
 	}
 	p.time, p.addr, p.stime, p.ip, p.accessPC, p.tid, p.cpu = t, addr, s.Time, s.IP(), accessPC, s.TID, s.CPU
-	p.memOK, p.dataSrc, p.weight, p.noStack = s.Flags&loader.FlagMemOK != 0, s.DataSrc, s.Weight, s.Flags&loader.FlagNoStack != 0
+	p.memOK, p.dataSrc, p.weight, p.noStack = s.Flags&sample.FlagMemOK != 0, s.DataSrc, s.Weight, s.Flags&sample.FlagNoStack != 0
 	p.rsp = s.Regs[19]
 	j.queue = append(j.queue, p)
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/djx-bpf/djx-bpf/agent"
-	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sample"
 )
 
 // stackJVM is an exactJVM whose agent has a stack handler and whose BPF
@@ -22,8 +22,8 @@ func stackJVM() *JVM {
 	return j
 }
 
-func tsample(t, addr, ip uint64, tid uint32) *loader.Sample {
-	s := &loader.Sample{Time: t, Addr: addr, TID: tid}
+func tsample(t, addr, ip uint64, tid uint32) *sample.Sample {
+	s := &sample.Sample{Time: t, Addr: addr, TID: tid}
 	s.Regs[16] = ip
 	return s
 }
@@ -40,16 +40,16 @@ func TestStacksJoinBySameThreadAndPC(t *testing.T) {
 	scanB := []agent.Frame{{Method: 21, BCI: 5}, {Method: 22, BCI: 9}}
 	// Thread 5: three samples in scanA, one in scanB; thread 6 in scanA
 	// (the same path from another thread merges).
-	j.OnSample(tsample(1000, 0x1000_0008, 0xA0, 5), loader.PageFaults)
-	j.OnSample(tsample(2000, 0x1000_0010, 0xA0, 5), loader.PageFaults)
-	j.OnSample(tsample(2100, 0x1000_0010, 0xA0, 6), loader.PageFaults)
-	j.OnSample(tsample(3000, 0x1000_0018, 0xB0, 5), loader.PageFaults)
+	j.OnSample(tsample(1000, 0x1000_0008, 0xA0, 5), sample.PageFaults)
+	j.OnSample(tsample(2000, 0x1000_0010, 0xA0, 5), sample.PageFaults)
+	j.OnSample(tsample(2100, 0x1000_0010, 0xA0, 6), sample.PageFaults)
+	j.OnSample(tsample(3000, 0x1000_0018, 0xB0, 5), sample.PageFaults)
 	// Its signal was refused: no stack of its own; the next stack (for the
 	// sample at 5000, another pc) must not be taken.
-	j.OnSample(tsample(4000, 0x1000_0018, 0xA4, 5), loader.PageFaults)
-	j.OnSample(tsample(5000, 0x1000_0020, 0xA0, 5), loader.PageFaults)
+	j.OnSample(tsample(4000, 0x1000_0018, 0xA4, 5), sample.PageFaults)
+	j.OnSample(tsample(5000, 0x1000_0020, 0xA0, 5), sample.PageFaults)
 	// No address: goes to the remainder with its stack.
-	j.OnSample(tsample(6000, 0, 0xC0, 5), loader.PageFaults)
+	j.OnSample(tsample(6000, 0, 0xC0, 5), sample.PageFaults)
 	j.OnBatch(batch(7000,
 		stack(1020, 5, 0xA0, scanA...), stack(2020, 5, 0xA0, scanA...), stack(2120, 6, 0xA0, scanA...),
 		stack(3020, 5, 0xB0, scanB...), stack(5020, 5, 0xA0, scanA...),
@@ -96,8 +96,8 @@ func TestStackFallbackFromJITCode(t *testing.T) {
 			{PC: 0x7080, Frames: []agent.Frame{{Method: 22, BCI: 9}}},
 		}},
 		&agent.Stub{Time: 112, Start: 0x9000, Size: 0x1000, Name: "Interpreter"}))
-	j.OnSample(tsample(1000, 0x1000_0008, 0x700c, 5), loader.PageFaults)
-	j.OnSample(tsample(2000, 0x1000_0008, 0x9100, 5), loader.PageFaults)
+	j.OnSample(tsample(1000, 0x1000_0008, 0x700c, 5), sample.PageFaults)
+	j.OnSample(tsample(2000, 0x1000_0008, 0x9100, 5), sample.PageFaults)
 	j.OnBatch(batch(9000,
 		&agent.Stack{Time: 1010, TID: 5, Status: agent.StackNotWalkableJ, PC: 0x700c},
 		&agent.Stack{Time: 2010, TID: 5, Status: agent.StackUnknownJava, PC: 0x9100}))
@@ -117,7 +117,7 @@ func TestStackFallbackFromJITCode(t *testing.T) {
 func TestStacksHoldSamplesForGrace(t *testing.T) {
 	j := stackJVM()
 	j.OnBatch(batch(120, alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7})))
-	j.OnSample(tsample(1000, 0x1000_0008, 0xA0, 5), loader.PageFaults)
+	j.OnSample(tsample(1000, 0x1000_0008, 0xA0, 5), sample.PageFaults)
 	j.OnBatch(batch(1000 + stackGrace/2))
 	if j.stats.Attributed != 0 {
 		t.Fatal("sample attributed before its stack could arrive")
@@ -141,7 +141,7 @@ func TestStackLeafFromJITMap(t *testing.T) {
 			{PC: 0x7020, Frames: []agent.Frame{{Method: 21, BCI: 1}, {Method: 22, BCI: 9}}},
 		}}))
 	// Look-back found the load ending at ip 0x7010; ASGCT named scanB.
-	j.OnSample(tsample(1000, 0x1000_0008, 0x7010, 5), loader.PageFaults)
+	j.OnSample(tsample(1000, 0x1000_0008, 0x7010, 5), sample.PageFaults)
 	j.queue[len(j.queue)-1].accessPC = 0x7010
 	j.OnBatch(batch(9000, stack(1010, 5, 0x7010, agent.Frame{Method: 21, BCI: 1}, agent.Frame{Method: 22, BCI: 9}, agent.Frame{Method: 8, BCI: 4})))
 	j.Drain(true)
@@ -167,15 +167,15 @@ func TestStackBorrowedWithinCompiledCode(t *testing.T) {
 		&agent.Code{Time: 112, Method: 7, Start: 0x8000, Size: 0x100, PCs: []agent.PCInfo{
 			{PC: 0x8010, Frames: []agent.Frame{{Method: 7, BCI: 1}}},
 		}}))
-	noStack := func(t, ip uint64) *loader.Sample {
+	noStack := func(t, ip uint64) *sample.Sample {
 		s := tsample(t, 0x1000_0008, ip, 5)
-		s.Flags = loader.FlagNoStack
+		s.Flags = sample.FlagNoStack
 		return s
 	}
-	j.OnSample(tsample(1000, 0x1000_0008, 0x700c, 5), loader.PageFaults) // stacked, in scanA
-	j.OnSample(noStack(2000, 0x703c), loader.PageFaults)                 // in scanB, same code
-	j.OnSample(noStack(3000, 0x800c), loader.PageFaults)                 // other code
-	j.OnSample(noStack(1000+borrowMaxAge+10, 0x700c), loader.PageFaults) // too late to borrow
+	j.OnSample(tsample(1000, 0x1000_0008, 0x700c, 5), sample.PageFaults) // stacked, in scanA
+	j.OnSample(noStack(2000, 0x703c), sample.PageFaults)                 // in scanB, same code
+	j.OnSample(noStack(3000, 0x800c), sample.PageFaults)                 // other code
+	j.OnSample(noStack(1000+borrowMaxAge+10, 0x700c), sample.PageFaults) // too late to borrow
 	j.OnBatch(batch(1<<40, stack(1010, 5, 0x700c, agent.Frame{Method: 20, BCI: 4}, agent.Frame{Method: 22, BCI: 2}, agent.Frame{Method: 8, BCI: 3})))
 	j.Drain(true)
 	got := pathSamples(j.Report()[0].Accesses)
@@ -236,7 +236,7 @@ func TestStacksFromAnotherPIDNamespace(t *testing.T) {
 	var marked []uint32
 	j.noJava = func(tid uint32) { marked = append(marked, tid) }
 	j.OnBatch(batch(120, alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}, agent.Frame{Method: 8})))
-	j.OnSample(tsample(1000, 0x1000_0008, 0xA0, 4005), loader.PageFaults)
+	j.OnSample(tsample(1000, 0x1000_0008, 0xA0, 4005), sample.PageFaults)
 	j.OnBatch(batch(7000, stack(1020, 5, 0xA0, agent.Frame{Method: 20, BCI: 5}),
 		&agent.Stack{Time: 1100, TID: 1, Status: agent.StackNoEnv, PC: 0x7000},
 		&agent.Stack{Time: 1200, TID: 9, Status: agent.StackNoEnv, PC: 0x7000}))

@@ -7,9 +7,9 @@ import (
 	"github.com/djx-bpf/djx-bpf/datatype"
 	"github.com/djx-bpf/djx-bpf/decode"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
-	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/region"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sample"
 )
 
 // Regions names addresses outside the heap (region.Namer).
@@ -77,7 +77,7 @@ func (j *JVM) SetRegions(r Regions) { j.regions = r }
 
 // locate finds the object a decoded heap access addressed, from the
 // headers the sampling program read (see package datatype).
-func (j *JVM) locate(p *pending, res *decode.Result, s *loader.Sample) {
+func (j *JVM) locate(p *pending, res *decode.Result, s *sample.Sample) {
 	if s.HdrOK == 0 {
 		return
 	}

@@ -22,21 +22,25 @@ import (
 	"github.com/djx-bpf/djx-bpf/bpf"
 	"github.com/djx-bpf/djx-bpf/numa"
 	"github.com/djx-bpf/djx-bpf/pmu"
+	"github.com/djx-bpf/djx-bpf/sample"
 )
 
-// Source is a sample source: which perf event drives the BPF program.
-type Source string
+// Source, Sample and the sample flags are package sample's: the loader
+// fills them, the join reads them.
+type (
+	Source = sample.Source
+	Sample = sample.Sample
+)
 
 const (
-	// Decode samples the user registers and instruction bytes on a cpu-clock
-	// timer; the address comes from decoding the instruction in Go.
-	Decode Source = pmu.NameDecode
-	// PageFaults samples the software page-fault event; ctx->addr is exact.
-	PageFaults Source = pmu.NamePageFaults
-	// Hardware samples a PMU address-sampling event (PEBS, IBS) given as a
-	// perf_event_attr in Config.Attr; ctx->addr is exact and the samples
-	// carry the data source and latency.
-	Hardware Source = "hardware"
+	Decode     = sample.Decode
+	PageFaults = sample.PageFaults
+	Hardware   = sample.Hardware
+
+	FlagBeforeOK = sample.FlagBeforeOK
+	FlagAtOK     = sample.FlagAtOK
+	FlagMemOK    = sample.FlagMemOK
+	FlagNoStack  = sample.FlagNoStack
 )
 
 // ErrClosed is returned by Read after Close.
@@ -65,43 +69,6 @@ type Config struct {
 // MinStackGap bounds the stack signals of a thread whatever StackGap says:
 // a burst of page faults must not turn into a signal storm.
 const MinStackGap = 100 * time.Microsecond
-
-// Sample flags, as set by the BPF program.
-const (
-	FlagBeforeOK = 1 << 0
-	FlagAtOK     = 1 << 1
-	FlagMemOK    = 1 << 2 // DataSrc and Weight were read (hardware events)
-	// FlagNoStack: stacks are asked for, but not for this sample (one was
-	// sent to its thread less than StackGap ago, or the thread is new).
-	FlagNoStack = 1 << 3
-)
-
-// Sample is one sample of a profiled thread.
-type Sample struct {
-	Time   uint64 // CLOCK_MONOTONIC ns
-	PID    uint32
-	TID    uint32
-	Addr   uint64 // ctx->addr (0 for cpu-clock)
-	Period uint64
-	Regs   [21]uint64 // struct pt_regs
-	Before [16]byte
-	At     [16]byte
-	Flags  uint32
-	CPU    uint32
-	// DataSrc (union perf_mem_data_src) and Weight (union
-	// perf_sample_weight) of a hardware sample; 0 when not provided.
-	DataSrc uint64
-	Weight  uint64
-	// Hdr holds the mark and klass words of the object that pt_regs slot
-	// i points at, read in the sampling interrupt, when bit i of HdrOK is
-	// set; bit i of HdrNarrow says slot i held a compressed oop.
-	HdrOK     uint16
-	HdrNarrow uint16
-	Hdr       [15][2]uint64
-}
-
-// IP returns the sampled instruction pointer.
-func (s *Sample) IP() uint64 { return s.Regs[16] }
 
 // sampleSize is sizeof(struct sample) in sample.bpf.c.
 const sampleSize = int(unsafe.Sizeof(bpf.DjxSample{}))

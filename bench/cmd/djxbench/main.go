@@ -78,6 +78,8 @@ var variants = map[string][]string{
 	"nostacks":    {"--stack-signal", "0"},
 	"rescan":      {"--relocation", "rescan"},
 	"relocoff":    {"--relocation", "off"},
+	"notypes":     {"--data-types=false"},
+	"uprobe":      {"--relocation", "uprobe"},
 	"minsize4k":   {"--min-size", "4KiB"},
 	"interval4k":  {"--alloc-interval", "4KiB"},
 	"budget0":     {"--alloc-budget", "0"},

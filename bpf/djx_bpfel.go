@@ -13,6 +13,19 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type DjxCounter uint32
+
+const (
+	DjxCounterCNT_MATCHED       DjxCounter = 0
+	DjxCounterCNT_DROPPED       DjxCounter = 1
+	DjxCounterCNT_KERNEL        DjxCounter = 2
+	DjxCounterCNT_SIGNALED      DjxCounter = 3
+	DjxCounterCNT_SIGNAL_FAIL   DjxCounter = 4
+	DjxCounterCNT_SIGNAL_SKIP   DjxCounter = 5
+	DjxCounterCNT_SIGNAL_NOJAVA DjxCounter = 6
+	DjxCounterCNT_MAX           DjxCounter = 8
+)
+
 type DjxSample struct {
 	_         structs.HostLayout
 	Time      uint64
@@ -47,16 +60,17 @@ type DjxTarget struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	DjxMapCounters     = "counters"
-	DjxMapNoJava       = "no_java"
-	DjxMapSamples      = "samples"
-	DjxMapSigLast      = "sig_last"
-	DjxMapTargets      = "targets"
-	DjxProgOnSample    = "on_sample"
-	DjxProgOnSampleMem = "on_sample_mem"
-	DjxVarSigGapNs     = "sig_gap_ns"
-	DjxVarUnusedSample = "unused_sample"
-	DjxVarUnusedTarget = "unused_target"
+	DjxMapCounters      = "counters"
+	DjxMapNoJava        = "no_java"
+	DjxMapSamples       = "samples"
+	DjxMapSigLast       = "sig_last"
+	DjxMapTargets       = "targets"
+	DjxProgOnSample     = "on_sample"
+	DjxProgOnSampleMem  = "on_sample_mem"
+	DjxVarSigGapNs      = "sig_gap_ns"
+	DjxVarUnusedCounter = "unused_counter"
+	DjxVarUnusedSample  = "unused_sample"
+	DjxVarUnusedTarget  = "unused_target"
 )
 
 // LoadDjx returns the embedded CollectionSpec for Djx.
@@ -120,9 +134,10 @@ type DjxMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DjxVariableSpecs struct {
-	SigGapNs     *ebpf.VariableSpec `ebpf:"sig_gap_ns"`
-	UnusedSample *ebpf.VariableSpec `ebpf:"unused_sample"`
-	UnusedTarget *ebpf.VariableSpec `ebpf:"unused_target"`
+	SigGapNs      *ebpf.VariableSpec `ebpf:"sig_gap_ns"`
+	UnusedCounter *ebpf.VariableSpec `ebpf:"unused_counter"`
+	UnusedSample  *ebpf.VariableSpec `ebpf:"unused_sample"`
+	UnusedTarget  *ebpf.VariableSpec `ebpf:"unused_target"`
 }
 
 // DjxObjects contains all objects after they have been loaded into the kernel.
@@ -166,9 +181,10 @@ func (m *DjxMaps) Close() error {
 //
 // It can be passed to LoadDjxObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DjxVariables struct {
-	SigGapNs     *ebpf.Variable `ebpf:"sig_gap_ns"`
-	UnusedSample *ebpf.Variable `ebpf:"unused_sample"`
-	UnusedTarget *ebpf.Variable `ebpf:"unused_target"`
+	SigGapNs      *ebpf.Variable `ebpf:"sig_gap_ns"`
+	UnusedCounter *ebpf.Variable `ebpf:"unused_counter"`
+	UnusedSample  *ebpf.Variable `ebpf:"unused_sample"`
+	UnusedTarget  *ebpf.Variable `ebpf:"unused_target"`
 }
 
 // DjxPrograms contains all programs after they have been loaded into the kernel.

@@ -59,8 +59,8 @@ struct target {
 	struct range ranges[MAX_RANGES];
 };
 
-// Counter slots; keep in sync with reloc.Counters.
-enum {
+// Counter slots (bpf2go -type reloc_counter: the tracker reads them by name).
+enum reloc_counter {
 	CNT_HITS = 0,        // copy uprobe hits of tracked tgids (each paid a trap)
 	CNT_KEPT = 1,        // copies sent to the ring buffer
 	CNT_FILTER_LEN = 2,  // shorter than min_len
@@ -93,6 +93,7 @@ struct {
 
 // Force emission of the type for bpf2go -type.
 const struct reloc_event *unused_reloc_event __attribute__((unused));
+const enum reloc_counter *unused_reloc_counter __attribute__((unused));
 
 static __always_inline void count(__u32 slot)
 {

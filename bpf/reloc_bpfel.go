@@ -13,6 +13,20 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type RelocRelocCounter uint32
+
+const (
+	RelocRelocCounterCNT_HITS        RelocRelocCounter = 0
+	RelocRelocCounterCNT_KEPT        RelocRelocCounter = 1
+	RelocRelocCounterCNT_FILTER_LEN  RelocRelocCounter = 2
+	RelocRelocCounterCNT_FILTER_HEAP RelocRelocCounter = 3
+	RelocRelocCounterCNT_DROPPED     RelocRelocCounter = 4
+	RelocRelocCounterCNT_GC          RelocRelocCounter = 5
+	RelocRelocCounterCNT_FOREIGN     RelocRelocCounter = 6
+	RelocRelocCounterCNT_HITS_GC     RelocRelocCounter = 7
+	RelocRelocCounterCNT_MAX         RelocRelocCounter = 8
+)
+
 type RelocRelocEvent struct {
 	_     structs.HostLayout
 	Time  uint64
@@ -42,13 +56,14 @@ type RelocTarget struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	RelocMapRelocCounters    = "reloc_counters"
-	RelocMapRelocEvents      = "reloc_events"
-	RelocMapRelocTargets     = "reloc_targets"
-	RelocProgOnCopy          = "on_copy"
-	RelocProgOnGcBegin       = "on_gc_begin"
-	RelocProgOnGcEnd         = "on_gc_end"
-	RelocVarUnusedRelocEvent = "unused_reloc_event"
+	RelocMapRelocCounters      = "reloc_counters"
+	RelocMapRelocEvents        = "reloc_events"
+	RelocMapRelocTargets       = "reloc_targets"
+	RelocProgOnCopy            = "on_copy"
+	RelocProgOnGcBegin         = "on_gc_begin"
+	RelocProgOnGcEnd           = "on_gc_end"
+	RelocVarUnusedRelocCounter = "unused_reloc_counter"
+	RelocVarUnusedRelocEvent   = "unused_reloc_event"
 )
 
 // LoadReloc returns the embedded CollectionSpec for Reloc.
@@ -111,7 +126,8 @@ type RelocMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RelocVariableSpecs struct {
-	UnusedRelocEvent *ebpf.VariableSpec `ebpf:"unused_reloc_event"`
+	UnusedRelocCounter *ebpf.VariableSpec `ebpf:"unused_reloc_counter"`
+	UnusedRelocEvent   *ebpf.VariableSpec `ebpf:"unused_reloc_event"`
 }
 
 // RelocObjects contains all objects after they have been loaded into the kernel.
@@ -151,7 +167,8 @@ func (m *RelocMaps) Close() error {
 //
 // It can be passed to LoadRelocObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RelocVariables struct {
-	UnusedRelocEvent *ebpf.Variable `ebpf:"unused_reloc_event"`
+	UnusedRelocCounter *ebpf.Variable `ebpf:"unused_reloc_counter"`
+	UnusedRelocEvent   *ebpf.Variable `ebpf:"unused_reloc_event"`
 }
 
 // RelocPrograms contains all programs after they have been loaded into the kernel.

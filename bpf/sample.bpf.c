@@ -62,8 +62,8 @@ struct target {
 	__u64 oop_base;
 };
 
-// Counter slots; keep in sync with loader.Counters.
-enum {
+// Counter slots (bpf2go -type counter: the loader reads them by name).
+enum counter {
 	CNT_MATCHED = 0, // sample of a profiled process
 	CNT_DROPPED = 1, // ring buffer full
 	CNT_KERNEL = 2,  // sample taken in kernel mode (no user registers)
@@ -170,6 +170,7 @@ extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 // Force emission of the types for bpf2go -type.
 const struct sample *unused_sample __attribute__((unused));
 const struct target *unused_target __attribute__((unused));
+const enum counter *unused_counter __attribute__((unused));
 
 // read_headers fills s->hdr for every register that points into the heap,
 // directly or as a compressed oop. Objects are 8-byte aligned, which also

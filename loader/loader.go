@@ -469,7 +469,11 @@ func (s *Sampler) RunTime() (time.Duration, bool) {
 // Counters sums the per-CPU counters.
 func (s *Sampler) Counters() (Counters, error) {
 	var c Counters
-	for slot, dst := range []*uint64{&c.Matched, &c.Dropped, &c.Kernel, &c.Signaled, &c.SignalFailed, &c.SignalSkipped, &c.SignalNonJava} {
+	for slot, dst := range map[bpf.DjxCounter]*uint64{
+		bpf.DjxCounterCNT_MATCHED: &c.Matched, bpf.DjxCounterCNT_DROPPED: &c.Dropped, bpf.DjxCounterCNT_KERNEL: &c.Kernel,
+		bpf.DjxCounterCNT_SIGNALED: &c.Signaled, bpf.DjxCounterCNT_SIGNAL_FAIL: &c.SignalFailed,
+		bpf.DjxCounterCNT_SIGNAL_SKIP: &c.SignalSkipped, bpf.DjxCounterCNT_SIGNAL_NOJAVA: &c.SignalNonJava,
+	} {
 		var vals []uint64
 		if err := s.maps.Counters.Lookup(uint32(slot), &vals); err != nil {
 			return c, fmt.Errorf("read bpf counters: %w", err)

@@ -502,7 +502,12 @@ func (t *Tracker) Flush() error { return t.rd.Flush() }
 // Counters sums the per-CPU counters.
 func (t *Tracker) Counters() (Counters, error) {
 	var c Counters
-	for slot, dst := range []*uint64{&c.Hits, &c.Kept, &c.FilteredLen, &c.FilteredHeap, &c.Dropped, &c.GCEvents, &c.Foreign, &c.HitsInGC} {
+	for slot, dst := range map[bpf.RelocRelocCounter]*uint64{
+		bpf.RelocRelocCounterCNT_HITS: &c.Hits, bpf.RelocRelocCounterCNT_KEPT: &c.Kept,
+		bpf.RelocRelocCounterCNT_FILTER_LEN: &c.FilteredLen, bpf.RelocRelocCounterCNT_FILTER_HEAP: &c.FilteredHeap,
+		bpf.RelocRelocCounterCNT_DROPPED: &c.Dropped, bpf.RelocRelocCounterCNT_GC: &c.GCEvents,
+		bpf.RelocRelocCounterCNT_FOREIGN: &c.Foreign, bpf.RelocRelocCounterCNT_HITS_GC: &c.HitsInGC,
+	} {
 		var vals []uint64
 		if err := t.objs.RelocCounters.Lookup(uint32(slot), &vals); err != nil {
 			return c, fmt.Errorf("read relocation counters: %w", err)

@@ -56,21 +56,28 @@ type DjxTarget struct {
 	OopBase  uint64
 }
 
+type DjxThreadKey struct {
+	_    structs.HostLayout
+	Tgid uint32
+	Tid  uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	DjxMapCounters      = "counters"
-	DjxMapNoJava        = "no_java"
-	DjxMapSamples       = "samples"
-	DjxMapSigLast       = "sig_last"
-	DjxMapTargets       = "targets"
-	DjxProgOnSample     = "on_sample"
-	DjxProgOnSampleMem  = "on_sample_mem"
-	DjxVarSigGapNs      = "sig_gap_ns"
-	DjxVarUnusedCounter = "unused_counter"
-	DjxVarUnusedSample  = "unused_sample"
-	DjxVarUnusedTarget  = "unused_target"
+	DjxMapCounters        = "counters"
+	DjxMapNoJava          = "no_java"
+	DjxMapSamples         = "samples"
+	DjxMapSigLast         = "sig_last"
+	DjxMapTargets         = "targets"
+	DjxProgOnSample       = "on_sample"
+	DjxProgOnSampleMem    = "on_sample_mem"
+	DjxVarSigGapNs        = "sig_gap_ns"
+	DjxVarUnusedCounter   = "unused_counter"
+	DjxVarUnusedSample    = "unused_sample"
+	DjxVarUnusedTarget    = "unused_target"
+	DjxVarUnusedThreadKey = "unused_thread_key"
 )
 
 // LoadDjx returns the embedded CollectionSpec for Djx.
@@ -134,10 +141,11 @@ type DjxMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DjxVariableSpecs struct {
-	SigGapNs      *ebpf.VariableSpec `ebpf:"sig_gap_ns"`
-	UnusedCounter *ebpf.VariableSpec `ebpf:"unused_counter"`
-	UnusedSample  *ebpf.VariableSpec `ebpf:"unused_sample"`
-	UnusedTarget  *ebpf.VariableSpec `ebpf:"unused_target"`
+	SigGapNs        *ebpf.VariableSpec `ebpf:"sig_gap_ns"`
+	UnusedCounter   *ebpf.VariableSpec `ebpf:"unused_counter"`
+	UnusedSample    *ebpf.VariableSpec `ebpf:"unused_sample"`
+	UnusedTarget    *ebpf.VariableSpec `ebpf:"unused_target"`
+	UnusedThreadKey *ebpf.VariableSpec `ebpf:"unused_thread_key"`
 }
 
 // DjxObjects contains all objects after they have been loaded into the kernel.
@@ -181,10 +189,11 @@ func (m *DjxMaps) Close() error {
 //
 // It can be passed to LoadDjxObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DjxVariables struct {
-	SigGapNs      *ebpf.Variable `ebpf:"sig_gap_ns"`
-	UnusedCounter *ebpf.Variable `ebpf:"unused_counter"`
-	UnusedSample  *ebpf.Variable `ebpf:"unused_sample"`
-	UnusedTarget  *ebpf.Variable `ebpf:"unused_target"`
+	SigGapNs        *ebpf.Variable `ebpf:"sig_gap_ns"`
+	UnusedCounter   *ebpf.Variable `ebpf:"unused_counter"`
+	UnusedSample    *ebpf.Variable `ebpf:"unused_sample"`
+	UnusedTarget    *ebpf.Variable `ebpf:"unused_target"`
+	UnusedThreadKey *ebpf.Variable `ebpf:"unused_thread_key"`
 }
 
 // DjxPrograms contains all programs after they have been loaded into the kernel.

@@ -109,11 +109,17 @@ struct {
 // no Java stack to take, and a signal costs the thread ~60-100 us, on a
 // GC worker mostly inside a pause (an attached AllocHeavy sent them 199 of
 // 992 signals). Filled by the loader from the agent's stack records (host
-// tids).
+// ids). Keyed by process too: a target's agent can then only name its own
+// threads, whatever tids it reports.
+struct thread_key {
+	__u32 tgid;
+	__u32 tid;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, __u32);  // tid
+	__type(key, struct thread_key);
 	__type(value, __u8); // 1
 } no_java SEC(".maps");
 
@@ -171,6 +177,7 @@ extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 const struct sample *unused_sample __attribute__((unused));
 const struct target *unused_target __attribute__((unused));
 const enum counter *unused_counter __attribute__((unused));
+const struct thread_key *unused_thread_key __attribute__((unused));
 
 // read_headers fills s->hdr for every register that points into the heap,
 // directly or as a compressed oop. Objects are 8-byte aligned, which also
@@ -288,7 +295,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 			count(CNT_SIGNAL_SKIP);
 			flags |= SAMPLE_NO_STACK;
 			signo = 0;
-		} else if (bpf_map_lookup_elem(&no_java, &tid)) {
+		} else if (bpf_map_lookup_elem(&no_java, &(struct thread_key){.tgid = tgid, .tid = tid})) {
 			count(CNT_SIGNAL_NOJAVA);
 			flags |= SAMPLE_NO_STACK;
 			signo = 0;

@@ -305,12 +305,12 @@ func (s *Sampler) SetHeap(pid int, lo, hi, base uint64, shift uint) error {
 	return nil
 }
 
-// NoJavaThread stops stack signals to thread tid (host namespace), which
-// the agent found without a JNIEnv: it has no Java stack, and a signal
-// would only cost it time. The map is an LRU: a tid reused by a Java
-// thread after 16k others loses its stacks at worst.
-func (s *Sampler) NoJavaThread(tid uint32) error {
-	if err := s.maps.NoJava.Put(tid, uint8(1)); err != nil {
+// NoJavaThread stops stack signals to thread tid of process pid (host
+// namespace), which the agent found without a JNIEnv: it has no Java
+// stack, and a signal would only cost it time. The map is an LRU: a tid
+// reused by a Java thread after 16k others loses its stacks at worst.
+func (s *Sampler) NoJavaThread(pid int, tid uint32) error {
+	if err := s.maps.NoJava.Put(bpf.DjxThreadKey{Tgid: uint32(pid), Tid: tid}, uint8(1)); err != nil {
 		return fmt.Errorf("mark thread %d as non-Java: %w", tid, err)
 	}
 	return nil

@@ -291,7 +291,7 @@ func TestNoJavaThreadGetsNoSignal(t *testing.T) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		tid := unix.Gettid()
-		if err := s.NoJavaThread(uint32(tid)); err != nil {
+		if err := s.NoJavaThread(os.Getpid(), uint32(tid)); err != nil {
 			t.Error(err)
 		}
 		marks <- mark{uint32(tid), Now()}
@@ -393,3 +393,32 @@ func spinWith(ref uint64, stop <-chan struct{}) {
 }
 
 var sinkU64 uint64
+
+// A thread marked non-Java under another process keeps its signals: one
+// target's agent cannot switch off another's stacks by naming its tids.
+func TestNoJavaMarkIsPerProcess(t *testing.T) {
+	s, mem := faultSignals(t)
+	tids := make(chan uint32, 1)
+	samples := collect(t, s, 2000, func(stop <-chan struct{}) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tid := uint32(unix.Gettid())
+		if err := s.NoJavaThread(os.Getpid()+1, tid); err != nil {
+			t.Error(err)
+		}
+		tids <- tid
+		time.Sleep(250 * time.Millisecond) // older than SIG_MIN_AGE_NS
+		for i := 0; i < len(mem); i += 4096 {
+			mem[i] = 1
+		}
+		<-stop
+	})
+	tid := <-tids
+	c, err := s.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SignalNonJava != 0 || c.Signaled == 0 {
+		t.Fatalf("counters %+v after marking thread %d of another process: want signals sent and none skipped as non-Java (%d samples)", c, tid, len(samples))
+	}
+}

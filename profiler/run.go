@@ -302,12 +302,12 @@ func (s *session) askStacks() {
 		return
 	}
 	s.j.StacksAsked(sig, loader.Now(), func(tid uint32) {
-		// The map is shared by every target of a scan and keyed by tid:
-		// the agent names tids of its own process only.
+		// The agent names tids of its own process only: a hostile one
+		// naming another's is kept to its own process by the map's key.
 		if !threadOf(s.pid, tid) {
 			return
 		}
-		if err := s.sampler.NoJavaThread(tid); err != nil && !s.noJavaFailed {
+		if err := s.sampler.NoJavaThread(s.pid, tid); err != nil && !s.noJavaFailed {
 			s.noJavaFailed = true
 			s.addNote("non-Java threads keep getting stack signals: %v", err)
 		}

@@ -9,6 +9,7 @@ func (j *JVM) attribute(p *pending) {
 	fr := j.accessPath(p)
 	if p.addr != 0 {
 		if o, ok := j.idx.Lookup(p.addr); ok {
+			c := j.chargeOf(p)
 			obj := j.objs[o.ID]
 			s := j.sites[obj.site]
 			s.samples++
@@ -19,15 +20,8 @@ func (j *JVM) attribute(p *pending) {
 			}
 			j.pathKeyBuf = pathKey(j.pathKeyBuf, "", "", fr)
 			a := s.accesses.add(j.pathKeyBuf, "", "", fr)
-			if p.memOK {
-				s.mem = j.addMem(s.mem, p)
-				a.mem = j.addMem(a.mem, p)
-			}
-			if j.numa != nil {
-				node, from := j.numa.place(j.pid, p)
-				s.numa = count(s.numa, node, from)
-				a.numa = count(a.numa, node, from)
-			}
+			j.charge(c, &s.mem, &s.numa)
+			j.charge(c, &a.mem, &a.numa)
 			typ, field := j.trackedType(s.typeSig, p.addr-o.Start)
 			if len(s.typeSig) > 0 && s.typeSig[0] != '[' && field != "" {
 				if s.fields == nil {
@@ -35,7 +29,7 @@ func (j *JVM) attribute(p *pending) {
 				}
 				s.fields[field]++
 			}
-			j.countType(typ, field, p, fr)
+			j.countType(typ, field, c, fr)
 			return
 		}
 	}
@@ -47,7 +41,7 @@ func (j *JVM) attribute(p *pending) {
 	case j.heap.Contains(p.addr):
 		where = report.WhereUntracked
 		if typ, field, ok := j.untrackedType(p); ok {
-			dtype = j.countType(typ, field, p, fr).name
+			dtype = j.countType(typ, field, j.chargeOf(p), fr).name
 		} else {
 			j.stats.TypeUnknown++
 		}

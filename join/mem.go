@@ -77,3 +77,30 @@ func count(m *report.NUMAMetrics, node, from int) *report.NUMAMetrics {
 	}
 	return m
 }
+
+// charge is what one sample adds to the memory and NUMA figures of each
+// thing it is charged to; its NUMA placement is looked up once.
+type charge struct {
+	p          *pending
+	numa       bool
+	node, from int
+}
+
+func (j *JVM) chargeOf(p *pending) charge {
+	c := charge{p: p}
+	if j.numa != nil {
+		c.numa = true
+		c.node, c.from = j.numa.place(j.pid, p)
+	}
+	return c
+}
+
+// charge adds c to the figures mem and nm.
+func (j *JVM) charge(c charge, mem **report.MemMetrics, nm **report.NUMAMetrics) {
+	if c.p.memOK {
+		*mem = j.addMem(*mem, c.p)
+	}
+	if c.numa {
+		*nm = count(*nm, c.node, c.from)
+	}
+}

@@ -116,9 +116,9 @@ func (j *JVM) untrackedType(p *pending) (typ, field string, ok bool) {
 	return l.Name, j.types.FieldAt(l, off), true
 }
 
-// countType charges p, with access path fr, to the data-types row of
-// (typ, field), and returns the row.
-func (j *JVM) countType(typ, field string, p *pending, fr []pathFrame) *typeRow {
+// countType charges a sample (c), with access path fr, to the data-types
+// row of (typ, field), and returns the row.
+func (j *JVM) countType(typ, field string, c charge, fr []pathFrame) *typeRow {
 	if j.rows == nil {
 		j.rows = make(map[typeKey]*typeRow)
 	}
@@ -131,15 +131,8 @@ func (j *JVM) countType(typ, field string, p *pending, fr []pathFrame) *typeRow 
 	r.samples++
 	j.pathKeyBuf = pathKey(j.pathKeyBuf, "", "", fr)
 	a := r.accesses.add(j.pathKeyBuf, "", "", fr)
-	if p.memOK {
-		r.mem = j.addMem(r.mem, p)
-		a.mem = j.addMem(a.mem, p)
-	}
-	if j.numa != nil {
-		node, from := j.numa.place(j.pid, p)
-		r.numa = count(r.numa, node, from)
-		a.numa = count(a.numa, node, from)
-	}
+	j.charge(c, &r.mem, &r.numa)
+	j.charge(c, &a.mem, &a.numa)
 	return r
 }
 

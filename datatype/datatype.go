@@ -66,8 +66,9 @@ func NewTable(g Geometry) *Table {
 // Geometry is the geometry the table was made for.
 func (t *Table) Geometry() Geometry { return t.geo }
 
-// Len is the number of classes known.
-func (t *Table) Len() int { return len(t.byKlass) }
+// Len bounds the memory the table holds: the number of klasses or of
+// signatures it knows, whichever is more.
+func (t *Table) Len() int { return max(len(t.byKlass), len(t.bySig)) }
 
 // Add records a class: klass is its Klass*, narrow its compressed class
 // pointer (used when the geometry says the klass word is narrow). A later

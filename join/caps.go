@@ -23,6 +23,7 @@ var (
 	maxSites        = 1 << 20 // distinct allocation sites
 	maxMethods      = 4 << 20
 	maxCodeBlobs    = 1 << 20
+	maxClasses      = 1 << 20 // class layouts (a large JVM loads 100k)
 	maxQueued       = 4 << 20 // allocation-stream records waiting for the horizon
 	maxStackThreads = 1 << 16 // threads with stacks waiting for their samples
 	maxStackQueue   = 1 << 16 // stacks waiting on one thread
@@ -87,6 +88,10 @@ func (j *JVM) admit(r agent.Record, wm uint64) bool {
 	case *agent.Method:
 		if j.syms.Len() >= maxMethods {
 			why = fmt.Sprintf("methods past %d", maxMethods)
+		}
+	case *agent.Class:
+		if j.types != nil && j.types.Len() >= maxClasses {
+			why = fmt.Sprintf("classes past %d", maxClasses)
 		}
 	case *agent.Code, *agent.Stub:
 		if j.code != nil && j.code.Len() >= maxCodeBlobs {

@@ -1,6 +1,7 @@
 package join
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -120,5 +121,24 @@ func TestAgentNotes(t *testing.T) {
 	}
 	if strings.Contains(notes, strings.Repeat("x", maxErrorLen+1)) {
 		t.Errorf("long error text kept whole")
+	}
+}
+
+// TestCapsClasses: an agent that describes class after class (new klasses
+// or new signatures for old ones) stops being heard at maxClasses.
+func TestCapsClasses(t *testing.T) {
+	defer func(c int) { maxClasses = c }(maxClasses)
+	maxClasses = 4
+	j := newJVM(1)
+	recs := []agent.Record{hello(1), &agent.TypesInfo{OK: true, Fields: true, OopBytes: 4, KlassBytes: 4}}
+	for i := uint64(0); i < 10; i++ {
+		recs = append(recs, &agent.Class{Klass: 0x1000 * (1 + i%2), Narrow: uint32(i % 2), Sig: fmt.Sprintf("LC%d;", i)})
+	}
+	j.OnBatch(batch(10, recs...))
+	if n := j.types.Len(); n != 4 {
+		t.Errorf("table holds %d classes or signatures, cap 4", n)
+	}
+	if note := j.capNote(); !strings.Contains(note, "6 classes past 4") {
+		t.Errorf("note %q lacks the dropped classes", note)
 	}
 }

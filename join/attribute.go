@@ -36,6 +36,10 @@ func (j *JVM) attribute(p *pending) {
 	where, dtype := report.WhereNoAddress, ""
 	switch {
 	case p.addr == 0:
+	case !j.heapKnown && j.regions != nil:
+		// No heap ranges (ZGC, OpenJ9 without a javacore): the maps may
+		// still say where the address is, the heap included.
+		where = j.regions.Name(p.addr, p.tid, p.rsp).Name
 	case !j.heapKnown:
 		where = report.WhereHeapUnknown
 	case j.heap.Contains(p.addr):

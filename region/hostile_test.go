@@ -122,3 +122,17 @@ func TestNamespacedTIDs(t *testing.T) {
 		t.Errorf("parseNSpid = %d", got)
 	}
 }
+
+// ZGC's heap is views of one memfd it names java_heap: the Java heap, not
+// a mapped file.
+func TestZGCHeap(t *testing.T) {
+	maps := "40000000000-40040000000 rw-s 00000000 00:01 1033 /memfd:java_heap (deleted)\n" +
+		"7f0008000000-7f0008021000 r--s 00000000 00:01 1034 /memfd:other (deleted)\n"
+	m := Build(maps, JVMText{}, nil, 1)
+	if got := m.Lookup(0x40000001000).Name; got != JavaHeap {
+		t.Errorf("ZGC heap view: %q, want %q", got, JavaHeap)
+	}
+	if got := m.Lookup(0x7f0008000000).Name; got != MappedFile+"/memfd:other (deleted)" {
+		t.Errorf("another memfd: %q", got)
+	}
+}

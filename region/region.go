@@ -163,6 +163,9 @@ func Build(maps string, text JVMText, tasks []Task, pid uint32) *Map {
 			r = m.plain(Malloc)
 		case mp.path == "[stack]":
 			r = m.owned(pid)
+		case strings.HasPrefix(mp.path, "/memfd:java_heap"):
+			// ZGC's heap: views of one memfd, which it names so.
+			r = m.plain(JavaHeap)
 		case mp.path != "" && !strings.HasPrefix(mp.path, "["):
 			var ok bool
 			if r, ok = files[mp.path]; !ok {

@@ -72,9 +72,6 @@ func (j *JVM) WantClasses() bool {
 	return w
 }
 
-// SetRegions has addresses outside the heap named by r.
-func (j *JVM) SetRegions(r Regions) { j.regions = r }
-
 // locate finds the object a decoded heap access addressed, from the
 // headers the sampling program read (see package datatype).
 func (j *JVM) locate(p *pending, res *decode.Result, s *sample.Sample) {

@@ -151,11 +151,9 @@ var ErrNoSymtab = errors.New("libjvm.so has no symbol table (stripped)")
 // (an unknown JDK version), so copies are caught in libc's memmove.
 var ErrNoSites = errors.New("libjvm.so has no GC copy sites for some collectors")
 
-// copyStubs maps the addresses of libjvm's PLT stubs that jump through the
-// GOT slots of memcpy/memmove to the import's name. Each stub (in .plt,
-// .plt.sec or .plt.got) is a jmp *slot(%rip), possibly after endbr64 or
-// with a bnd prefix; the stub's address is its 16- or 8-byte entry start.
-func copyStubs(f *elf.File) (map[uint64]string, error) {
+// copySlots maps the addresses of libjvm's GOT slots for memcpy/memmove
+// to the import's name.
+func copySlots(f *elf.File) (map[uint64]string, error) {
 	slots, err := gotSlots(f, copyImports)
 	if err != nil {
 		return nil, err
@@ -166,6 +164,14 @@ func copyStubs(f *elf.File) (map[uint64]string, error) {
 			bySlot[s] = name
 		}
 	}
+	return bySlot, nil
+}
+
+// copyStubs maps the addresses of libjvm's PLT stubs that jump through the
+// GOT slots of memcpy/memmove to the import's name. Each stub (in .plt,
+// .plt.sec or .plt.got) is a jmp *slot(%rip), possibly after endbr64 or
+// with a bnd prefix; the stub's address is its 16- or 8-byte entry start.
+func copyStubs(f *elf.File, bySlot map[uint64]string) (map[uint64]string, error) {
 	stubs := map[uint64]string{}
 	for _, sec := range f.Sections {
 		if sec.Name != ".plt" && sec.Name != ".plt.sec" && sec.Name != ".plt.got" {
@@ -270,19 +276,13 @@ func gcCopySites(f *elf.File) ([]Site, error) {
 	if err != nil {
 		return nil, err
 	}
-	stubs, err := copyStubs(f)
+	bySlot, err := copySlots(f)
 	if err != nil {
 		return nil, err
 	}
-	slots, err := gotSlots(f, copyImports)
+	stubs, err := copyStubs(f, bySlot)
 	if err != nil {
 		return nil, err
-	}
-	bySlot := map[uint64]string{}
-	for name, ss := range slots {
-		for _, s := range ss {
-			bySlot[s] = name
-		}
 	}
 	text := f.Section(".text")
 	if text == nil {

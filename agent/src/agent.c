@@ -598,8 +598,9 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 		goto fail_mem;
 	}
 
-	/* Before HELLO, which says whether the handler is in place. It stays
-	 * installed even if the session fails below; inactive, it is harmless. */
+	/* Before HELLO, which says whether the handler is in place. Every
+	 * failure below takes it off again: HotSpot may unload a library whose
+	 * Agent_OnAttach failed (JDK-8252657). */
 	if (djx.opt.stacks != 0) {
 		if (djx_stacks_install(djx.opt.stacks, stk_err, sizeof stk_err) == 0)
 			stack_signal = djx.opt.stacks;

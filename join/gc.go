@@ -8,14 +8,16 @@ import (
 // gcState follows the GC's moves: the relocation stream's batches, or the
 // agent's rescans after each GC.
 type gcState struct {
-	curGC       *gcBatch // GC in progress (relocation tracking)
-	reloc       bool     // a relocation stream feeds this JVM
-	relocWM     uint64   // relocation stream complete up to here (when no GC is in progress)
-	agentGCs    uint64   // GC pauses the agent saw (GarbageCollectionFinish)
-	rescan      bool     // moves come from the agent's rescans (MovesRescan)
-	noReconcile bool     // the collector's addresses cannot be rescanned
-	lastGCEnd   uint64   // latest GarbageCollectionFinish
-	rescanWait  uint64   // a GC ended here and its rescan has not arrived
+	curGC       *gcBatch      // GC in progress (relocation tracking)
+	reloc       bool          // a relocation stream feeds this JVM
+	relocWM     uint64        // relocation stream complete up to here (when no GC is in progress)
+	agentGCs    uint64        // GC pauses the agent saw (GarbageCollectionFinish)
+	rescan      bool          // moves come from the agent's rescans (MovesRescan)
+	noReconcile bool          // the collector's addresses cannot be rescanned
+	lastGCEnd   uint64        // latest GarbageCollectionFinish
+	rescanWait  uint64        // a GC ended here and its rescan has not arrived
+	reconciling bool          // onReconcile is putting moved objects back
+	reconciled  []objindex.ID // onReconcile's buffer
 }
 
 // gcBatch holds the copies of one GC, applied at its end as one batch.
@@ -67,24 +69,45 @@ func (j *JVM) applyGC(g *gcBatch) {
 
 // onReconcile checks the agent's view of where tracked objects are after a
 // GC against ours: agreement verifies the moves we applied; disagreement is
-// a move we missed, and the agent's address wins.
+// a move we missed, and the agent's address wins. The moved objects are
+// all lifted out before any is put back: under sliding compaction one's new
+// place is another's old one.
 func (j *JVM) onReconcile(objs []agent.TagAddr) {
 	if j.noReconcile {
 		return
 	}
+	moved := j.reconciled[:0]
 	for _, ta := range objs {
 		id, ok := j.tags[ta.Tag]
 		if !ok {
 			continue
 		}
 		o := &j.objs[id]
-		if o.start == ta.Addr {
+		indexed := j.indexed(id)
+		if indexed && o.start == ta.Addr {
 			j.stats.MovesVerified++
 			continue
 		}
 		j.stats.MovesMissed++
-		j.idx.Remove(o.start)
+		if indexed {
+			j.idx.Remove(o.start)
+		}
 		o.start = ta.Addr
-		j.idx.Insert(ta.Addr, o.size, id)
+		moved = append(moved, id)
 	}
+	// The agent sent a FREE for every object that died before it sent
+	// this, so a tracked object an arriving one covers has moved as well,
+	// and a later record of the same rescan puts it back.
+	j.reconciling = true
+	for _, id := range moved {
+		j.idx.Insert(j.objs[id].start, j.objs[id].size, id)
+	}
+	j.reconciling = false
+	j.reconciled = moved
+}
+
+// indexed reports whether object id is in the index at its start.
+func (j *JVM) indexed(id objindex.ID) bool {
+	o, ok := j.idx.Lookup(j.objs[id].start)
+	return ok && o.ID == id && o.Start == j.objs[id].start
 }

@@ -144,7 +144,9 @@ func (j *JVM) onFree(tag uint64) {
 	if !ok {
 		return // already evicted by a reuse of its memory
 	}
-	j.idx.Remove(j.objs[id].start)
+	if j.indexed(id) {
+		j.idx.Remove(j.objs[id].start)
+	}
 	j.forget(id)
 	j.stats.Freed++
 }

@@ -76,12 +76,12 @@ generate:
 # alternating rounds; see docs/benchmarks.md. As root. BENCH_RUNS=N (default 3),
 # BENCH_WORKLOADS, BENCH_MODES, BENCH_VARIANTS, BENCH_DJX_FLAGS, BENCH_OUT
 # select what runs; BENCH_GO=1 also runs the Go hot-path benchmarks.
-BENCH_JARS := /usr/share/java/h2.jar:/usr/share/java/xalan2.jar:/usr/share/java/serializer.jar
+BENCH_JARS := /usr/share/java/h2.jar:/usr/share/java/xalan2.jar:/usr/share/java/serializer.jar:/usr/share/java/commons-math3.jar
 
 bench: deps build
 	@test "$$(id -u)" = 0 || (echo "make bench: run as root (djx-bpf loads BPF programs and attaches to JVMs)"; exit 1)
-	@test -f /usr/share/java/h2.jar -a -f /usr/share/java/xalan2.jar -a -f /usr/share/java/serializer.jar || \
-		(apt-get update -qq && apt-get install -y -qq libh2-java libxalan2-java)
+	@test -f /usr/share/java/h2.jar -a -f /usr/share/java/xalan2.jar -a -f /usr/share/java/serializer.jar -a -f /usr/share/java/commons-math3.jar || \
+		(apt-get update -qq && apt-get install -y -qq libh2-java libxalan2-java libcommons-math3-java)
 	@mkdir -p $(BUILD)/bench/java
 	$(JAVA_HOME)/bin/javac -d $(BUILD)/bench/java -cp $(BENCH_JARS) bench/java/*.java $(JAVA_SRCS)
 	$(GO) build -o $(BUILD)/djxbench ./bench/cmd/djxbench

@@ -1,6 +1,6 @@
 // Command djxbench measures what djx-bpf costs the JVMs it profiles: it runs
-// real Java workloads (H2 running SQL, Xalan transforming XML, both from
-// Debian's packages) and synthetic ones (allocation-heavy, GC-heavy, the
+// real Java workloads (H2 running SQL, Xalan transforming XML, Commons Math
+// FFTs, all from Debian's packages) and synthetic ones (allocation-heavy, GC-heavy, the
 // HotArrays demo) without djx-bpf, attached to by djx-bpf, and launched
 // under it, in alternating runs, and prints runtime and peak-RSS overhead
 // ratios with their spread, with the samples, drops and attribution stats of
@@ -11,7 +11,7 @@
 //	djxbench -bin build/djx-bpf -cp CLASSPATH [-runs 3] [-workloads h2,xalan,...]
 //	         [-modes base,attach,launch] [-variants default,freq999,...] [-o results.json]
 //
-// Each run of a workload is one JVM. Fixed-work workloads (h2, xalan)
+// Each run of a workload is one JVM. Fixed-work workloads (h2, xalan, fft)
 // report their elapsed time; fixed-time ones (allocheavy, gchot, hotarrays)
 // report work per second, averaged from their third second on. The JVM
 // itself reads its peak RSS (VmHWM) and CPU time just before it exits (the
@@ -57,6 +57,7 @@ type workload struct {
 var workloads = []workload{
 	{Name: "h2", Class: "H2Bench", Args: []string{"60000", "1500"}, JVMFlags: []string{"-Xmx1g"}},
 	{Name: "xalan", Class: "XalanBench", Args: []string{"20000", "40"}, JVMFlags: []string{"-Xmx1g"}},
+	{Name: "fft", Class: "FftBench", Args: []string{"64", "14", "200"}, JVMFlags: []string{"-Xmx1g"}},
 	{Name: "allocheavy", Class: "AllocHeavy", Args: []string{"8"}, JVMFlags: []string{"-Xmx1g"}, FixedTime: true},
 	{Name: "gchot", Class: "GcHot", Args: []string{"8"}, JVMFlags: []string{"-Xmx512m", "-Xmn32m"}, FixedTime: true},
 	{Name: "hotarrays", Class: "HotArrays", Args: []string{"8"}, JVMFlags: []string{"-Xmx1g"}, FixedTime: true},
@@ -209,7 +210,7 @@ func main() {
 		java     = flag.String("java", "java", "java launcher")
 		cp       = flag.String("cp", "", "class path holding bench/java and testdata/java classes and the H2 and Xalan jars")
 		runs     = flag.Int("runs", envInt("BENCH_RUNS", 3), "alternating rounds per workload (env BENCH_RUNS)")
-		wl       = flag.String("workloads", envStr("BENCH_WORKLOADS", "h2,xalan,allocheavy,gchot"), "workloads: h2, xalan, allocheavy, gchot, hotarrays (env BENCH_WORKLOADS)")
+		wl       = flag.String("workloads", envStr("BENCH_WORKLOADS", "h2,xalan,fft,allocheavy,gchot"), "workloads: h2, xalan, fft, allocheavy, gchot, hotarrays (env BENCH_WORKLOADS)")
 		modes    = flag.String("modes", envStr("BENCH_MODES", "base,attach,launch,jfr,jfr-default"), "modes: base, attach, launch, jfr (JFR with settings=profile), jfr-default (settings=default) (env BENCH_MODES)")
 		vars     = flag.String("variants", envStr("BENCH_VARIANTS", "default"), "djx-bpf settings to compare, comma-separated: "+variantNames()+" (env BENCH_VARIANTS)")
 		extra    = flag.String("djx-flags", envStr("BENCH_DJX_FLAGS", ""), "extra djx-bpf profile flags for every profiled run (env BENCH_DJX_FLAGS)")

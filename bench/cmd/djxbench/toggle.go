@@ -27,6 +27,7 @@ import (
 var longArgs = map[string][]string{
 	"h2":         {"60000", "100000000"},
 	"xalan":      {"20000", "100000000"},
+	"fft":        {"64", "14", "100000000"},
 	"allocheavy": {"0"},
 	"gchot":      {"0"},
 	"hotarrays":  {"0"},

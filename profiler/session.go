@@ -16,6 +16,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/channel"
 	"github.com/djx-bpf/djx-bpf/heap"
 	"github.com/djx-bpf/djx-bpf/join"
+	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/pmu"
 	"github.com/djx-bpf/djx-bpf/reloc"
@@ -52,6 +53,9 @@ type session struct {
 	// heapPre is the heap read before the session ran (OpenJ9: from a
 	// javacore); nil: loadHeap asks HotSpot's GC.heap_info.
 	heapPre *heap.Info
+	// libjvm keeps libjvm's symbols, read before a launched JVM starts,
+	// cached until the session's lookups use them.
+	libjvm *jvmsym.Preloaded
 	// heap is the collector and, when heapKnown, its reserved ranges.
 	heap      heap.Info
 	heapKnown bool
@@ -245,6 +249,10 @@ func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, s
 	if s.opts.Relocation == RelocUprobe {
 		// Finding the copy sites takes tens of ms: before the first GC.
 		reloc.PrepareJava(path)
+	}
+	if lib, err := jvmsym.LibJVM(path); err == nil {
+		// Best effort: without it the symbols load on the first lookup.
+		s.libjvm, _ = jvmsym.Preload(lib)
 	}
 	cmd := &exec.Cmd{Path: path, Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr}
 	s.opts.RunAs.apply(cmd)

@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/djx-bpf/djx-bpf/jvmsym"
 )
 
 // GC copy sites.
@@ -470,20 +472,11 @@ func Prepare(libjvm string) error {
 	return nil
 }
 
-// PrepareJava is Prepare for the libjvm.so of the java launcher at path
-// (symbolic links followed, as /usr/bin/java is): JAVA_HOME/lib/server,
-// or JAVA_HOME/jre/lib/amd64/server for JDK 8 layouts.
+// PrepareJava is Prepare for the libjvm.so of the java launcher at path.
 func PrepareJava(java string) error {
-	real, err := filepath.EvalSymlinks(java)
+	lib, err := jvmsym.LibJVM(java)
 	if err != nil {
 		return fmt.Errorf("prepare copy sites: %w", err)
 	}
-	home := filepath.Dir(filepath.Dir(real))
-	for _, rel := range []string{"lib/server/libjvm.so", "jre/lib/amd64/server/libjvm.so"} {
-		p := filepath.Join(home, rel)
-		if _, err := os.Stat(p); err == nil {
-			return Prepare(p)
-		}
-	}
-	return fmt.Errorf("prepare copy sites: no libjvm.so under %s", home)
+	return Prepare(lib)
 }

@@ -58,6 +58,9 @@ enum {
  * 1M to 50M objects (docs/census.md: 310-620 ns): a walk estimated past
  * the budget is skipped. */
 #define DJX_HOLDER_NS 500u
+/* A census after GCs runs at most 1/DJX_RECENSUS_SHARE of the time: it is a
+ * pause the whole heap's size sets, so a big heap gets it rarely. */
+#define DJX_RECENSUS_SHARE 400u
 
 #define DJX_MAX_FRAMES 64
 #define DJX_MAX_LINES 16384          /* line-table entries per METHOD record */

@@ -407,15 +407,15 @@ static int flush_batch(void)
 /* A census of large objects after a GC, when the allocation budget has
  * raised the sampling interval so far that an object of min size would be
  * missed more than one time in ten (p = 1 - e^(-s/I) < 0.9, I > s/2.3).
- * At most once per recensus_ms, and spending at most 2% of the time in
- * its pauses. */
+ * At most once per recensus_ms, and spending at most 1/DJX_RECENSUS_SHARE
+ * of the time in it. */
 static int recensus_due(void)
 {
 	uint64_t now = djx_now_ns(), iv = __atomic_load_n(&djx.cur_interval, __ATOMIC_RELAXED);
 
 	if (djx.opt.recensus_ms == 0 || djx.opt.census == 0 || iv * 23 < djx.opt.minsize * 10)
 		return 0;
-	if (now - djx.last_census < djx.opt.recensus_ms * 1000000ull || now - djx.last_census < djx.last_census_ns * 50)
+	if (now - djx.last_census < djx.opt.recensus_ms * 1000000ull || now - djx.last_census < djx.last_census_ns * DJX_RECENSUS_SHARE)
 		return 0;
 	return 1;
 }

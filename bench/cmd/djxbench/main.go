@@ -360,18 +360,26 @@ func main() {
 			return h.toggle(w, *toggleN, *window, *warm, vs[0])
 		})
 	}
-	total := *runs * len(ws) * (1 + (len(ms)-1)*len(vs))
-	fmt.Fprintf(os.Stderr, "djxbench: %d runs (%d rounds × %d workloads × base + %d modes × %d variants)\n", total, *runs, len(ws), len(ms)-1, len(vs))
+	perRound := 0
+	for _, m := range ms {
+		if profiled(m) {
+			perRound += len(vs)
+		} else {
+			perRound++
+		}
+	}
+	total := *runs * len(ws) * perRound
+	fmt.Fprintf(os.Stderr, "djxbench: %d runs (%d rounds × %d workloads × %d: djx-bpf's modes once per variant)\n", total, *runs, len(ws), perRound)
 	n := 0
 	for round := 1; round <= *runs; round++ {
 		for _, w := range ws {
 			for _, m := range ms {
 				for _, v := range vs {
-					if m == "base" && v != vs[0] {
-						continue
+					if !profiled(m) && v != vs[0] {
+						continue // base and JFR take no djx-bpf variant
 					}
 					vv := v
-					if m == "base" {
+					if !profiled(m) {
 						vv = ""
 					}
 					n++
@@ -432,6 +440,9 @@ func findWorkload(name string) (workload, bool) {
 // jfrSettings are the JFR modes: the workload runs with a flight recording
 // of these settings from its start, as a user who leaves JFR on has it.
 var jfrSettings = map[string]string{"jfr": "profile", "jfr-default": "default"}
+
+// profiled reports whether djx-bpf profiles the runs of mode m.
+func profiled(m string) bool { return m == "attach" || m == "launch" }
 
 func jfrFile(report string) string { return strings.TrimSuffix(report, ".json") + ".jfr" }
 

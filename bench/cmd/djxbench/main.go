@@ -276,8 +276,12 @@ func main() {
 	}
 	vs := strings.Split(*vars, ",")
 	for _, v := range vs {
+		_, jfr := jfrSettings[v]
+		if jfr && *toggleN > 0 && len(vs) == 1 {
+			continue // the toggle mode's windows may be JFR's
+		}
 		if _, ok := variants[v]; !ok {
-			fatal("unknown variant %q: %s", v, variantNames())
+			fatal("unknown variant %q: %s (jfr and jfr-default only alone, with -toggle)", v, variantNames())
 		}
 	}
 	var old *result

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/djx-bpf/djx-bpf/attach"
 )
 
 // The toggle mode measures the steady-state cost of a profile on one
@@ -244,21 +247,28 @@ func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant
 			return res
 		}
 		report := filepath.Join(h.tmp, fmt.Sprintf("toggle-%s-%d.json", w.Name, i))
-		argv := []string{h.bin, "profile", "--pid", strconv.Itoa(jvm.Process.Pid), "--duration", (win + settle + overrun).String(), "--quiet", "--format", "json", "-o", report}
-		argv = append(append(argv, variants[variant]...), h.djxFlags...)
-		var stderr strings.Builder
-		djx, err := start(argv, nil, io.Discard, &stderr)
-		if err != nil {
-			res.Err = err.Error()
-			return res
-		}
 		t0 := time.Now()
 		onFrom := t0.Add(settle)
 		onTo := onFrom.Add(win)
-		time.Sleep(time.Until(onTo))
-		if err := waitCmd(djx, time.Now().Add(overrun+30*time.Second)); err != nil {
-			res.Err = fmt.Sprintf("djx-bpf: %v: %s", err, tail(stderr.String()))
-			return res
+		if settings, jfr := jfrSettings[variant]; jfr {
+			if err := jfrWindow(jvm.Process.Pid, settings, onTo.Add(overrun)); err != nil {
+				res.Err = err.Error()
+				return res
+			}
+		} else {
+			argv := []string{h.bin, "profile", "--pid", strconv.Itoa(jvm.Process.Pid), "--duration", (win + settle + overrun).String(), "--quiet", "--format", "json", "-o", report}
+			argv = append(append(argv, variants[variant]...), h.djxFlags...)
+			var stderr strings.Builder
+			djx, err := start(argv, nil, io.Discard, &stderr)
+			if err != nil {
+				res.Err = err.Error()
+				return res
+			}
+			time.Sleep(time.Until(onTo))
+			if err := waitCmd(djx, time.Now().Add(overrun+30*time.Second)); err != nil {
+				res.Err = fmt.Sprintf("djx-bpf: %v: %s", err, tail(stderr.String()))
+				return res
+			}
 		}
 		on, ok := log.rate(onFrom, onTo)
 		if !ok {
@@ -297,6 +307,26 @@ func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant
 	res.summarize()
 	res.AgentPct, res.BPFPct = spreadOf(agt), spreadOf(bpf)
 	return res
+}
+
+// jfrWindow records the JVM pid with JFR (settings profile or default) until
+// end, started and stopped through the attach API as jcmd would, without a
+// jcmd JVM of its own on the 2 CPUs; the recording is discarded.
+func jfrWindow(pid int, settings string, end time.Time) error {
+	t, err := attach.Inspect(pid)
+	if err != nil {
+		return fmt.Errorf("jfr: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Until(end)+30*time.Second)
+	defer cancel()
+	if _, err := t.Jcmd(ctx, "JFR.start name=djxbench settings="+settings); err != nil {
+		return fmt.Errorf("jfr start: %w", err)
+	}
+	time.Sleep(time.Until(end))
+	if _, err := t.Jcmd(ctx, "JFR.stop name=djxbench"); err != nil {
+		return fmt.Errorf("jfr stop: %w", err)
+	}
+	return nil
 }
 
 // geomeanCI returns the geometric mean of v and its 95% confidence

@@ -1,12 +1,14 @@
 // Bench runs one workload's main method and then prints what the harness
 // (bench/cmd/djxbench) measures, read by the JVM itself just before it exits:
 //
-//   bench elapsed_ns=N vmhwm_kb=N vmrss_kb=N cpu_ms=N
+//   bench elapsed_ns=N vmhwm_kb=N vmrss_kb=N cpu_ms=N gc_ms=N gc_n=N
 //
 // elapsed_ns is the wall time of the workload's main (a fixed amount of work
 // for the drivers in this directory); vmhwm_kb is the process's peak RSS
 // (VmHWM in /proc/self/status), cpu_ms its user+system CPU time
-// (/proc/self/stat). Reading them in the JVM works the same in every mode:
+// (/proc/self/stat); gc_ms and gc_n are the collectors' pause time and
+// count (their MXBeans; the concurrent cycles of G1 and ZGC left out).
+// Reading them in the JVM works the same in every mode:
 // unprofiled, attached to, or launched by djx-bpf (where the JVM is
 // djx-bpf's child and the harness cannot wait for it).
 //
@@ -15,6 +17,8 @@
 // it starts, so that the harness can attach a profiler to an idle JVM first.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
 import java.lang.reflect.Method;
 import java.nio.file.Files;
 import java.nio.file.Paths;
@@ -51,7 +55,15 @@ public class Bench {
         String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
         // fields 14 and 15 (utime, stime) are 11 and 12 after the comm; clock ticks (USER_HZ = 100)
         long cpuMs = (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10;
-        System.out.println("bench elapsed_ns=" + (t1 - t0) + " vmhwm_kb=" + hwm + " vmrss_kb=" + rss + " cpu_ms=" + cpuMs);
+        long gcMs = 0, gcN = 0;
+        for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+            String n = gc.getName();
+            if (n.contains("Concurrent") || n.contains("Cycles")) continue;
+            gcMs += Math.max(0, gc.getCollectionTime());
+            gcN += Math.max(0, gc.getCollectionCount());
+        }
+        System.out.println("bench elapsed_ns=" + (t1 - t0) + " vmhwm_kb=" + hwm + " vmrss_kb=" + rss + " cpu_ms=" + cpuMs
+            + " gc_ms=" + gcMs + " gc_n=" + gcN);
         System.out.flush();
         System.exit(0);
     }

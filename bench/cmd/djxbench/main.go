@@ -97,11 +97,13 @@ type run struct {
 	Mode     string         `json:"mode"` // base, attach or launch
 	Variant  string         `json:"variant,omitempty"`
 	Round    int            `json:"round"`
-	Elapsed  float64        `json:"elapsed_s"`            // wall time of the workload's main
-	OpsPerS  float64        `json:"ops_per_s,omitempty"`  // fixed-time workloads
-	Cost     float64        `json:"cost"`                 // time per unit of work: elapsed, or 1/ops_per_s
-	HWMKiB   int64          `json:"vmhwm_kib"`            // the JVM's peak RSS
-	JVMCPU   float64        `json:"jvm_cpu_s"`            // the JVM's CPU time
+	Elapsed  float64        `json:"elapsed_s"`           // wall time of the workload's main
+	OpsPerS  float64        `json:"ops_per_s,omitempty"` // fixed-time workloads
+	Cost     float64        `json:"cost"`                // time per unit of work: elapsed, or 1/ops_per_s
+	HWMKiB   int64          `json:"vmhwm_kib"`           // the JVM's peak RSS
+	JVMCPU   float64        `json:"jvm_cpu_s"`           // the JVM's CPU time
+	GCMs     float64        `json:"gc_pause_ms"`         // the collectors' pause time (MXBeans)
+	GCCount  int64          `json:"gc_pauses"`
 	DjxCPU   float64        `json:"djx_cpu_s,omitempty"`  // djx-bpf's own CPU time
 	DjxWall  float64        `json:"djx_wall_s,omitempty"` // djx-bpf's wall time
 	DjxRSS   int64          `json:"djx_maxrss_kib,omitempty"`
@@ -112,12 +114,15 @@ type run struct {
 
 // summary is one (workload, mode, variant) over the rounds.
 type summary struct {
-	Workload     string  `json:"workload"`
-	Mode         string  `json:"mode"`
-	Variant      string  `json:"variant,omitempty"`
-	Runs         int     `json:"runs"`
-	RuntimeRatio spread  `json:"runtime_ratio"`           // cost / cost of the base run of the same round
-	RSSRatio     spread  `json:"rss_ratio"`               // peak RSS / base's
+	Workload     string `json:"workload"`
+	Mode         string `json:"mode"`
+	Variant      string `json:"variant,omitempty"`
+	Runs         int    `json:"runs"`
+	RuntimeRatio spread `json:"runtime_ratio"` // cost / cost of the base run of the same round
+	RSSRatio     spread `json:"rss_ratio"`     // peak RSS / base's
+	// GCPauseRatio is the time per GC pause over base's: what following
+	// the moves adds to each pause (uprobes trap inside them).
+	GCPauseRatio spread  `json:"gc_pause_ratio"`
 	DjxCPUPerS   float64 `json:"djx_cpu_per_s,omitempty"` // djx-bpf CPU seconds per wall second (median)
 	Samples      float64 `json:"samples,omitempty"`       // medians over the runs
 	Dropped      float64 `json:"dropped"`
@@ -144,6 +149,7 @@ type result struct {
 	CPUs      int       `json:"cpus"`
 	Java      string    `json:"java"`
 	DjxFlags  []string  `json:"djx_flags,omitempty"`
+	JVMFlags  []string  `json:"jvm_flags,omitempty"`
 	Runs      []run     `json:"runs"`
 	Summaries []summary `json:"summaries"`
 	// Toggle holds the toggle mode's results (-toggle).
@@ -310,7 +316,7 @@ func main() {
 		os.Exit(130)
 	}()
 
-	res := &result{Started: time.Now(), CPUs: runtime.NumCPU(), DjxFlags: h.djxFlags}
+	res := &result{Started: time.Now(), CPUs: runtime.NumCPU(), DjxFlags: h.djxFlags, JVMFlags: h.jvmFlags}
 	res.Host, _ = os.Hostname()
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		res.Kernel = strings.TrimSpace(string(b))
@@ -731,6 +737,10 @@ func parseOutput(out []string, w workload, r *run) error {
 					r.HWMKiB = n
 				case "cpu_ms":
 					r.JVMCPU = float64(n) / 1e3
+				case "gc_ms":
+					r.GCMs = float64(n)
+				case "gc_n":
+					r.GCCount = n
 				}
 			}
 		}
@@ -798,12 +808,15 @@ func summarize(runs []run) []summary {
 	for _, k := range order {
 		g := groups[k]
 		s := summary{Workload: k.w, Mode: k.m, Variant: k.v, Runs: len(g)}
-		var rt, rss, cpu, smp, drop, attr, stk, gcs, rh, agt, bpf []float64
+		var rt, rss, gcp, cpu, smp, drop, attr, stk, gcs, rh, agt, bpf []float64
 		for _, r := range g {
 			b, ok := base[fmt.Sprint(r.Workload, "/", r.Round)]
 			if ok && b.Cost > 0 && b.HWMKiB > 0 {
 				rt = append(rt, r.Cost/b.Cost)
 				rss = append(rss, float64(r.HWMKiB)/float64(b.HWMKiB))
+			}
+			if ok && b.GCMs > 0 && b.GCCount > 0 && r.GCCount > 0 {
+				gcp = append(gcp, (r.GCMs/float64(r.GCCount))/(b.GCMs/float64(b.GCCount)))
 			}
 			if r.Mode == "base" {
 				continue
@@ -826,7 +839,7 @@ func summarize(runs []run) []summary {
 				agt, bpf = append(agt, a), append(bpf, b)
 			}
 		}
-		s.RuntimeRatio, s.RSSRatio = spreadOf(rt), spreadOf(rss)
+		s.RuntimeRatio, s.RSSRatio, s.GCPauseRatio = spreadOf(rt), spreadOf(rss), spreadOf(gcp)
 		s.DjxCPUPerS = spreadOf(cpu).Median
 		s.Samples, s.Dropped, s.AttrPct = spreadOf(smp).Median, spreadOf(drop).Median, spreadOf(attr).Median
 		s.StackPct, s.GCs, s.RelocHits = spreadOf(stk).Median, spreadOf(gcs).Median, spreadOf(rh).Median
@@ -854,24 +867,30 @@ func printTable(w io.Writer, r *result, old *result) {
 	if len(r.DjxFlags) > 0 {
 		fmt.Fprintf(w, "djx-bpf flags: %s\n", strings.Join(r.DjxFlags, " "))
 	}
+	if len(r.JVMFlags) > 0 {
+		fmt.Fprintf(w, "JVM flags: %s\n", strings.Join(r.JVMFlags, " "))
+	}
 	prev := map[string]summary{}
 	if old != nil {
 		for _, s := range old.Summaries {
 			prev[s.Workload+"/"+s.Mode+"/"+s.Variant] = s
 		}
 	}
-	fmt.Fprintf(w, "%-10s %-11s %-11s %4s  %-22s %-22s %-19s %6s %8s %9s %7s %6s %6s %5s %8s", "workload", "mode", "variant", "runs", "runtime ratio", "peak RSS ratio", "agent% of JVM CPU", "bpf%", "djx CPU/s", "samples", "dropped", "attr%", "java%", "GCs", "reloc")
+	fmt.Fprintf(w, "%-10s %-11s %-11s %4s  %-22s %-22s %-22s %-19s %6s %8s %9s %7s %6s %6s %5s %8s", "workload", "mode", "variant", "runs", "runtime ratio", "peak RSS ratio", "GC pause ratio", "agent% of JVM CPU", "bpf%", "djx CPU/s", "samples", "dropped", "attr%", "java%", "GCs", "reloc")
 	if old != nil {
 		fmt.Fprintf(w, "  %-8s", "before")
 	}
 	fmt.Fprintln(w)
 	for _, s := range r.Summaries {
-		rt, rs := "-", "-"
+		rt, rs, gp := "-", "-", "-"
 		if s.Mode != "base" {
 			rt = fmt.Sprintf("%.3f [%.3f–%.3f]", s.RuntimeRatio.Median, s.RuntimeRatio.Min, s.RuntimeRatio.Max)
 			rs = fmt.Sprintf("%.3f [%.3f–%.3f]", s.RSSRatio.Median, s.RSSRatio.Min, s.RSSRatio.Max)
+			if s.GCPauseRatio != (spread{}) {
+				gp = fmt.Sprintf("%.3f [%.3f–%.3f]", s.GCPauseRatio.Median, s.GCPauseRatio.Min, s.GCPauseRatio.Max)
+			}
 		}
-		fmt.Fprintf(w, "%-10s %-11s %-11s %4d  %-22s %-22s", s.Workload, s.Mode, s.Variant, s.Runs, rt, rs)
+		fmt.Fprintf(w, "%-10s %-11s %-11s %4d  %-22s %-22s %-22s", s.Workload, s.Mode, s.Variant, s.Runs, rt, rs, gp)
 		if _, jfr := jfrSettings[s.Mode]; jfr {
 			fmt.Fprintf(w, " %-19s", "(JFR: no djx-bpf)")
 		} else if s.Mode != "base" {

@@ -16,6 +16,27 @@ import (
 
 // buildFake compiles testdata/fakejvm.c into dir/libjvm.so and
 // testdata/fakemain.c into dir/fakemain, skipping without gcc.
+// eventLines writes events as "gc-begin [full]", "gc-end" and
+// "copy SRC->DST LEN", for comparison with the expected sequence.
+func eventLines(events []Event) []string {
+	var out []string
+	for _, ev := range events {
+		switch ev.Kind {
+		case GCBegin:
+			s := "gc-begin"
+			if ev.Full {
+				s += " full"
+			}
+			out = append(out, s)
+		case GCEnd:
+			out = append(out, "gc-end")
+		case Copy:
+			out = append(out, fmt.Sprintf("copy %#x->%#x %d", ev.Src, ev.Dst, ev.Len))
+		}
+	}
+	return out
+}
+
 func buildFake(t *testing.T) string { return buildFakeFrom(t, "testdata/fakejvm.c") }
 
 // buildFakeFrom is buildFake with another libjvm.so source.
@@ -166,27 +187,15 @@ func TestLiveSynthetic(t *testing.T) {
 	for range rounds {
 		want = append(want, "gc-begin full", fmt.Sprintf("copy %#x->%#x %d", lo, lo+2*n, n), fmt.Sprintf("copy %#x->%#x %d", lo, lo+3*n, n), "gc-end")
 	}
-	var got []string
 	for _, ev := range events {
 		if ev.PID != uint32(cmd.Process.Pid) {
 			t.Errorf("event of pid %d", ev.PID)
 		}
-		switch ev.Kind {
-		case GCBegin:
-			if !ev.FullKnown {
-				t.Error("constant gc__begin argument not read")
-			}
-			s := "gc-begin"
-			if ev.Full {
-				s += " full"
-			}
-			got = append(got, s)
-		case GCEnd:
-			got = append(got, "gc-end")
-		case Copy:
-			got = append(got, fmt.Sprintf("copy %#x->%#x %d", ev.Src, ev.Dst, ev.Len))
+		if ev.Kind == GCBegin && !ev.FullKnown {
+			t.Error("constant gc__begin argument not read")
 		}
 	}
+	got := eventLines(events)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

@@ -156,21 +156,7 @@ func TestLiveSyntheticSites(t *testing.T) {
 				}
 				want = append(want, gcCopies...)
 			}
-			var got []string
-			for _, ev := range events {
-				switch ev.Kind {
-				case GCBegin:
-					s := "gc-begin"
-					if ev.Full {
-						s += " full"
-					}
-					got = append(got, s)
-				case GCEnd:
-					got = append(got, "gc-end")
-				case Copy:
-					got = append(got, fmt.Sprintf("copy %#x->%#x %d", ev.Src, ev.Dst, ev.Len))
-				}
-			}
+			got := eventLines(events)
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}

@@ -58,9 +58,12 @@ enum {
  * 1M to 50M objects (docs/census.md: 310-620 ns): a walk estimated past
  * the budget is skipped. */
 #define DJX_HOLDER_NS 500u
-/* A census after GCs runs at most 1/DJX_RECENSUS_SHARE of the time: it is a
- * pause the whole heap's size sets, so a big heap gets it rarely. */
+/* Censuses after GCs take at most DJX_RECENSUS_START_NS plus
+ * 1/DJX_RECENSUS_SHARE of the session: a pause the whole heap's size sets,
+ * so a big heap gets it rarely, but the first few come at once, when the
+ * objects a short profile is after were just allocated. */
 #define DJX_RECENSUS_SHARE 400u
+#define DJX_RECENSUS_START_NS 20000000ull
 
 #define DJX_MAX_FRAMES 64
 #define DJX_MAX_LINES 16384          /* line-table entries per METHOD record */
@@ -219,7 +222,7 @@ struct djx {
 	uint64_t last_gc_end; /* guarded by mu: the latest GarbageCollectionFinish */
 	int census_req;       /* guarded by mu: the loader sent 'C' */
 	uint64_t last_census; /* writer only: when the last census ended */
-	uint64_t last_census_ns; /* writer only: its pause */
+	uint64_t recensus_ns; /* writer only: the censuses after GCs, ns */
 
 	/* Data types (types.c). */
 	int types_req; /* guarded by mu: the loader sent 'K' */

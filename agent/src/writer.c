@@ -282,7 +282,12 @@ static void teardown(void)
 	close(djx.evfd); /* kicks happen under mu and check evfd */
 	djx.evfd = -1;
 	pthread_mutex_unlock(&djx.mu);
+}
 
+/* The socket closes last: the loader exits at its EOF, and a profile started
+ * right after must find the heap-sampling capability free. */
+static void hang_up(void)
+{
 	free(djx.spare);
 	djx.spare = NULL;
 	djx_stacks_release();
@@ -407,15 +412,15 @@ static int flush_batch(void)
 /* A census of large objects after a GC, when the allocation budget has
  * raised the sampling interval so far that an object of min size would be
  * missed more than one time in ten (p = 1 - e^(-s/I) < 0.9, I > s/2.3).
- * At most once per recensus_ms, and spending at most 1/DJX_RECENSUS_SHARE
- * of the time in it. */
-static int recensus_due(void)
+ * At most once per recensus_ms, within the time share of djx.h. */
+static int recensus_due(uint64_t since)
 {
 	uint64_t now = djx_now_ns(), iv = __atomic_load_n(&djx.cur_interval, __ATOMIC_RELAXED);
 
 	if (djx.opt.recensus_ms == 0 || djx.opt.census == 0 || iv * 23 < djx.opt.minsize * 10)
 		return 0;
-	if (now - djx.last_census < djx.opt.recensus_ms * 1000000ull || now - djx.last_census < djx.last_census_ns * DJX_RECENSUS_SHARE)
+	if (now - djx.last_census < djx.opt.recensus_ms * 1000000ull ||
+	    djx.recensus_ns > DJX_RECENSUS_START_NS + (now - since) / DJX_RECENSUS_SHARE)
 		return 0;
 	return 1;
 }
@@ -427,13 +432,14 @@ static int census(JNIEnv *env, uint32_t kind)
 			    djx.opt.census_budget_us * 1000ull, flush_batch);
 
 	djx.last_census = djx_now_ns();
-	djx.last_census_ns = __atomic_load_n(&djx.ns_census, __ATOMIC_RELAXED) - before;
+	if (kind == DJX_CENSUS_AFTER_GC)
+		djx.recensus_ns += __atomic_load_n(&djx.ns_census, __ATOMIC_RELAXED) - before;
 	return rc;
 }
 
 static void *writer_main(void *arg)
 {
-	uint64_t last = djx_now_ns(), gcs_seen = 0;
+	uint64_t last = djx_now_ns(), since = last, gcs_seen = 0;
 	struct cmdbuf cmd = {.n = 0};
 	JNIEnv *env = NULL;
 	int attached = 0, vmdeath = 0, types_started = 0;
@@ -515,7 +521,7 @@ static void *writer_main(void *arg)
 		} else if (attached && kreq && djx_types_resend(env, flush_batch) != 0) {
 			break;
 		}
-		if (attached && gcs != gcs_seen && recensus_due() && census(env, DJX_CENSUS_AFTER_GC) != 0)
+		if (attached && gcs != gcs_seen && recensus_due(since) && census(env, DJX_CENSUS_AFTER_GC) != 0)
 			break;
 		gcs_seen = gcs;
 	}
@@ -523,10 +529,11 @@ static void *writer_main(void *arg)
 	djx_track_release(attached && !vmdeath ? env : NULL);
 	/* At VM death the VM is going away: no JVMTI, no detach (it could
 	 * block on the final safepoint). */
-	if (attached && !vmdeath) {
+	if (attached && !vmdeath)
 		release_sampling();
+	hang_up();
+	if (attached && !vmdeath)
 		(*djx.vm)->DetachCurrentThread(djx.vm);
-	}
 	return NULL;
 }
 

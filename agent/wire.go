@@ -425,6 +425,7 @@ const (
 	CensusHoldersSkipped CensusStatus = 0x10 // the holder walk would have passed the budget
 	CensusHoldersPartial CensusStatus = 0x20 // it did: objects it had not reached have none
 	CensusHoldersFailed  CensusStatus = 0x40
+	CensusPartial        CensusStatus = 0x80 // the heap walk passed the budget: objects past where it stopped are left out
 )
 
 // CensusStart opens a census; the loader holds its join at Time until the

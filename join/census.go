@@ -119,9 +119,12 @@ func (j *JVM) CensusStats(st *report.Stats, note func(string, ...any)) {
 		st.CensusMs = float64(c.wallNanos) / 1e6
 		st.CensusUnreachable = c.Unreachable
 		st.CensusHolders = censusHolderState(c.Status)
+		st.CensusPartial = c.Status&agent.CensusPartial != 0
 		switch {
 		case c.Status&agent.CensusOverBudget != 0:
 			note("no census: the heap walk passed the pause budget (--census-budget) after %d objects; objects allocated before the attach are not tracked (raise --census-budget, or --census on)", c.HeapObjects)
+		case c.Status&agent.CensusPartial != 0:
+			note("census partial, without holders: the heap walk passed the pause budget (--census-budget) before the heap's end; the %d objects it reached are tracked, those past it are not (raise --census-budget, or --census on)", c.Objects)
 		case c.Status&agent.CensusCancelled != 0:
 			note("census cancelled: objects allocated before the attach are not tracked")
 		case c.Status&agent.CensusFailed != 0:

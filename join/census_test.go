@@ -74,13 +74,14 @@ func TestCensusNotes(t *testing.T) {
 		{agent.CensusOverBudget, "none"},
 		{agent.CensusHoldersSkipped, "skipped"},
 		{agent.CensusHoldersPartial, "partial"},
+		{agent.CensusPartial | agent.CensusHoldersSkipped, "skipped"},
 	} {
 		j := exactJVM(1)
 		j.OnBatch(batch(100, hello(10), &agent.CensusStart{Time: 20}, &agent.CensusEnd{Time: 90, Status: tc.status, Kind: agent.CensusAttach}))
 		var st report.Stats
 		var notes []string
 		j.CensusStats(&st, func(f string, a ...any) { notes = append(notes, f) })
-		if st.CensusHolders != tc.holders || len(notes) != 1 {
+		if st.CensusHolders != tc.holders || len(notes) != 1 || st.CensusPartial != (tc.status&agent.CensusPartial != 0) {
 			t.Errorf("status %#x: holders %q, notes %q", tc.status, st.CensusHolders, notes)
 		}
 		if j.censusHold != 0 {

@@ -184,6 +184,7 @@ type Stats struct {
 	CensusHeapObjects uint64  `json:"census_heap_objects,omitempty"`
 	CensusHeapBytes   uint64  `json:"census_heap_bytes,omitempty"`
 	CensusHolders     string  `json:"census_holders,omitempty"`
+	CensusPartial     bool    `json:"census_partial,omitempty"` // the heap walk stopped at the budget: objects past it are not tracked
 	CensusUnreachable uint64  `json:"census_unreachable,omitempty"`
 	CensusDuplicates  uint64  `json:"census_duplicates,omitempty"` // found by a census but tracked already
 	Recensuses        uint64  `json:"recensuses,omitempty"`
@@ -374,7 +375,11 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 	if st := &r.Stats; st.CensusHolders != "" {
 		holders := map[string]string{"all": "with holders", "partial": "holders partial", "skipped": "no holders: over budget",
 			"off": "no holders", "none": "none: over budget or failed"}[st.CensusHolders]
-		fmt.Fprintf(w, ", census %d objects (%s), pause %.0f ms", st.CensusObjects, holders, st.CensusPauseMs)
+		census := "census"
+		if st.CensusPartial {
+			census = "partial census"
+		}
+		fmt.Fprintf(w, ", %s %d objects (%s), pause %.0f ms", census, st.CensusObjects, holders, st.CensusPauseMs)
 	}
 	fmt.Fprintln(w)
 	// Sites that no sample hit cost nothing measurable: the table leaves

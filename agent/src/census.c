@@ -6,7 +6,8 @@
  * GetObjectsWithTags call per group returns them in O(tagged): HotSpot
  * compares each tag-map entry with each requested tag. A pass that reaches
  * the pause budget stops; the next, after the application ran as long,
- * skips what is tagged and goes on, as long as passes make progress.
+ * skips what is tagged and goes on, as long as passes make progress; what
+ * they tagged is kept (a partial census).
  * Phase 2, pauses (holders.c): FollowReferences from the GC roots in a
  * second private environment (env C), whose tags are reference-chain ids.
  * Phase 3, no pause: the targets come back as local references; each gets a
@@ -423,10 +424,14 @@ int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int 
 			break;
 		/* A pass costs ~50 ns an object, ~400 more a target it tags: a
 		 * pass that tagged little stopped for the heap's size, and the
-		 * next would stop at the same place. */
+		 * next would stop at the same place. The pause is paid: what it
+		 * tagged is kept, and a holder walk, which costs several times a
+		 * heap walk per object, is not tried. */
 		if ((cs.targets - before) * 400 < budget_ns / 4 || passes >= MAX_PASSES) {
-			status |= DJX_CENSUS_OVER_BUDGET;
-			goto end;
+			status |= cs.targets > 0 ? DJX_CENSUS_PARTIAL : DJX_CENSUS_OVER_BUDGET;
+			if (status & DJX_CENSUS_OVER_BUDGET)
+				goto end;
+			break;
 		}
 		/* The application runs as long as the pause took; the records
 		 * it made meanwhile go out. */
@@ -444,7 +449,7 @@ int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int 
 	 * even a quarter of the heap would not fit the budget, and otherwise
 	 * stops at it. */
 	if (holders && kind == DJX_CENSUS_ATTACH) {
-		if (budget_ns != 0 && cs.heap_objects * DJX_HOLDER_NS > 4 * budget_ns) {
+		if ((status & DJX_CENSUS_PARTIAL) || (budget_ns != 0 && cs.heap_objects * DJX_HOLDER_NS > 4 * budget_ns)) {
 			status |= DJX_CENSUS_HOLDERS_SKIPPED;
 		} else if ((cs.ec = private_env(1)) == NULL || census_prepare_walk(jni) != 0) {
 			status |= DJX_CENSUS_HOLDERS_FAILED;

@@ -54,6 +54,7 @@ enum {
 #define DJX_CENSUS_HOLDERS_SKIPPED 0x10u /* the holder walk would pass the budget */
 #define DJX_CENSUS_HOLDERS_PARTIAL 0x20u /* ... it did: objects it had not reached have none */
 #define DJX_CENSUS_HOLDERS_FAILED 0x40u
+#define DJX_CENSUS_PARTIAL 0x80u /* the heap walk passed the budget: objects past where it stopped are left out */
 /* The holder walks' pause per heap object, measured on JDK 17 and 25 with
  * 1M to 50M objects (docs/census.md: 310-620 ns): a walk estimated past
  * the budget is skipped. */

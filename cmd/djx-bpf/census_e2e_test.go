@@ -142,7 +142,8 @@ func TestCensusScan(t *testing.T) {
 }
 
 // TestCensusOffAndBudget: --census off tracks nothing that predates the
-// attach, and a budget no heap walk can meet drops the census and says so.
+// attach, and a budget no heap walk can meet stops the census at its first
+// check and says so.
 func TestCensusOffAndBudget(t *testing.T) {
 	setup(t)
 	j := startJVM(t, jdks()["jdk17"], nil, "-main=CensusTruth", "30")
@@ -151,7 +152,7 @@ func TestCensusOffAndBudget(t *testing.T) {
 		note  string
 	}{
 		{[]string{"--census", "off"}, ""},
-		{[]string{"--census-budget", "1us"}, "no census: the heap walk passed the pause budget"},
+		{[]string{"--census-budget", "1us"}, "the heap walk passed the pause budget"},
 	} {
 		out := filepath.Join(t.TempDir(), "r.json")
 		args := append([]string{"profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "2s", "--format", "json", "-o", out}, tc.flags...)
@@ -159,8 +160,13 @@ func TestCensusOffAndBudget(t *testing.T) {
 			t.Fatalf("%v: exited %d:\n%s", tc.flags, code, stderr)
 		}
 		r := readReport(t, out)
-		if r.Stats.CensusObjects != 0 || r.Stats.Attributed*10 > r.Stats.InHeap {
+		// The walk checks its deadline every 1024 objects: it keeps the
+		// few that the first 1024 held at most.
+		if tc.note == "" && (r.Stats.CensusObjects != 0 || r.Stats.Attributed*10 > r.Stats.InHeap) {
 			t.Errorf("%v: %d census objects, %d of %d in-heap samples attributed; want none", tc.flags, r.Stats.CensusObjects, r.Stats.Attributed, r.Stats.InHeap)
+		}
+		if tc.note != "" && (r.Stats.CensusHeapObjects > 1024 || r.Stats.CensusObjects > r.Stats.CensusHeapObjects) {
+			t.Errorf("%v: the walk saw %d objects and kept %d; want it stopped at its first check", tc.flags, r.Stats.CensusHeapObjects, r.Stats.CensusObjects)
 		}
 		if notes := strings.Join(r.Notes, "\n"); tc.note != "" && !strings.Contains(notes, tc.note) {
 			t.Errorf("%v: notes %q lack %q", tc.flags, notes, tc.note)
@@ -168,6 +174,36 @@ func TestCensusOffAndBudget(t *testing.T) {
 	}
 	if code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--census", "sometimes"); code == 0 || !strings.Contains(stderr, "use auto, on, objects or off") {
 		t.Errorf("--census sometimes: exit %d, %q", code, stderr)
+	}
+}
+
+// TestCensusPartial: a heap walk that passes its budget keeps the objects
+// it reached: part of a cache built at start-up, interleaved with small
+// objects, without holders, and a note says so.
+func TestCensusPartial(t *testing.T) {
+	setup(t)
+	const entries = 128 << 10 // cache=128: 1.4M objects, a walk of 70-120 ms
+	j := startJVM(t, jdks()["jdk17"], []string{"-Xmx1g"}, "-main=CensusTruth", "30", "cache=128")
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "2s", "--census-budget", "20ms", "--format", "json", "-o", out)
+	if code != 0 {
+		t.Fatalf("profile exited %d:\n%s", code, stderr)
+	}
+	r := readReport(t, out)
+	var values uint64 // the cache's long[160]: 1296 bytes each
+	for _, o := range r.Objects {
+		if o.Origin == "census" && o.Type == "long[]" && o.Objects > 0 && o.Bytes == o.Objects*1296 {
+			values += o.Objects
+		}
+	}
+	s := r.Stats
+	t.Logf("census: %d objects, %d cache values; walk saw %d objects in %d passes, pause %.0f ms (max %.0f); holders %q; notes %q",
+		s.CensusObjects, values, s.CensusHeapObjects, s.CensusPasses, s.CensusPauseMs, s.CensusPauseMaxMs, s.CensusHolders, r.Notes)
+	if !s.CensusPartial || s.CensusHolders != "skipped" || !strings.Contains(strings.Join(r.Notes, "\n"), "census partial") {
+		t.Fatalf("partial %v, holders %q, notes %q: want a partial census without holders, noted", s.CensusPartial, s.CensusHolders, r.Notes)
+	}
+	if values < 1000 || values > entries*9/10 {
+		t.Errorf("%d of the cache's %d values tracked; want the share the walk reached", values, entries)
 	}
 }
 

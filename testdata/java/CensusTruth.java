@@ -7,8 +7,10 @@
 // costs alike. With "gc" a System.gc() every 500 ms moves them; with
 // "churn" the loop also allocates small garbage (young GCs).
 // With "fill=N" it also keeps N million small objects (a census of them
-// takes seconds).
-// Usage: java CensusTruth [seconds (0 = forever)] [gc] [churn] [fill=N]
+// takes seconds). With "cache=N" it first builds a cache of N Ki entries,
+// long[160] values under Long keys, each with eight small objects in a list
+// beside it, as a service's start-up leaves them interleaved in the heap.
+// Usage: java CensusTruth [seconds (0 = forever)] [gc] [churn] [fill=N] [cache=N]
 // Prints "ready" once, then "ops N" each second.
 import java.util.HashMap;
 import java.util.Map;
@@ -19,6 +21,8 @@ public class CensusTruth {
     static long seed = 0x9E3779B97F4A7C15L;
     static volatile Object junk;
     static Object[] filler;
+    static final Map<Long, long[]> cache = new HashMap<>();
+    static final java.util.List<Object> beside = new java.util.ArrayList<>();
 
     static long round(long[] table, long[] v) {
         long s = seed, sum = 0;
@@ -47,6 +51,12 @@ public class CensusTruth {
                 for (int j = 0; j < filler.length; j++)
                     filler[j] = new Object[1];
             }
+            if (args[i].startsWith("cache="))
+                for (long j = Integer.parseInt(args[i].substring(6)) << 10; j > 0; j--) {
+                    cache.put(j, new long[160]);
+                    for (int b = 0; b < 8; b++)
+                        beside.add(new Object[1]);
+                }
         }
         for (int i = 0; i < VALUES; i++)
             index.put(i, new long[VLEN]);

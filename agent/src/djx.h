@@ -60,7 +60,8 @@ enum {
  * the budget is skipped. */
 #define DJX_HOLDER_NS 500u
 /* Censuses after GCs take at most DJX_RECENSUS_START_NS plus
- * 1/DJX_RECENSUS_SHARE of the session: a pause the whole heap's size sets,
+ * 1/DJX_RECENSUS_SHARE of the session, pauses and the writer's work
+ * together: a pause the whole heap's size sets,
  * so a big heap gets it rarely, but the first few come at once, when the
  * objects a short profile is after were just allocated. */
 #define DJX_RECENSUS_SHARE 400u

@@ -45,6 +45,7 @@ func (s *session) cost(st *report.Stats, a agent.Stats) {
 	st.CostCodeMs = ms(a.CodeNanos)
 	st.CostWriterMs = ms(a.WriterCPUNanos)
 	if s.shared != nil {
+		st.CostShared = true
 		return
 	}
 	now := s.costNow()

@@ -66,6 +66,7 @@ func Scan(ctx context.Context, so ScanOptions) (*report.Scan, error) {
 	}
 	defer base.sampler.Close()
 	d := newDispatcher(base.sampler)
+	cost0 := base.costNow()
 
 	sctx, cancel := ctx, context.CancelFunc(func() {})
 	if base.opts.Duration > 0 {
@@ -146,6 +147,12 @@ drain:
 		sc.Stats.StackSignals = c.Signaled
 	}
 	sc.Stats.Lost = d.lostSamples()
+	if now := base.costNow(); now.cpu > 0 {
+		if now.bpfOK && cost0.bpfOK {
+			sc.Stats.CostBPFMs = float64(now.bpfRun-cost0.bpfRun) / 1e6
+		}
+		sc.Stats.CostDjxCPUMs = float64(now.cpu-cost0.cpu) / 1e6
+	}
 	if sc.Stats.Dropped > 0 {
 		sc.Notes = append(sc.Notes, fmt.Sprintf("%d samples were dropped because the ring buffer was full; lower --freq", sc.Stats.Dropped))
 	}

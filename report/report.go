@@ -164,6 +164,7 @@ type Stats struct {
 	CostStackMs      float64 `json:"cost_stack_ms,omitempty"`
 	CostCodeMs       float64 `json:"cost_code_ms,omitempty"`
 	CostWriterMs     float64 `json:"cost_writer_ms,omitempty"`
+	CostShared       bool    `json:"cost_shared,omitempty"` // a scan's JVM: BPF and djx-bpf costs are the scan's, not its own
 	CostBPFMs        float64 `json:"cost_bpf_ms,omitempty"`
 	CostDjxCPUMs     float64 `json:"cost_djx_cpu_ms,omitempty"`
 	JITCode          uint64  `json:"jit_code,omitempty"`            // compiled-code blobs the agent reported
@@ -475,8 +476,13 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 	if s.CostJVMCPUMs > 0 {
 		agent := s.AgentCostMs()
 		of := func(v float64) string { return fmt.Sprintf("%.2f%%", 100*v/s.CostJVMCPUMs) }
-		fmt.Fprintf(w, "cost: agent %s of the JVM's CPU (allocations %s, stacks %s, JIT records %s, writer %s), BPF %s; djx-bpf %.2f CPU-s\n",
-			of(agent), of(s.CostAllocMs), of(s.CostStackMs), of(s.CostCodeMs), of(s.CostWriterMs), of(s.CostBPFMs), s.CostDjxCPUMs/1000)
+		fmt.Fprintf(w, "cost: agent %s of the JVM's CPU (allocations %s, stacks %s, JIT records %s, writer %s)",
+			of(agent), of(s.CostAllocMs), of(s.CostStackMs), of(s.CostCodeMs), of(s.CostWriterMs))
+		if s.CostShared {
+			fmt.Fprintln(w, "; BPF and djx-bpf: shared by the scan's JVMs (its last line)")
+		} else {
+			fmt.Fprintf(w, ", BPF %s; djx-bpf %.2f CPU-s\n", of(s.CostBPFMs), s.CostDjxCPUMs/1000)
+		}
 	}
 	if s.StackSignals > 0 || s.Stacks > 0 {
 		borrowed := ""

@@ -203,7 +203,8 @@ func TestScanOutput(t *testing.T) {
 	b.Objects[0].Samples, b.Objects[0].Share = 9000, 1
 	sc := &Scan{Event: "decode", DurationSec: 10, JVMs: []*Report{b, a},
 		Skipped: []SkippedJVM{{PID: 77, Main: "Legacy", Reason: "attach refused: -XX:+DisableAttachMechanism"}},
-		Stats:   ScanStats{Discovered: 3, Profiled: 2}}
+		Stats:   ScanStats{Discovered: 3, Profiled: 2, CostBPFMs: 120, CostDjxCPUMs: 900}}
+	a.Stats.CostShared, b.Stats.CostShared = true, true
 	sc.Finish()
 	if sc.JVMs[0].PID != 4242 {
 		t.Fatalf("JVMs not ordered by pid: %d", sc.JVMs[0].PID)
@@ -281,5 +282,25 @@ func TestTableCensusRow(t *testing.T) {
 	}
 	if strings.Contains(out, "RealService.index (static) → java.util.HashMap.table → [] → java.util.HashMap$Node.value  ") {
 		t.Errorf("the table's row is not cut to --depth:\n%s", out)
+	}
+}
+
+// A scan's JVM is not charged the shared sampler's cost: its cost line
+// says where that cost is instead of showing a zero.
+func TestCostLineShared(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		r := sample()
+		r.Stats.CostJVMCPUMs, r.Stats.CostAllocMs, r.Stats.CostBPFMs, r.Stats.CostShared = 1000, 5, 3, shared
+		var b bytes.Buffer
+		if err := WriteTable(&b, r, TableOptions{Top: 5}); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if got := strings.Contains(out, "BPF 0.30%"); got == shared {
+			t.Errorf("shared %v: BPF figure shown %v:\n%s", shared, got, out)
+		}
+		if got := strings.Contains(out, "shared by the scan's JVMs"); got != shared {
+			t.Errorf("shared %v: shared wording %v:\n%s", shared, got, out)
+		}
 	}
 }

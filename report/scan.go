@@ -38,6 +38,9 @@ type ScanStats struct {
 	Dropped      uint64 `json:"dropped"`       // ring buffer full
 	Lost         uint64 `json:"lost"`          // a JVM's session did not keep up
 	StackSignals uint64 `json:"stack_signals"` // signals sent for access stacks
+	// The shared sampler's costs, which no one JVM can be charged with.
+	CostBPFMs    float64 `json:"cost_bpf_ms,omitempty"`
+	CostDjxCPUMs float64 `json:"cost_djx_cpu_ms,omitempty"`
 }
 
 // Finish orders the JVMs by pid.
@@ -126,6 +129,9 @@ func WriteScanTable(w io.Writer, s *Scan, opt TableOptions) error {
 	}
 	fmt.Fprintf(w, "JVMs discovered %d, profiled %d; samples dropped %d (ring buffer full), lost %d (a JVM's session fell behind)\n",
 		s.Stats.Discovered, s.Stats.Profiled, s.Stats.Dropped, s.Stats.Lost)
+	if s.Stats.CostBPFMs > 0 || s.Stats.CostDjxCPUMs > 0 {
+		fmt.Fprintf(w, "cost for all JVMs: BPF %.2f CPU-s; djx-bpf %.2f CPU-s\n", s.Stats.CostBPFMs/1000, s.Stats.CostDjxCPUMs/1000)
+	}
 	for _, n := range s.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}

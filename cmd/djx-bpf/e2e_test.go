@@ -961,6 +961,15 @@ func TestScanSeveralJVMs(t *testing.T) {
 	if len(sc.JVMs) != 3 {
 		t.Fatalf("scan profiled %d JVMs (want 3), skipped %+v; late JVM's output:\n%s\nstderr:\n%s", len(sc.JVMs), sc.Skipped, c.output(), stderr)
 	}
+	// The shared sampler's cost is the scan's: no JVM shows a zero for it.
+	if sc.Stats.CostDjxCPUMs <= 0 {
+		t.Errorf("scan stats %+v: no djx-bpf CPU time", sc.Stats)
+	}
+	for _, r := range sc.JVMs {
+		if !r.Stats.CostShared || r.Stats.CostBPFMs != 0 {
+			t.Errorf("pid %d: cost_shared %v, cost_bpf_ms %v; want the BPF cost left to the scan", r.PID, r.Stats.CostShared, r.Stats.CostBPFMs)
+		}
+	}
 	for pid, site := range want {
 		r := got[pid]
 		if r == nil {

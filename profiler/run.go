@@ -251,6 +251,7 @@ func (s *session) detachAgent(st *streams) {
 	if st.agentOpen {
 		s.conn.Write([]byte{agent.CommandQuit})
 		deadline := time.After(3 * time.Second)
+		bye := false
 	wait:
 		for {
 			select {
@@ -259,12 +260,18 @@ func (s *session) detachAgent(st *streams) {
 					st.batches = nil
 					continue
 				}
+				bye = bye || hasBye(b)
 				s.j.OnBatch(b)
 			case <-st.agentDone:
 				st.agentOpen = false
 				break wait
 			case <-deadline:
-				s.addNote("agent did not finish its last batch within 3s")
+				// After its last batch the agent gives the JVM's heap
+				// sampler back, then hangs up; a long GC pause can hold
+				// that up. Nothing is lost then.
+				if !bye {
+					s.addNote("agent did not finish its last batch within 3s")
+				}
 				break wait
 			}
 		}
@@ -274,6 +281,15 @@ func (s *session) detachAgent(st *streams) {
 			s.j.OnBatch(b)
 		}
 	}
+}
+
+func hasBye(b *agent.Batch) bool {
+	for _, r := range b.Records {
+		if _, ok := r.(*agent.Bye); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // threadOf reports whether tid (host namespace) is a thread of process pid.

@@ -568,10 +568,8 @@ end:
 	if (cs.et != NULL)
 		(*cs.et)->DisposeEnvironment(cs.et);
 	/* The walks' tables and HotSpot's tag maps were megabytes of malloc:
-	 * give the JVM's RSS back what they took. The trim walks all of the
-	 * JVM's malloc heap, which costs more than a small census freed. */
-	if (cs.targets >= TRIM_TARGETS || cs.npaths >= TRIM_TARGETS)
-		malloc_trim(0);
+	 * give the JVM's RSS back what they took. */
+	malloc_trim(0);
 	__atomic_add_fetch(&djx.ns_census, t_iter + t_hold, __ATOMIC_RELAXED);
 	return rc;
 }

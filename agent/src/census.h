@@ -17,8 +17,6 @@
  * garbage keeps every pass busy, so they are few. */
 #define MAX_PASSES 8
 
-/* A census of fewer objects frees too little to trim malloc's heap for. */
-#define TRIM_TARGETS 65536u
 #define MAX_PATHS (1u << 22)
 #define MAX_DEPTH 48
 #define PATH_UNKNOWN 1 /* a referrer the walk could not place */

@@ -48,9 +48,14 @@ func (s *session) cost(st *report.Stats, a agent.Stats) {
 		st.CostShared = true
 		return
 	}
-	now := s.costNow()
-	if now.bpfOK && s.cost0.bpfOK {
-		st.CostBPFMs = float64(now.bpfRun-s.cost0.bpfRun) / 1e6
+	st.CostBPFMs, st.CostDjxCPUMs = s.costNow().since(s.cost0)
+}
+
+// since is the BPF program's and djx-bpf's CPU time from m0 to m, in ms;
+// the BPF figure is 0 when either mark lacks it.
+func (m costMark) since(m0 costMark) (bpfMs, djxMs float64) {
+	if m.bpfOK && m0.bpfOK {
+		bpfMs = float64(m.bpfRun-m0.bpfRun) / 1e6
 	}
-	st.CostDjxCPUMs = float64(now.cpu-s.cost0.cpu) / 1e6
+	return bpfMs, float64(m.cpu-m0.cpu) / 1e6
 }

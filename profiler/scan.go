@@ -147,12 +147,7 @@ drain:
 		sc.Stats.StackSignals = c.Signaled
 	}
 	sc.Stats.Lost = d.lostSamples()
-	if now := base.costNow(); now.cpu > 0 {
-		if now.bpfOK && cost0.bpfOK {
-			sc.Stats.CostBPFMs = float64(now.bpfRun-cost0.bpfRun) / 1e6
-		}
-		sc.Stats.CostDjxCPUMs = float64(now.cpu-cost0.cpu) / 1e6
-	}
+	sc.Stats.CostBPFMs, sc.Stats.CostDjxCPUMs = base.costNow().since(cost0)
 	if sc.Stats.Dropped > 0 {
 		sc.Notes = append(sc.Notes, fmt.Sprintf("%d samples were dropped because the ring buffer was full; lower --freq", sc.Stats.Dropped))
 	}

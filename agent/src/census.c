@@ -428,9 +428,11 @@ int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int 
 		 * tagged is kept, and a holder walk, which costs several times a
 		 * heap walk per object, is not tried. */
 		if ((cs.targets - before) * 400 < budget_ns / 4 || passes >= MAX_PASSES) {
-			status |= cs.targets > 0 ? DJX_CENSUS_PARTIAL : DJX_CENSUS_OVER_BUDGET;
-			if (status & DJX_CENSUS_OVER_BUDGET)
+			if (cs.targets == 0) {
+				status |= DJX_CENSUS_OVER_BUDGET;
 				goto end;
+			}
+			status |= DJX_CENSUS_PARTIAL;
 			break;
 		}
 		/* The application runs as long as the pause took; the records

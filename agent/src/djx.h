@@ -61,9 +61,9 @@ enum {
 #define DJX_HOLDER_NS 500u
 /* Censuses after GCs take at most DJX_RECENSUS_START_NS plus
  * 1/DJX_RECENSUS_SHARE of the session, pauses and the writer's work
- * together: a pause the whole heap's size sets,
- * so a big heap gets it rarely, but the first few come at once, when the
- * objects a short profile is after were just allocated. */
+ * together. Their pause grows with the whole heap, so a big heap gets them
+ * rarely; the first few come at once, when the objects a short profile is
+ * after were just allocated. */
 #define DJX_RECENSUS_SHARE 400u
 #define DJX_RECENSUS_START_NS 20000000ull
 

@@ -142,3 +142,35 @@ func TestCapsClasses(t *testing.T) {
 		t.Errorf("note %q lacks the dropped classes", note)
 	}
 }
+
+// TestClassesAskedOnce: a klass word the agent has not described is asked
+// for once, not every second: each ask walks every loaded class.
+func TestClassesAskedOnce(t *testing.T) {
+	j := newJVM(1)
+	j.OnBatch(batch(1, hello(1), &agent.TypesInfo{OK: true, Fields: true, OopBytes: 4, KlassBytes: 4}))
+	stray := func(k uint64) {
+		if _, _, ok := j.untrackedType(&pending{located: true, klass: k, addr: 0x10010, obj: 0x10000}); ok {
+			t.Fatalf("klass %#x named before it was described", k)
+		}
+	}
+	stray(0x7000)
+	if !j.WantClasses() {
+		t.Fatal("a new klass word was not asked for")
+	}
+	stray(0x7000)
+	if j.WantClasses() {
+		t.Error("the same klass word was asked for again")
+	}
+	stray(0x7008)
+	if !j.WantClasses() {
+		t.Error("a second new klass word was not asked for")
+	}
+	for k := uint64(0); k < 2*maxAsked; k++ {
+		stray(0x100000 + 8*k)
+		j.WantClasses()
+	}
+	stray(0x900000)
+	if j.WantClasses() || len(j.asked) > maxAsked {
+		t.Errorf("asked %d klass words, cap %d", len(j.asked), maxAsked)
+	}
+}

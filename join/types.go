@@ -27,7 +27,11 @@ type typeState struct {
 	// wantClasses: a sample met a klass word the table lacks (a class
 	// the agent has not described yet, such as a new array class).
 	wantClasses bool
-	regions     Regions
+	// asked holds the klass words already asked for: one that the agent
+	// cannot describe (or a stray header) would otherwise cost a walk of
+	// every loaded class each second.
+	asked   map[uint64]struct{}
+	regions Regions
 }
 
 type typeKey struct{ typ, field string }
@@ -95,6 +99,22 @@ func (j *JVM) trackedType(sig string, off uint64) (typ, field string) {
 	return typ, ""
 }
 
+// maxAsked bounds the klass words remembered as asked for; past it no
+// new ones are asked for, as such a heap's headers are mostly stray.
+const maxAsked = 4096
+
+// askClass asks for the class of klass word k once.
+func (j *JVM) askClass(k uint64) {
+	if _, ok := j.asked[k]; ok || len(j.asked) >= maxAsked {
+		return
+	}
+	if j.asked == nil {
+		j.asked = make(map[uint64]struct{})
+	}
+	j.asked[k] = struct{}{}
+	j.wantClasses = true
+}
+
 // untrackedType names the data type of an untracked heap sample, or says
 // it cannot.
 func (j *JVM) untrackedType(p *pending) (typ, field string, ok bool) {
@@ -103,7 +123,7 @@ func (j *JVM) untrackedType(p *pending) (typ, field string, ok bool) {
 	}
 	l := j.types.ByKlassWord(p.klass)
 	if l == nil {
-		j.wantClasses = true
+		j.askClass(p.klass)
 		return "", "", false
 	}
 	off := p.addr - p.obj

@@ -36,6 +36,10 @@ static struct {
 	uint32_t kbytes, kshift;
 	uint64_t kbase;
 	struct mset sent; /* guarded by djx.mu: (klass, signature) keys sent */
+	/* Guarded by djx.mu: klass words sent. A resend skips them without
+	 * asking their signatures, most of its cost; a klass word reused after
+	 * an unloading is described again by its ClassPrepare. */
+	struct mset sent_klass;
 } ty;
 
 static void dealloc(jvmtiEnv *j, void *p)
@@ -467,12 +471,24 @@ static int is_sent(uint64_t key)
 	return has;
 }
 
-static void mark_sent(uint64_t key)
+static void mark_sent(uint64_t key, uint64_t klass)
 {
 	pthread_mutex_lock(&djx.mu);
-	if (!djx.detached)
+	if (!djx.detached) {
 		mset_add(&ty.sent, key); /* on OOM it is just resent */
+		mset_add(&ty.sent_klass, klass);
+	}
 	pthread_mutex_unlock(&djx.mu);
+}
+
+static int klass_sent(uint64_t klass)
+{
+	int has;
+
+	pthread_mutex_lock(&djx.mu);
+	has = mset_has(&ty.sent_klass, klass);
+	pthread_mutex_unlock(&djx.mu);
+	return has;
 }
 
 /* The writer appends, flushing when the batch is full: 0, -1 session over. */
@@ -506,7 +522,7 @@ struct loaded {
 	jint n;
 };
 
-static int get_loaded(jvmtiEnv *j, struct loaded *l)
+static int get_loaded(jvmtiEnv *j, struct loaded *l, int sigs)
 {
 	l->ks = NULL;
 	l->n = 0;
@@ -516,7 +532,7 @@ static int get_loaded(jvmtiEnv *j, struct loaded *l)
 	l->sigs = calloc((size_t)l->n + 1, sizeof *l->sigs);
 	if (l->sigs == NULL)
 		return -1;
-	for (jint i = 0; i < l->n; i++)
+	for (jint i = 0; i < l->n && sigs; i++)
 		if ((*j)->GetClassSignature(j, l->ks[i], &l->sigs[i], NULL) != JVMTI_ERROR_NONE)
 			l->sigs[i] = NULL;
 	return 0;
@@ -544,13 +560,15 @@ static int send_unsent(JNIEnv *jni, int (*flush)(void))
 	struct wbuf w;
 	int rc = 0;
 
-	if (get_loaded(j, &l) != 0 || (kl = malloc(((size_t)l.n + 1) * sizeof *kl)) == NULL ||
+	if (get_loaded(j, &l, 0) != 0 || (kl = malloc(((size_t)l.n + 1) * sizeof *kl)) == NULL ||
 	    klasses_of(l.ks, (size_t)l.n, kl) != 0)
 		goto out;
 	wb_init(&w, mem, sizeof mem, 0);
 	for (jint i = 0; i < l.n && rc == 0; i++) {
 		uint64_t key;
-		if (kl[i] == 0 || l.sigs[i] == NULL || is_sent(key = key_of(kl[i], l.sigs[i])))
+		if (kl[i] == 0 || klass_sent(kl[i]) ||
+		    (*j)->GetClassSignature(j, l.ks[i], &l.sigs[i], NULL) != JVMTI_ERROR_NONE || l.sigs[i] == NULL ||
+		    is_sent(key = key_of(kl[i], l.sigs[i])))
 			continue;
 		w.len = 0;
 		if (build_class(j, jni, l.ks[i], l.sigs[i], kl[i], &w) != 0)
@@ -562,7 +580,7 @@ static int send_unsent(JNIEnv *jni, int (*flush)(void))
 		}
 		rc = append_flushing(&w, flush);
 		if (rc == 0) {
-			mark_sent(key);
+			mark_sent(key, kl[i]);
 			__atomic_add_fetch(&djx.n_classes_sent, 1, RELAXED);
 		}
 	}
@@ -584,7 +602,7 @@ int djx_types_start(JNIEnv *jni, int (*flush)(void))
 
 	memset(&in, 0, sizeof in);
 	if (djx_vm_init(in.reason, sizeof in.reason) == 0) {
-		if (get_loaded(j, &l) == 0)
+		if (get_loaded(j, &l, 1) == 0)
 			self_check(j, jni, l.ks, l.sigs, l.n, &in);
 		else
 			snprintf(in.reason, sizeof in.reason, "GetLoadedClasses failed");
@@ -643,7 +661,7 @@ void djx_types_prepare(jvmtiEnv *j, JNIEnv *jni, jclass k)
 	wb_init(&w, mem, sizeof mem, 0);
 	if (build_class(j, jni, k, sig, klass, &w) == 0) {
 		if (!w.err && djx_emit(jni, NULL, 0, w.p, w.len, DJX_REC_HDR) == 0) {
-			mark_sent(key_of(klass, sig));
+			mark_sent(key_of(klass, sig), klass);
 			__atomic_add_fetch(&djx.n_classes_sent, 1, RELAXED);
 		} else {
 			__atomic_add_fetch(&djx.n_classes_dropped, 1, RELAXED);
@@ -674,4 +692,5 @@ void djx_types_release(jvmtiEnv *j)
 void djx_types_reset_locked(void)
 {
 	mset_free(&ty.sent);
+	mset_free(&ty.sent_klass);
 }

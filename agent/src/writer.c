@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -447,6 +448,8 @@ static void *writer_main(void *arg)
 	JNIEnv *env = NULL;
 	int attached = 0, vmdeath = 0, types_started = 0;
 	(void)arg;
+	/* Named, so that top -H and perf tell the agent's own CPU apart. */
+	prctl(PR_SET_NAME, "djx-bpf writer", 0, 0, 0);
 	djx_stacks_unblock();
 	/* Attached as a daemon so that detach can call JVMTI (which refuses
 	 * unattached threads); in native code it never holds up a safepoint. */

@@ -71,7 +71,7 @@ enum {
 #define DJX_MAX_LINES 16384          /* line-table entries per METHOD record */
 #define DJX_BUF_CAP (4u << 20)       /* one batch buffer, header included */
 #define DJX_BUF_RESERVE 512u         /* tail kept free for STATS and BYE */
-#define DJX_BUF_KEEP (64u << 10)     /* resident part of a batch buffer after a flush */
+#define DJX_BUF_KEEP (256u << 10)    /* resident part of a batch buffer after a flush */
 /* Writer flush period. Every wakeup costs the JVM and the loader: at 50 ms
  * the writer took 0.21% of GcHot's CPU, 0.06% at 200 ms. Allocations kick
  * it earlier when the batch is half full, stacks when their ring is. */

@@ -153,11 +153,13 @@ type Stats struct {
 	StacksUnmatched      uint64 `json:"stacks_unmatched,omitempty"` // stacks that matched no sample (other pc, or late)
 	StackMismatch        uint64 `json:"stack_mismatch,omitempty"`   // a stack came next but for another pc
 	// What the profile cost, measured in ms of CPU time: the JVM's own CPU
-	// time over the agent's session, the agent's time inside it (allocation
-	// callbacks, stack signal handler, JIT code and class callbacks, writer
-	// thread), the BPF sampling program's run time (every CPU, every
+	// time over the agent's session, the agent's CPU time inside it
+	// (allocation callbacks, JIT code and class callbacks, writer thread;
+	// the stack signal handler's wall time, as a handler is seldom
+	// descheduled), the BPF sampling program's run time (every CPU, every
 	// process it saw) and djx-bpf's CPU time. Not in them: the kernel's perf
-	// interrupt and signal delivery, and the JVM's own heap-sampling slow
+	// interrupt and signal delivery, HotSpot's inline records for JIT code,
+	// the census pauses (census_*), and the JVM's own heap-sampling slow
 	// path.
 	CostJVMCPUMs     float64 `json:"cost_jvm_cpu_ms,omitempty"`
 	CostAllocMs      float64 `json:"cost_alloc_ms,omitempty"`

@@ -423,11 +423,11 @@ static void sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass
 static void JNICALL on_sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jthread thread, jobject object,
 				     jclass klass, jlong size)
 {
-	uint64_t t0 = djx_now_ns();
+	uint64_t t0 = djx_thread_ns();
 
 	(void)thread;
 	sampled_alloc(j, jni, object, klass, size);
-	__atomic_add_fetch(&djx.ns_alloc, djx_now_ns() - t0, RELAXED);
+	__atomic_add_fetch(&djx.ns_alloc, djx_thread_ns() - t0, RELAXED);
 }
 
 /* GarbageCollectionStart and GarbageCollectionFinish run in a restricted

@@ -51,14 +51,14 @@ static void JNICALL on_class_load(jvmtiEnv *j, JNIEnv *jni, jthread t, jclass k)
 
 static void JNICALL on_class_prepare(jvmtiEnv *j, JNIEnv *jni, jthread t, jclass k)
 {
-	uint64_t t0 = djx_now_ns();
+	uint64_t t0 = djx_thread_ns();
 
 	(void)t;
 	if (!__atomic_load_n(&djx.detached, __ATOMIC_ACQUIRE) && djx.class_events)
 		make_method_ids(j, k);
-	__atomic_add_fetch(&djx.ns_code, djx_now_ns() - t0, RELAXED);
 	if (djx.opt.types)
-		djx_types_prepare(j, jni, k); /* counts its own time */
+		djx_types_prepare(j, jni, k); /* also counted in ns_types */
+	__atomic_add_fetch(&djx.ns_code, djx_thread_ns() - t0, RELAXED);
 }
 
 struct pcref {
@@ -203,11 +203,11 @@ static void append_small(const uint8_t *rec, size_t len)
 static void JNICALL on_compiled_load(jvmtiEnv *j, jmethodID method, jint code_size, const void *code_addr,
 				     jint map_length, const jvmtiAddrLocationMap *map, const void *compile_info)
 {
-	uint64_t t0 = djx_now_ns();
+	uint64_t t0 = djx_thread_ns();
 
 	(void)map_length, (void)map;
 	compiled_load(j, method, code_size, code_addr, compile_info);
-	__atomic_add_fetch(&djx.ns_code, djx_now_ns() - t0, RELAXED);
+	__atomic_add_fetch(&djx.ns_code, djx_thread_ns() - t0, RELAXED);
 }
 
 static void JNICALL on_compiled_unload(jvmtiEnv *j, jmethodID method, const void *code_addr)

@@ -234,6 +234,12 @@ extern struct djx djx;
 
 uint64_t djx_now_ns(void);
 uint64_t djx_cpu_ns(clockid_t clock); /* CLOCK_PROCESS/THREAD_CPUTIME_ID; 0 on error */
+/* The calling thread's CPU time: callbacks' costs are counted in it, as
+ * wall time also counts the time the thread waited for a CPU. */
+static inline uint64_t djx_thread_ns(void)
+{
+	return djx_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+}
 
 /* agent.c */
 void djx_build_method(jvmtiEnv *j, JNIEnv *jni, jmethodID m, struct wbuf *w);

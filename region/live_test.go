@@ -105,7 +105,7 @@ func live(t *testing.T, jdk testenv.JDK, classes string, withNMT bool) {
 	}
 	// Every miss re-reads (a compiler thread may start between the reads).
 	clock := time.Now()
-	n.now = func() time.Time { clock = clock.Add(ReloadInterval); return clock }
+	n.now = func() time.Time { clock = clock.Add(maxReloadWait); return clock }
 	f.tasks = readTasks(pid)
 	f.maps = read(t, fmt.Sprintf("/proc/%d/maps", pid))
 	// Tasks read after the Namer's snapshot: their stacks are learned

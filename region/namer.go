@@ -11,8 +11,12 @@ import (
 
 // ReloadInterval is the least time between two re-reads of a live
 // target's maps and threads: a miss re-reads at most 4 times a second,
-// and misses in between are answered "unknown" at once.
+// and misses in between are answered "unknown" at once. A re-read that
+// leaves the address unmapped (a stray decoded address) doubles the
+// wait, up to maxReloadWait: each one reads three files per thread.
 const ReloadInterval = 250 * time.Millisecond
+
+const maxReloadWait = 8 * time.Second
 
 const (
 	// maxMapsBytes caps the /proc/PID/maps read (a JVM with 100k threads
@@ -29,6 +33,7 @@ type Namer struct {
 	text JVMText
 	m    *Map
 	last time.Time
+	wait time.Duration // least time from last to the next re-read on a miss
 	now  func() time.Time
 	// hints are stack pointers learned from samples, carried over a
 	// reload (the threads running at a reload have no syscall sp).
@@ -46,7 +51,7 @@ func New(pid int, text JVMText) (*Namer, error) {
 	if pid <= 0 {
 		return nil, fmt.Errorf("region: bad pid %d", pid)
 	}
-	n := &Namer{pid: pid, text: text, now: time.Now, hints: map[uint32]uint64{}}
+	n := &Namer{pid: pid, text: text, now: time.Now, wait: ReloadInterval, hints: map[uint32]uint64{}}
 	if err := n.Reload(); err != nil {
 		return nil, err
 	}
@@ -96,12 +101,17 @@ func (n *Namer) Name(addr uint64, tid uint32, rsp uint64) Region {
 	i := m.find(addr)
 	if i < 0 {
 		n.stats.Misses++
-		if t := n.now(); t.Sub(n.last) >= ReloadInterval {
+		if t := n.now(); t.Sub(n.last) >= max(n.wait, ReloadInterval) {
 			if n.Reload() == nil {
 				m = n.m
 				i = m.find(addr)
 			}
 			n.last = t
+			if i < 0 {
+				n.wait = min(2*max(n.wait, ReloadInterval), maxReloadWait)
+			} else {
+				n.wait = ReloadInterval
+			}
 		}
 		if i < 0 {
 			return m.regions[0]

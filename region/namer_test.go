@@ -75,3 +75,50 @@ func TestMergedStack(t *testing.T) {
 		t.Errorf("the buffer without a stack pointer: %+v", r)
 	}
 }
+
+// An address that a re-read leaves unmapped doubles the wait before the
+// next re-read, up to maxReloadWait; one that a re-read finds resets it.
+func TestNamerBacksOffStrays(t *testing.T) {
+	n, err := New(os.Getpid(), JVMText{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := n.last
+	n.now = func() time.Time { return clock }
+	const stray = 0x10 // never mapped
+	reloads := func() uint64 { return n.Stats().Reloads }
+	want := []time.Duration{ReloadInterval, 2 * ReloadInterval, 4 * ReloadInterval}
+	for _, w := range want {
+		before := reloads()
+		clock = clock.Add(w - time.Millisecond)
+		n.Name(stray, 0, 0)
+		if reloads() != before {
+			t.Fatalf("re-read %v after the last, want a wait of %v", w-time.Millisecond, w)
+		}
+		clock = clock.Add(time.Millisecond)
+		n.Name(stray, 0, 0)
+		if reloads() != before+1 {
+			t.Fatalf("no re-read after %v", w)
+		}
+	}
+	for i := 0; i < 10; i++ {
+		clock = clock.Add(maxReloadWait)
+		n.Name(stray, 0, 0)
+	}
+	if n.wait != maxReloadWait {
+		t.Errorf("wait %v, want at most %v", n.wait, maxReloadWait)
+	}
+	b, err := unix.Mmap(-1, 0, 1<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(b)
+	b[0] = 1
+	clock = clock.Add(maxReloadWait)
+	if got := n.Name(uint64(uintptr(unsafePointer(b))), 0, 0); got.Name != Anonymous {
+		t.Errorf("new mapping: %+v, want anonymous", got)
+	}
+	if n.wait != ReloadInterval {
+		t.Errorf("wait %v after a re-read that found the address, want %v", n.wait, ReloadInterval)
+	}
+}

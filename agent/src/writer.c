@@ -410,23 +410,71 @@ static int flush_batch(void)
 	return flush(NULL);
 }
 
+/* The heap's used bytes, from java.lang.Runtime; 0 if unknown. The writer
+ * is a Java thread in native: the calls run Java code, never a pause. */
+static uint64_t heap_used(JNIEnv *env)
+{
+	static jclass rt_class;
+	static jmethodID get, total, free_;
+	jobject rt;
+	jlong t, f;
+
+	if (rt_class == NULL) {
+		jclass c = (*env)->FindClass(env, "java/lang/Runtime");
+		if (c != NULL) {
+			get = (*env)->GetStaticMethodID(env, c, "getRuntime", "()Ljava/lang/Runtime;");
+			total = (*env)->GetMethodID(env, c, "totalMemory", "()J");
+			free_ = (*env)->GetMethodID(env, c, "freeMemory", "()J");
+			if (get != NULL && total != NULL && free_ != NULL)
+				rt_class = (*env)->NewGlobalRef(env, c);
+			(*env)->DeleteLocalRef(env, c);
+		}
+		if (rt_class == NULL) {
+			(*env)->ExceptionClear(env);
+			return 0;
+		}
+	}
+	rt = (*env)->CallStaticObjectMethod(env, rt_class, get);
+	if (rt == NULL || (*env)->ExceptionCheck(env)) {
+		(*env)->ExceptionClear(env);
+		return 0;
+	}
+	t = (*env)->CallLongMethod(env, rt, total);
+	f = (*env)->CallLongMethod(env, rt, free_);
+	(*env)->DeleteLocalRef(env, rt);
+	if ((*env)->ExceptionCheck(env)) {
+		(*env)->ExceptionClear(env);
+		return 0;
+	}
+	return t > f ? (uint64_t)(t - f) : 0;
+}
+
+/* The last census after a GC: its cost (pause and writer work) and the
+ * heap's used bytes then. Writer only. */
+static uint64_t recensus_cost, recensus_heap;
+
 /* A census of large objects after a GC, when the allocation budget has
  * raised the sampling interval so far that an object of min size would be
  * missed more than one time in ten (p = 1 - e^(-s/I) < 0.9, I > s/2.3).
- * At most once per recensus_ms, within the time share of djx.h. */
-static int recensus_due(uint64_t since)
+ * At most once per recensus_ms, within the time share of djx.h, counting
+ * the one it would start: its cost grows with the heap (H2's second one
+ * took 53-75 ms, past the share, after its heap had grown). */
+static int recensus_due(JNIEnv *env, uint64_t since, uint64_t *used)
 {
-	uint64_t now = djx_now_ns(), iv = __atomic_load_n(&djx.cur_interval, __ATOMIC_RELAXED);
+	uint64_t now = djx_now_ns(), iv = __atomic_load_n(&djx.cur_interval, __ATOMIC_RELAXED), next = 0;
 
+	*used = 0;
 	if (djx.opt.recensus_ms == 0 || djx.opt.census == 0 || iv * 23 < djx.opt.minsize * 10)
 		return 0;
-	if (now - djx.last_census < djx.opt.recensus_ms * 1000000ull ||
-	    djx.recensus_ns > DJX_RECENSUS_START_NS + (now - since) / DJX_RECENSUS_SHARE)
+	if (now - djx.last_census < djx.opt.recensus_ms * 1000000ull)
 		return 0;
-	return 1;
+	*used = heap_used(env);
+	if (recensus_heap != 0 && *used != 0)
+		next = (uint64_t)((double)recensus_cost * (double)*used / (double)recensus_heap);
+	return djx.recensus_ns + next <= DJX_RECENSUS_START_NS + (now - since) / DJX_RECENSUS_SHARE;
 }
 
-static int census(JNIEnv *env, uint32_t kind)
+static int census(JNIEnv *env, uint32_t kind, uint64_t used)
 {
 	uint64_t before = __atomic_load_n(&djx.ns_census, __ATOMIC_RELAXED), cpu = djx_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
 	int rc = djx_census(env, kind, kind == DJX_CENSUS_ATTACH && djx.opt.census == 2,
@@ -435,9 +483,12 @@ static int census(JNIEnv *env, uint32_t kind)
 	djx.last_census = djx_now_ns();
 	/* Its cost is the pause and this thread's work on what it found,
 	 * which on a heap of many large objects is more than the pause. */
-	if (kind == DJX_CENSUS_AFTER_GC)
-		djx.recensus_ns += __atomic_load_n(&djx.ns_census, __ATOMIC_RELAXED) - before +
-				   (djx_cpu_ns(CLOCK_THREAD_CPUTIME_ID) - cpu);
+	if (kind == DJX_CENSUS_AFTER_GC) {
+		recensus_cost = __atomic_load_n(&djx.ns_census, __ATOMIC_RELAXED) - before +
+				(djx_cpu_ns(CLOCK_THREAD_CPUTIME_ID) - cpu);
+		recensus_heap = used;
+		djx.recensus_ns += recensus_cost;
+	}
 	return rc;
 }
 
@@ -470,7 +521,7 @@ static void *writer_main(void *arg)
 		};
 		const char *bye = NULL;
 		int stop, kicked, abort_, r, creq, kreq;
-		uint64_t now, gcs;
+		uint64_t now, gcs, used;
 
 		r = poll(pf, 3, (int)(DJX_FLUSH_NS / 1000000));
 		if (r < 0 && errno != EINTR)
@@ -517,7 +568,7 @@ static void *writer_main(void *arg)
 		if (attached && djx_track_scan(env, flush_batch) != 0)
 			break;
 		djx_big_check(); /* a dropped FREE is counted like any drop */
-		if (attached && creq && census(env, DJX_CENSUS_ATTACH) != 0)
+		if (attached && creq && census(env, DJX_CENSUS_ATTACH, 0) != 0)
 			break;
 		/* Types: the first pass, after HELLO is out, dumps every class. */
 		if (attached && djx.opt.types && !types_started) {
@@ -527,7 +578,8 @@ static void *writer_main(void *arg)
 		} else if (attached && kreq && djx_types_resend(env, flush_batch) != 0) {
 			break;
 		}
-		if (attached && gcs != gcs_seen && recensus_due(since) && census(env, DJX_CENSUS_AFTER_GC) != 0)
+		if (attached && gcs != gcs_seen && recensus_due(env, since, &used) &&
+		    census(env, DJX_CENSUS_AFTER_GC, used) != 0)
 			break;
 		gcs_seen = gcs;
 	}

@@ -481,6 +481,9 @@ func TestAgentLaunch(t *testing.T) {
 					int(h.PID) != v.cmd.Process.Pid || h.VMName == "" || h.VMVersion == "" {
 					t.Errorf("HELLO = %+v (java pid %d)", h, v.cmd.Process.Pid)
 				}
+				if !hasThread(t, v.cmd.Process.Pid, "djx-bpf writer") {
+					t.Error("no thread named \"djx-bpf writer\": top -H and perf cannot tell the agent's CPU apart")
+				}
 				seen := map[uint64]bool{}
 				for _, a := range s.allocs {
 					if a.Addr == 0 || a.Addr%8 != 0 || seen[a.Addr] {
@@ -538,6 +541,21 @@ func TestAgentLaunch(t *testing.T) {
 			})
 		}
 	}
+}
+
+// hasThread reports whether process pid has a thread named comm.
+func hasThread(t *testing.T, pid int, comm string) bool {
+	t.Helper()
+	dirs, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/comm", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if b, err := os.ReadFile(d); err == nil && strings.TrimSpace(string(b)) == comm {
+			return true
+		}
+	}
+	return false
 }
 
 // TestAgentDetach: closing the socket, or sending 'Q', detaches the agent;

@@ -461,12 +461,13 @@ static int build_class(jvmtiEnv *j, JNIEnv *jni, jclass k, const char *sig, uint
 	return rc;
 }
 
-static int is_sent(uint64_t key)
+/* Whether key is in set s, one of ty's sent sets. */
+static int sent_in(const struct mset *s, uint64_t key)
 {
 	int has;
 
 	pthread_mutex_lock(&djx.mu);
-	has = mset_has(&ty.sent, key);
+	has = mset_has(s, key);
 	pthread_mutex_unlock(&djx.mu);
 	return has;
 }
@@ -479,16 +480,6 @@ static void mark_sent(uint64_t key, uint64_t klass)
 		mset_add(&ty.sent_klass, klass);
 	}
 	pthread_mutex_unlock(&djx.mu);
-}
-
-static int klass_sent(uint64_t klass)
-{
-	int has;
-
-	pthread_mutex_lock(&djx.mu);
-	has = mset_has(&ty.sent_klass, klass);
-	pthread_mutex_unlock(&djx.mu);
-	return has;
 }
 
 /* The writer appends, flushing when the batch is full: 0, -1 session over. */
@@ -566,9 +557,9 @@ static int send_unsent(JNIEnv *jni, int (*flush)(void))
 	wb_init(&w, mem, sizeof mem, 0);
 	for (jint i = 0; i < l.n && rc == 0; i++) {
 		uint64_t key;
-		if (kl[i] == 0 || klass_sent(kl[i]) ||
+		if (kl[i] == 0 || sent_in(&ty.sent_klass, kl[i]) ||
 		    (*j)->GetClassSignature(j, l.ks[i], &l.sigs[i], NULL) != JVMTI_ERROR_NONE || l.sigs[i] == NULL ||
-		    is_sent(key = key_of(kl[i], l.sigs[i])))
+		    sent_in(&ty.sent, key = key_of(kl[i], l.sigs[i])))
 			continue;
 		w.len = 0;
 		if (build_class(j, jni, l.ks[i], l.sigs[i], kl[i], &w) != 0)

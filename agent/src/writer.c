@@ -218,7 +218,7 @@ static int flush(const char *bye)
 	wb_u64(&w, ld(&djx.ns_stack));
 	wb_u64(&w, ld(&djx.ns_code));
 	/* The writer thread is created per session: its clock is ours alone. */
-	wb_u64(&w, djx_cpu_ns(CLOCK_THREAD_CPUTIME_ID));
+	wb_u64(&w, djx_thread_ns());
 	wb_u64(&w, djx_cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - djx.cpu0);
 	wb_u64(&w, ld(&djx.n_tracked));
 	wb_u64(&w, djx_track_count_locked());
@@ -476,7 +476,7 @@ static int recensus_due(JNIEnv *env, uint64_t since, uint64_t *used)
 
 static int census(JNIEnv *env, uint32_t kind, uint64_t used)
 {
-	uint64_t before = __atomic_load_n(&djx.ns_census, __ATOMIC_RELAXED), cpu = djx_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t before = __atomic_load_n(&djx.ns_census, __ATOMIC_RELAXED), cpu = djx_thread_ns();
 	int rc = djx_census(env, kind, kind == DJX_CENSUS_ATTACH && djx.opt.census == 2,
 			    djx.opt.census_budget_us * 1000ull, flush_batch);
 
@@ -485,7 +485,7 @@ static int census(JNIEnv *env, uint32_t kind, uint64_t used)
 	 * which on a heap of many large objects is more than the pause. */
 	if (kind == DJX_CENSUS_AFTER_GC) {
 		recensus_cost = __atomic_load_n(&djx.ns_census, __ATOMIC_RELAXED) - before +
-				(djx_cpu_ns(CLOCK_THREAD_CPUTIME_ID) - cpu);
+				(djx_thread_ns() - cpu);
 		recensus_heap = used;
 		djx.recensus_ns += recensus_cost;
 	}

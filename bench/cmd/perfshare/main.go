@@ -22,6 +22,10 @@ import (
 	"strings"
 )
 
+// cmlClass is HotSpot's side of the CompiledMethodLoad events the agent
+// takes; a sample with the agent's callback below it is the agent's.
+const cmlClass = "djx: HotSpot's CompiledMethodLoad records"
+
 // rules name HotSpot's frames, outermost first wins.
 var rules = []struct {
 	class string
@@ -30,7 +34,7 @@ var rules = []struct {
 	{"JFR: start-up", regexp.MustCompile(`Jfr::on_create_vm|JfrRecorder::(create|on_create)`)},
 	{"JFR: allocation samples", regexp.MustCompile(`JfrAllocationTracer|JfrObjectAllocationSample|ObjectSampler::`)},
 	{"JFR: other in-thread", regexp.MustCompile(`Jfr[A-Z]\w*::|SR_handler`)},
-	{"djx: HotSpot's CompiledMethodLoad records", regexp.MustCompile(`JvmtiExport::post_compiled_method_load|JvmtiCodeBlobEvents`)},
+	{cmlClass, regexp.MustCompile(`JvmtiExport::post_compiled_method_load|JvmtiCodeBlobEvents`)},
 	{"djx: census heap walk", regexp.MustCompile(`VM_HeapWalkOperation|VM_HeapIterateOperation|JvmtiTagMap::`)},
 }
 
@@ -159,8 +163,8 @@ func classify(s *sample, syms *symtab) string {
 		}
 		for _, r := range rules {
 			if r.re.MatchString(f.sym) {
-				if r.class == rules[3].class && agentBelow(s.frames[:i]) {
-					break // our CODE callback under HotSpot's event posting
+				if r.class == cmlClass && agentBelow(s.frames[:i]) {
+					break
 				}
 				return r.class
 			}

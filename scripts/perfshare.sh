@@ -4,7 +4,8 @@
 # settings, under `perf record -a -g`; bench/cmd/perfshare tells each run's
 # share of the JVM's CPU samples by class. Run `make bench` once first (it
 # builds djx-bpf and the workloads). As root.
-# Usage: scripts/perfshare.sh [RUNS] [WORKLOAD...]   (default: 2 h2 xalan fft)
+# Usage: scripts/perfshare.sh [RUNS] [WORKLOAD...]   (default: 2 h2 xalan fft;
+# the workloads are djxbench's, which prints their command lines)
 set -eu
 cd "$(dirname "$0")/.."
 RUNS=${1:-2}
@@ -18,24 +19,19 @@ OUT=${PERFSHARE_OUT:-build/perfshare-runs}
 [ -x build/djx-bpf ] && [ -d build/bench/java ] || { echo "perfshare.sh: run make bench first"; exit 1; }
 command -v perf >/dev/null || apt-get install -y -qq linux-perf
 go build -o build/perfshare ./bench/cmd/perfshare
+go build -o build/djxbench ./bench/cmd/djxbench
 mkdir -p "$OUT"
 for r in $(seq "$RUNS"); do
 	for wl in $WORKLOADS; do
-		case $wl in
-		h2) args="H2Bench 60000 1500" ;;
-		xalan) args="XalanBench 20000 40" ;;
-		fft) args="FftBench 64 14 200" ;;
-		*) echo "perfshare.sh: unknown workload $wl (h2, xalan, fft)"; exit 1 ;;
-		esac
 		for mode in base djx jfr jfr-default; do
 			o=$OUT/$wl-$mode-$r
-			jvm="$JAVA -Xmx1g"
+			flags=
 			case $mode in
-			base) cmd="$jvm -cp $CP Bench $args" ;;
-			djx) cmd="build/djx-bpf profile --quiet --format json -o $o.json -- $jvm -cp $CP Bench $args" ;;
-			jfr) cmd="$jvm -XX:StartFlightRecording=settings=profile,filename=$o.jfr -cp $CP Bench $args" ;;
-			jfr-default) cmd="$jvm -XX:StartFlightRecording=settings=default,filename=$o.jfr -cp $CP Bench $args" ;;
+			jfr) flags="-XX:StartFlightRecording=settings=profile,filename=$o.jfr" ;;
+			jfr-default) flags="-XX:StartFlightRecording=settings=default,filename=$o.jfr" ;;
 			esac
+			cmd=$(build/djxbench -java "$JAVA" -cp "$CP" -jvm-flags "$flags" -print "$wl")
+			[ $mode = djx ] && cmd="build/djx-bpf profile --quiet --format json -o $o.json -- $cmd"
 			perf record -q -a -g -F 1999 -o "$o.data" -- $cmd >"$o.out" 2>&1
 			perf script -i "$o.data" -F comm,pid,tid,ip,sym,dso 2>/dev/null |
 				build/perfshare -agent agent/libdjxagent.so >"$o.share"

@@ -226,6 +226,7 @@ func main() {
 		verbose  = flag.Bool("v", false, "print each run")
 		compare  = flag.String("compare", "", "print the summaries of this earlier results file beside the new ones")
 		fromFile = flag.String("summarize", "", "do not run: print the table of this results file")
+		printCmd = flag.String("print", "", "do not run: print this workload's java command line, with -java, -cp and -jvm-flags (scripts/perfshare.sh)")
 		toggleN  = flag.Int("toggle", envInt("BENCH_TOGGLE", 0), "instead of separate runs: this many profiled windows on one long-running JVM per workload, each between unprofiled ones (env BENCH_TOGGLE)")
 		window   = flag.Duration("window", 10*time.Second, "toggle: length of each window")
 		warm     = flag.Duration("warm", 20*time.Second, "toggle and switch: warm-up before the first window")
@@ -252,6 +253,15 @@ func main() {
 		if len(r.IRQ) > 0 {
 			printIRQ(os.Stdout, r.IRQ)
 		}
+		return
+	}
+	if *printCmd != "" {
+		w, ok := findWorkload(*printCmd)
+		if !ok {
+			fatal("unknown workload %q", *printCmd)
+		}
+		h := &harness{java: *java, cp: *cp, jvmFlags: strings.Fields(*jvmExtra)}
+		fmt.Println(strings.Join(h.javaArgs(w, false), " "))
 		return
 	}
 	if os.Geteuid() != 0 {

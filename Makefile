@@ -7,6 +7,10 @@ BUILD     := build
 BIN       := $(BUILD)/djx-bpf
 JAVA_SRCS := $(wildcard testdata/java/*.java)
 
+# Plain `make` builds the binary: the agent's rules below would otherwise
+# set the default goal.
+.DEFAULT_GOAL := all
+
 include agent/Makefile.inc
 
 .PHONY: all build deps test test-short vet fuzz demo generate clean bench

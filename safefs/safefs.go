@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -31,9 +32,13 @@ const Resolve = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_N
 
 // OpenAt opens name below the directory dirfd, resolved as if dirfd were
 // "/" and with no symlink anywhere, adding O_NOFOLLOW, O_NONBLOCK and
-// O_CLOEXEC to flags. It returns a raw fd.
+// O_CLOEXEC to flags (O_NONBLOCK not with O_PATH, which openat2 refuses
+// it with and which never blocks). It returns a raw fd.
 func OpenAt(dirfd int, name string, flags int) (int, error) {
-	flags |= unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if flags&unix.O_PATH == 0 {
+		flags |= unix.O_NONBLOCK
+	}
 	fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{Flags: uint64(flags), Resolve: Resolve})
 	if errors.Is(err, unix.ENOSYS) {
 		return walk(dirfd, name, flags) // before Linux 5.6
@@ -95,12 +100,34 @@ func Open(root, name string) (*os.File, error) {
 
 // OpenFileAt opens name below dirfd for reading (see OpenAt) and checks
 // that it is a regular file; display names it in errors and the *os.File.
+// The name is first opened O_PATH, so that a device is never opened for
+// reading (opening some, a watchdog, has effects) and a FIFO never waits.
 func OpenFileAt(dirfd int, name, display string) (*os.File, error) {
-	fd, err := OpenAt(dirfd, name, unix.O_RDONLY)
+	fd, err := OpenAt(dirfd, name, unix.O_PATH)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", display, err)
 	}
-	f := os.NewFile(uintptr(fd), display)
+	defer unix.Close(fd)
+	return ReopenRegular(fd, display)
+}
+
+// ReopenRegular opens for reading, O_NONBLOCK, the file that fd (an O_PATH
+// fd, e.g. of a /proc/PID/map_files link) refers to, if it is a regular
+// file; the open goes through /proc/self/fd, so it reaches that very inode
+// whatever its path has become. display names it in errors.
+func ReopenRegular(fd int, display string) (*os.File, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("stat %s: %w", display, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%s: %w (mode %#o)", display, ErrNotRegular, st.Mode)
+	}
+	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reopen %s: %w", display, err)
+	}
+	f := os.NewFile(uintptr(rfd), display)
 	if err := Regular(f); err != nil {
 		f.Close()
 		return nil, err

@@ -102,3 +102,35 @@ func TestWalkFallback(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenNeverOpensASpecialFile: a FIFO (or a device) is refused before
+// it is opened for reading, which a writer waiting on the FIFO would see.
+func TestOpenNeverOpensASpecialFile(t *testing.T) {
+	root := t.TempDir()
+	fifo := filepath.Join(root, "fifo")
+	if err := unix.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan struct{})
+	go func() {
+		// Blocks until someone opens the FIFO for reading.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Close()
+		}
+		close(opened)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if _, err := ReadFile(root, "fifo", 100); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("ReadFile(fifo): %v, want ErrNotRegular", err)
+	}
+	select {
+	case <-opened:
+		t.Error("the FIFO was opened for reading")
+	case <-time.After(200 * time.Millisecond):
+	}
+	// Release the writer.
+	if r, err := os.OpenFile(fifo, os.O_RDONLY|unix.O_NONBLOCK, 0); err == nil {
+		<-opened
+		r.Close()
+	}
+}

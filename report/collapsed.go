@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/djx-bpf/djx-bpf/termsafe"
 )
 
 // ObjectFrame names an object as one stack frame, "[object] long[] @
@@ -127,6 +129,9 @@ func appendFolded(b []byte, f string) []byte {
 	if strings.ContainsAny(f, ";\n\r") {
 		f = strings.NewReplacer(";", ":", "\n", " ", "\r", " ").Replace(f)
 	}
+	// Folded stacks are often read on a terminal: a frame the target named
+	// must not carry control sequences.
+	f = termsafe.String(f)
 	b = append(b, f...)
 	return append(b, ';')
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/djx-bpf/djx-bpf/termsafe"
 )
 
 // Object is one allocation site and type: every tracked object allocated
@@ -363,14 +365,18 @@ type TableOptions struct {
 var DefaultTableOptions = TableOptions{Top: 20, AccessTop: 3, Depth: 4}
 
 // WriteTable writes the top objects as a table, their top access paths, the
-// remainder and the statistics.
+// remainder and the statistics. Every string of the report may come from the
+// target or a crafted file: each is escaped (termsafe) where it is printed,
+// and the writer escapes whatever slips past, so that none reaches a
+// terminal as a control sequence.
 func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
+	w = termsafe.NewWriter(w)
 	top := opt.Top
 	fmt.Fprintf(w, "djx-bpf: pid %d", r.PID)
 	if r.JVM != "" {
-		fmt.Fprintf(w, " (%s)", r.JVM)
+		fmt.Fprintf(w, " (%s)", termsafe.String(r.JVM))
 	}
-	fmt.Fprintf(w, ", %s mode, event %s, %.1fs", r.Mode, r.Event, r.DurationSec)
+	fmt.Fprintf(w, ", %s mode, event %s, %.1fs", termsafe.String(r.Mode), termsafe.String(r.Event), r.DurationSec)
 	if r.DisabledSec > 0 {
 		fmt.Fprintf(w, " (sampling off %.1fs)", r.DisabledSec)
 	}
@@ -439,7 +445,7 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 			if numa {
 				row = append(row, numaColumn(o.NUMA))
 			}
-			if err := t.Append(row); err != nil {
+			if err := t.Append(safeCells(row)); err != nil {
 				return fmt.Errorf("render table: %w", err)
 			}
 		}
@@ -500,9 +506,18 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 			s.Stacks, s.StacksUnmatched, s.StacksDropped, s.StackSignalFailed, noJava, stackErrors(s.StackErrors))
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		fmt.Fprintf(w, "note: %s\n", termsafe.String(n))
 	}
 	return nil
+}
+
+// safeCells escapes a table row in place: a newline would split the cell
+// and a control sequence would reach the terminal.
+func safeCells(row []string) []string {
+	for i := range row {
+		row[i] = termsafe.String(row[i])
+	}
+	return row
 }
 
 // memColumns renders AVG LAT (cycles), DRAM, TLB MISS and HITM shares.
@@ -560,7 +575,7 @@ func writeNUMA(w io.Writer, objs []*Object) {
 			any = true
 		}
 		fmt.Fprintf(w, "#%d %s at %s: home %s; accessed from %s; remote %s; page node unknown %d\n",
-			i+1, o.Type, o.Site, nodes(o.NUMA.Home), nodes(o.NUMA.From), numaColumn(o.NUMA), o.NUMA.Unknown)
+			i+1, termsafe.String(o.Type), termsafe.String(o.Site), nodes(o.NUMA.Home), nodes(o.NUMA.From), numaColumn(o.NUMA), o.NUMA.Unknown)
 	}
 	if any {
 		fmt.Fprintln(w)
@@ -584,7 +599,7 @@ func stackErrors(m map[string]uint64) string {
 	})
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+		parts[i] = fmt.Sprintf("%s %d", termsafe.String(k), m[k])
 	}
 	return "; no Java stack: " + strings.Join(parts, ", ")
 }
@@ -610,12 +625,12 @@ func writeAccesses(w io.Writer, objs []*Object, r *Report, opt TableOptions) {
 			any = true
 		}
 		if o.Origin == OriginCensus && len(o.Holder) > 0 {
-			fmt.Fprintf(w, "#%d %s %s, held by %s\n", i+1, o.Type, o.Site, HolderText(o.Holder, 0))
+			fmt.Fprintf(w, "#%d %s %s, held by %s\n", i+1, termsafe.String(o.Type), termsafe.String(o.Site), termsafe.String(HolderText(o.Holder, 0)))
 		} else {
-			fmt.Fprintf(w, "#%d %s allocated at %s\n", i+1, o.Type, o.Site)
+			fmt.Fprintf(w, "#%d %s allocated at %s\n", i+1, termsafe.String(o.Type), termsafe.String(o.Site))
 		}
 		if len(o.Fields) > 0 {
-			fmt.Fprintf(w, "  fields: %s\n", fieldsText(o.Fields, 5))
+			fmt.Fprintf(w, "  fields: %s\n", termsafe.String(fieldsText(o.Fields, 5)))
 		}
 		writePaths(w, as, opt.AccessTop, "  ")
 	}
@@ -644,7 +659,7 @@ func writePaths(w io.Writer, as []Access, top int, indent string) {
 		if a.DataType != "" {
 			dt = "[" + a.DataType + "] "
 		}
-		fmt.Fprintf(w, "%s%6.1f%% %6d  %s%s%s\n", indent, 100*a.Share, a.Samples, dt, strings.Join(a.Path, " <- "), extra)
+		fmt.Fprintf(w, "%s%6.1f%% %6d  %s%s%s\n", indent, 100*a.Share, a.Samples, termsafe.String(dt), termsafe.String(strings.Join(a.Path, " <- ")), extra)
 	}
 }
 
@@ -695,7 +710,7 @@ func writeDataTypes(w io.Writer, r *Report, opt TableOptions) bool {
 	t.Header([]string{"#", "TYPE", "FIELD", "SAMPLES", "SHARE"})
 	for i := range ds {
 		d := &ds[i]
-		if err := t.Append([]string{strconv.Itoa(i + 1), d.Type, d.fieldText(), strconv.FormatUint(d.Samples, 10), fmt.Sprintf("%.1f%%", 100*d.Share)}); err != nil {
+		if err := t.Append(safeCells([]string{strconv.Itoa(i + 1), d.Type, d.fieldText(), strconv.FormatUint(d.Samples, 10), fmt.Sprintf("%.1f%%", 100*d.Share)})); err != nil {
 			fmt.Fprintf(w, "render table: %v\n", err)
 			return true
 		}
@@ -721,7 +736,7 @@ func writeDataTypes(w io.Writer, r *Report, opt TableOptions) bool {
 			fmt.Fprintln(w, "\naccess paths (share of the data type's samples, innermost frame first):")
 			head = true
 		}
-		fmt.Fprintf(w, "#%d %s\n", i+1, d.Name())
+		fmt.Fprintf(w, "#%d %s\n", i+1, termsafe.String(d.Name()))
 		writePaths(w, as, opt.AccessTop, "  ")
 	}
 	return true
@@ -777,7 +792,7 @@ func writeRemainder(w io.Writer, r *Report, opt TableOptions) bool {
 		if r.Stats.Samples > 0 {
 			share = float64(g.samples) / float64(r.Stats.Samples)
 		}
-		fmt.Fprintf(w, "  %s: %d samples (%.1f%%)\n", g.where, g.samples, 100*share)
+		fmt.Fprintf(w, "  %s: %d samples (%.1f%%)\n", termsafe.String(g.where), g.samples, 100*share)
 		writePaths(w, g.paths, opt.AccessTop, "    ")
 	}
 	return true

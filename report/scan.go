@@ -9,6 +9,8 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/djx-bpf/djx-bpf/termsafe"
 )
 
 // Scan is the result of profiling every JVM on a host at once.
@@ -70,8 +72,10 @@ func WriteScanJSON(w io.Writer, s *Scan, top int) error {
 }
 
 // WriteScanTable writes each JVM's table, then the top objects across all
-// JVMs, each row naming its JVM, then what was skipped.
+// JVMs, each row naming its JVM, then what was skipped. Strings are escaped
+// as WriteTable escapes them.
 func WriteScanTable(w io.Writer, s *Scan, opt TableOptions) error {
+	w = termsafe.NewWriter(w)
 	for _, r := range s.JVMs {
 		if err := WriteTable(w, r, opt); err != nil {
 			return err
@@ -99,7 +103,7 @@ func WriteScanTable(w io.Writer, s *Scan, opt TableOptions) error {
 	if opt.Top > 0 && len(rows) > opt.Top {
 		rows = rows[:opt.Top]
 	}
-	fmt.Fprintf(w, "djx-bpf scan: %d JVMs profiled, event %s, %.1fs; top objects across them:\n", len(s.JVMs), s.Event, s.DurationSec)
+	fmt.Fprintf(w, "djx-bpf scan: %d JVMs profiled, event %s, %.1fs; top objects across them:\n", len(s.JVMs), termsafe.String(s.Event), s.DurationSec)
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no samples hit a tracked object")
 	} else {
@@ -115,8 +119,8 @@ func WriteScanTable(w io.Writer, s *Scan, opt TableOptions) error {
 		}
 		sites := siteTexts(objs, DefaultTableOptions.Depth, func(i int) string { return strconv.Itoa(rows[i].pid) + "\x00" + rows[i].o.Type })
 		for i, r := range rows {
-			if err := t.Append([]string{strconv.Itoa(i + 1), strconv.Itoa(r.pid), r.o.Type, sites[i], Bytes(r.o.Bytes),
-				strconv.FormatUint(r.o.Samples, 10), fmt.Sprintf("%.1f%%", 100*float64(r.o.Samples)/float64(total))}); err != nil {
+			if err := t.Append(safeCells([]string{strconv.Itoa(i + 1), strconv.Itoa(r.pid), r.o.Type, sites[i], Bytes(r.o.Bytes),
+				strconv.FormatUint(r.o.Samples, 10), fmt.Sprintf("%.1f%%", 100*float64(r.o.Samples)/float64(total))})); err != nil {
 				return fmt.Errorf("render scan table: %w", err)
 			}
 		}
@@ -125,7 +129,7 @@ func WriteScanTable(w io.Writer, s *Scan, opt TableOptions) error {
 		}
 	}
 	for _, k := range s.Skipped {
-		fmt.Fprintf(w, "skipped pid %d (%s): %s\n", k.PID, k.Main, k.Reason)
+		fmt.Fprintf(w, "skipped pid %d (%s): %s\n", k.PID, termsafe.String(k.Main), termsafe.String(k.Reason))
 	}
 	fmt.Fprintf(w, "JVMs discovered %d, profiled %d; samples dropped %d (ring buffer full), lost %d (a JVM's session fell behind)\n",
 		s.Stats.Discovered, s.Stats.Profiled, s.Stats.Dropped, s.Stats.Lost)
@@ -133,7 +137,7 @@ func WriteScanTable(w io.Writer, s *Scan, opt TableOptions) error {
 		fmt.Fprintf(w, "cost for all JVMs: BPF %.2f CPU-s; djx-bpf %.2f CPU-s\n", s.Stats.CostBPFMs/1000, s.Stats.CostDjxCPUMs/1000)
 	}
 	for _, n := range s.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		fmt.Fprintf(w, "note: %s\n", termsafe.String(n))
 	}
 	return nil
 }

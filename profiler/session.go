@@ -223,8 +223,12 @@ type acceptResult struct {
 }
 
 // Launch starts argv (a java command line) with the agent on -agentpath and
-// profiles it until it exits, ctx ends or the duration passes. The returned
-// wait function waits for the JVM to exit and gives its exit code.
+// profiles it until it exits, ctx ends or the duration passes. The JVM runs
+// in a session of its own with no terminal: stdin is relayed to it and its
+// output copied to stdout and stderr, and the SIGINT, SIGTERM, SIGHUP and
+// Ctrl-Z djx-bpf receives are forwarded to it until it exits (see child).
+// The returned wait function waits for the JVM to exit and gives its exit
+// code (128+N when signal N killed it).
 func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, stdout, stderr io.Writer) (*report.Report, func() (int, error), error) {
 	if len(argv) == 0 {
 		return nil, nil, errors.New("launch: no command given after --")
@@ -254,26 +258,12 @@ func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, s
 		// Best effort: without it the symbols load on the first lookup.
 		s.libjvm, _ = jvmsym.Preload(lib)
 	}
-	cmd := &exec.Cmd{Path: path, Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr}
-	s.opts.RunAs.apply(cmd)
-	if err := cmd.Start(); err != nil {
+	c, err := startChild(path, args, s.opts.RunAs, stdin, stdout, stderr)
+	if err != nil {
 		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
 	}
-	s.pid = cmd.Process.Pid
-	waitDone := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(waitDone) }()
-	wait := func() (int, error) {
-		<-waitDone
-		if cmd.ProcessState == nil {
-			return -1, waitErr
-		}
-		var ee *exec.ExitError
-		if waitErr != nil && !errors.As(waitErr, &ee) {
-			return -1, waitErr
-		}
-		return cmd.ProcessState.ExitCode(), nil
-	}
+	s.pid = c.pid
+	waitDone, wait := c.done, c.exitCode
 	if err := s.connectAgent(ctx, s.pid, waitDone, nil); err != nil {
 		return nil, wait, err
 	}

@@ -46,6 +46,12 @@ func (j *JVM) attribute(p *pending) {
 		where = report.WhereUntracked
 		if typ, field, ok := j.untrackedType(p); ok {
 			dtype = j.countType(typ, field, j.chargeOf(p), fr).name
+			switch p.typedBy {
+			case typedByAllocation:
+				j.stats.TypedByAllocation++
+			case typedByEnclosing:
+				j.stats.TypedByEnclosing++
+			}
 		} else {
 			j.stats.TypeUnknown++
 		}

@@ -21,6 +21,8 @@
 package join
 
 import (
+	"io"
+
 	"github.com/djx-bpf/djx-bpf/agent"
 	"github.com/djx-bpf/djx-bpf/decode"
 	"github.com/djx-bpf/djx-bpf/heap"
@@ -90,6 +92,9 @@ type Config struct {
 	NUMA *NUMA
 	// Regions, when set, names the addresses outside the heap.
 	Regions Regions
+	// CodeMem, when set, reads the JVM's memory (its JIT code) at an
+	// address: it names objects being initialised.
+	CodeMem io.ReaderAt
 }
 
 // New is the join of a JVM whose samples come from a sampler, which reports
@@ -98,7 +103,7 @@ func New(c Config) *JVM {
 	j := newJVM(c.PID)
 	j.sampleStream = true
 	j.heap, j.heapKnown = c.Heap, c.HeapKnown
-	j.regions = c.Regions
+	j.regions, j.codeMem = c.Regions, c.CodeMem
 	switch c.Moves {
 	case MovesUprobe:
 		j.reloc = true

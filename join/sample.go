@@ -38,6 +38,7 @@ type pending struct {
 	// the sampling program read its header (located).
 	obj, klass uint64
 	located    bool
+	typedBy    uint8 // typedByHeader, or how an object being initialised was named
 }
 
 // OnSample decodes a sample and queues it for attribution.

@@ -1,6 +1,8 @@
 package join
 
 import (
+	"bytes"
+	"io"
 	"sort"
 
 	"github.com/djx-bpf/djx-bpf/agent"
@@ -32,6 +34,10 @@ type typeState struct {
 	// every loaded class each second.
 	asked   map[uint64]struct{}
 	regions Regions
+	// codeMem reads the JVM's JIT code (nil: not available); allocCache
+	// remembers, by pc and register, the klass word its code stores.
+	codeMem    io.ReaderAt
+	allocCache map[allocKey]allocHit
 }
 
 type typeKey struct{ typ, field string }
@@ -77,15 +83,108 @@ func (j *JVM) WantClasses() bool {
 }
 
 // locate finds the object a decoded heap access addressed, from the
-// headers the sampling program read (see package datatype).
+// headers the sampling program read (see package datatype). An object
+// being initialised is named by the code's own store of its klass word,
+// or by another register that holds its start.
 func (j *JVM) locate(p *pending, res *decode.Result, s *sample.Sample) {
-	if s.HdrOK == 0 {
-		return
+	h := datatype.Headers{OK: s.HdrOK, Narrow: s.HdrNarrow, Hdr: &s.Hdr}
+	obj, _, k, ok := j.geo.Object(*res, &j.regs, h)
+	ok = ok && res.Addr >= obj
+	if j.types != nil && (!ok || j.types.ByKlassWord(k) == nil || res.Store) {
+		if o, k, ok := j.allocObject(res, s); ok {
+			p.obj, p.klass, p.located, p.typedBy = o, k, true, typedByAllocation
+			return
+		}
 	}
-	obj, _, k, ok := j.geo.Object(*res, &j.regs, datatype.Headers{OK: s.HdrOK, Narrow: s.HdrNarrow, Hdr: &s.Hdr})
-	if ok && res.Addr >= obj {
+	if j.types != nil && (!ok || j.types.ByKlassWord(k) == nil) {
+		if o, k, ok := j.types.Enclosing(res.Addr, &j.regs, h); ok {
+			p.obj, p.klass, p.located, p.typedBy = o, k, true, typedByEnclosing
+			return
+		}
+	}
+	if ok {
 		p.obj, p.klass, p.located = obj, k, true
 	}
+}
+
+// How a sample in an object being initialised got its type.
+const (
+	typedByHeader uint8 = iota
+	typedByAllocation
+	typedByEnclosing
+)
+
+// maxAllocOffset bounds how far into a new object an initialising store
+// through its start register reaches (C2 zeroes larger bodies through
+// another register, which Enclosing covers).
+const maxAllocOffset = 1 << 12
+
+// allocCodeBytes is how much JIT code past the sample's own bytes the
+// allocation scan reads from the JVM.
+const allocCodeBytes = 96
+
+// maxAllocCache bounds the pcs whose allocation scan is remembered.
+const maxAllocCache = 1 << 14
+
+type allocKey struct {
+	ip   uint64
+	base int8
+}
+
+type allocHit struct {
+	klass uint64
+	ok    bool
+}
+
+// allocObject names the object at the access's base register by the klass
+// word that the code from the sampled pc stores into it, when that
+// names a known class.
+func (j *JVM) allocObject(res *decode.Result, s *sample.Sample) (obj, klass uint64, ok bool) {
+	if res.Base < 0 || res.Base >= 16 || res.Index != decode.NoReg || s.Flags&sample.FlagAtOK == 0 {
+		return 0, 0, false
+	}
+	obj = j.regs.GPR[res.Base]
+	if res.Addr < obj || res.Addr-obj >= maxAllocOffset {
+		return 0, 0, false
+	}
+	key := allocKey{s.IP(), res.Base}
+	hit, seen := j.allocCache[key]
+	if !seen {
+		hit = j.scanAlloc(s, res.Base)
+		if j.allocCache == nil || len(j.allocCache) >= maxAllocCache {
+			j.allocCache = make(map[allocKey]allocHit)
+		}
+		j.allocCache[key] = hit
+	}
+	if !hit.ok || j.types.ByKlassWord(hit.klass) == nil {
+		return 0, 0, false
+	}
+	return obj, hit.klass, true
+}
+
+// scanAlloc looks for the klass store in the sample's own bytes, then in
+// the JIT code past them, read from the JVM: only inside a compiled
+// method, and only while it still holds the bytes the sample saw.
+func (j *JVM) scanAlloc(s *sample.Sample, base int8) allocHit {
+	k, st := j.geo.AllocKlass(s.At[:], base)
+	if st != decode.ScanShort || j.code == nil || j.codeMem == nil {
+		return allocHit{k, st == decode.ScanFound}
+	}
+	ip := s.IP()
+	hit, inCode := j.code.Lookup(ip)
+	if !inCode || hit.Stub != "" {
+		return allocHit{}
+	}
+	n := min(uint64(allocCodeBytes), hit.Start+hit.Size-ip)
+	if n <= uint64(len(s.At)) {
+		return allocHit{}
+	}
+	buf := make([]byte, n)
+	if m, err := j.codeMem.ReadAt(buf, int64(ip)); err != nil || m != len(buf) || !bytes.Equal(buf[:len(s.At)], s.At[:]) {
+		return allocHit{}
+	}
+	k, st = j.geo.AllocKlass(buf, base)
+	return allocHit{k, st == decode.ScanFound}
 }
 
 // trackedType names the field of a tracked object of type sig at offset off.

@@ -38,7 +38,8 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 // map, the heap's ranges, how moves are followed), tells the agent what to
 // do from the start, and builds the join.
 func (s *session) prepare(ctx context.Context) *relocation {
-	cfg := join.Config{PID: s.pid, Native: jvmsym.NewNative(s.pid), WeightStruct: s.src.event != nil && s.src.event.Structured()}
+	cfg := join.Config{PID: s.pid, Native: jvmsym.NewNative(s.pid), WeightStruct: s.src.event != nil && s.src.event.Structured(),
+		CodeMem: procMem(s.pid)}
 	if s.target != nil && s.target.NSPID != s.pid {
 		// The agent's thread ids are its namespace's; BPF's are ours.
 		cfg.HostTID = newNSThreads(s.pid).host

@@ -123,6 +123,11 @@ type Stats struct {
 	// (Finish counts it from the objects and the remainder when it is 0).
 	TypeUnknown uint64 `json:"type_unknown,omitempty"`
 	Named       uint64 `json:"named,omitempty"`
+	// TypedByAllocation and TypedByEnclosing count in-heap samples in
+	// objects being initialised, named by the code's store of the klass
+	// word or by another register holding the object's start.
+	TypedByAllocation uint64 `json:"typed_by_allocation,omitempty"`
+	TypedByEnclosing  uint64 `json:"typed_by_enclosing,omitempty"`
 	// GC relocation tracking.
 	GCs             uint64 `json:"gcs,omitempty"`              // GCs seen
 	Relocations     uint64 `json:"relocations,omitempty"`      // tracked objects moved by observed copies
@@ -193,6 +198,13 @@ type Stats struct {
 	CensusUnreachable uint64  `json:"census_unreachable,omitempty"`
 	CensusDuplicates  uint64  `json:"census_duplicates,omitempty"` // found by a census but tracked already
 	Recensuses        uint64  `json:"recensuses,omitempty"`
+	// What the per-JVM caps cut from the agent's stream: strings and lists
+	// (frames, lines, fields) cut short at decode, records dropped past a
+	// count cap and past a byte budget (the notes say which).
+	StringsTruncated    uint64 `json:"strings_truncated,omitempty"`
+	ListsTruncated      uint64 `json:"lists_truncated,omitempty"`
+	RecordsDroppedCount uint64 `json:"records_dropped_count,omitempty"`
+	RecordsDroppedBytes uint64 `json:"records_dropped_bytes,omitempty"`
 }
 
 // AgentCostMs is the agent's measured time inside the JVM: its allocation

@@ -142,6 +142,12 @@ func NewFile(f *os.File) (*File, error) {
 	return ef, nil
 }
 
+// Parse parses an ELF file held in memory, size bytes in r, for tests and
+// fuzzing: its bytes are all real, so sections are capped at its size.
+func Parse(r io.ReaderAt, size int64) (*File, error) {
+	return newFile(r, size, min(uint64(MaxSection), uint64(size)))
+}
+
 // newFile parses the ELF file of size bytes in r, capping each section
 // read at limit.
 func newFile(r io.ReaderAt, size int64, limit uint64) (*File, error) {

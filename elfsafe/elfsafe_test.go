@@ -319,7 +319,7 @@ func FuzzNewFile(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ef, err := newFile(bytes.NewReader(data), int64(len(data)), uint64(len(data)))
+		ef, err := Parse(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
 			return
 		}

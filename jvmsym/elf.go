@@ -1,6 +1,7 @@
 package jvmsym
 
 import (
+	"bytes"
 	"cmp"
 	"debug/elf"
 	"errors"
@@ -11,10 +12,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"weak"
 
 	"github.com/ianlancetaylor/demangle"
+
+	"github.com/djx-bpf/djx-bpf/elfsafe"
 )
 
 // elfSym is one function symbol; end is exclusive.
@@ -32,18 +34,25 @@ type elfSyms struct {
 	demangled map[int]string // by index in syms
 }
 
+// rawSym is a function symbol as read, before aliases are resolved.
+type rawSym struct {
+	value, size uint64
+	bind        elf.SymBind
+	name        string
+}
+
 // symOrder sorts symbols by address and ranks aliases at one address: the
 // one with the largest size, then the most visible binding, then the
 // shortest name; the last rules only make the choice stable.
-func symOrder(a, b elf.Symbol) int {
-	if c := cmp.Compare(a.Value, b.Value); c != 0 {
+func symOrder(a, b rawSym) int {
+	if c := cmp.Compare(a.value, b.value); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(b.Size, a.Size); c != 0 {
+	if c := cmp.Compare(b.size, a.size); c != 0 {
 		return c
 	}
-	rank := func(s elf.Symbol) int {
-		switch elf.ST_BIND(s.Info) {
+	rank := func(s rawSym) int {
+		switch s.bind {
 		case elf.STB_GLOBAL:
 			return 0
 		case elf.STB_WEAK:
@@ -54,64 +63,66 @@ func symOrder(a, b elf.Symbol) int {
 	if c := cmp.Compare(rank(a), rank(b)); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(len(a.Name), len(b.Name)); c != 0 {
+	if c := cmp.Compare(len(a.name), len(b.name)); c != 0 {
 		return c
 	}
-	return strings.Compare(a.Name, b.Name)
+	return strings.Compare(a.name, b.name)
 }
 
 // loadELFSyms reads the PT_LOAD segments and the function symbols of .symtab
-// and .dynsym (a stripped library still has the latter).
-func loadELFSyms(f *os.File) (*elfSyms, error) {
-	ef, err := elf.NewFile(f)
-	if err != nil {
-		return nil, fmt.Errorf("parse elf: %w", err)
-	}
-	defer ef.Close()
+// and .dynsym (a stripped library still has the latter). The tables are
+// read within elfsafe's caps and decoded in place, so only the function
+// symbols kept cost memory.
+func loadELFSyms(ef *elfsafe.File) (*elfSyms, error) {
 	es := &elfSyms{demangled: make(map[int]string)}
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
 			es.loads = append(es.loads, p.ProgHeader)
 		}
 	}
-	var all []elf.Symbol
-	for _, read := range []func() ([]elf.Symbol, error){ef.Symbols, ef.DynamicSymbols} {
-		syms, err := read()
-		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+	var all []rawSym
+	for _, typ := range []elf.SectionType{elf.SHT_SYMTAB, elf.SHT_DYNSYM} {
+		tab, err := ef.Symbols(typ)
+		if errors.Is(err, elf.ErrNoSymbols) {
+			continue
+		}
+		if err != nil {
 			return nil, fmt.Errorf("read symbols: %w", err)
 		}
-		for _, s := range syms {
+		for i := 1; i < tab.Len(); i++ {
+			s := tab.At(i)
 			t := elf.ST_TYPE(s.Info)
 			// STT_LOOS is STT_GNU_IFUNC, the resolvers of e.g. memcpy.
 			if (t == elf.STT_FUNC || t == elf.STT_LOOS) && s.Section != elf.SHN_UNDEF && s.Value != 0 {
-				if at := strings.IndexByte(s.Name, '@'); at > 0 {
-					s.Name = s.Name[:at] // "memcpy@@GLIBC_2.14"
+				name := s.Name
+				if at := bytes.IndexByte(name, '@'); at > 0 {
+					name = name[:at] // "memcpy@@GLIBC_2.14"
 				}
-				all = append(all, s)
+				all = append(all, rawSym{value: s.Value, size: s.Size, bind: elf.ST_BIND(s.Info), name: string(name)})
 			}
 		}
 	}
 	slices.SortFunc(all, symOrder)
 	for i, s := range all {
-		if i > 0 && all[i-1].Value == s.Value {
+		if i > 0 && all[i-1].value == s.value {
 			continue // an alias; the first one ranks best
 		}
-		end := s.Value + s.Size
+		end := s.value + s.size
 		next := uint64(0)
 		for _, n := range all[i+1:] {
-			if n.Value != s.Value {
-				next = n.Value
+			if n.value != s.value {
+				next = n.value
 				break
 			}
 		}
 		// Like perf, a symbol without a size extends to the next one; a
 		// sized one is cut where the next begins so that lookups can take
 		// the last symbol starting at or before an address.
-		if s.Size == 0 || (next != 0 && end > next) {
+		if s.size == 0 || (next != 0 && end > next) {
 			end = next
 		}
-		if end > s.Value {
-			es.syms = append(es.syms, elfSym{start: s.Value, end: end, name: s.Name})
+		if end > s.value {
+			es.syms = append(es.syms, elfSym{start: s.value, end: end, name: s.name})
 		}
 	}
 	return es, nil
@@ -147,33 +158,28 @@ func (es *elfSyms) lookup(addr uint64) (name string, start uint64, ok bool) {
 	return name, es.syms[i].start, true
 }
 
-// fileKey identifies file contents: a replaced file gets a new inode, and
-// one rewritten in place a new size or mtime.
-type fileKey struct {
-	dev, ino, size uint64
-	mtime          int64
-}
-
 // symCache shares symbol tables between processes mapping the same library
 // (every JVM maps libjvm.so). Entries are weak so that tables go once no
 // Native uses them.
 var symCache = struct {
 	sync.Mutex
-	m map[fileKey]weak.Pointer[elfSyms]
-}{m: make(map[fileKey]weak.Pointer[elfSyms])}
+	m map[elfsafe.Key]weak.Pointer[elfSyms]
+}{m: make(map[elfsafe.Key]weak.Pointer[elfSyms])}
 
 // openELFSyms returns the symbol table of an open file, from the cache when
-// possible.
+// possible (the file's identity is its fstat's); f stays the caller's.
 func openELFSyms(f *os.File) (*elfSyms, error) {
-	fi, err := f.Stat()
+	ef, err := elfsafe.NewFile(f)
 	if err != nil {
-		return nil, fmt.Errorf("stat: %w", err)
+		return nil, err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return loadELFSyms(f)
-	}
-	key := fileKey{dev: st.Dev, ino: st.Ino, size: uint64(st.Size), mtime: fi.ModTime().UnixNano()}
+	return cachedELFSyms(ef)
+}
+
+// cachedELFSyms returns the symbol table of ef, from the cache when
+// possible.
+func cachedELFSyms(ef *elfsafe.File) (*elfSyms, error) {
+	key := ef.Key()
 	symCache.Lock()
 	wp, ok := symCache.m[key]
 	symCache.Unlock()
@@ -182,7 +188,7 @@ func openELFSyms(f *os.File) (*elfSyms, error) {
 			return es, nil
 		}
 	}
-	es, err := loadELFSyms(f)
+	es, err := loadELFSyms(ef)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +196,7 @@ func openELFSyms(f *os.File) (*elfSyms, error) {
 	symCache.Lock()
 	symCache.m[key] = wp
 	symCache.Unlock()
-	runtime.AddCleanup(es, func(key fileKey) {
+	runtime.AddCleanup(es, func(key elfsafe.Key) {
 		symCache.Lock()
 		if symCache.m[key] == wp {
 			delete(symCache.m, key)

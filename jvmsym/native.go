@@ -12,8 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/safefs"
-	"golang.org/x/sys/unix"
+	"github.com/djx-bpf/djx-bpf/elfsafe"
 )
 
 // NativeFrame is a native code location. String formats it the way perf
@@ -148,26 +147,17 @@ func (n *Native) readMaps() error {
 	return nil
 }
 
-// openSyms loads the symbols of a mapped file. map_files reaches the very
-// file mapped, even deleted or in another mount namespace, but needs
-// CAP_SYS_ADMIN; the path under the process's root works for containers
-// without it.
+// openSyms loads the symbols of a mapped file. The path is the target's to
+// choose: elfsafe opens the very file mapped (map_files), or the path
+// inside the process's root with no symlinks, and reads a regular file
+// only, its symbol tables within caps.
 func (n *Native) openSyms(m *mapping) (*elfSyms, error) {
-	pid := strconv.Itoa(n.pid)
-	// The path is the target's to choose: opened inside its root with no
-	// symlinks, and only a regular file is read (a mapped device is not).
-	f, err := os.OpenFile(filepath.Join(n.proc, pid, "map_files", fmt.Sprintf("%x-%x", m.start, m.end)), os.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err != nil && !strings.HasSuffix(m.path, " (deleted)") {
-		f, err = safefs.Open(filepath.Join(n.proc, pid, "root"), m.path)
-	}
+	f, err := elfsafe.OpenMapped(n.proc, n.pid, m.start, m.end, m.path)
 	if err != nil {
-		return nil, fmt.Errorf("open mapped file: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	if err := safefs.Regular(f); err != nil {
-		return nil, fmt.Errorf("open mapped file: %w", err)
-	}
-	return openELFSyms(f)
+	return cachedELFSyms(f)
 }
 
 // parseMaps parses /proc/PID/maps: "start-end perms offset dev inode path",

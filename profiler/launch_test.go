@@ -21,18 +21,20 @@ import (
 )
 
 // launchHelper is the environment variable that makes this test binary play
-// a part in TestLaunchChildHasNoTerminal instead of running tests.
+// a part in a test (TestHelperProcess) instead of running tests.
 const launchHelper = "DJX_LAUNCH_HELPER"
 
-// TestLaunchHelper is not a test: it is the parent (djx-bpf, root, on a
+// TestHelperProcess is not a test: it is the parent (djx-bpf, root, on a
 // terminal) or the child (the launched application, as nobody) of
-// TestLaunchChildHasNoTerminal.
-func TestLaunchHelper(t *testing.T) {
+// TestLaunchChildHasNoTerminal, or a fake JVM for the scan tests.
+func TestHelperProcess(t *testing.T) {
 	switch os.Getenv(launchHelper) {
 	case "parent":
 		os.Exit(launchParent())
 	case "child":
 		os.Exit(launchChild())
+	case "fakejvm":
+		os.Exit(fakeJVM(os.Getenv(fakeLibJVM)))
 	}
 }
 
@@ -43,7 +45,7 @@ func launchParent() int {
 	fmt.Printf("parent sid=%d\n", sid)
 	os.Setenv(launchHelper, "child")
 	bin := os.Args[0]
-	c, err := startChild(bin, []string{bin, "-test.run=^TestLaunchHelper$"}, &RunAs{UID: 65534, GID: 65534}, os.Stdin, os.Stdout, os.Stderr)
+	c, err := startChild(bin, []string{bin, "-test.run=^TestHelperProcess$"}, &RunAs{UID: 65534, GID: 65534}, os.Stdin, os.Stdout, os.Stderr)
 	if err != nil {
 		fmt.Printf("start child: %v\n", err)
 		return 99
@@ -175,7 +177,7 @@ func TestLaunchChildHasNoTerminal(t *testing.T) {
 	}
 	bin := helperBinary(t)
 	master, slave := openPty(t)
-	parent := exec.Command(bin, "-test.run=^TestLaunchHelper$")
+	parent := exec.Command(bin, "-test.run=^TestHelperProcess$")
 	parent.Env = append(os.Environ(), launchHelper+"=parent")
 	parent.Stdin, parent.Stdout, parent.Stderr = slave, slave, slave
 	// Ctty 0: the parent's stdin, the terminal, becomes its controlling

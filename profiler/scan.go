@@ -22,6 +22,63 @@ type ScanOptions struct {
 	Match *regexp.Regexp
 	// Every is how often to look for JVMs that started (default 2s).
 	Every time.Duration
+	// MaxJVMs caps the JVMs profiled at once, and MaxPerUser those of one
+	// user: 0 is DefaultMaxJVMs and DefaultMaxPerUser, negative no cap.
+	// Any user can start processes that look like JVMs, and each costs a
+	// session (an agent copy and channel in its /tmp, buffered batches, maps
+	// reads): JVMs past a cap are skipped and listed with the reason.
+	MaxJVMs, MaxPerUser int
+}
+
+// Default caps on a scan's sessions (ScanOptions.MaxJVMs, MaxPerUser).
+const (
+	DefaultMaxJVMs    = 32
+	DefaultMaxPerUser = 8
+)
+
+// scanGate admits a scan's JVMs within its caps, counting the sessions
+// in progress, in total and by (host) uid.
+type scanGate struct {
+	max, perUser int // negative: no cap
+	active       int
+	byUID        map[int]int
+	// listed JVMs skipped past a cap are in the scan's skipped list; the
+	// unlisted rest only counted, so that the list stays small.
+	listed, unlisted int
+}
+
+// maxCapSkipsListed bounds the skipped list's entries for JVMs past a cap.
+const maxCapSkipsListed = 64
+
+func newScanGate(max, perUser int) *scanGate {
+	if max == 0 {
+		max = DefaultMaxJVMs
+	}
+	if perUser == 0 {
+		perUser = DefaultMaxPerUser
+	}
+	return &scanGate{max: max, perUser: perUser, byUID: map[int]int{}}
+}
+
+// admit takes a session for a JVM of uid, or says why there is none.
+func (g *scanGate) admit(uid int) (ok bool, reason string) {
+	switch {
+	case g.max >= 0 && g.active >= g.max:
+		return false, fmt.Sprintf("the scan already profiles %d JVMs (raise --max-jvms to profile more)", g.active)
+	case g.perUser >= 0 && g.byUID[uid] >= g.perUser:
+		return false, fmt.Sprintf("the scan already profiles %d JVMs of uid %d (raise --max-jvms-per-user to profile more)", g.byUID[uid], uid)
+	}
+	g.active++
+	g.byUID[uid]++
+	return true, ""
+}
+
+// release gives back the session of a JVM of uid.
+func (g *scanGate) release(uid int) {
+	g.active--
+	if g.byUID[uid]--; g.byUID[uid] <= 0 {
+		delete(g.byUID, uid)
+	}
 }
 
 func (o *ScanOptions) wanted(j discover.JVM) bool {
@@ -77,6 +134,7 @@ func Scan(ctx context.Context, so ScanOptions) (*report.Scan, error) {
 	sc := &report.Scan{Event: base.src.name}
 	results := make(chan scanResult)
 	known := make(map[int]bool)
+	gate := newScanGate(so.MaxJVMs, so.MaxPerUser)
 	var wg sync.WaitGroup
 	look := func() {
 		jvms, err := discover.Find()
@@ -84,15 +142,7 @@ func Scan(ctx context.Context, so ScanOptions) (*report.Scan, error) {
 			sc.Notes = append(sc.Notes, err.Error())
 			return
 		}
-		for _, j := range jvms {
-			if known[j.PID] || !so.wanted(j) {
-				continue
-			}
-			if j.Age > 0 && j.Age < minAge {
-				continue // still starting: next look
-			}
-			known[j.PID] = true
-			sc.Stats.Discovered++
+		for _, j := range so.admit(jvms, known, gate, sc) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -102,6 +152,7 @@ func Scan(ctx context.Context, so ScanOptions) (*report.Scan, error) {
 		}
 	}
 	collect := func(r scanResult) {
+		gate.release(r.jvm.UID)
 		if r.err != nil {
 			sc.Skipped = append(sc.Skipped, report.SkippedJVM{PID: r.jvm.PID, Main: r.jvm.Main, Reason: r.err.Error()})
 			return
@@ -151,11 +202,43 @@ drain:
 	if sc.Stats.Dropped > 0 {
 		sc.Notes = append(sc.Notes, fmt.Sprintf("%d samples were dropped because the ring buffer was full; lower --freq", sc.Stats.Dropped))
 	}
+	if gate.unlisted > 0 {
+		sc.Notes = append(sc.Notes, fmt.Sprintf("%d more JVMs were skipped past the caps (--max-jvms, --max-jvms-per-user) and are not listed", gate.unlisted))
+	}
 	if sc.Stats.Discovered == 0 {
 		sc.Notes = append(sc.Notes, "no JVM found to profile")
 	}
 	sc.Finish()
 	return sc, nil
+}
+
+// admit picks, among the JVMs found, those a scan starts a session for
+// now: wanted, past their startup, not seen before and within the gate's
+// caps. Those past a cap are listed in sc's skipped JVMs and not retried:
+// a user who starts many fake JVMs must not make the scan try them all.
+func (so *ScanOptions) admit(jvms []discover.JVM, known map[int]bool, gate *scanGate, sc *report.Scan) []discover.JVM {
+	var start []discover.JVM
+	for _, j := range jvms {
+		if known[j.PID] || !so.wanted(j) {
+			continue
+		}
+		if j.Age > 0 && j.Age < minAge {
+			continue // still starting: next look
+		}
+		known[j.PID] = true
+		sc.Stats.Discovered++
+		if ok, reason := gate.admit(j.UID); !ok {
+			if gate.unlisted == 0 && gate.listed < maxCapSkipsListed {
+				gate.listed++
+				sc.Skipped = append(sc.Skipped, report.SkippedJVM{PID: j.PID, Main: j.Main, Reason: reason})
+			} else {
+				gate.unlisted++
+			}
+			continue
+		}
+		start = append(start, j)
+	}
+	return start
 }
 
 // member profiles one JVM of a scan with the shared sampler until ctx

@@ -30,6 +30,14 @@ func pidList(s string) ([]int, error) {
 	return out, nil
 }
 
+// noCap turns a flag's 0 (no cap) into ScanOptions' negative.
+func noCap(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
 // cmdScan profiles every JVM on the host at once.
 func cmdScan(args []string) int {
 	fs := flag.NewFlagSet("scan", flag.ContinueOnError)
@@ -44,6 +52,8 @@ func cmdScan(args []string) int {
 		match    = fs.String("match", "", "only JVMs whose command line matches `REGEX`")
 		top      = fs.Int("top", 10, "objects per JVM and in the combined table (0: all)")
 		format   = fs.String("format", "table", "output format: table or json")
+		maxJVMs  = fs.Int("max-jvms", profiler.DefaultMaxJVMs, "profile at most `N` JVMs at once; more are skipped and listed (0: no cap)")
+		perUser  = fs.Int("max-jvms-per-user", profiler.DefaultMaxPerUser, "profile at most `N` JVMs of one user at once; more are skipped and listed (0: no cap)")
 	)
 	var sf sampleFlags
 	sf.register(fs)
@@ -66,7 +76,10 @@ func cmdScan(args []string) int {
 	if err := sf.check(); err != nil {
 		return usage("%v", err)
 	}
-	so := profiler.ScanOptions{Options: sf.options()}
+	if *maxJVMs < 0 || *perUser < 0 {
+		return usage("--max-jvms and --max-jvms-per-user must be 0 (no cap) or more")
+	}
+	so := profiler.ScanOptions{Options: sf.options(), MaxJVMs: noCap(*maxJVMs), MaxPerUser: noCap(*perUser)}
 	so.Duration = *duration
 	var err error
 	if so.PIDs, err = pidList(*pids); err != nil {

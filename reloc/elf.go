@@ -3,11 +3,12 @@ package reloc
 import (
 	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/djx-bpf/djx-bpf/elfsafe"
 )
 
 // copyImports are the functions whose GOT slots in libjvm.so lead to the
@@ -19,11 +20,11 @@ var copyImports = []string{"memmove", "memcpy"}
 // named imports: R_X86_64_JUMP_SLOT in .rela.plt and R_X86_64_GLOB_DAT in
 // .rela.dyn (a function whose address is taken). Versioned names
 // ("memcpy@GLIBC_2.14") match their base name. An import may have both.
-func gotSlots(f *elf.File, names []string) (map[string][]uint64, error) {
+func gotSlots(f *elfsafe.File, names []string) (map[string][]uint64, error) {
 	if f.Machine != elf.EM_X86_64 {
 		return nil, fmt.Errorf("machine %s: only x86-64 is supported", f.Machine)
 	}
-	syms, err := f.DynamicSymbols()
+	syms, err := f.Symbols(elf.SHT_DYNSYM)
 	if err != nil {
 		return nil, fmt.Errorf("read dynamic symbols: %w", err)
 	}
@@ -36,27 +37,23 @@ func gotSlots(f *elf.File, names []string) (map[string][]uint64, error) {
 		if s.Type != elf.SHT_RELA {
 			continue
 		}
-		data, err := s.Data()
+		data, err := f.Data(s)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", s.Name, err)
+			return nil, err
 		}
-		for r := bytes.NewReader(data); r.Len() >= 24; {
-			var rela elf.Rela64
-			if err := binary.Read(r, f.ByteOrder, &rela); err != nil {
-				return nil, fmt.Errorf("read %s: %w", s.Name, err)
-			}
-			typ := elf.R_X86_64(elf.R_TYPE64(rela.Info))
+		for off := 0; off+24 <= len(data); off += 24 {
+			r, info := f.ByteOrder.Uint64(data[off:]), f.ByteOrder.Uint64(data[off+8:])
+			typ := elf.R_X86_64(elf.R_TYPE64(info))
 			if typ != elf.R_X86_64_JMP_SLOT && typ != elf.R_X86_64_GLOB_DAT {
 				continue
 			}
-			// DynamicSymbols drops the null symbol at index 0.
-			idx := int(elf.R_SYM64(rela.Info))
-			if idx < 1 || idx > len(syms) {
+			idx := int(elf.R_SYM64(info))
+			if idx < 1 || idx >= syms.Len() {
 				continue
 			}
-			name, _, _ := strings.Cut(syms[idx-1].Name, "@")
-			if want[name] {
-				slots[name] = append(slots[name], rela.Off)
+			name, _, _ := bytes.Cut(syms.At(idx).Name, []byte("@"))
+			if want[string(name)] {
+				slots[string(name)] = append(slots[string(name)], r)
 			}
 		}
 	}
@@ -65,7 +62,7 @@ func gotSlots(f *elf.File, names []string) (map[string][]uint64, error) {
 
 // fileOffset converts a link-time virtual address to a file offset through
 // the PT_LOAD segment that maps it; uprobes are placed by file offset.
-func fileOffset(f *elf.File, vaddr uint64) (uint64, error) {
+func fileOffset(f *elfsafe.File, vaddr uint64) (uint64, error) {
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD && vaddr >= p.Vaddr && vaddr < p.Vaddr+p.Filesz {
 			return vaddr - p.Vaddr + p.Off, nil
@@ -76,7 +73,7 @@ func fileOffset(f *elf.File, vaddr uint64) (uint64, error) {
 
 // firstLoadVaddr is the page-aligned p_vaddr of the first PT_LOAD: the
 // mapping of file offset 0 starts at load base + this.
-func firstLoadVaddr(f *elf.File) (uint64, error) {
+func firstLoadVaddr(f *elfsafe.File) (uint64, error) {
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
 			align := p.Align
@@ -101,20 +98,25 @@ type Probe struct {
 	Args      string // e.g. "1@%dil"
 }
 
+// maxSmallSection caps the sections that are small in any real libjvm.so
+// and are decoded byte by byte: .note.stapsdt (about 50 KiB) and the PLTs
+// (about 20 KiB).
+const maxSmallSection = 4 << 20
+
 // ntStapsdt is the note type of SystemTap SDT probe descriptors.
 const ntStapsdt = 3
 
 // usdtProbes parses every SDT note of f. Notes record the .stapsdt.base
 // address at link time; if the file was prelinked the section moved and
 // every pc moves with it.
-func usdtProbes(f *elf.File) ([]Probe, error) {
+func usdtProbes(f *elfsafe.File) ([]Probe, error) {
 	sec := f.Section(".note.stapsdt")
 	if sec == nil {
 		return nil, ErrNoUSDT
 	}
-	data, err := sec.Data()
+	data, err := f.DataMax(sec, maxSmallSection)
 	if err != nil {
-		return nil, fmt.Errorf("read .note.stapsdt: %w", err)
+		return nil, err
 	}
 	var baseAddr uint64
 	haveBase := false

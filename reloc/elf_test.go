@@ -1,13 +1,13 @@
 package reloc
 
 import (
-	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/djx-bpf/djx-bpf/elfsafe"
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
 )
 
@@ -16,10 +16,10 @@ var (
 	jdk25Home = testenv.JDK25.Home
 )
 
-func openLibJVM(t *testing.T, home string) *elf.File {
+func openLibJVM(t *testing.T, home string) *elfsafe.File {
 	t.Helper()
 	path := filepath.Join(home, "lib", "server", "libjvm.so")
-	f, err := elf.Open(path)
+	f, err := elfsafe.OpenPath(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			t.Skipf("skipping: %s not installed", path)

@@ -2,7 +2,6 @@ package reloc
 
 import (
 	"bufio"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/djx-bpf/djx-bpf/elfsafe"
 )
 
 // buildFake compiles testdata/fakejvm.c into dir/libjvm.so and
@@ -60,7 +61,7 @@ func buildFakeFrom(t *testing.T, src string) string {
 
 func TestSyntheticELF(t *testing.T) {
 	dir := buildFake(t)
-	f, err := elf.Open(filepath.Join(dir, "libjvm.so"))
+	f, err := elfsafe.OpenPath(filepath.Join(dir, "libjvm.so"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestSyntheticELF(t *testing.T) {
 	}
 
 	// The executable has no notes.
-	m, err := elf.Open(filepath.Join(dir, "fakemain"))
+	m, err := elfsafe.OpenPath(filepath.Join(dir, "fakemain"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package reloc
 
 import (
 	"bufio"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -12,13 +11,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/djx-bpf/djx-bpf/elfsafe"
 )
 
 // TestSyntheticSites finds the copy sites of testdata/fakegc.c: one per
 // collector function, none in the mutator's copy.
 func TestSyntheticSites(t *testing.T) {
 	dir := buildFakeFrom(t, "testdata/fakegc.c")
-	f, err := elf.Open(filepath.Join(dir, "libjvm.so"))
+	f, err := elfsafe.OpenPath(filepath.Join(dir, "libjvm.so"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestSyntheticSites(t *testing.T) {
 	if out, err := exec.Command("strip", "-o", stripped, filepath.Join(dir, "libjvm.so")).CombinedOutput(); err != nil {
 		t.Skipf("strip: %v %s", err, out)
 	}
-	sf, err := elf.Open(stripped)
+	sf, err := elfsafe.OpenPath(stripped)
 	if err != nil {
 		t.Fatal(err)
 	}

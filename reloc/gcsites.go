@@ -6,16 +6,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"golang.org/x/arch/x86/x86asm"
 
+	"github.com/djx-bpf/djx-bpf/elfsafe"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 )
 
@@ -155,7 +154,7 @@ var ErrNoSites = errors.New("libjvm.so has no GC copy sites for some collectors"
 
 // copySlots maps the addresses of libjvm's GOT slots for memcpy/memmove
 // to the import's name.
-func copySlots(f *elf.File) (map[uint64]string, error) {
+func copySlots(f *elfsafe.File) (map[uint64]string, error) {
 	slots, err := gotSlots(f, copyImports)
 	if err != nil {
 		return nil, err
@@ -173,15 +172,15 @@ func copySlots(f *elf.File) (map[uint64]string, error) {
 // GOT slots of memcpy/memmove to the import's name. Each stub (in .plt,
 // .plt.sec or .plt.got) is a jmp *slot(%rip), possibly after endbr64 or
 // with a bnd prefix; the stub's address is its 16- or 8-byte entry start.
-func copyStubs(f *elf.File, bySlot map[uint64]string) (map[uint64]string, error) {
+func copyStubs(f *elfsafe.File, bySlot map[uint64]string) (map[uint64]string, error) {
 	stubs := map[uint64]string{}
 	for _, sec := range f.Sections {
 		if sec.Name != ".plt" && sec.Name != ".plt.sec" && sec.Name != ".plt.got" {
 			continue
 		}
-		data, err := sec.Data()
+		data, err := f.DataMax(sec, maxSmallSection)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", sec.Name, err)
+			return nil, err
 		}
 		entry := sec.Entsize
 		if entry == 0 {
@@ -217,52 +216,34 @@ type gcFunc struct {
 }
 
 // gcFuncs reads the collectors' copy functions from .symtab without
-// materializing its 57-70k names (f.Symbols() allocates each): the time
-// AddJVM spends here is time the JVM's GCs go unobserved. Aliases (one
-// address, several names) are returned once.
-func gcFuncs(f *elf.File) ([]gcFunc, error) {
-	symtab := f.Section(".symtab")
-	if symtab == nil || symtab.Type != elf.SHT_SYMTAB || f.Class != elf.ELFCLASS64 {
+// materializing its 57-70k names: the time AddJVM spends here is time the
+// JVM's GCs go unobserved. Aliases (one address, several names) are
+// returned once.
+func gcFuncs(f *elfsafe.File) ([]gcFunc, error) {
+	syms, err := f.Symbols(elf.SHT_SYMTAB)
+	if errors.Is(err, elf.ErrNoSymbols) {
 		return nil, ErrNoSymtab
 	}
-	if int(symtab.Link) >= len(f.Sections) {
-		return nil, fmt.Errorf("%w: bad string table link", ErrNoSymtab)
-	}
-	syms, err := symtab.Data()
 	if err != nil {
 		return nil, fmt.Errorf("read .symtab: %w", err)
 	}
-	strs, err := f.Sections[symtab.Link].Data()
-	if err != nil {
-		return nil, fmt.Errorf("read .strtab: %w", err)
-	}
-	bo := f.ByteOrder
 	zn := []byte("_ZN")
 	seen := map[uint64]bool{}
 	var out []gcFunc
-	for off := elf.Sym64Size; off+elf.Sym64Size <= len(syms); off += elf.Sym64Size {
-		e := syms[off : off+elf.Sym64Size]
-		if elf.ST_TYPE(e[4]) != elf.STT_FUNC {
+	for i := 1; i < syms.Len(); i++ {
+		s := syms.At(i)
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || !bytes.HasPrefix(s.Name, zn) || seen[s.Value] {
 			continue
 		}
-		value, size := bo.Uint64(e[8:]), bo.Uint64(e[16:])
-		name := int(bo.Uint32(e[0:]))
-		if size == 0 || name >= len(strs) || !bytes.HasPrefix(strs[name:], zn) || seen[value] {
-			continue
-		}
-		end := bytes.IndexByte(strs[name:], 0)
-		if end < 0 {
-			continue
-		}
-		sym := string(strs[name : name+end])
+		sym := string(s.Name)
 		g, ok := matchGCFunc(sym)
 		if !ok {
 			continue
 		}
-		seen[value] = true
-		out = append(out, gcFunc{sym, value, size, g})
+		seen[s.Value] = true
+		out = append(out, gcFunc{sym, s.Value, s.Size, g})
 	}
-	if len(out) == 0 && len(syms) <= elf.Sym64Size {
+	if len(out) == 0 && syms.Len() <= 1 {
 		return nil, ErrNoSymtab
 	}
 	return out, nil
@@ -273,7 +254,7 @@ func gcFuncs(f *elf.File) ([]gcFunc, error) {
 // rel32 to a stub) or through the GOT directly (call/jmp *slot(%rip), as
 // -fno-plt builds emit), sorted by address. Functions without a byte
 // sequence that could be such a call are not disassembled.
-func gcCopySites(f *elf.File) ([]Site, error) {
+func gcCopySites(f *elfsafe.File) ([]Site, error) {
 	funcs, err := gcFuncs(f)
 	if err != nil {
 		return nil, err
@@ -290,6 +271,12 @@ func gcCopySites(f *elf.File) ([]Site, error) {
 	if text == nil {
 		return nil, errors.New("libjvm.so has no .text")
 	}
+	// Functions are read from .text one by one; their sizes are the
+	// symbol table's to say, so in all no more than .text is read.
+	if err := f.Check(text); err != nil {
+		return nil, err
+	}
+	budget := text.Size
 	// target returns the copy function a call/jmp at pc reaches, if any.
 	target := func(inst x86asm.Inst, next uint64) string {
 		switch a := inst.Args[0].(type) {
@@ -304,9 +291,13 @@ func gcCopySites(f *elf.File) ([]Site, error) {
 	}
 	var sites []Site
 	for _, fn := range funcs {
-		if fn.value < text.Addr || fn.value+fn.size > text.Addr+text.Size {
+		if fn.value < text.Addr || fn.size > text.Size || fn.value-text.Addr > text.Size-fn.size {
 			continue
 		}
+		if fn.size > budget {
+			return nil, fmt.Errorf("copy functions overlap: more than .text's %d bytes to read: %w", text.Size, elfsafe.ErrTooLarge)
+		}
+		budget -= fn.size
 		code := make([]byte, fn.size)
 		if _, err := text.ReadAt(code, int64(fn.value-text.Addr)); err != nil {
 			return nil, fmt.Errorf("read %s: %w", fn.name, err)
@@ -382,16 +373,11 @@ func checkSites(sites []Site) error {
 }
 
 // siteCache keeps the copy sites of each libjvm.so seen, by file identity
-// (device, inode, size, modification time: the same file is reached as
-// /usr/lib/jvm/... and as /proc/PID/root/usr/lib/jvm/...): finding them
-// takes 50-150 ms, during which the JVM's GCs go unobserved, and scan
+// (device, inode, size, modification time of the open file: the same file
+// is reached as /usr/lib/jvm/... and through /proc/PID/map_files): finding
+// them takes 50-150 ms, during which the JVM's GCs go unobserved, and scan
 // attaches many JVMs of one JDK.
-var siteCache = &sitesCache{m: map[sitesKey]sitesVal{}}
-
-type sitesKey struct {
-	dev, ino    uint64
-	size, mtime int64
-}
+var siteCache = &sitesCache{m: map[elfsafe.Key]sitesVal{}}
 
 type sitesVal struct {
 	sites []Site
@@ -400,21 +386,12 @@ type sitesVal struct {
 
 type sitesCache struct {
 	mu sync.Mutex
-	m  map[sitesKey]sitesVal
+	m  map[elfsafe.Key]sitesVal
 }
 
-// sites returns gcCopySites(f) of the libjvm.so at path (as this process
-// sees it).
-func (c *sitesCache) sites(path string, f *elf.File) ([]Site, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return gcCopySites(f)
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok {
-		return gcCopySites(f)
-	}
-	k := sitesKey{uint64(sys.Dev), sys.Ino, st.Size(), st.ModTime().UnixNano()}
+// sites returns gcCopySites(f).
+func (c *sitesCache) sites(f *elfsafe.File) ([]Site, error) {
+	k := f.Key()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if v, ok := c.m[k]; ok {
@@ -457,12 +434,12 @@ func (i Info) CopyProbes() string {
 // young GC can come within 0.3 s of the JVM's start, and it moves whatever
 // the program built first.
 func Prepare(libjvm string) error {
-	f, err := elf.Open(libjvm)
+	f, err := elfsafe.OpenPath(libjvm)
 	if err != nil {
 		return fmt.Errorf("prepare copy sites: %w", err)
 	}
 	defer f.Close()
-	sites, err := siteCache.sites(libjvm, f)
+	sites, err := siteCache.sites(f)
 	if err == nil {
 		err = checkSites(sites)
 	}

@@ -1,10 +1,11 @@
 package reloc
 
 import (
-	"debug/elf"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/djx-bpf/djx-bpf/elfsafe"
 )
 
 func TestMatchGCFunc(t *testing.T) {
@@ -55,7 +56,7 @@ func TestRealLibJVM(t *testing.T) {
 			"_ZN19G1FullGCCompactTask27copy_object_to_new_locationEP7oopDesc": 1,
 		}},
 	} {
-		f, err := elf.Open(c.path)
+		f, err := elfsafe.OpenPath(c.path)
 		if err != nil {
 			t.Logf("skipping %s: %v", c.path, err)
 			continue
@@ -100,14 +101,14 @@ func TestPrepare(t *testing.T) {
 	if err := Prepare(p); err != nil {
 		t.Fatal(err)
 	}
-	f, err := elf.Open(p)
+	// The same file through another path, as AddJVM reaches it.
+	f, err := elfsafe.OpenPath("/proc/self/root" + p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	// The same file through another path, as AddJVM reaches it.
 	start := time.Now()
-	sites, err := siteCache.sites("/proc/self/root"+p, f)
+	sites, err := siteCache.sites(f)
 	if err != nil || len(sites) == 0 {
 		t.Fatalf("cached sites %d, %v", len(sites), err)
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/djx-bpf/djx-bpf/elfsafe"
 )
 
 // mapping is one line of /proc/PID/maps.
@@ -57,10 +59,12 @@ func parseMaps(data []byte) ([]mapping, error) {
 }
 
 // findLib returns the mapping at file offset 0 of the first library whose
-// base name is base: where its ELF header, and so its load base, lies.
+// base name is base: where its ELF header, and so its load base, lies. A
+// deleted file counts: map_files still reaches it.
 func findLib(ms []mapping, base string) (mapping, bool) {
 	for _, m := range ms {
-		if m.offset == 0 && m.path != "" && filepath.Base(m.path) == base {
+		name, _ := elfsafe.MapsPath(m.path)
+		if m.offset == 0 && m.path != "" && filepath.Base(name) == base {
 			return m, true
 		}
 	}
@@ -77,10 +81,12 @@ func containing(ms []mapping, addr uint64) (mapping, bool) {
 	return mapping{}, false
 }
 
-// hostPath is path (as the process sees it) opened from this process:
-// through /proc/PID/root, so that containers work.
-func hostPath(pid int, path string) string {
-	return filepath.Join("/proc", strconv.Itoa(pid), "root", path)
+// openMapped opens the file of mapping m of process pid the one way a
+// target's file is opened: the very file mapped, or its path inside the
+// process's root without symlinks; a regular file only, its sections
+// capped.
+func openMapped(pid int, m mapping) (*elfsafe.File, error) {
+	return elfsafe.OpenMapped("/proc", pid, m.start, m.end, m.path)
 }
 
 // CopyTarget is one resolved copy implementation: the code that libjvm's
@@ -104,7 +110,7 @@ type memReader interface {
 // linked BIND_NOW (design.md), so the slots hold the IFUNC-selected
 // implementation from startup on. Imports resolving to the same code share
 // one target.
-func resolveCopies(jvm *elf.File, ms []mapping, jvmMap mapping, mem memReader) ([]CopyTarget, error) {
+func resolveCopies(jvm *elfsafe.File, ms []mapping, jvmMap mapping, mem memReader) ([]CopyTarget, error) {
 	slots, err := gotSlots(jvm, copyImports)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrGOT, err)
@@ -163,21 +169,21 @@ func contains(ss []string, s string) bool {
 // symbolAt names the function of an ELF file that holds file offset off,
 // from .symtab or .dynsym; "" when the file is stripped of it (libc's
 // IFUNC implementations are local symbols, absent from .dynsym).
-func symbolAt(path string, off uint64) string {
-	f, err := elf.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	syms, _ := f.Symbols()
-	dyn, _ := f.DynamicSymbols()
-	for _, s := range append(syms, dyn...) {
-		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 {
+func symbolAt(f *elfsafe.File, off uint64) string {
+	for _, typ := range []elf.SectionType{elf.SHT_SYMTAB, elf.SHT_DYNSYM} {
+		syms, err := f.Symbols(typ)
+		if err != nil {
 			continue
 		}
-		so, err := fileOffset(f, s.Value)
-		if err == nil && off >= so && off < so+s.Size {
-			return s.Name
+		for i := 1; i < syms.Len(); i++ {
+			s := syms.At(i)
+			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 {
+				continue
+			}
+			so, err := fileOffset(f, s.Value)
+			if err == nil && off >= so && off-so < s.Size {
+				return string(s.Name)
+			}
 		}
 	}
 	return ""

@@ -38,6 +38,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/djx-bpf/djx-bpf/bpf"
+	"github.com/djx-bpf/djx-bpf/elfsafe"
 )
 
 // Kind is the kind of an Event.
@@ -229,15 +230,16 @@ func (t *Tracker) AddJVM(pid int, heap []Range) (Info, error) {
 		return info, fmt.Errorf("track pid %d: %w", pid, ErrNoJVM)
 	}
 	info.LibJVM = jvmMap.path
-	jvmPath := hostPath(pid, jvmMap.path)
-	jvmELF, err := elf.Open(jvmPath)
+	// Parsed, and probed below through /proc/self/fd, from this one open
+	// file: the uprobes go on the inode verified here, not on a path.
+	jvmELF, err := openMapped(pid, jvmMap)
 	if err != nil {
 		return info, fmt.Errorf("track pid %d: open libjvm: %w", pid, err)
 	}
 	defer jvmELF.Close()
 
 	if t.cfg.Copies != CopiesLibc {
-		info.Sites, info.SitesErr = siteCache.sites(jvmPath, jvmELF)
+		info.Sites, info.SitesErr = siteCache.sites(jvmELF)
 		if info.SitesErr == nil {
 			info.SitesErr = checkSites(info.Sites)
 		}
@@ -276,7 +278,7 @@ func (t *Tracker) AddJVM(pid int, heap []Range) (Info, error) {
 		return info, fmt.Errorf("track pid %d: %w", pid, err)
 	}
 	if len(info.Sites) > 0 {
-		ex, err := link.OpenExecutable(jvmPath)
+		ex, err := link.OpenExecutable(jvmELF.FDPath())
 		if err != nil {
 			return fail(fmt.Errorf("open libjvm: %w", err))
 		}
@@ -293,19 +295,15 @@ func (t *Tracker) AddJVM(pid int, heap []Range) (Info, error) {
 		}
 	}
 	for i, c := range info.Copies {
-		ex, err := link.OpenExecutable(hostPath(pid, c.Lib))
+		l, sym, err := t.attachCopy(pid, ms, c)
 		if err != nil {
-			return fail(fmt.Errorf("open %s: %w", c.Lib, err))
-		}
-		l, err := ex.Uprobe("", t.objs.OnCopy, &link.UprobeOptions{Address: c.Offset, PID: pid})
-		if err != nil {
-			return fail(fmt.Errorf("attach uprobe %s+%#x (%v): %w", c.Lib, c.Offset, c.Imports, err))
+			return fail(err)
 		}
 		links = append(links, l)
-		info.Copies[i].Symbol = symbolAt(hostPath(pid, c.Lib), c.Offset)
+		info.Copies[i].Symbol = sym
 	}
 	if info.GCErr == nil {
-		ex, err := link.OpenExecutable(jvmPath)
+		ex, err := link.OpenExecutable(jvmELF.FDPath())
 		if err != nil {
 			return fail(fmt.Errorf("open libjvm: %w", err))
 		}
@@ -329,9 +327,33 @@ func (t *Tracker) AddJVM(pid int, heap []Range) (Info, error) {
 	return info, nil
 }
 
+// attachCopy attaches the copy program to the libc implementation c of
+// pid, on the file mapped where c lies (opened as libjvm.so is), and names
+// its symbol.
+func (t *Tracker) attachCopy(pid int, ms []mapping, c CopyTarget) (link.Link, string, error) {
+	m, ok := containing(ms, c.Addr)
+	if !ok {
+		return nil, "", fmt.Errorf("%s: %#x in no file mapping", c.Lib, c.Addr)
+	}
+	lib, err := openMapped(pid, m)
+	if err != nil {
+		return nil, "", fmt.Errorf("open %s: %w", c.Lib, err)
+	}
+	defer lib.Close()
+	ex, err := link.OpenExecutable(lib.FDPath())
+	if err != nil {
+		return nil, "", fmt.Errorf("open %s: %w", c.Lib, err)
+	}
+	l, err := ex.Uprobe("", t.objs.OnCopy, &link.UprobeOptions{Address: c.Offset, PID: pid})
+	if err != nil {
+		return nil, "", fmt.Errorf("attach uprobe %s+%#x (%v): %w", c.Lib, c.Offset, c.Imports, err)
+	}
+	return l, symbolAt(lib, c.Offset), nil
+}
+
 // siteOffsets returns the file offsets to probe: the sites, or with
 // entryProbes the entries of the functions holding them.
-func (t *Tracker) siteOffsets(f *elf.File, sites []Site) ([]uint64, error) {
+func (t *Tracker) siteOffsets(f *elfsafe.File, sites []Site) ([]uint64, error) {
 	if !t.cfg.entryProbes {
 		offs := make([]uint64, len(sites))
 		for i, s := range sites {
@@ -343,14 +365,15 @@ func (t *Tracker) siteOffsets(f *elf.File, sites []Site) ([]uint64, error) {
 	for _, s := range sites {
 		funcs[s.Func] = true
 	}
-	syms, err := f.Symbols()
+	syms, err := f.Symbols(elf.SHT_SYMTAB)
 	if err != nil {
 		return nil, err
 	}
 	seen := map[uint64]bool{}
 	var offs []uint64
-	for _, s := range syms {
-		if funcs[s.Name] && !seen[s.Value] {
+	for i := 1; i < syms.Len(); i++ {
+		s := syms.At(i)
+		if funcs[string(s.Name)] && !seen[s.Value] {
 			seen[s.Value] = true
 			off, err := fileOffset(f, s.Value)
 			if err != nil {
@@ -363,7 +386,7 @@ func (t *Tracker) siteOffsets(f *elf.File, sites []Site) ([]uint64, error) {
 }
 
 // resolve finds the copy implementation(s) of pid.
-func (t *Tracker) resolve(pid int, jvm *elf.File, ms []mapping, jvmMap mapping) ([]CopyTarget, error) {
+func (t *Tracker) resolve(pid int, jvm *elfsafe.File, ms []mapping, jvmMap mapping) ([]CopyTarget, error) {
 	mem, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "mem"))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrGOT, err)
@@ -373,7 +396,7 @@ func (t *Tracker) resolve(pid int, jvm *elf.File, ms []mapping, jvmMap mapping) 
 }
 
 // gcProbes returns the hotspot gc__begin and gc__end sites.
-func gcProbes(f *elf.File) (begin, end []Probe, err error) {
+func gcProbes(f *elfsafe.File) (begin, end []Probe, err error) {
 	probes, err := usdtProbes(f)
 	if err != nil {
 		if errors.Is(err, ErrNoUSDT) {

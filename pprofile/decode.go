@@ -1,6 +1,7 @@
 package pprofile
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,13 +10,15 @@ import (
 	"strings"
 
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/safefs"
 	"github.com/google/pprof/profile"
 )
 
 // Read decodes a profile written by Write (gzipped or not): one report per
 // pid, in the order they were written. A file of unknown origin may be a
 // bomb: it is read and decompressed up to MaxBytes, and its messages are
-// counted (see checkMessages) before it is parsed.
+// counted (see checkMessages) before it is parsed; Decode bounds the frames
+// its locations expand to.
 func Read(r io.Reader) ([]*report.Report, error) {
 	data, err := readCapped(r)
 	if err != nil {
@@ -23,23 +26,104 @@ func Read(r io.Reader) ([]*report.Report, error) {
 	}
 	p, err := profile.ParseData(data)
 	if err != nil {
-		return nil, fmt.Errorf("not a valid pprof profile (truncated or corrupt?): %w", err)
+		return nil, fmt.Errorf("not a valid pprof profile (truncated or corrupt?): %w", clippedError{err})
 	}
 	return Decode(p)
 }
 
-// decoded is one report being rebuilt.
+// decoded is one report being rebuilt. Its keys are frame ids (see
+// frameTable.keyOf), so that a key costs 4 bytes a frame however long the
+// frame's name.
 type decoded struct {
 	rep     *report.Report
-	objects map[string]int   // objectKey → index in rep.Objects
-	paths   []map[string]int // per object: path key → index in Accesses
-	rest    map[string]int   // remainder: where + data type + path key → index
+	objects map[string]int   // object frame + allocation path → index in rep.Objects
+	paths   []map[string]int // per object: path → index in Accesses
+	rest    map[string]int   // remainder: where + data type + path → index
 }
 
-// objectKey identifies an object by its frame (type and site) and
-// allocation path.
-func objectKey(objFrame string, allocPath []string) string {
-	return objFrame + "\x00" + strings.Join(allocPath, "\x00")
+// frameTable interns the frames of a profile, and counts what it expands
+// against the limits of bomb.go.
+type frameTable struct {
+	ids    map[string]uint32
+	names  []string
+	locs   map[*profile.Location][]uint32 // a location's frames, innermost first
+	frames int                            // frames expanded, of samples and metadata
+	bytes  int                            // bytes of frame names built
+	key    []byte
+}
+
+func newFrameTable() *frameTable {
+	return &frameTable{ids: make(map[string]uint32), locs: make(map[*profile.Location][]uint32)}
+}
+
+func (t *frameTable) id(frame string) uint32 {
+	if i, ok := t.ids[frame]; ok {
+		return i
+	}
+	i := uint32(len(t.names))
+	t.ids[frame] = i
+	t.names = append(t.names, frame)
+	return i
+}
+
+// count adds n frames to those expanded.
+func (t *frameTable) count(n int) error {
+	if t.frames += n; t.frames > maxFrames {
+		return fmt.Errorf("corrupt profile: more than %d frames once locations are expanded: %w", maxFrames, safefs.ErrTooLarge)
+	}
+	return nil
+}
+
+// loc returns the frames of a location, innermost (inlined) first.
+func (t *frameTable) loc(l *profile.Location) ([]uint32, error) {
+	if ids, ok := t.locs[l]; ok {
+		return ids, nil
+	}
+	if len(l.Line) > maxStackFrames {
+		return nil, fmt.Errorf("corrupt profile: a location of %d lines, more than %d frames: %w", len(l.Line), maxStackFrames, safefs.ErrTooLarge)
+	}
+	if len(l.Line) == 0 {
+		ids := []uint32{t.id(fmt.Sprintf("0x%x", l.Address))}
+		t.locs[l] = ids
+		return ids, nil
+	}
+	ids := make([]uint32, len(l.Line))
+	for i, ln := range l.Line {
+		name := "[unknown]"
+		if ln.Function != nil {
+			name = ln.Function.Name
+		}
+		if ln.Line > 0 { // a new string; the name alone is the string table's
+			if t.bytes += len(name); t.bytes > maxFrameBytes {
+				return nil, fmt.Errorf("corrupt profile: frame names of more than %d bytes: %w", maxFrameBytes, safefs.ErrTooLarge)
+			}
+		}
+		ids[i] = t.id(JoinFrame(name, ln.Line))
+	}
+	t.locs[l] = ids
+	return ids, nil
+}
+
+// keyOf builds the key of ids in t.key (reused: convert it to a string to
+// keep it).
+func (t *frameTable) keyOf(ids ...uint32) []byte {
+	t.key = t.key[:0]
+	for _, id := range ids {
+		t.key = binary.LittleEndian.AppendUint32(t.key, id)
+	}
+	return t.key
+}
+
+// strings names ids.
+func (t *frameTable) strings(ids []uint32) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = t.names[id]
+	}
+	return out
 }
 
 // Decode rebuilds the reports of a profile written by Encode: the metadata
@@ -58,7 +142,7 @@ func Decode(p *profile.Profile) ([]*report.Report, error) {
 		}
 		var m meta
 		if err := json.Unmarshal([]byte(js), &m); err != nil {
-			return nil, fmt.Errorf("corrupt djx-bpf metadata: %w", err)
+			return nil, fmt.Errorf("corrupt djx-bpf metadata: %w", clippedError{err})
 		}
 		switch {
 		case m.Version > Version:
@@ -82,6 +166,7 @@ func Decode(p *profile.Profile) ([]*report.Report, error) {
 	if err := checkSampleTypes(p); err != nil {
 		return nil, err
 	}
+	ft := newFrameTable()
 	ds := make([]*decoded, len(group))
 	for i, g := range group {
 		r := g[0]
@@ -93,14 +178,21 @@ func Decode(p *profile.Profile) ([]*report.Report, error) {
 		for k := range r.Objects {
 			o := &r.Objects[k]
 			o.Accesses = nil
-			d.objects[objectKey(report.ObjectFrame(o), o.Lineage())] = k
+			lin := o.Lineage()
+			if err := ft.count(1 + len(lin)); err != nil {
+				return nil, err
+			}
+			ids := []uint32{ft.id(report.ObjectFrame(o))}
+			for _, f := range lin {
+				ids = append(ids, ft.id(f))
+			}
+			d.objects[string(ft.keyOf(ids...))] = k
 		}
 		r.Remainder = nil
 		ds[i] = d
 		reps = append(reps, r)
 	}
-	frames := make(map[*profile.Location][]string)
-	var stack []string
+	var stack []uint32
 	for _, s := range p.Sample {
 		kind := label(s, "kind")
 		if kind != KindAccess && kind != KindRemainder {
@@ -124,30 +216,35 @@ func Decode(p *profile.Profile) ([]*report.Report, error) {
 		d := ds[i]
 		stack = stack[:0]
 		for _, l := range s.Location {
-			f, ok := frames[l]
-			if !ok {
-				f = locFrames(l)
-				frames[l] = f
+			f, err := ft.loc(l)
+			if err != nil {
+				return nil, err
+			}
+			if len(stack)+len(f) > maxStackFrames {
+				return nil, fmt.Errorf("corrupt sample: more than %d frames once its locations are expanded: %w", maxStackFrames, safefs.ErrTooLarge)
 			}
 			stack = append(stack, f...)
 		}
+		if err := ft.count(len(stack)); err != nil {
+			return nil, err
+		}
 		if kind == KindRemainder {
 			a := report.Access{Where: label(s, "where"), DataType: label(s, LabelDataType)}
-			if root := report.RemainderRoot(&a); len(stack) == 0 || stack[len(stack)-1] != root {
-				return nil, fmt.Errorf("corrupt sample: remainder sample does not end in %q", root)
+			if root := report.RemainderRoot(&a); len(stack) == 0 || ft.names[stack[len(stack)-1]] != root {
+				return nil, fmt.Errorf("corrupt sample: remainder sample does not end in %q", clip(root))
 			}
-			d.addRemainder(a.Where, a.DataType, stack[:len(stack)-1], uint64(n), s)
+			d.addRemainder(ft, a.Where, a.DataType, stack[:len(stack)-1], uint64(n), s)
 			continue
 		}
-		at := slices.IndexFunc(stack, func(f string) bool { return strings.HasPrefix(f, "[object] ") })
+		at := slices.IndexFunc(stack, func(f uint32) bool { return strings.HasPrefix(ft.names[f], "[object] ") })
 		if at < 0 {
 			return nil, fmt.Errorf("corrupt sample: access sample without an object frame")
 		}
-		k, ok := d.objects[objectKey(stack[at], stack[at+1:])]
+		k, ok := d.objects[string(ft.keyOf(stack[at:]...))]
 		if !ok {
-			return nil, fmt.Errorf("corrupt sample: object %s (allocated at %s) is not in the metadata of pid %d", stack[at], strings.Join(stack[at+1:], " <- "), d.rep.PID)
+			return nil, fmt.Errorf("corrupt sample: object %s (allocated at %s) is not in the metadata of pid %d", clip(ft.names[stack[at]]), clipJoin(ft.strings(stack[at+1:]), " <- "), d.rep.PID)
 		}
-		d.addAccess(k, stack[:at], uint64(n), s)
+		d.addAccess(ft, k, stack[:at], uint64(n), s)
 	}
 	for _, d := range ds {
 		for k := range d.rep.Objects {
@@ -157,7 +254,7 @@ func Decode(p *profile.Profile) ([]*report.Report, error) {
 				sum += a.Samples
 			}
 			if sum > o.Samples {
-				return nil, fmt.Errorf("corrupt profile: access paths of %s hold %d samples, the object %d", report.ObjectFrame(o), sum, o.Samples)
+				return nil, fmt.Errorf("corrupt profile: access paths of %s hold %d samples, the object %d", clip(report.ObjectFrame(o)), sum, o.Samples)
 			}
 		}
 		d.rep.Finish()
@@ -165,31 +262,33 @@ func Decode(p *profile.Profile) ([]*report.Report, error) {
 	return reps, nil
 }
 
-func (d *decoded) addAccess(obj int, path []string, n uint64, s *profile.Sample) {
+func (d *decoded) addAccess(ft *frameTable, obj int, path []uint32, n uint64, s *profile.Sample) {
 	o := &d.rep.Objects[obj]
 	if d.paths[obj] == nil {
 		d.paths[obj] = make(map[string]int)
 	}
-	key := strings.Join(path, "\x00")
-	if i, ok := d.paths[obj][key]; ok {
+	key := ft.keyOf(path...)
+	if i, ok := d.paths[obj][string(key)]; ok {
 		o.Accesses[i].Samples += n
 		addMetrics(&o.Accesses[i], s)
 		return
 	}
-	d.paths[obj][key] = len(o.Accesses)
-	o.Accesses = append(o.Accesses, report.Access{Path: clonePath(path), Samples: n})
+	d.paths[obj][string(key)] = len(o.Accesses)
+	o.Accesses = append(o.Accesses, report.Access{Path: ft.strings(path), Samples: n})
 	addMetrics(&o.Accesses[len(o.Accesses)-1], s)
 }
 
-func (d *decoded) addRemainder(where, dataType string, path []string, n uint64, s *profile.Sample) {
-	key := where + "\x01" + dataType + "\x01" + strings.Join(path, "\x00")
-	if i, ok := d.rest[key]; ok {
+func (d *decoded) addRemainder(ft *frameTable, where, dataType string, path []uint32, n uint64, s *profile.Sample) {
+	key := binary.LittleEndian.AppendUint32(ft.keyOf(path...), ft.id(where))
+	key = binary.LittleEndian.AppendUint32(key, ft.id(dataType))
+	ft.key = key
+	if i, ok := d.rest[string(key)]; ok {
 		d.rep.Remainder[i].Samples += n
 		addMetrics(&d.rep.Remainder[i], s)
 		return
 	}
-	d.rest[key] = len(d.rep.Remainder)
-	d.rep.Remainder = append(d.rep.Remainder, report.Access{Where: where, DataType: dataType, Path: clonePath(path), Samples: n})
+	d.rest[string(key)] = len(d.rep.Remainder)
+	d.rep.Remainder = append(d.rep.Remainder, report.Access{Where: where, DataType: dataType, Path: ft.strings(path), Samples: n})
 	addMetrics(&d.rep.Remainder[len(d.rep.Remainder)-1], s)
 }
 
@@ -235,29 +334,6 @@ func addMetrics(a *report.Access, s *profile.Sample) {
 	}
 }
 
-func clonePath(p []string) []string {
-	if len(p) == 0 {
-		return nil
-	}
-	return slices.Clone(p)
-}
-
-// locFrames names the frames of a location, innermost (inlined) first.
-func locFrames(l *profile.Location) []string {
-	if len(l.Line) == 0 {
-		return []string{fmt.Sprintf("0x%x", l.Address)}
-	}
-	out := make([]string, len(l.Line))
-	for i, ln := range l.Line {
-		name := "[unknown]"
-		if ln.Function != nil {
-			name = ln.Function.Name
-		}
-		out[i] = JoinFrame(name, ln.Line)
-	}
-	return out
-}
-
 func label(s *profile.Sample, key string) string {
 	if v := s.Label[key]; len(v) == 1 {
 		return v[0]
@@ -276,11 +352,11 @@ func checkSampleTypes(p *profile.Profile) error {
 		return nil
 	}
 	var got, want []string
-	for _, t := range p.SampleType {
-		got = append(got, t.Type+"/"+t.Unit)
+	for _, t := range p.SampleType[:min(len(p.SampleType), len(SampleTypes)+1)] {
+		got = append(got, clip(t.Type)+"/"+clip(t.Unit))
 	}
 	for _, t := range SampleTypes {
 		want = append(want, t.Type+"/"+t.Unit)
 	}
-	return fmt.Errorf("corrupt profile: sample types %s, want %s", strings.Join(got, ","), strings.Join(want, ","))
+	return fmt.Errorf("corrupt profile: sample types %s, want %s", clipJoin(got, ","), strings.Join(want, ","))
 }

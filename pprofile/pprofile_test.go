@@ -480,6 +480,9 @@ func FuzzRead(f *testing.F) {
 	huge.Objects[0].EstSamples = 1e300
 	huge.Objects[1].EstBytes = 1e300
 	f.Add(encode(f, huge))
+	f.Add(expansionBomb(f, 100, 50, 0, false)) // 5000 frames in one sample
+	f.Add(expansionBomb(f, 100, 50, 0, true))
+	f.Add(expansionBomb(f, 3, 2000, 0, true)) // refused before parsing
 	f.Add([]byte{})
 	f.Add([]byte("hello"))
 	f.Add([]byte{0x1f, 0x8b})

@@ -8,14 +8,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/djx-bpf/djx-bpf/discover"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/termsafe"
 )
 
 // listed is one row of `djx-bpf list`.
@@ -41,28 +44,25 @@ func cmdList(args []string) int {
 		return 2
 	}
 	if *format != "table" && *format != "json" {
-		fmt.Fprintf(os.Stderr, "djx-bpf list: unknown --format %q: use table or json\n", *format)
+		eprintf(os.Stderr, "djx-bpf list: unknown --format %q: use table or json\n", *format)
 		return 2
 	}
 	jvms, err := discover.Find()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "djx-bpf list: %v\n", err)
+		eprintf(os.Stderr, "djx-bpf list: %v\n", err)
 		return 1
 	}
 	rows := make([]listed, len(jvms))
-	var wg sync.WaitGroup
 	for i, j := range jvms {
 		rows[i].JVM = j
-		if *quick {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rows[i].Details = discover.Describe(context.Background(), j)
-		}()
 	}
-	wg.Wait()
+	if !*quick {
+		if n := describeAll(context.Background(), rows, discover.Describe); n > 0 {
+			// Said after the list, where it is read.
+			defer eprintf(os.Stderr, "djx-bpf list: %d JVMs not asked (see their ATTACH): list asks %d at a time, at most %d of one user, for %v in all; --quick reads /proc only\n",
+				n, listParallel, listPerUser, listBudget)
+		}
+	}
 	if *format == "json" {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -70,18 +70,88 @@ func cmdList(args []string) int {
 			rows = []listed{}
 		}
 		if err := enc.Encode(rows); err != nil {
-			fmt.Fprintf(os.Stderr, "djx-bpf list: %v\n", err)
+			eprintf(os.Stderr, "djx-bpf list: %v\n", err)
 			return 1
 		}
 		return 0
 	}
 	if err := writeList(os.Stdout, rows); err != nil {
-		fmt.Fprintf(os.Stderr, "djx-bpf list: %v\n", err)
+		eprintf(os.Stderr, "djx-bpf list: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
+// Anyone can start processes that look like JVMs, each of which may answer
+// slowly and at length: list asks at most listParallel of them at a time
+// (each one's jcmds one after another), at most listPerUser of one user,
+// and none after listBudget. Users take turns, so that one user's many
+// JVMs do not use up the budget before another's first is asked.
+const (
+	listParallel = 4
+	listPerUser  = 32
+)
+
+// listBudget bounds the whole of list's questions; tests shorten it.
+var listBudget = 60 * time.Second
+
+// describeAll fills in the rows' details with describe under the caps
+// above; a row left out says why in its Attach field. It returns how many
+// were left out.
+func describeAll(ctx context.Context, rows []listed, describe func(context.Context, discover.JVM) discover.Details) int {
+	ctx, cancel := context.WithTimeout(ctx, listBudget)
+	defer cancel()
+	// Each user's first JVM, then each one's second, and so on.
+	rank := make([]int, len(rows))
+	perUser := make(map[int]int)
+	for i := range rows {
+		perUser[rows[i].UID]++
+		rank[i] = perUser[rows[i].UID]
+	}
+	order := make([]int, len(rows))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return rank[order[a]] < rank[order[b]] })
+	sem := make(chan struct{}, listParallel)
+	skipped := 0
+	var wg sync.WaitGroup
+	for _, i := range order {
+		r := &rows[i]
+		if rank[i] > listPerUser {
+			r.Attach = fmt.Sprintf("not asked: user %s has more than %d JVMs", r.User, listPerUser)
+			skipped++
+			continue
+		}
+		held := false
+		select {
+		case sem <- struct{}{}:
+			held = true
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil { // either may have been ready: the budget wins
+			if held {
+				<-sem
+			}
+			r.Attach = fmt.Sprintf("not asked: list's %v were up", listBudget)
+			skipped++
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r.Details = describe(ctx, r.JVM)
+		}()
+	}
+	wg.Wait()
+	return skipped
+}
+
+// writeList writes the rows as a table. Every cell but the numbers comes
+// from the JVM (its command line, its user's name, its VM name, its attach
+// reply): each is escaped so that none reaches the terminal as a control
+// sequence.
 func writeList(w io.Writer, rows []listed) error {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no JVMs found")
@@ -113,7 +183,11 @@ func writeList(w io.Writer, rows []listed) error {
 		if r.AgentLoaded {
 			agent = "loaded"
 		}
-		if err := t.Append([]string{pid, r.User, vm, r.GC, heap, oops, r.Attach, agent, r.Main}); err != nil {
+		row := []string{pid, r.User, vm, r.GC, heap, oops, r.Attach, agent, r.Main}
+		for k := range row {
+			row[k] = termsafe.String(row[k])
+		}
+		if err := t.Append(row); err != nil {
 			return fmt.Errorf("render list: %w", err)
 		}
 	}

@@ -3,9 +3,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
+
+	"github.com/djx-bpf/djx-bpf/termsafe"
 )
 
 const usage = `djx-bpf: object-centric memory profiler for the JVM (eBPF)
@@ -77,3 +80,24 @@ func run(args []string) int {
 }
 
 var version = "dev"
+
+// eprintf prints a message, usually to standard error, with its string and
+// error arguments escaped (termsafe): an error may quote what a target
+// controls, a class name, a maps path or an attach reply, and none of it
+// may reach root's terminal as a control sequence.
+func eprintf(w io.Writer, format string, args ...any) {
+	safe := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case error:
+			safe[i] = termsafe.String(v.Error())
+		case string:
+			safe[i] = termsafe.String(v)
+		case fmt.Stringer:
+			safe[i] = termsafe.String(v.String())
+		default:
+			safe[i] = a
+		}
+	}
+	fmt.Fprintf(w, format, safe...)
+}

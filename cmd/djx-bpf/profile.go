@@ -8,7 +8,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/attach"
 	"github.com/djx-bpf/djx-bpf/control"
@@ -76,17 +80,17 @@ func cmdProfile(args []string) int {
 		fmt.Fprintln(os.Stderr, "djx-bpf profile: --pid and a launch command exclude each other")
 		return 2
 	case *format != "table" && *format != "json" && *format != "pprof":
-		fmt.Fprintf(os.Stderr, "djx-bpf profile: unknown --format %q: use table, json or pprof\n", *format)
+		eprintf(os.Stderr, "djx-bpf profile: unknown --format %q: use table, json or pprof\n", *format)
 		return 2
 	case *format == "pprof" && sf.out == "" && isCharDevice(os.Stdout):
 		fmt.Fprintln(os.Stderr, "djx-bpf profile: a pprof profile is binary: give -o FILE.pb.gz or redirect standard output")
 		return 2
 	case *pid < 0:
-		fmt.Fprintf(os.Stderr, "djx-bpf profile: bad --pid %d\n", *pid)
+		eprintf(os.Stderr, "djx-bpf profile: bad --pid %d\n", *pid)
 		return 2
 	}
 	if err := sf.check(); err != nil {
-		fmt.Fprintf(os.Stderr, "djx-bpf profile: %v\n", err)
+		eprintf(os.Stderr, "djx-bpf profile: %v\n", err)
 		return 2
 	}
 	opts := sf.options()
@@ -94,7 +98,7 @@ func cmdProfile(args []string) int {
 	if len(launch) > 0 {
 		var err error
 		if opts.RunAs, err = launchUser(*runUser, os.Getenv); err != nil {
-			fmt.Fprintf(os.Stderr, "djx-bpf profile: %v\n", err)
+			eprintf(os.Stderr, "djx-bpf profile: %v\n", err)
 			return 2
 		}
 	} else if *runUser != "" {
@@ -110,7 +114,7 @@ func cmdProfile(args []string) int {
 			if live {
 				endProgress(os.Stderr) // the message replaces the status line
 			}
-			fmt.Fprintf(os.Stderr, "djx-bpf: %s\n", msg)
+			eprintf(os.Stderr, "djx-bpf: %s\n", msg)
 		}
 	}
 	if live {
@@ -119,9 +123,9 @@ func cmdProfile(args []string) int {
 	ctx, stop := signalContext("profile")
 	defer stop()
 	if *ctlSpec != "" {
-		ch, err := control.Open(*ctlSpec)
+		ch, err := control.Open(*ctlSpec, trustedUIDs(os.Getenv)...)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "djx-bpf profile: --control: %v\n", err)
+			eprintf(os.Stderr, "djx-bpf profile: --control: %v\n", err)
 			return 2
 		}
 		defer ch.Close()
@@ -146,20 +150,20 @@ func cmdProfile(args []string) int {
 	}
 	code := 0
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "djx-bpf: %v\n", err)
+		eprintf(os.Stderr, "djx-bpf: %v\n", err)
 		if errors.Is(err, attach.ErrRefused) {
 			fmt.Fprintln(os.Stderr, "djx-bpf: hint: djx-bpf profile [flags] -- java ARGS... starts the JVM with the agent on -agentpath")
 		}
 		code = 1
 	} else if werr := writeReport(rep, *format, sf.table(*top), sf.out); werr != nil {
-		fmt.Fprintf(os.Stderr, "djx-bpf: %v\n", werr)
+		eprintf(os.Stderr, "djx-bpf: %v\n", werr)
 		code = 1
 	}
 	if wait != nil {
 		stop() // Ctrl-C now reaches only the JVM, as without djx-bpf
 		jcode, werr := wait()
 		if werr != nil {
-			fmt.Fprintf(os.Stderr, "djx-bpf: wait for JVM: %v\n", werr)
+			eprintf(os.Stderr, "djx-bpf: wait for JVM: %v\n", werr)
 			return 1
 		}
 		if code == 0 {
@@ -199,6 +203,9 @@ func serveControl(ctx context.Context, ch *control.Channel, stop func(), notify 
 				ack()
 			case control.Ping:
 				ack()
+			case control.TooLong:
+				warn("ignored %s (commands are enable, disable, ping or stop)", cmd.Text)
+				ack()
 			default:
 				warn("unknown command %q (use enable, disable, ping or stop)", cmd.Text)
 				ack()
@@ -235,24 +242,21 @@ func writeReport(rep *report.Report, format string, opt report.TableOptions, out
 	return writeFileAtomic(out, write)
 }
 
-// writeFileAtomic writes through a temporary file renamed over path, so that
-// a failed write never leaves a truncated report behind.
+// writeFileAtomic writes through a temporary file in path's directory,
+// renamed over path, so that a failed write never leaves a truncated report
+// behind. djx-bpf runs as root: a FIFO or device another user planted at
+// path would receive the report or block the write, and another user's
+// file is not root's to replace, so path must be absent or a regular file
+// of root's or the invoking user's. The null device alone is written in
+// place (renaming over it would replace /dev/null for the whole machine).
 func writeFileAtomic(path string, write func(io.Writer) error) error {
-	// A device or pipe (-o /dev/null, -o /dev/stdout, a fifo) is written in
-	// place: renaming a file over it would replace /dev/null itself.
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		if fi.IsDir() {
-			return fmt.Errorf("write %s: is a directory", path)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		if err := write(f); err != nil {
-			f.Close()
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		if err := f.Close(); err != nil {
+	null, err := checkOutput(path, trustedUIDs(os.Getenv))
+	if err != nil {
+		return err
+	}
+	if null != nil {
+		defer null.Close()
+		if err := write(null); err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
 		return nil
@@ -278,4 +282,53 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// checkOutput checks what is at path before -o replaces it: nothing, or a
+// regular file that one of owners owns. The null device is opened for
+// writing and returned. The path is opened O_PATH, which opens no device
+// and never waits, and judged by fstat of that very inode.
+func checkOutput(path string, owners []int) (null *os.File, err error) {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write %w", &os.PathError{Op: "open", Path: path, Err: err})
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		if !slices.Contains(owners, int(st.Uid)) {
+			return nil, fmt.Errorf("write %s: the file is owned by uid %d, not by you or root: remove it or give another -o path", path, st.Uid)
+		}
+		return nil, nil
+	case unix.S_IFDIR:
+		return nil, fmt.Errorf("write %s: is a directory: give a file name", path)
+	case unix.S_IFCHR:
+		if unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 3 { // the null device
+			nfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_WRONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return nil, fmt.Errorf("write %s: %w", path, err)
+			}
+			return os.NewFile(uintptr(nfd), path), nil
+		}
+	}
+	return nil, fmt.Errorf("write %s: not a regular file (mode %#o): -o writes regular files only; omit -o and redirect standard output to write elsewhere", path, st.Mode)
+}
+
+// trustedUIDs are the owners a file djx-bpf uses may have: root, djx-bpf's
+// own user and, under sudo, the user who ran it (SUDO_UID).
+func trustedUIDs(getenv func(string) string) []int {
+	uids := []int{0, os.Geteuid()}
+	if os.Geteuid() == 0 {
+		if u, err := strconv.ParseUint(getenv("SUDO_UID"), 10, 31); err == nil {
+			uids = append(uids, int(u))
+		}
+	}
+	return uids
 }

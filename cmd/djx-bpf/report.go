@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/djx-bpf/djx-bpf/pprofile"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/safefs"
@@ -76,18 +78,18 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	case !slices.Contains([]string{"table", "json", "collapsed", "pprof"}, *format):
-		fmt.Fprintf(stderr, "djx-bpf report: unknown --format %q: use table, json, collapsed or pprof\n", *format)
+		eprintf(stderr, "djx-bpf report: unknown --format %q: use table, json, collapsed or pprof\n", *format)
 		return 2
 	case *top < 0 || *accTop < 0 || *depth < 0:
 		fmt.Fprintln(stderr, "djx-bpf report: --top, --access-top and --depth must be 0 or more")
 		return 2
 	case *pid < 0:
-		fmt.Fprintf(stderr, "djx-bpf report: bad --pid %d\n", *pid)
+		eprintf(stderr, "djx-bpf report: bad --pid %d\n", *pid)
 		return 2
 	case *focus != "":
 		var err error
 		if re, err = regexp.Compile(*focus); err != nil {
-			fmt.Fprintf(stderr, "djx-bpf report: bad --focus: %v\n", err)
+			eprintf(stderr, "djx-bpf report: bad --focus: %v\n", err)
 			return 2
 		}
 	}
@@ -100,7 +102,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	for _, f := range files {
 		rs, err := readReports(f)
 		if err != nil {
-			fmt.Fprintf(stderr, "djx-bpf report: %v\n", err)
+			eprintf(stderr, "djx-bpf report: %v\n", err)
 			return 1
 		}
 		reps = append(reps, rs...)
@@ -116,7 +118,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if len(keep) == 0 {
-			fmt.Fprintf(stderr, "djx-bpf report: no profile of pid %d in %s (they hold pids %s)\n", *pid, strings.Join(files, ", "), strings.Join(pids, ", "))
+			eprintf(stderr, "djx-bpf report: no profile of pid %d in %s (they hold pids %s)\n", *pid, strings.Join(files, ", "), strings.Join(pids, ", "))
 			return 1
 		}
 		reps = keep
@@ -159,7 +161,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 		err = writeFileAtomic(*out, write)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "djx-bpf report: %v\n", err)
+		eprintf(stderr, "djx-bpf report: %v\n", err)
 		return 1
 	}
 	return 0
@@ -188,10 +190,25 @@ func isCharDevice(w io.Writer) bool {
 // readReports reads a saved profile: a pprof profile written by djx-bpf or
 // a JSON report. Errors name the file.
 func readReports(path string) ([]*report.Report, error) {
-	// A file of unknown origin: capped, as pprofile.Read caps a profile.
-	f, err := os.Open(path)
+	// A file of unknown origin: capped, as pprofile.Read caps a profile. A
+	// FIFO would block the read and a device act on it: the path is opened
+	// O_PATH and only a regular file is opened for reading.
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err // *PathError: "open FILE: ..."
+		return nil, &os.PathError{Op: "open", Path: path, Err: err} // "open FILE: ..."
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "read", Path: path, Err: unix.EISDIR}
+	}
+	f, err := safefs.ReopenRegular(fd, path)
+	unix.Close(fd)
+	if errors.Is(err, safefs.ErrNotRegular) {
+		return nil, fmt.Errorf("%w: give a profile file saved with -o (pipes and devices are not read)", err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	data, err := safefs.ReadAll(f, pprofile.MaxBytes)
 	f.Close()

@@ -175,6 +175,11 @@ func TestEprintfEscapes(t *testing.T) {
 	if !strings.HasSuffix(b.String(), "; 7\n") {
 		t.Errorf("format lost: %q", b.String())
 	}
+	b.Reset()
+	eprintf(&b, "djx-bpf: %v\n", errors.Join(errors.New("one"), errors.New("two")))
+	if b.String() != "djx-bpf: one; two\n" {
+		t.Errorf("joined error: %q", b.String())
+	}
 }
 
 // list asks few JVMs at a time, takes users in turns, caps one user's

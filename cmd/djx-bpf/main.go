@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 
 	"github.com/djx-bpf/djx-bpf/termsafe"
 )
@@ -89,8 +90,8 @@ func eprintf(w io.Writer, format string, args ...any) {
 	safe := make([]any, len(args))
 	for i, a := range args {
 		switch v := a.(type) {
-		case error:
-			safe[i] = termsafe.String(v.Error())
+		case error: // errors.Join's lines, on one line
+			safe[i] = termsafe.String(strings.ReplaceAll(v.Error(), "\n", "; "))
 		case string:
 			safe[i] = termsafe.String(v)
 		case fmt.Stringer:

@@ -27,8 +27,8 @@ type Section struct {
 const page = 4096
 
 // Write writes a little-endian ELF64 x86-64 shared object with a PT_LOAD
-// covering the first page, the sections given (a null section and
-// .shstrtab are added).
+// mapping the file up to its section headers at address 0, and the
+// sections given (a null section and .shstrtab are added).
 func Write(path string, secs []Section) error {
 	var shstr bytes.Buffer
 	shstr.WriteByte(0)
@@ -65,7 +65,7 @@ func Write(path string, secs []Section) error {
 	hdr.Ident[elf.EI_DATA] = byte(elf.ELFDATA2LSB)
 	hdr.Ident[elf.EI_VERSION] = byte(elf.EV_CURRENT)
 	binary.Write(&buf, bo, hdr)
-	binary.Write(&buf, bo, elf.Prog64{Type: uint32(elf.PT_LOAD), Flags: uint32(elf.PF_R | elf.PF_X), Filesz: page, Memsz: page, Align: page})
+	binary.Write(&buf, bo, elf.Prog64{Type: uint32(elf.PT_LOAD), Flags: uint32(elf.PF_R | elf.PF_X), Filesz: shoff, Memsz: shoff, Align: page})
 
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/djx-bpf/djx-bpf/procfs"
 	"github.com/djx-bpf/djx-bpf/safefs"
 	"golang.org/x/sys/unix"
 )
@@ -35,6 +36,10 @@ var (
 	// ErrAgentLoad means the target could not load the agent library
 	// (AgentLoadException).
 	ErrAgentLoad = errors.New("agent library could not be loaded")
+	// ErrForeignDir means the VM directory does not belong to the JVM's
+	// user: another user advertised a VM under its pid, or it changed
+	// user. Nothing is written there.
+	ErrForeignDir = errors.New("OpenJ9 VM directory is not owned by the JVM's user; not attaching (check who owns it in the attach directory)")
 )
 
 // AgentInitError is an agent whose Agent_OnAttach returned nonzero.
@@ -63,7 +68,8 @@ type AttachOptions struct {
 	ConnectTimeout time.Duration
 	// HostPID is the target's pid in this process's pid namespace, when
 	// known; Attach then refuses targets in other IPC or net namespaces
-	// with ErrNamespace instead of timing out.
+	// with ErrNamespace instead of timing out, and a VM directory that is
+	// not its user's with ErrForeignDir.
 	HostPID int
 }
 
@@ -115,7 +121,7 @@ func (v *VM) Attach(ctx context.Context, opts AttachOptions) (*Conn, error) {
 		var sem *notifier
 		sem, err = openNotifier("/proc/self/fd/"+strconv.Itoa(cfd), false)
 		if err == nil {
-			return v.attach(ctx, cfd, sem, deadline, fail)
+			return v.attach(ctx, cfd, sem, opts.HostPID, deadline, fail)
 		}
 	}
 	if errors.Is(err, unix.ENOENT) {
@@ -139,7 +145,16 @@ func (v *VM) openCommon() (int, error) {
 	return safefs.OpenAt(rootfd, rel, unix.O_RDONLY|unix.O_DIRECTORY)
 }
 
-func (v *VM) attach(ctx context.Context, cfd int, sem *notifier, deadline time.Time, fail func(string, error) error) (*Conn, error) {
+func (v *VM) attach(ctx context.Context, cfd int, sem *notifier, hostPID int, deadline time.Time, fail func(string, error) error) (*Conn, error) {
+	vmfd, err := safefs.OpenAt(cfd, filepath.Base(v.Dir), unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, fail("open VM directory", err)
+	}
+	defer unix.Close(vmfd)
+	uid, err := replyOwner(vmfd, hostPID)
+	if err != nil {
+		return nil, fail("check VM directory", err)
+	}
 	lock, err := lockFile(ctx, cfd, "_attachlock", true, deadline)
 	if err != nil {
 		return nil, fail("lock _attachlock", err)
@@ -157,12 +172,7 @@ func (v *VM) attach(ctx context.Context, cfd int, sem *notifier, deadline time.T
 		return nil, fail("make key", err)
 	}
 	key := hex.EncodeToString(raw[:])
-	vmfd, err := safefs.OpenAt(cfd, filepath.Base(v.Dir), unix.O_RDONLY|unix.O_DIRECTORY)
-	if err != nil {
-		return nil, fail("open VM directory", err)
-	}
-	defer unix.Close(vmfd)
-	if err := writeReply(v, vmfd, key, ln.port); err != nil {
+	if err := writeReply(v, vmfd, uid, key, ln.port); err != nil {
 		return nil, fail("write replyInfo", err)
 	}
 	defer unix.Unlinkat(vmfd, "replyInfo", 0)
@@ -395,12 +405,35 @@ func vmDirs(cfd int) []string {
 	return out
 }
 
+// replyOwner is the uid replyInfo is made for, in the VM directory vmfd:
+// the JVM's, from its process's credentials when its pid is known, not
+// from attachInfo, which the target writes. Root removes and creates files
+// only in a directory of that user's, so the directory must be its own;
+// with no pid, its owner is taken for the JVM's user.
+func replyOwner(vmfd, hostPID int) (int, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(vmfd, &st); err != nil {
+		return -1, err
+	}
+	if hostPID <= 0 {
+		return int(st.Uid), nil
+	}
+	ps, err := procfs.ReadStatus(procfs.Mount, hostPID)
+	if err != nil {
+		return -1, fmt.Errorf("read the credentials of pid %d: %w", hostPID, err)
+	}
+	if int(st.Uid) != ps.UID {
+		return -1, fmt.Errorf("%w: owned by uid %d, pid %d runs as uid %d", ErrForeignDir, st.Uid, hostPID, ps.UID)
+	}
+	return ps.UID, nil
+}
+
 // writeReply creates <vm dir>/replyInfo as "<key>\n<port>\n", mode 0600,
-// owned by the target's user (OpenJ9 rejects a reply file others can read
-// or that another user owns, root excepted), in the VM directory dirfd. The
-// directory belongs to the target's user, so nothing in it is followed as
-// a symlink.
-func writeReply(v *VM, dirfd int, key string, port int) error {
+// owned by uid, the target's user (OpenJ9 rejects a reply file others can
+// read or that another user owns, root excepted), in the VM directory
+// dirfd, which replyOwner checked is that user's. Nothing in it is
+// followed as a symlink.
+func writeReply(v *VM, dirfd, uid int, key string, port int) error {
 	if err := unix.Unlinkat(dirfd, "replyInfo", 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("remove stale replyInfo: %w", err)
 	}
@@ -410,8 +443,8 @@ func writeReply(v *VM, dirfd int, key string, port int) error {
 	}
 	f := os.NewFile(uintptr(fd), filepath.Join(v.Dir, "replyInfo"))
 	defer f.Close()
-	if os.Geteuid() == 0 && v.UID != 0 {
-		if err := f.Chown(v.UID, -1); err != nil {
+	if os.Geteuid() == 0 && uid != 0 {
+		if err := f.Chown(uid, -1); err != nil {
 			return err
 		}
 	}

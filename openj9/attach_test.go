@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -205,7 +207,8 @@ func TestAttachFake(t *testing.T) {
 }
 
 // TestAttachAsRootToUser checks that root hands replyInfo to the target's
-// user, as OpenJ9 requires.
+// user, as OpenJ9 requires: with no pid known, the owner of its VM
+// directory.
 func TestAttachAsRootToUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipping: needs root to chown replyInfo")
@@ -213,6 +216,9 @@ func TestAttachAsRootToUser(t *testing.T) {
 	root := t.TempDir()
 	common, sem := attachDir(t, root)
 	target := newFake(t, root, common, sem, "77", 77, 1234)
+	if err := os.Chown(target.dir, 1234, 1234); err != nil { // the JVM makes its directory
+		t.Fatal(err)
+	}
 	target.serve()
 	vms, err := Discover(root)
 	if err != nil {
@@ -310,4 +316,95 @@ func assertUnlocked(t *testing.T, path string) {
 		t.Errorf("%s still locked: %v", path, err)
 	}
 	unix.Flock(fd, unix.LOCK_UN)
+}
+
+// sleeper starts a process as uid that stands for a JVM's process (its
+// credentials are what root trusts), ended when the test ends.
+func sleeper(t *testing.T, uid int) int {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd.Process.Pid
+}
+
+// TestAttachReplyOwnerFromProcess: replyInfo is handed to the user the
+// JVM's process runs as, not to the userUid its attachInfo claims (a
+// target could name any uid and have root chown a file to it).
+func TestAttachReplyOwnerFromProcess(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the process as nobody and chown replyInfo")
+	}
+	pid := sleeper(t, 65534)
+	root := t.TempDir()
+	common, sem := attachDir(t, root)
+	target := newFake(t, root, common, sem, "77", 77, 65534)
+	if err := os.Chown(target.dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	info := filepath.Join(target.dir, "attachInfo")
+	advert, err := os.ReadFile(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lie := strings.Replace(string(advert), "userUid=65534", "userUid=4321", 1)
+	if err := os.WriteFile(info, []byte(lie), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target.serve()
+	vms, err := Discover(root)
+	if err != nil || len(vms) != 1 || vms[0].UID != 4321 {
+		t.Fatalf("discover: %+v, %v", vms, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := vms[0].Attach(ctx, AttachOptions{HostPID: pid})
+	if err != nil {
+		t.Fatal(err) // the fake says whose replyInfo it saw
+	}
+	conn.Close()
+}
+
+// TestAttachRefusesForeignVMDir: a VM directory that is not the JVM
+// user's (another user advertised a VM under the JVM's pid) is left alone:
+// root neither removes the replyInfo in it nor creates one.
+func TestAttachRefusesForeignVMDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the process as nobody")
+	}
+	pid := sleeper(t, 65534)
+	root := t.TempDir()
+	common, sem := attachDir(t, root)
+	fake := newFake(t, root, common, sem, "77", 77, 4321)
+	reply := filepath.Join(fake.dir, "replyInfo")
+	if err := os.WriteFile(reply, []byte("planted\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fake.dir, reply} {
+		if err := os.Chown(p, 4321, 4321); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vms, err := Discover(root)
+	if err != nil || len(vms) != 1 {
+		t.Fatalf("discover: %+v, %v", vms, err)
+	}
+	_, err = vms[0].Attach(context.Background(), AttachOptions{HostPID: pid, ConnectTimeout: 300 * time.Millisecond})
+	if !errors.Is(err, ErrForeignDir) {
+		t.Errorf("VM directory of uid 4321 for a JVM of uid 65534: %v, want ErrForeignDir", err)
+	}
+	var st unix.Stat_t
+	data, rerr := os.ReadFile(reply)
+	if rerr != nil || string(data) != "planted\n" || unix.Lstat(reply, &st) != nil || st.Uid != 4321 {
+		t.Errorf("planted replyInfo touched: %q, %v, owner %d", data, rerr, st.Uid)
+	}
+	if v, _ := sem.value(); v != 0 {
+		t.Errorf("semaphore posted (%d)", v)
+	}
 }

@@ -184,12 +184,22 @@ func TestCensusPartial(t *testing.T) {
 	setup(t)
 	const entries = 128 << 10 // cache=128: 1.4M objects, a walk of 70-120 ms
 	j := startJVM(t, jdks()["jdk17"], []string{"-Xmx1g"}, "-main=CensusTruth", "30", "cache=128")
-	out := filepath.Join(t.TempDir(), "r.json")
-	code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "2s", "--census-budget", "20ms", "--format", "json", "-o", out)
-	if code != 0 {
-		t.Fatalf("profile exited %d:\n%s", code, stderr)
+	var r *report.Report
+	// The walk checks its budget every 1024 objects. On a busy host the VM
+	// thread can be preempted past the budget before the first check; the
+	// census then keeps nothing. Give such a run a larger budget.
+	for budget := 20; ; budget *= 2 {
+		out := filepath.Join(t.TempDir(), "r.json")
+		code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "2s", "--census-budget", fmt.Sprintf("%dms", budget), "--format", "json", "-o", out)
+		if code != 0 {
+			t.Fatalf("profile exited %d:\n%s", code, stderr)
+		}
+		r = readReport(t, out)
+		if r.Stats.CensusHeapObjects > 1024 || budget >= 160 {
+			break
+		}
+		t.Logf("budget %d ms passed before the walk's first check (pause %.0f ms): again with twice the budget", budget, r.Stats.CensusPauseMs)
 	}
-	r := readReport(t, out)
 	var values uint64 // the cache's long[160]: 1296 bytes each
 	for _, o := range r.Objects {
 		if o.Origin == "census" && o.Type == "long[]" && o.Objects > 0 && o.Bytes == o.Objects*1296 {
@@ -202,8 +212,12 @@ func TestCensusPartial(t *testing.T) {
 	if !s.CensusPartial || s.CensusHolders != "skipped" || !strings.Contains(strings.Join(r.Notes, "\n"), "census partial") {
 		t.Fatalf("partial %v, holders %q, notes %q: want a partial census without holders, noted", s.CensusPartial, s.CensusHolders, r.Notes)
 	}
-	if values < 1000 || values > entries*9/10 {
-		t.Errorf("%d of the cache's %d values tracked; want the share the walk reached", values, entries)
+	// How far the walk got depends on how much CPU its pause had (a busy
+	// host preempts the VM thread): compare with what it reached. The
+	// cache's values are the only objects above the min size, so they are
+	// the objects it kept, and the walk stopped well short of them all.
+	if values == 0 || values < s.CensusObjects*9/10 || values > entries*9/10 {
+		t.Errorf("%d of the cache's %d values tracked, of %d census objects; want the values the walk reached, and not all", values, entries, s.CensusObjects)
 	}
 }
 

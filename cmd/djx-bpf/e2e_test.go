@@ -5,6 +5,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -264,6 +265,21 @@ func checkGroundTruth(t *testing.T, r *report.Report) {
 	if sampled != nil && (len(sampled.AllocPath) < 2 || !strings.HasPrefix(sampled.AllocPath[1], "HotArrays.main:")) {
 		t.Errorf("alloc path %v, want allocHot then HotArrays.main", sampled.AllocPath)
 	}
+}
+
+// cpuSeconds is the user and system CPU time of process pid so far.
+func cpuSeconds(t *testing.T, pid int) float64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the command's closing parenthesis: utime and stime are
+	// the 12th and 13th, in clock ticks (USER_HZ, 100 on Linux).
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100
 }
 
 func pct(a, b uint64) float64 {
@@ -1093,13 +1109,20 @@ func TestControlSwitchesSampling(t *testing.T) {
 			t.Fatalf("no ack for %s:\n%s", command, stderr.String())
 		}
 	}
+	// The JVM's CPU time at each switch: on a busy host its threads run
+	// less than the wall clock, and sample at --freq per CPU second.
+	pid := j.cmd.Process.Pid
 	send("enable") // answered once the profile runs: sampling is on already
+	cpu0 := cpuSeconds(t, pid)
 	time.Sleep(2 * time.Second)
 	send("disable")
+	cpu1 := cpuSeconds(t, pid)
 	time.Sleep(3 * time.Second)
 	send("enable")
+	cpu2 := cpuSeconds(t, pid)
 	time.Sleep(2 * time.Second)
 	send("stop")
+	cpu3 := cpuSeconds(t, pid)
 	select {
 	case <-done:
 		if waitErr != nil {
@@ -1109,16 +1132,20 @@ func TestControlSwitchesSampling(t *testing.T) {
 		t.Fatalf("profile did not end after stop:\n%s", stderr.String())
 	}
 	r := readReport(t, out)
-	on := r.DurationSec - r.DisabledSec
-	rate := float64(r.Stats.Samples) / on
-	t.Logf("duration %.2fs, off %.2fs, samples %d: %.0f/s while on", r.DurationSec, r.DisabledSec, r.Stats.Samples, rate)
+	cpuOn, cpuOff := (cpu1-cpu0)+(cpu3-cpu2), cpu2-cpu1
+	rate := float64(r.Stats.Samples) / cpuOn
+	t.Logf("duration %.2fs, off %.2fs, samples %d; JVM CPU %.2fs while on, %.2fs while off: %.0f samples per CPU second on",
+		r.DurationSec, r.DisabledSec, r.Stats.Samples, cpuOn, cpuOff, rate)
 	if r.DisabledSec < 2.9 || r.DisabledSec > 4 {
 		t.Errorf("sampling off %.2fs, want the 3s between disable and enable", r.DisabledSec)
 	}
-	// On for about 4 of 7+ seconds: samples at the full rate over the whole
-	// duration would be over 1.6 times this.
+	if cpuOff < 0.5*cpuOn {
+		t.Fatalf("the JVM ran %.2f CPU seconds while off, %.2f while on: too little to tell them apart", cpuOff, cpuOn)
+	}
+	// Samples taken while off too would make this 1 + cpuOff/cpuOn (over
+	// 1.5) times the rate.
 	if rate < 0.6*499 || rate > 1.3*499 {
-		t.Errorf("%.0f samples per second of sampling, want about 499 (one busy thread): samples taken while off?", rate)
+		t.Errorf("%.0f samples per CPU second of sampling, want about 499: samples taken while off?", rate)
 	}
 	checkGroundTruth(t, r)
 }

@@ -59,6 +59,16 @@ func TestOutputFifoRefused(t *testing.T) {
 	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		t.Errorf("the fifo was replaced: %v", err)
 	}
+	// Said before any work, not after a profile.
+	var stdout, stderr bytes.Buffer
+	within(t, 5*time.Second, "djx-bpf report -o FIFO", func() {
+		if code := cmdReport([]string{"-o", fifo, filepath.Join(t.TempDir(), "missing")}, &stdout, &stderr); code != 2 {
+			t.Errorf("exit %d, want 2 before reading the profiles", code)
+		}
+	})
+	if !strings.Contains(stderr.String(), "-o: write "+fifo+": not a regular file (a named pipe)") {
+		t.Errorf("stderr: %q", stderr.String())
+	}
 	// With a reader waiting, it still gets nothing.
 	got := make(chan []byte, 1)
 	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)

@@ -93,6 +93,10 @@ func cmdProfile(args []string) int {
 		eprintf(os.Stderr, "djx-bpf profile: %v\n", err)
 		return 2
 	}
+	if err := checkOutputEarly(sf.out); err != nil {
+		eprintf(os.Stderr, "djx-bpf profile: -o: %v\n", err)
+		return 2
+	}
 	opts := sf.options()
 	opts.Duration, opts.Interval, opts.Period, opts.NUMA = *duration, interval, *period, *numaFlag
 	if len(launch) > 0 {
@@ -318,7 +322,35 @@ func checkOutput(path string, owners []int) (null *os.File, err error) {
 			return os.NewFile(uintptr(nfd), path), nil
 		}
 	}
-	return nil, fmt.Errorf("write %s: not a regular file (mode %#o): -o writes regular files only; omit -o and redirect standard output to write elsewhere", path, st.Mode)
+	return nil, fmt.Errorf("write %s: not a regular file (%s): -o writes regular files only; omit -o and redirect standard output to write elsewhere", path, fileKind(st.Mode))
+}
+
+// fileKind names the type of a file that is not a regular one.
+func fileKind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return "a named pipe"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFSOCK:
+		return "a socket"
+	}
+	return fmt.Sprintf("mode %#o", mode)
+}
+
+// checkOutputEarly checks -o before a profile starts, so that a path that
+// will be refused is said at once rather than after the profile.
+func checkOutputEarly(path string) error {
+	if path == "" {
+		return nil
+	}
+	null, err := checkOutput(path, trustedUIDs(os.Getenv))
+	if null != nil {
+		null.Close()
+	}
+	return err
 }
 
 // trustedUIDs are the owners a file djx-bpf uses may have: root, djx-bpf's

@@ -93,6 +93,10 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if err := checkOutputEarly(*out); err != nil {
+		eprintf(stderr, "djx-bpf report: -o: %v\n", err)
+		return 2
+	}
 	if *out == "" && *format == "pprof" && isCharDevice(stdout) {
 		fmt.Fprintln(stderr, "djx-bpf report: a pprof profile is binary: give -o FILE or redirect standard output")
 		return 2

@@ -254,8 +254,12 @@ func (f *File) Key() Key { return f.key }
 
 // FDPath names the open file for the kernel: /proc/self/fd/N. Attaching a
 // uprobe there places it on this very inode, not on whatever a path names
-// by then; the file must stay open until the attach returns.
+// by then; the file must stay open until the attach returns. It is ""
+// for a file parsed from memory.
 func (f *File) FDPath() string {
+	if f.file == nil {
+		return ""
+	}
 	return "/proc/self/fd/" + strconv.FormatUint(uint64(f.file.Fd()), 10)
 }
 

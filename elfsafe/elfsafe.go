@@ -162,10 +162,15 @@ func newFile(r io.ReaderAt, size int64, limit uint64) (*File, error) {
 	return &File{FileHeader: ef.FileHeader, Sections: ef.Sections, Progs: ef.Progs, ef: ef, limit: limit}, nil
 }
 
-// checkHeaders bounds what elf.NewFile reads on its own: the program and
-// section header tables and the section name table, all allocated at the
-// size the header declares. A file debug/elf would refuse anyway passes,
-// for elf.NewFile to say why.
+// maxNames caps the section name table, and the section names elf.NewFile
+// copies out of it (one string per section, even when all point at one
+// long name); a real library's are a few hundred bytes.
+const maxNames = 1 << 20
+
+// checkHeaders bounds what elf.NewFile reads and allocates on its own: the
+// program and section header tables, the section name table and the
+// names. A file debug/elf would refuse anyway passes, for elf.NewFile to
+// say why.
 func checkHeaders(r io.ReaderAt, size, limit uint64) error {
 	var ident [elf.EI_NIDENT]byte
 	if _, err := r.ReadAt(ident[:], 0); err != nil || string(ident[:4]) != elf.ELFMAG {
@@ -180,32 +185,34 @@ func checkHeaders(r io.ReaderAt, size, limit uint64) error {
 	default:
 		return nil
 	}
-	var shoff, phentsize, phnum, shentsize, shnum, shstrndx uint64
-	var sizeOff, shdrSize uint64 // sh_size's offset in a section header, and the header's size
-	var flagsAt func([]byte) uint64
-	switch elf.Class(ident[elf.EI_CLASS]) {
-	case elf.ELFCLASS64:
-		var h [64]byte
-		if _, err := r.ReadAt(h[:], 0); err != nil {
-			return nil
-		}
-		shoff = bo.Uint64(h[40:])
-		phentsize, phnum = uint64(bo.Uint16(h[54:])), uint64(bo.Uint16(h[56:]))
-		shentsize, shnum, shstrndx = uint64(bo.Uint16(h[58:])), uint64(bo.Uint16(h[60:])), uint64(bo.Uint16(h[62:]))
-		sizeOff, shdrSize = 32, 64
-		flagsAt = func(b []byte) uint64 { return bo.Uint64(b[8:]) }
-	case elf.ELFCLASS32:
-		var h [52]byte
-		if _, err := r.ReadAt(h[:], 0); err != nil {
-			return nil
-		}
-		shoff = uint64(bo.Uint32(h[32:]))
-		phentsize, phnum = uint64(bo.Uint16(h[42:])), uint64(bo.Uint16(h[44:]))
-		shentsize, shnum, shstrndx = uint64(bo.Uint16(h[46:])), uint64(bo.Uint16(h[48:])), uint64(bo.Uint16(h[50:]))
-		sizeOff, shdrSize = 20, 40
-		flagsAt = func(b []byte) uint64 { return uint64(bo.Uint32(b[8:])) }
-	default:
+	is64 := elf.Class(ident[elf.EI_CLASS]) == elf.ELFCLASS64
+	if !is64 && elf.Class(ident[elf.EI_CLASS]) != elf.ELFCLASS32 {
 		return nil
+	}
+	// word reads a field that is 8 bytes at off64 in ELF64, 4 at off32 in
+	// ELF32.
+	word := func(b []byte, off64, off32 int) uint64 {
+		if is64 {
+			return bo.Uint64(b[off64:])
+		}
+		return uint64(bo.Uint32(b[off32:]))
+	}
+	half := func(b []byte, off64, off32 int) uint64 {
+		if is64 {
+			return uint64(bo.Uint16(b[off64:]))
+		}
+		return uint64(bo.Uint16(b[off32:]))
+	}
+	var h [64]byte
+	if n, _ := r.ReadAt(h[:], 0); n < 52 || (is64 && n < 64) {
+		return nil
+	}
+	shoff := word(h[:], 40, 32)
+	phentsize, phnum := half(h[:], 54, 42), half(h[:], 56, 44)
+	shentsize, shnum, shstrndx := half(h[:], 58, 46), half(h[:], 60, 48), half(h[:], 62, 50)
+	shdrSize := uint64(40)
+	if is64 {
+		shdrSize = 64
 	}
 	if phnum*phentsize > limit {
 		return fmt.Errorf("program headers of %d bytes, over the cap of %d: %w", phnum*phentsize, limit, ErrTooLarge)
@@ -218,25 +225,44 @@ func checkHeaders(r io.ReaderAt, size, limit uint64) error {
 	if shnum*shentsize > limit {
 		return fmt.Errorf("section headers of %d bytes, over the cap of %d: %w", shnum*shentsize, limit, ErrTooLarge)
 	}
-	if shnum == 0 || shstrndx == 0 || shstrndx >= shnum || shentsize < shdrSize || shoff > size {
+	if shnum == 0 || shstrndx == 0 || shstrndx >= shnum || shoff > size {
 		return nil
 	}
-	sh := make([]byte, shentsize)
-	if _, err := r.ReadAt(sh, int64(shoff+shstrndx*shentsize)); err != nil {
+	if shentsize != shdrSize {
+		return fmt.Errorf("section header size %d, not %d", shentsize, shdrSize)
+	}
+	shdrs := make([]byte, shnum*shentsize)
+	if _, err := r.ReadAt(shdrs, int64(shoff)); err != nil {
 		return nil
 	}
-	var strSize uint64
-	if sizeOff == 32 {
-		strSize = bo.Uint64(sh[sizeOff:])
-	} else {
-		strSize = uint64(bo.Uint32(sh[sizeOff:]))
-	}
-	if flagsAt(sh)&uint64(elf.SHF_COMPRESSED) != 0 {
+	sh := shdrs[shstrndx*shentsize:]
+	if word(sh, 8, 8)&uint64(elf.SHF_COMPRESSED) != 0 {
 		// Its uncompressed size would be the compressed stream's to say.
 		return errors.New("compressed section name table")
 	}
-	if strSize > limit {
-		return fmt.Errorf("section name table of %d bytes, over the cap of %d: %w", strSize, limit, ErrTooLarge)
+	strOff, strSize := word(sh, 24, 16), word(sh, 32, 20)
+	if strSize > min(limit, maxNames) {
+		return fmt.Errorf("section name table of %d bytes, over the cap of %d: %w", strSize, min(limit, maxNames), ErrTooLarge)
+	}
+	strs := make([]byte, strSize)
+	if _, err := r.ReadAt(strs, int64(strOff)); err != nil {
+		return nil
+	}
+	budget := maxNames
+	for i := range shnum {
+		name := uint64(bo.Uint32(shdrs[i*shentsize:]))
+		if name >= uint64(len(strs)) {
+			continue
+		}
+		rest := strs[name:]
+		n := bytes.IndexByte(rest[:min(len(rest), budget+1)], 0)
+		if n < 0 && len(rest) <= budget {
+			continue // no NUL: debug/elf gives no name
+		}
+		if n < 0 {
+			return fmt.Errorf("section names of more than %d bytes: %w", maxNames, ErrTooLarge)
+		}
+		budget -= n
 	}
 	return nil
 }

@@ -165,6 +165,55 @@ func TestHeaderBombs(t *testing.T) {
 	}
 }
 
+// TestSectionNameBomb: a thousand sections all named by one 512 KiB name
+// (half a MiB on disk) made elf.NewFile copy the name for each: 512 MiB.
+func TestSectionNameBomb(t *testing.T) {
+	const n, nameLen = 1000, 512 << 10
+	le := binary.LittleEndian
+	shoff := uint64(64)
+	strOff := shoff + (n+2)*64
+	b := make([]byte, strOff+nameLen+2)
+	copy(b, elf.ELFMAG)
+	b[elf.EI_CLASS], b[elf.EI_DATA], b[elf.EI_VERSION] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)
+	le.PutUint16(b[16:], uint16(elf.ET_DYN))
+	le.PutUint16(b[18:], uint16(elf.EM_X86_64))
+	le.PutUint32(b[20:], uint32(elf.EV_CURRENT))
+	le.PutUint64(b[40:], shoff)
+	le.PutUint16(b[52:], 64)
+	le.PutUint16(b[58:], 64)
+	le.PutUint16(b[60:], n+2)
+	le.PutUint16(b[62:], 1)
+	for i := uint64(1); i < n+2; i++ {
+		h := b[shoff+i*64:]
+		le.PutUint32(h, 1)
+		le.PutUint32(h[4:], uint32(elf.SHT_PROGBITS))
+		if i == 1 {
+			le.PutUint32(h[4:], uint32(elf.SHT_STRTAB))
+			le.PutUint64(h[24:], strOff)
+			le.PutUint64(h[32:], nameLen+2)
+		}
+	}
+	copy(b[strOff+1:], bytes.Repeat([]byte("A"), nameLen))
+	path := filepath.Join(t.TempDir(), "lib.so")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	alloc, d := allocated(func() {
+		var f *File
+		if f, err = OpenPath(path); err == nil {
+			f.Close()
+		}
+	})
+	t.Logf("%v; %d bytes allocated in %v", err, alloc, d)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Errorf("%v, want ErrTooLarge", err)
+	}
+	if alloc > 16<<20 {
+		t.Errorf("%d bytes allocated in %v", alloc, d)
+	}
+}
+
 // fakeRoot makes proc/42/root and returns proc and the root.
 func fakeRoot(t *testing.T) (proc, root string) {
 	proc = t.TempDir()

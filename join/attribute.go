@@ -6,7 +6,10 @@ import "github.com/djx-bpf/djx-bpf/report"
 // holding its address, or to the code-centric remainder; either way to its
 // data type when it is in the heap, or else to its memory region.
 func (j *JVM) attribute(p *pending) {
-	fr := j.accessPath(p)
+	fr := p.path // a second judgement keeps the first one's path
+	if !p.retried {
+		fr = j.accessPath(p)
+	}
 	if p.addr != 0 {
 		if o, ok := j.idx.Lookup(p.addr); ok {
 			c := j.chargeOf(p)
@@ -43,6 +46,10 @@ func (j *JVM) attribute(p *pending) {
 	case !j.heapKnown:
 		where = report.WhereHeapUnknown
 	case j.heap.Contains(p.addr):
+		if j.retryable(p) {
+			j.retry(p, fr)
+			return
+		}
 		where = report.WhereUntracked
 		if typ, field, ok := j.untrackedType(p); ok {
 			dtype = j.countType(typ, field, j.chargeOf(p), fr).name

@@ -39,6 +39,7 @@ type JVM struct {
 	stats     report.Stats
 
 	timeline    // queues of records, GC batches and samples waiting for the horizon
+	retries     // samples judged again after a grace (retry.go)
 	objectTable // tracked objects and their sites
 	stackStore  // stacks, JIT code and native symbols that name access paths
 	gcState     // relocation and rescans

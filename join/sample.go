@@ -38,7 +38,10 @@ type pending struct {
 	// the sampling program read its header (located).
 	obj, klass uint64
 	located    bool
-	typedBy    uint8 // typedByHeader, or how an object being initialised was named
+	typedBy    uint8       // typedByHeader, or how an object being initialised was named
+	store      bool        // the decoded access writes memory
+	retried    bool        // judged once already (retry.go)
+	path       []pathFrame // the access path of a second judgement
 }
 
 // OnSample decodes a sample and queues it for attribution.
@@ -73,6 +76,7 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 			addr = res.Addr
 			accessPC = s.IP()
 		}
+		p.store = res.Method != decode.None && res.Store
 		if res.Method != decode.None && j.heapKnown && j.heap.Contains(addr) {
 			j.locate(&p, &res, s)
 		}

@@ -128,6 +128,10 @@ type Stats struct {
 	// word or by another register holding the object's start.
 	TypedByAllocation uint64 `json:"typed_by_allocation,omitempty"`
 	TypedByEnclosing  uint64 `json:"typed_by_enclosing,omitempty"`
+	// Rejudged counts stores by the VM (not JIT code) into heap memory no
+	// tracked object held at their time, judged again after a grace: an
+	// allocation's zeroing or a GC's copy comes before its record.
+	Rejudged uint64 `json:"rejudged,omitempty"`
 	// GC relocation tracking.
 	GCs             uint64 `json:"gcs,omitempty"`              // GCs seen
 	Relocations     uint64 `json:"relocations,omitempty"`      // tracked objects moved by observed copies

@@ -654,9 +654,12 @@ func runJSON(t *testing.T, out string, args []string) *report.Report {
 // 31/32 of the loads while young GCs and System.gc() move them. At least 90%
 // of the samples attributed to long[] objects must land on their site, and
 // 95% of the in-heap samples on a tracked object (rescan once lost a
-// quarter of them under Parallel's sliding compaction).
+// quarter of them under Parallel's sliding compaction). The garbage GcHot
+// allocates below the min size (GARBAGE-SITE, 3-5% of the in-heap samples
+// on an AVX-512 host) is untracked by design and left out of that share.
 func TestGCMovesFollowed(t *testing.T) {
 	setup(t)
+	garbageSite := "GcHot.main:" + fmt.Sprint(markerLine(t, "GcHot.java", "GARBAGE-SITE"))
 	for _, c := range []struct{ gc, strategy string }{
 		{"Serial", "uprobe"}, {"Parallel", "uprobe"}, {"G1", "uprobe"},
 		{"Serial", "rescan"}, {"Parallel", "rescan"}, {"G1", "rescan"},
@@ -665,6 +668,12 @@ func TestGCMovesFollowed(t *testing.T) {
 			// 1999 Hz: the uprobe slows GcHot, and the check needs counts.
 			r := launchJSON(t, []string{"--relocation", c.strategy, "--freq", "1999"}, "-XX:+Use"+c.gc+"GC", "-Xmx512m", "-Xmn32m", "GcHot", "4")
 			s := r.Stats
+			var garbage uint64 // in-heap samples in the small garbage
+			for _, a := range r.Remainder {
+				if a.Where == report.WhereUntracked && len(a.Path) > 0 && a.Path[0] == garbageSite {
+					garbage += a.Samples
+				}
+			}
 			var hot, arrays uint64
 			for _, o := range r.Objects {
 				if o.Type == "long[]" {
@@ -674,13 +683,14 @@ func TestGCMovesFollowed(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%s/%s: hot %d of %d long[] samples (%.1f%%); in heap %d, attributed %d; gcs %d, relocations %d, verified %d, missed %d, freed %d, uprobe hits %d (%d in GC)",
-				c.gc, c.strategy, hot, arrays, pct(hot, arrays), s.InHeap, s.Attributed, s.GCs, s.Relocations, s.MovesVerified, s.MovesMissed, s.Freed, s.RelocHits, s.RelocHitsInGC)
+			t.Logf("%s/%s: hot %d of %d long[] samples (%.1f%%); in heap %d, of which garbage %d, attributed %d (%.1f%% of the rest), rejudged %d; gcs %d, relocations %d, verified %d, missed %d, freed %d, uprobe hits %d (%d in GC)",
+				c.gc, c.strategy, hot, arrays, pct(hot, arrays), s.InHeap, garbage, s.Attributed, pct(s.Attributed, s.InHeap-garbage), s.Rejudged,
+				s.GCs, s.Relocations, s.MovesVerified, s.MovesMissed, s.Freed, s.RelocHits, s.RelocHitsInGC)
 			if arrays < 100 || hot*10 < arrays*9 {
 				t.Errorf("hot site got %d of %d samples on long[] objects, want >= 90%%", hot, arrays)
 			}
-			if s.Attributed*100 < s.InHeap*95 {
-				t.Errorf("attributed %d of %d in-heap samples, want >= 95%%", s.Attributed, s.InHeap)
+			if s.Attributed*100 < (s.InHeap-garbage)*95 {
+				t.Errorf("attributed %d of %d in-heap samples not in the garbage, want >= 95%%", s.Attributed, s.InHeap-garbage)
 			}
 			if s.GCs == 0 || s.MovesVerified+s.MovesMissed == 0 {
 				t.Errorf("GCs %d, reconciled %d: the moves are not visible in stats", s.GCs, s.MovesVerified+s.MovesMissed)

@@ -47,7 +47,7 @@ public class GcHot {
                     sum += hot[(int) (s >>> 20) & (HOT - 1)][idx];
                 }
                 if ((i & 63) == 0) {
-                    garbage[g++ & 1023] = new byte[64]; // below min size: young GCs
+                    garbage[g++ & 1023] = new byte[64]; // GARBAGE-SITE
                 }
             }
             ops += 200_000;

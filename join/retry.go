@@ -1,0 +1,38 @@
+package join
+
+import "slices"
+
+// Stores by the VM into heap memory that no tracked object holds yet. The
+// VM zeroes a large array (libc's memset, outside the TLAB) and a GC
+// copies an object to its new place before the agent's allocation record
+// or the rescan that moves it says so: judged at their time, those samples
+// find nothing. Like first-touch page faults, they are judged once more
+// after the grace, against the objects known by then. Stores from JIT
+// code are not: a compiled allocation is recorded before its first use.
+
+// retries holds the samples waiting for their second judgement, in time
+// order.
+type retries struct {
+	retryQ []pending
+	retryH int
+}
+
+// retryable says whether sample p, in the heap and in no tracked object,
+// waits for a second judgement.
+func (j *JVM) retryable(p *pending) bool {
+	if p.retried || !p.store || len(j.retryQ)-j.retryH >= maxPending {
+		return false
+	}
+	_, inCode := j.code.Lookup(p.ip)
+	return !inCode
+}
+
+// retry queues p, whose access path is fr, to be judged again after the
+// grace. Samples reach it in time order, so the queue stays in time order.
+func (j *JVM) retry(p *pending, fr []pathFrame) {
+	q := *p
+	q.retried, q.path = true, slices.Clone(fr)
+	q.time += j.faultGrace
+	j.retryQ = append(j.retryQ, q)
+	j.stats.Rejudged++
+}

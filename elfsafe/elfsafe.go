@@ -210,9 +210,13 @@ func checkHeaders(r io.ReaderAt, size, limit uint64) error {
 	shoff := word(h[:], 40, 32)
 	phentsize, phnum := half(h[:], 54, 42), half(h[:], 56, 44)
 	shentsize, shnum, shstrndx := half(h[:], 58, 46), half(h[:], 60, 48), half(h[:], 62, 50)
-	shdrSize := uint64(40)
+	phdrSize, shdrSize := uint64(32), uint64(40)
 	if is64 {
-		shdrSize = 64
+		phdrSize, shdrSize = 56, 64
+	}
+	// The standard entry sizes bound both tables to a few MiB.
+	if phnum > 0 && phentsize != phdrSize {
+		return fmt.Errorf("program header size %d, not %d", phentsize, phdrSize)
 	}
 	if phnum*phentsize > limit {
 		return fmt.Errorf("program headers of %d bytes, over the cap of %d: %w", phnum*phentsize, limit, ErrTooLarge)

@@ -133,6 +133,10 @@ func TestHeaderBombs(t *testing.T) {
 			binary.LittleEndian.PutUint16(b[58:], 0xffff) // e_shentsize
 			binary.LittleEndian.PutUint16(b[60:], 0xffff) // e_shnum
 		}},
+		{"program headers of 4 GiB", func(b []byte) {
+			binary.LittleEndian.PutUint16(b[54:], 0xffff) // e_phentsize
+			binary.LittleEndian.PutUint16(b[56:], 0xffff) // e_phnum
+		}},
 		{"extended section numbering", func(b []byte) {
 			binary.LittleEndian.PutUint16(b[60:], 0)
 		}},

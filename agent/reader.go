@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 )
 
 // ErrCorrupt is matched (errors.Is) by every error that reports malformed
@@ -35,6 +36,7 @@ type Reader struct {
 	r     *bufio.Reader
 	batch int
 	buf   []byte
+	d     dec
 }
 
 // maxReadPayload caps a batch read: the agent's buffer is 4 MiB
@@ -91,6 +93,7 @@ func (r *Reader) Next() (*Batch, error) {
 		Watermark: binary.LittleEndian.Uint64(hdr[16:]),
 		Records:   make([]Record, 0, nrec),
 	}
+	r.d.strCut, r.d.listCut = 0, 0
 	for i := 0; i < int(nrec); i++ {
 		if len(payload) < RecHeaderLen {
 			return nil, &FormatError{n, i, fmt.Sprintf("truncated record header (%d bytes left)", len(payload))}
@@ -101,7 +104,7 @@ func (r *Reader) Next() (*Batch, error) {
 		if uint64(blen) > uint64(len(payload)) {
 			return nil, &FormatError{n, i, fmt.Sprintf("%v body of %d bytes overruns payload (%d left)", typ, blen, len(payload))}
 		}
-		rec, err := decodeRecord(typ, payload[:blen])
+		rec, err := r.d.decodeRecord(typ, payload[:blen])
 		if err != nil {
 			return nil, &FormatError{n, i, err.Error()}
 		}
@@ -111,14 +114,18 @@ func (r *Reader) Next() (*Batch, error) {
 	if len(payload) != 0 {
 		return nil, ferr("%d bytes after the last of %d records", len(payload), nrec)
 	}
+	b.StringsCut, b.ListsCut = r.d.strCut, r.d.listCut
 	r.batch++
 	return b, nil
 }
 
-// dec reads a record body; the first failure sticks.
+// dec reads a record body; the first failure sticks. It counts, across
+// bodies, the strings and lists it cut to the package's limits.
 type dec struct {
-	b   []byte
-	bad bool
+	b       []byte
+	bad     bool
+	strCut  int
+	listCut int
 }
 
 func (d *dec) take(n uint64) []byte {
@@ -147,7 +154,28 @@ func (d *dec) u64() uint64 {
 
 func (d *dec) str() string {
 	n := d.u32()
-	return string(d.take(uint64(n)))
+	v := d.take(uint64(n))
+	if len(v) <= MaxString {
+		return string(v)
+	}
+	d.strCut++
+	// Cut at the start of a character, so that the marker follows whole
+	// ones.
+	k := MaxString - len(StringCut)
+	for k > 0 && !utf8.RuneStart(v[k]) {
+		k--
+	}
+	return string(v[:k]) + StringCut
+}
+
+// keep is how many of n list elements to keep, at most limit; the cut is
+// counted.
+func (d *dec) keep(n, limit int) int {
+	if n > limit {
+		d.listCut++
+		return limit
+	}
+	return n
 }
 
 // opt64 reads a trailing u64 field that older agents do not send: 0 when
@@ -169,14 +197,20 @@ func (d *dec) opt32() uint32 {
 
 // frames reads u32 n, n × {u64 jmethodid, u64 bci}; nil when n is 0.
 func (d *dec) frames() []Frame {
-	n := d.count(16)
+	return d.frameList(d.count(16))
+}
+
+// frameList reads n frames whose size the caller checked, keeping the
+// innermost MaxFrames.
+func (d *dec) frameList(n int) []Frame {
 	if n == 0 {
 		return nil
 	}
-	fs := make([]Frame, n)
+	fs := make([]Frame, d.keep(n, MaxFrames))
 	for i := range fs {
 		fs[i] = Frame{Method: d.u64(), BCI: int64(d.u64())}
 	}
+	d.take(uint64(n-len(fs)) * 16)
 	return fs
 }
 
@@ -191,8 +225,8 @@ func (d *dec) count(size int) int {
 	return int(n)
 }
 
-func decodeRecord(typ RecordType, body []byte) (Record, error) {
-	d := &dec{b: body}
+func (d *dec) decodeRecord(typ RecordType, body []byte) (Record, error) {
+	d.b, d.bad = body, false
 	var rec Record
 	switch typ {
 	case TypeHello:
@@ -210,10 +244,11 @@ func decodeRecord(typ RecordType, body []byte) (Record, error) {
 	case TypeMethod:
 		m := &Method{ID: d.u64(), ClassSig: d.str(), Name: d.str(), Sig: d.str(), SourceFile: d.str()}
 		if n := d.count(12); n > 0 {
-			m.Lines = make([]LineEntry, n)
+			m.Lines = make([]LineEntry, d.keep(n, MaxLines))
 			for i := range m.Lines {
 				m.Lines[i] = LineEntry{Start: int64(d.u64()), Line: int32(d.u32())}
 			}
+			d.take(uint64(n-len(m.Lines)) * 12)
 		}
 		rec = m
 	case TypeAlloc:
@@ -223,11 +258,8 @@ func decodeRecord(typ RecordType, body []byte) (Record, error) {
 		if !d.bad && uint64(nf)*16 > uint64(len(d.b)) {
 			d.bad = true
 		}
-		if !d.bad && nf > 0 {
-			a.Frames = make([]Frame, nf)
-			for i := range a.Frames {
-				a.Frames[i] = Frame{Method: d.u64(), BCI: int64(d.u64())}
-			}
+		if !d.bad {
+			a.Frames = d.frameList(int(nf))
 		}
 		a.Tag = d.opt64()
 		rec = a
@@ -303,11 +335,11 @@ func decodeRecord(typ RecordType, body []byte) (Record, error) {
 		c := &Class{Time: d.u64(), Klass: d.u64(), Narrow: d.u32(), Sig: d.str()}
 		// Each field takes at least 12 bytes (u32 offset, two string lengths).
 		if n := d.count(12); n > 0 {
-			c.Fields = make([]Field, n)
-			for i := range c.Fields {
-				c.Fields[i] = Field{Offset: d.u32(), Name: d.str(), Sig: d.str()}
-				if d.bad {
-					break
+			c.Fields = make([]Field, d.keep(n, MaxFields))
+			for i := 0; i < n && !d.bad; i++ {
+				f := Field{Offset: d.u32(), Name: d.str(), Sig: d.str()}
+				if i < len(c.Fields) {
+					c.Fields[i] = f
 				}
 			}
 		}

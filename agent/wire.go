@@ -24,6 +24,11 @@
 // with zero (ALLOC's tag, STATS' counters from Frees on, HELLO's
 // stack_signal).
 //
+// The Reader cuts what a record would make the loader keep to far past
+// what a JVM sends: strings to MaxString bytes (ending in StringCut),
+// frame lists to MaxFrames, METHOD lines to MaxLines, CLASS fields to
+// MaxFields; the batch counts what it cut (Batch.StringsCut, ListsCut).
+//
 // Record bodies (u64 time is CLOCK_MONOTONIC ns):
 //
 //	HELLO     1  u32 proto, u32 pid, u64 interval, u64 minsize, u64 time,
@@ -202,6 +207,18 @@ const (
 	MaxPayload = 64 << 20
 )
 
+// What the Reader keeps of a record; the JVM's own limits are far above
+// (65535 bytes for a name) but no real name comes near them, and the
+// agent sends at most 64 frames. See the package comment.
+const (
+	MaxString = 4 << 10
+	MaxFrames = 1024
+	MaxLines  = 1 << 16 // a method's bytecode is under 64 KiB
+	MaxFields = 1 << 16
+	// StringCut ends a string cut to MaxString.
+	StringCut = "…"
+)
+
 // RecordType is the type field of a record header.
 type RecordType uint16
 
@@ -305,6 +322,10 @@ type Batch struct {
 	// record stamped at or before it.
 	Watermark uint64
 	Records   []Record
+	// StringsCut and ListsCut count the strings and lists (frames, lines,
+	// fields) of the batch's records cut to the Reader's limits.
+	StringsCut int
+	ListsCut   int
 }
 
 // Hello is the first record of a stream.

@@ -332,8 +332,11 @@ func FuzzReader(f *testing.F) {
 }
 
 // normalize maps empty slices to nil so that DeepEqual compares content.
+// It zeroes the counts of what the reader cut, which a re-read of what was
+// cut does not repeat.
 func normalize(bs []*Batch) []*Batch {
 	for _, b := range bs {
+		b.StringsCut, b.ListsCut = 0, 0
 		for _, r := range b.Records {
 			switch r := r.(type) {
 			case *Method:

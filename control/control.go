@@ -15,6 +15,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -124,11 +125,11 @@ func openFifo(path string, owners []int) (*os.File, error) {
 	if err := checkFifo(path, &st, owners); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(pfd), os.O_RDWR|syscall.O_NONBLOCK, 0)
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("control fifo %s: %w", path, err)
 	}
-	return f, nil
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 // checkFifo refuses what is not a named pipe, or is one that a user other
@@ -173,7 +174,7 @@ func (c *Channel) read() {
 // readLines reads commands from r until it ends or emit returns false. A
 // line of more than MaxLine bytes is read to its end without being kept
 // and emitted as TooLong.
-func readLines(r interface{ Read([]byte) (int, error) }, emit func(Command) bool) {
+func readLines(r io.Reader, emit func(Command) bool) {
 	br := bufio.NewReaderSize(r, MaxLine)
 	long := false
 	for {

@@ -215,3 +215,17 @@ func FuzzReadLines(f *testing.F) {
 		}
 	})
 }
+
+// Close ends the reading of a fifo at once: the fifo is read through the
+// poller, not in a blocked read.
+func TestCloseEndsFifoRead(t *testing.T) {
+	c, err := Open("fifo:" + mkfifo(t, "ctl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	within(t, 5*time.Second, "commands after Close", func() {
+		for range c.Commands() {
+		}
+	})
+}

@@ -31,24 +31,39 @@ var typeTruths = map[string]typeTruth{
 		[]string{"TypeTruth$Point.x", "TypeTruth$Point.y", "TypeTruth$Point[]"}},
 }
 
-// profileTruth profiles TypeTruth in mode, attached after its data is
-// built or launched under djx-bpf, and returns the report and the JVM's
-// output.
-func profileTruth(t *testing.T, jdk, how string, jvmArgs []string, args ...string) (*report.Report, string) {
+// profileTruth profiles TypeTruth in mode for secs seconds, attached after
+// its data is built or launched under djx-bpf, and returns the report and
+// the JVM's output. On a busy host the JVM runs less and collects fewer
+// samples: a run with fewer than minAddressed samples with an address is
+// repeated, twice as long, up to twice.
+func profileTruth(t *testing.T, jdk, how string, jvmArgs []string, mode string, secs float64, args ...string) (*report.Report, string) {
+	t.Helper()
+	const minAddressed = 600
+	for try := 0; ; try++ {
+		r, out := profileTruthOnce(t, jdk, how, jvmArgs, mode, secs, args...)
+		if r.Stats.WithAddress >= minAddressed || try == 2 {
+			return r, out
+		}
+		t.Logf("%d samples with an address in %.0f s (the host is busy): again for twice as long", r.Stats.WithAddress, secs)
+		secs *= 2
+	}
+}
+
+func profileTruthOnce(t *testing.T, jdk, how string, jvmArgs []string, mode string, secs float64, args ...string) (*report.Report, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "r.json")
 	java := filepath.Join(jdks()[jdk], "bin", "java")
 	if how == "attach" {
-		j := startJVM(t, jdks()[jdk], jvmArgs, append([]string{"-main=TypeTruth"}, args...)...)
+		j := startJVM(t, jdks()[jdk], jvmArgs, append([]string{"-main=TypeTruth", mode, "0"}, args...)...)
 		time.Sleep(time.Second) // past start-up: the data is old when the profile arrives
-		code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--format", "json", "-o", out)
+		code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", fmt.Sprintf("%gs", secs), "--format", "json", "-o", out)
 		if code != 0 {
 			t.Fatalf("profile exited %d:\n%s", code, stderr)
 		}
 		return readReport(t, out), j.output()
 	}
 	argv := append([]string{"profile", "--format", "json", "-o", out, "--", java, "-Xmx1g"}, jvmArgs...)
-	argv = append(append(argv, "-cp", classDir, "TypeTruth"), args...)
+	argv = append(append(argv, "-cp", classDir, "TypeTruth", mode, fmt.Sprint(secs)), args...)
 	code, stdout, stderr := djx(t, argv...)
 	if code != 0 {
 		t.Fatalf("profile exited %d:\n%s", code, stderr)
@@ -94,9 +109,9 @@ func TestDataTypes(t *testing.T) {
 	for _, rc := range runs {
 		tt := typeTruths[rc.truth]
 		t.Run(fmt.Sprintf("%s/%s/%s%s", rc.truth, rc.jdk, rc.how, strings.Join(rc.jvmArgs, "")), func(t *testing.T) {
-			secs := "0"
+			secs := 5.0 // attached
 			if rc.how == "launch" {
-				secs = "6"
+				secs = 6 // with start-up
 			}
 			r, _ := profileTruth(t, rc.jdk, rc.how, rc.jvmArgs, tt.mode, secs, fmt.Sprint(1<<20))
 			logStats(t, r)
@@ -163,9 +178,9 @@ func TestRegions(t *testing.T) {
 	}
 	for _, rc := range runs {
 		t.Run(rc.mode+"/"+rc.jdk+"/"+rc.how, func(t *testing.T) {
-			secs := "0"
+			secs := 5.0
 			if rc.how == "launch" {
-				secs = "6"
+				secs = 6
 			}
 			r, out := profileTruth(t, rc.jdk, rc.how, nil, rc.mode, secs, fmt.Sprint(1<<20))
 			logStats(t, r)

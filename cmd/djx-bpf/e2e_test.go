@@ -259,7 +259,11 @@ func checkGroundTruth(t *testing.T, r *report.Report) {
 	if !s.HeapKnown || s.InHeap < s.Attributed {
 		t.Errorf("heap known %v, in heap %d < attributed %d", s.HeapKnown, s.InHeap, s.Attributed)
 	}
-	if s.Attributed < 500 {
+	// Enough samples for the shares above to mean something: with 200, a
+	// true share of 81% reads below 70% with odds under 1 in 10^4 (4
+	// standard errors). On a busy host the JVM runs, and is sampled, less
+	// than the wall clock suggests: 222 in one such run.
+	if s.Attributed < 200 {
 		t.Errorf("only %d attributed samples", s.Attributed)
 	}
 	if sampled != nil && (len(sampled.AllocPath) < 2 || !strings.HasPrefix(sampled.AllocPath[1], "HotArrays.main:")) {

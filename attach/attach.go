@@ -63,6 +63,9 @@ const DefaultListenerTimeout = 5 * time.Second
 type Target struct {
 	procfs.Process
 	Root string // /proc/PID/root: the JVM's root in its mount namespace
+	// MaxReply, when positive, caps replies below the package's MaxReply:
+	// a caller asking many JVMs at once bounds what each may send.
+	MaxReply int
 }
 
 // Inspect checks that pid is a live HotSpot JVM and reads what attaching
@@ -156,12 +159,16 @@ func (t *Target) exchange(ctx context.Context, cmd string, args ...string) ([]by
 	if _, ok := ctx.Deadline(); !ok {
 		conn.SetDeadline(time.Now().Add(replyTimeout))
 	}
-	reply, err := io.ReadAll(io.LimitReader(conn, MaxReply+1))
+	limit := MaxReply
+	if t.MaxReply > 0 && t.MaxReply < limit {
+		limit = t.MaxReply
+	}
+	reply, err := io.ReadAll(io.LimitReader(conn, int64(limit)+1))
 	if err != nil {
 		return nil, p.ioErr(ctx, "read reply to "+cmd, err)
 	}
-	if len(reply) > MaxReply {
-		return nil, fmt.Errorf("attach pid %d: reply to %s: %w: more than %d bytes", t.PID, cmd, ErrProtocol, MaxReply)
+	if len(reply) > limit {
+		return nil, fmt.Errorf("attach pid %d: reply to %s: %w: more than %d bytes", t.PID, cmd, ErrProtocol, limit)
 	}
 	if len(reply) == 0 {
 		return nil, p.ioErr(ctx, "read reply to "+cmd, io.ErrUnexpectedEOF)

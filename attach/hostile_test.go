@@ -73,6 +73,26 @@ func TestExecReplyBomb(t *testing.T) {
 	}
 }
 
+// A caller's lower cap holds: a reply one byte past it is refused, one
+// at it is read.
+func TestExecReplyCallerCap(t *testing.T) {
+	const limit = 64 << 10
+	for _, n := range []int{limit, limit + 1} {
+		tg := fakeListener(t, func(c net.Conn) {
+			c.Read(make([]byte, 1<<10))
+			c.Write([]byte("0\n"))
+			c.Write(make([]byte, n-2))
+		})
+		tg.MaxReply = limit
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, out, err := tg.Exec(ctx, "jcmd", "VM.info")
+		cancel()
+		if n > limit && !errors.Is(err, ErrProtocol) || n <= limit && (err != nil || len(out) != n-2) {
+			t.Errorf("reply of %d bytes under a cap of %d: %d bytes, %v", n, limit, len(out), err)
+		}
+	}
+}
+
 // TestExecReplyStall: a target that never answers is given up on even
 // when the caller set no deadline.
 func TestExecReplyStall(t *testing.T) {

@@ -31,6 +31,11 @@ type Details struct {
 	AttachErr error          `json:"-"`
 }
 
+// describeReplyCap bounds each reply Describe reads: list asks several
+// JVMs at once, and VM.info of a JVM with thousands of threads is a few
+// hundred KiB.
+const describeReplyCap = 8 << 20
+
 // Describe asks a HotSpot JVM for its version, flags and heap through the
 // attach protocol (VM.version, VM.flags, GC.heap_info, VM.info). The
 // diagnostic commands only read VM state: the JVM runs on undisturbed.
@@ -46,6 +51,7 @@ func Describe(ctx context.Context, j JVM) Details {
 		d.Attach, d.AttachErr = err.Error(), err
 		return d
 	}
+	t.MaxReply = describeReplyCap
 	jcmd := func(cmd string) string {
 		if d.AttachErr != nil {
 			return ""

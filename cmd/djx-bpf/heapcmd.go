@@ -37,21 +37,21 @@ func cmdHeap(args []string) int {
 		return 2
 	}
 	if *format != "table" && *format != "json" {
-		fmt.Fprintf(os.Stderr, "djx-bpf heap: unknown --format %q: use table or json\n", *format)
+		eprintf(os.Stderr, "djx-bpf heap: unknown --format %q: use table or json\n", *format)
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	geo, err := geometryOf(ctx, *pid)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "djx-bpf heap: %v\n", err)
+		eprintf(os.Stderr, "djx-bpf heap: %v\n", err)
 		return 1
 	}
 	if *format == "json" {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(geo); err != nil {
-			fmt.Fprintf(os.Stderr, "djx-bpf heap: %v\n", err)
+			eprintf(os.Stderr, "djx-bpf heap: %v\n", err)
 			return 1
 		}
 		return 0

@@ -64,7 +64,7 @@ func cmdScan(args []string) int {
 		return 2
 	}
 	usage := func(format string, a ...any) int {
-		fmt.Fprintf(os.Stderr, "djx-bpf scan: "+format+"\n", a...)
+		eprintf(os.Stderr, "djx-bpf scan: "+format+"\n", a...)
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -94,13 +94,13 @@ func cmdScan(args []string) int {
 		}
 	}
 	if !sf.quiet {
-		so.Notify = func(msg string) { fmt.Fprintf(os.Stderr, "djx-bpf: %s\n", msg) }
+		so.Notify = func(msg string) { eprintf(os.Stderr, "djx-bpf: %s\n", msg) }
 	}
 	ctx, stop := signalContext("scan")
 	defer stop()
 	sc, err := profiler.Scan(ctx, so)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "djx-bpf: %v\n", err)
+		eprintf(os.Stderr, "djx-bpf: %v\n", err)
 		return 1
 	}
 	opt := sf.table(*top)
@@ -116,7 +116,7 @@ func cmdScan(args []string) int {
 		err = writeFileAtomic(sf.out, write)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "djx-bpf: %v\n", err)
+		eprintf(os.Stderr, "djx-bpf: %v\n", err)
 		return 1
 	}
 	return 0

@@ -41,8 +41,9 @@ type Key struct {
 }
 
 // File is an ELF file opened safely. Sections and Progs are the parsed
-// headers; read sections only through Data, Check and Symbols, never
-// through (*elf.Section).Data, which allocates whatever the file declares.
+// headers; read sections only through Data and Symbols (or ReadAt after
+// Check), never through (*elf.Section).Data, which allocates whatever the
+// file declares.
 type File struct {
 	elf.FileHeader
 	Sections []*elf.Section
@@ -66,14 +67,15 @@ func MapsPath(p string) (path string, deleted bool) {
 // being its maps name, with procfs mounted at proc. /proc/PID/map_files
 // reaches the very file mapped (even deleted, or in another mount
 // namespace); without it (no CAP_SYS_ADMIN, a fake proc in tests) the path
-// is opened inside the process's root through safefs, unless deleted.
+// is opened inside the process's root through safefs, unless deleted. A
+// mapping of something else than a regular file is refused either way.
 func OpenMapped(proc string, pid int, start, end uint64, path string) (*File, error) {
 	pidDir := filepath.Join(proc, strconv.Itoa(pid))
 	link := filepath.Join(pidDir, "map_files", strconv.FormatUint(start, 16)+"-"+strconv.FormatUint(end, 16))
 	f, mapErr := openMapFile(link)
 	if mapErr != nil {
 		name, deleted := MapsPath(path)
-		if deleted {
+		if deleted || errors.Is(mapErr, safefs.ErrNotRegular) {
 			return nil, fmt.Errorf("open mapped %q: %w", path, mapErr)
 		}
 		var err error

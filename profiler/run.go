@@ -343,6 +343,10 @@ func (s *session) loadPerfMap() *jvmsym.PerfMap {
 	if err != nil {
 		return nil
 	}
+	if st := pm.Stats(); st.Dropped > 0 || st.Truncated || st.NamesCut > 0 {
+		s.addNote("perf map of the JVM cut to its caps: kept %d lines, dropped %d past the line cap, file cut short %v, %d names cut to 1 KiB",
+			st.Entries, st.Dropped, st.Truncated, st.NamesCut)
+	}
 	return pm
 }
 

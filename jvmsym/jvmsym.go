@@ -73,6 +73,7 @@ func (f Frame) String() string {
 // Table caches the methods of one JVM, as sent once each by the agent.
 type Table struct {
 	methods map[uint64]*Method
+	bytes   int // what the methods hold, by MethodBytes
 }
 
 // NewTable returns an empty method table.
@@ -83,11 +84,25 @@ func (t *Table) Add(id uint64, m Method) {
 	lines := append([]LineEntry(nil), m.Lines...)
 	sort.Slice(lines, func(i, j int) bool { return lines[i].Start < lines[j].Start })
 	m.Lines = lines
+	if old, ok := t.methods[id]; ok {
+		t.bytes -= MethodBytes(old)
+	}
 	t.methods[id] = &m
+	t.bytes += MethodBytes(&m)
 }
 
 // Len is the number of known methods.
 func (t *Table) Len() int { return len(t.methods) }
+
+// Bytes estimates the memory the known methods hold, so that a loader can
+// bound it per JVM whatever their number.
+func (t *Table) Bytes() int { return t.bytes }
+
+// MethodBytes estimates the memory a method of a Table holds: its strings,
+// line table, and the struct and map entry.
+func MethodBytes(m *Method) int {
+	return 128 + len(m.ClassSig) + len(m.Name) + len(m.Sig) + len(m.SourceFile) + 16*len(m.Lines)
+}
 
 // Resolve names the frame at (method id, bci). An unknown method gives an
 // honest placeholder instead of a wrong name.

@@ -18,10 +18,13 @@ type agentState struct {
 	lastAgt   agent.Stats
 	capDrops  map[string]uint64 // records dropped by the caps of caps.go, by reason
 	agentErrs []string          // the first ERROR records' texts
+	budgetState
 }
 
 // OnBatch applies one batch of the agent's stream.
 func (j *JVM) OnBatch(b *agent.Batch) {
+	j.stats.StringsTruncated += uint64(b.StringsCut)
+	j.stats.ListsTruncated += uint64(b.ListsCut)
 	for _, r := range b.Records {
 		if !j.admit(r, b.Watermark) {
 			continue // past a per-JVM cap (caps.go)
@@ -40,12 +43,12 @@ func (j *JVM) OnBatch(b *agent.Batch) {
 			}
 			j.syms.Add(r.ID, jvmsym.Method{ClassSig: r.ClassSig, Name: r.Name, Sig: r.Sig, SourceFile: r.SourceFile, Lines: lines})
 		case *agent.Alloc:
-			j.agentQ = append(j.agentQ, timedRec{r.Time, r})
+			j.queueTimed(r.Time, r)
 		case *agent.Interval:
-			j.agentQ = append(j.agentQ, timedRec{r.Time, r})
+			j.queueTimed(r.Time, r)
 		case *agent.Free:
 			// Stamped at the GC the object died in.
-			j.insertTimed(timedRec{r.Time, r})
+			j.queueTimed(r.Time, r)
 		case *agent.Reconcile:
 			t := r.Time
 			if j.rescan && j.lastGCEnd != 0 && j.lastGCEnd <= t {
@@ -54,7 +57,7 @@ func (j *JVM) OnBatch(b *agent.Batch) {
 				t = j.lastGCEnd
 				j.rescanWait = 0
 			}
-			j.insertTimed(timedRec{t, r})
+			j.queueTimed(t, r)
 		case *agent.GCFinish:
 			j.agentGCs++
 			j.lastGCEnd = r.Time
@@ -70,7 +73,7 @@ func (j *JVM) OnBatch(b *agent.Batch) {
 		case *agent.Census:
 			// Stamped when its address became valid, which may precede
 			// records already queued.
-			j.insertTimed(timedRec{r.Time, r})
+			j.queueTimed(r.Time, r)
 		case *agent.TypesInfo:
 			j.onTypesInfo(r)
 		case *agent.Class:

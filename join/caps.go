@@ -30,72 +30,169 @@ var (
 	// maxAhead is how far past the stream's watermark a record may be
 	// stamped: one further ahead would sit in the queue to the end.
 	maxAhead = uint64(time.Minute)
+
+	// Byte budgets: the counts above do not bound what a record's strings
+	// and lists hold (the Reader cuts each, see agent.MaxString). Each is
+	// far above a real JVM's: a large one's methods take tens of MiB.
+	maxQueuedBytes     = 1 << 30
+	maxMethodBytes     = 256 << 20
+	maxClassBytes      = 256 << 20
+	maxCodeBytes       = 1 << 30
+	maxSiteBytes       = 256 << 20
+	maxCensusPathBytes = 512 << 20
 )
 
+// budgetState is what the tables that have a byte budget hold, where the
+// table itself does not say (the method table does).
+type budgetState struct {
+	siteBytes       int
+	censusPathBytes int
+	classBytes      int
+	classSizes      map[uint64]int // by Klass*: a class described again replaces its layout
+	codeBytes       int
+	codeSizes       map[uint64]int // by start: what CODE_UNLOAD gives back
+}
+
+// queuedBytes estimates what a queued record holds: the record, its
+// strings and lists, and its queue slot.
+func queuedBytes(r agent.Record) int {
+	switch r := r.(type) {
+	case *agent.Alloc:
+		return 128 + len(r.TypeSig) + 16*len(r.Frames)
+	case *agent.Census:
+		return 128 + len(r.TypeSig)
+	case *agent.Reconcile:
+		return 64 + 16*len(r.Objects)
+	}
+	return 64
+}
+
+// queueFull says why the time-ordered queue takes no more records, or "";
+// bytes says it is the byte budget.
+func (j *JVM) queueFull() (why string, bytes bool) {
+	switch {
+	case j.queuedLen() >= maxQueued:
+		return fmt.Sprintf("records past %d queued", maxQueued), false
+	case j.queuedSize >= maxQueuedBytes:
+		return fmt.Sprintf("records past %d MiB queued", maxQueuedBytes>>20), true
+	}
+	return "", false
+}
+
+// codeBytes estimates what a CODE or STUB record costs the code table.
+func codeBytes(r agent.Record) int {
+	switch r := r.(type) {
+	case *agent.Code:
+		n := 96 + 32*len(r.PCs)
+		for _, p := range r.PCs {
+			n += 16 * len(p.Frames)
+		}
+		return n
+	case *agent.Stub:
+		return 96 + len(r.Name)
+	}
+	return 0
+}
+
+// classBytes estimates what a CLASS record costs the class table.
+func classBytes(c *agent.Class) int {
+	n := 128 + 2*len(c.Sig)
+	for _, f := range c.Fields {
+		n += 48 + len(f.Name) + len(f.Sig)
+	}
+	return n
+}
+
 // admitObject says why an ALLOC or CENSUS at addr, stamped t, is dropped,
-// or "".
-func (j *JVM) admitObject(t, addr uint64, ahead func(uint64) bool) string {
+// or ""; bytes says a byte budget dropped it.
+func (j *JVM) admitObject(t, addr uint64, ahead func(uint64) bool) (why string, bytes bool) {
 	switch {
 	case ahead(t):
-		return "allocations stamped in the future"
+		return "allocations stamped in the future", false
 	case j.heapKnown && !j.heap.Contains(addr):
 		// Addresses outside the heap are bogus, and spread ones cost the
 		// index a chunk each.
-		return "allocations outside the heap"
-	case len(j.agentQ)-j.agentH >= maxQueued:
-		return fmt.Sprintf("records past %d queued", maxQueued)
+		return "allocations outside the heap", false
+	}
+	if why, bytes := j.queueFull(); why != "" {
+		return why, bytes
 	}
 	c := addr >> 30
 	if _, ok := j.chunks[c]; !ok {
 		if len(j.chunks) >= maxChunks {
-			return fmt.Sprintf("allocations spread over more than %d GiB ranges", maxChunks)
+			return fmt.Sprintf("allocations spread over more than %d GiB ranges", maxChunks), false
 		}
 		if j.chunks == nil {
 			j.chunks = make(map[uint64]struct{})
 		}
 		j.chunks[c] = struct{}{}
 	}
-	return ""
+	return "", false
 }
 
 // admit reports whether record r of a batch with watermark wm is kept,
-// counting it in capDrops otherwise.
+// counting it in capDrops otherwise. It keeps the byte counts of the
+// tables that do not keep their own.
 func (j *JVM) admit(r agent.Record, wm uint64) bool {
 	ahead := func(t uint64) bool {
 		ref := max(j.watermark, wm)
 		return ref != 0 && t > ref+maxAhead
 	}
-	why := ""
+	why, bytes := "", false
 	switch r := r.(type) {
 	case *agent.Alloc:
-		why = j.admitObject(r.Time, r.Addr, ahead)
+		why, bytes = j.admitObject(r.Time, r.Addr, ahead)
 	case *agent.Census:
-		why = j.admitObject(r.Time, r.Addr, ahead)
-	case *agent.Interval:
-		if ahead(r.Time) {
+		why, bytes = j.admitObject(r.Time, r.Addr, ahead)
+	case *agent.Interval, *agent.Free, *agent.Reconcile:
+		if ahead(timeOf(r)) {
 			why = "records stamped in the future"
-		}
-	case *agent.Free:
-		if ahead(r.Time) {
-			why = "records stamped in the future"
-		} else if len(j.agentQ)-j.agentH >= maxQueued {
-			why = fmt.Sprintf("records past %d queued", maxQueued)
-		}
-	case *agent.Reconcile:
-		if ahead(r.Time) {
-			why = "records stamped in the future"
+		} else {
+			why, bytes = j.queueFull()
 		}
 	case *agent.Method:
 		if j.syms.Len() >= maxMethods {
 			why = fmt.Sprintf("methods past %d", maxMethods)
+		} else if j.syms.Bytes() >= maxMethodBytes {
+			why, bytes = fmt.Sprintf("methods past %d MiB", maxMethodBytes>>20), true
 		}
 	case *agent.Class:
-		if j.types != nil && j.types.Len() >= maxClasses {
+		if j.types == nil {
+			break // not kept
+		}
+		if max(j.types.Len(), len(j.classSizes)) >= maxClasses {
 			why = fmt.Sprintf("classes past %d", maxClasses)
+		} else if j.classBytes >= maxClassBytes {
+			why, bytes = fmt.Sprintf("classes past %d MiB", maxClassBytes>>20), true
+		} else {
+			if j.classSizes == nil {
+				j.classSizes = make(map[uint64]int)
+			}
+			n := classBytes(r)
+			j.classBytes += n - j.classSizes[r.Klass]
+			j.classSizes[r.Klass] = n
 		}
 	case *agent.Code, *agent.Stub:
-		if j.code != nil && j.code.Len() >= maxCodeBlobs {
+		if max(j.code.Len(), len(j.codeSizes)) >= maxCodeBlobs {
 			why = fmt.Sprintf("code blobs past %d", maxCodeBlobs)
+		} else if j.codeBytes >= maxCodeBytes {
+			why, bytes = fmt.Sprintf("code blobs past %d MiB", maxCodeBytes>>20), true
+		} else {
+			if j.codeSizes == nil {
+				j.codeSizes = make(map[uint64]int)
+			}
+			start, n := codeStart(r), codeBytes(r)
+			j.codeBytes += n - j.codeSizes[start]
+			j.codeSizes[start] = n
+		}
+	case *agent.CodeUnload:
+		j.codeBytes -= j.codeSizes[r.Start]
+		delete(j.codeSizes, r.Start)
+	case *agent.CensusPath:
+		if len(j.censusPaths) >= maxCensusPaths {
+			why = fmt.Sprintf("holder chain hops past %d", maxCensusPaths)
+		} else if j.censusPathBytes >= maxCensusPathBytes {
+			why, bytes = fmt.Sprintf("holder chain hops past %d MiB", maxCensusPathBytes>>20), true
 		}
 	case *agent.Stack:
 		if q := j.stacks[r.TID]; q == nil && len(j.stacks) >= maxStackThreads {
@@ -107,28 +204,71 @@ func (j *JVM) admit(r agent.Record, wm uint64) bool {
 	if why == "" {
 		return true
 	}
-	j.drop(why)
+	if bytes {
+		j.dropBytes(why)
+	} else {
+		j.drop(why)
+	}
 	return false
 }
 
-// roomForObject reports whether an allocation at site si (-1: a new site
-// past maxSites) may be tracked, counting the drop otherwise. Checked when
-// the allocation applies, not when it arrives: the queue holds many.
+// timeOf is the time of a record admit checks against the watermark.
+func timeOf(r agent.Record) uint64 {
+	switch r := r.(type) {
+	case *agent.Interval:
+		return r.Time
+	case *agent.Free:
+		return r.Time
+	case *agent.Reconcile:
+		return r.Time
+	}
+	return 0
+}
+
+// codeStart is where a CODE or STUB record's code starts.
+func codeStart(r agent.Record) uint64 {
+	if c, ok := r.(*agent.Code); ok {
+		return c.Start
+	}
+	return r.(*agent.Stub).Start
+}
+
+// Site indexes internSite returns when it makes no new site.
+const (
+	sitePastCount = -1 // past maxSites
+	sitePastBytes = -2 // past maxSiteBytes
+)
+
+// roomForObject reports whether an allocation at site si (negative: a new
+// site past a cap) may be tracked, counting the drop otherwise. Checked
+// when the allocation applies, not when it arrives: the queue holds many.
 func (j *JVM) roomForObject(si int32) bool {
-	why := ""
 	switch {
+	case si == sitePastBytes:
+		j.dropBytes(fmt.Sprintf("allocations past %d MiB of sites", maxSiteBytes>>20))
 	case si < 0:
-		why = fmt.Sprintf("allocations past %d sites", maxSites)
+		j.drop(fmt.Sprintf("allocations past %d sites", maxSites))
 	case len(j.objs)-len(j.free) >= maxObjects:
-		why = fmt.Sprintf("allocations past %d tracked objects", maxObjects)
+		j.drop(fmt.Sprintf("allocations past %d tracked objects", maxObjects))
 	default:
 		return true
 	}
-	j.drop(why)
 	return false
 }
 
+// drop counts a record dropped past a count cap, dropBytes one past a
+// byte budget, by reason.
 func (j *JVM) drop(why string) {
+	j.stats.RecordsDroppedCount++
+	j.countDrop(why)
+}
+
+func (j *JVM) dropBytes(why string) {
+	j.stats.RecordsDroppedBytes++
+	j.countDrop(why)
+}
+
+func (j *JVM) countDrop(why string) {
 	if j.capDrops == nil {
 		j.capDrops = make(map[string]uint64)
 	}

@@ -1,7 +1,11 @@
 package join
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"testing"
@@ -172,5 +176,121 @@ func TestClassesAskedOnce(t *testing.T) {
 	stray(0x900000)
 	if j.WantClasses() || len(j.asked) > maxAsked {
 		t.Errorf("asked %d klass words, cap %d", len(j.asked), maxAsked)
+	}
+}
+
+// methodStream is a crafted agent stream of n METHOD records, one a batch,
+// each naming its method with size bytes (shared, not copied n times).
+func methodStream(n, size int) io.Reader {
+	name := bytes.Repeat([]byte("m"), size)
+	var parts []io.Reader
+	for i := 0; i < n; i++ {
+		var head, tail []byte
+		head = binary.LittleEndian.AppendUint64(head, uint64(i+1))
+		head = binary.LittleEndian.AppendUint32(head, 5)
+		head = append(head, "LBig;"...)
+		head = binary.LittleEndian.AppendUint32(head, uint32(size))
+		for _, s := range []string{"()V", "Big.java"} {
+			tail = binary.LittleEndian.AppendUint32(tail, uint32(len(s)))
+			tail = append(tail, s...)
+		}
+		tail = binary.LittleEndian.AppendUint32(tail, 0) // no lines
+		blen := len(head) + size + len(tail)
+		var hdr []byte
+		hdr = binary.LittleEndian.AppendUint32(hdr, agent.Magic)
+		hdr = binary.LittleEndian.AppendUint16(hdr, agent.Version)
+		hdr = binary.LittleEndian.AppendUint16(hdr, 0)
+		hdr = binary.LittleEndian.AppendUint32(hdr, uint32(agent.RecHeaderLen+blen))
+		hdr = binary.LittleEndian.AppendUint32(hdr, 1)
+		hdr = binary.LittleEndian.AppendUint64(hdr, 10)
+		hdr = binary.LittleEndian.AppendUint32(hdr, uint32(blen))
+		hdr = binary.LittleEndian.AppendUint16(hdr, uint16(agent.TypeMethod))
+		hdr = binary.LittleEndian.AppendUint16(hdr, 0)
+		parts = append(parts, bytes.NewReader(append(hdr, head...)), bytes.NewReader(name), bytes.NewReader(tail))
+	}
+	return io.MultiReader(parts...)
+}
+
+// TestCapsMethodNames: 64 METHOD records naming their methods with 4 MiB
+// each (which kept 256 MiB live) keep at most agent.MaxString bytes a
+// name, and the cuts are counted in the report's stats.
+func TestCapsMethodNames(t *testing.T) {
+	rd := agent.NewReader(methodStream(64, 4<<20))
+	j := newJVM(1)
+	for {
+		b, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.OnBatch(b)
+	}
+	if j.syms.Len() != 64 {
+		t.Fatalf("%d methods kept, want 64", j.syms.Len())
+	}
+	for id := uint64(1); id <= 64; id++ {
+		if f := j.syms.Resolve(id, 0); len(f.Method) > agent.MaxString {
+			t.Fatalf("method %d: name of %d bytes kept", id, len(f.Method))
+		}
+	}
+	if b := j.syms.Bytes(); b > 64*(agent.MaxString+256) {
+		t.Errorf("methods hold %d bytes, want at most %d", b, 64*(agent.MaxString+256))
+	}
+	if st := j.Stats(); st.StringsTruncated != 64 {
+		t.Errorf("strings_truncated %d, want 64", st.StringsTruncated)
+	}
+}
+
+// TestCapsByteBudgets: methods, classes, code, sites and holder chains
+// stop at their tables' byte budgets, however few their records, and the
+// drops are counted apart from the count caps'.
+func TestCapsByteBudgets(t *testing.T) {
+	defer func(m, c, k, s, p int) {
+		maxMethodBytes, maxClassBytes, maxCodeBytes, maxSiteBytes, maxCensusPathBytes = m, c, k, s, p
+	}(maxMethodBytes, maxClassBytes, maxCodeBytes, maxSiteBytes, maxCensusPathBytes)
+	const budget = 64 << 10
+	maxMethodBytes, maxClassBytes, maxCodeBytes, maxSiteBytes, maxCensusPathBytes = budget, budget, budget, budget, budget
+	big := strings.Repeat("x", agent.MaxString)
+	frames := make([]agent.Frame, agent.MaxFrames)
+	j := newJVM(1)
+	recs := []agent.Record{hello(1), &agent.TypesInfo{OK: true, Fields: true, OopBytes: 4, KlassBytes: 4}}
+	for i := uint64(0); i < 100; i++ {
+		frames = append([]agent.Frame(nil), frames...)
+		frames[0].Method = i + 1
+		recs = append(recs,
+			&agent.Method{ID: i + 1, ClassSig: "LA;", Name: big},
+			&agent.Class{Klass: 0x1000 * (i + 1), Sig: big},
+			&agent.Stub{Start: 0x1_0000_0000 + i*0x100, Size: 0x10, Name: big},
+			&agent.CensusPath{ID: uint32(i + 1), Hop: big},
+			alloc(2, 0x10000+i*0x1000, 2048, "[B", frames...))
+	}
+	j.OnBatch(batch(10, recs...))
+	j.Drain(true)
+	over := func(what string, n int) {
+		if n > budget+budget/2 {
+			t.Errorf("%s hold %d bytes, budget %d", what, n, budget)
+		}
+	}
+	over("methods", j.syms.Bytes())
+	over("classes", j.classBytes)
+	over("code blobs", j.codeBytes)
+	over("sites", j.siteBytes)
+	over("holder chains", j.censusPathBytes)
+	note := j.capNote()
+	for _, want := range []string{"methods past 0 MiB", "classes past 0 MiB", "code blobs past 0 MiB", "allocations past 0 MiB of sites", "holder chain hops past 0 MiB"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+	if st := j.Stats(); st.RecordsDroppedBytes < 5*50 || st.RecordsDroppedCount != 0 {
+		t.Errorf("records_dropped_bytes %d, records_dropped_count %d", st.RecordsDroppedBytes, st.RecordsDroppedCount)
+	}
+	// What CODE_UNLOAD frees is given back.
+	before := j.codeBytes
+	j.OnBatch(batch(11, &agent.CodeUnload{Start: 0x1_0000_0000}))
+	if j.codeBytes >= before {
+		t.Errorf("code bytes %d after an unload, %d before", j.codeBytes, before)
 	}
 }

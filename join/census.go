@@ -28,12 +28,15 @@ func (j *JVM) onCensusRec(r agent.Record) {
 	case *agent.CensusStart:
 		j.censusHold = r.Time
 	case *agent.CensusPath:
+		// admit (caps.go) bounds their number and bytes.
 		if j.censusPaths == nil {
 			j.censusPaths = make(map[uint32]agent.CensusPath)
 		}
-		if len(j.censusPaths) < maxCensusPaths {
-			j.censusPaths[r.ID] = *r
+		if old, ok := j.censusPaths[r.ID]; ok {
+			j.censusPathBytes -= censusPathBytes(&old)
 		}
+		j.censusPaths[r.ID] = *r
+		j.censusPathBytes += censusPathBytes(r)
 	case *agent.CensusEnd:
 		wall := uint64(0)
 		if j.censusHold != 0 && r.Time > j.censusHold {
@@ -43,6 +46,9 @@ func (j *JVM) onCensusRec(r agent.Record) {
 		j.censuses = append(j.censuses, censusRun{*r, wall})
 	}
 }
+
+// censusPathBytes estimates what a hop of a holder chain holds.
+func censusPathBytes(p *agent.CensusPath) int { return 64 + len(p.Hop) }
 
 // censusRun is one census: its end record and how long it took.
 type censusRun struct {

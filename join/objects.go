@@ -80,21 +80,30 @@ func (j *JVM) siteOf(a *agent.Alloc) int32 {
 	})
 }
 
-// internSite returns the index of the site keyed k, made by mk if new; -1
-// past maxSites (caps.go).
+// internSite returns the index of the site keyed k, made by mk if new;
+// sitePastCount or sitePastBytes past a cap (caps.go).
 func (j *JVM) internSite(k []byte, mk func() *site) int32 {
 	j.keyBuf = k
 	if i, ok := j.siteIdx[string(k)]; ok {
 		return i
 	}
 	if len(j.sites) >= maxSites {
-		return -1
+		return sitePastCount
 	}
+	// The key and the site's own copies of the type and frames.
+	n := siteOverhead + len(k) + len(k)
+	if j.siteBytes+n > maxSiteBytes {
+		return sitePastBytes
+	}
+	j.siteBytes += n
 	i := int32(len(j.sites))
 	j.sites = append(j.sites, mk())
 	j.siteIdx[string(k)] = i
 	return i
 }
+
+// siteOverhead estimates a site's struct, pointer and index entry.
+const siteOverhead = 256
 
 func (j *JVM) onAlloc(a *agent.Alloc) {
 	si := j.siteOf(a)

@@ -1,8 +1,6 @@
 package join
 
 import (
-	"slices"
-	"sort"
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/agent"
@@ -11,12 +9,19 @@ import (
 // timeline holds what waits for the horizon, each queue in time order, and
 // how far each stream is complete.
 type timeline struct {
-	queue  []pending // decoded samples
-	head   int
-	agentQ []timedRec // allocation-stream records that must apply in time order
-	agentH int
-	gcQ    []*gcBatch // finished GCs whose moves wait to be applied
-	gcH    int
+	queue []pending // decoded samples
+	head  int
+	// Allocation-stream records that must apply in time order, by (time,
+	// arrival): those that arrive in order wait in agentQ from agentH on,
+	// those stamped before its tail (FREE, RECONCILE, CENSUS) in the heap
+	// agentLate, so that neither costs more than O(log n).
+	agentQ     []timedRec
+	agentH     int
+	agentLate  recHeap
+	agentSeq   uint64     // arrival order of the next queued record
+	queuedSize int        // estimated bytes held by agentQ and agentLate (caps.go)
+	gcQ        []*gcBatch // finished GCs whose moves wait to be applied
+	gcH        int
 
 	watermark uint64 // the agent's stream is complete up to here
 	drained   uint64 // the horizon drain last reached: heap state is past it
@@ -28,18 +33,105 @@ type timeline struct {
 	faultGrace uint64
 }
 
-// timedRec is an agent record whose effect depends on when it happened.
+// timedRec is an agent record whose effect depends on when it happened;
+// seq keeps records of equal time in arrival order.
 type timedRec struct {
 	time uint64
+	seq  uint64
 	rec  agent.Record
 }
 
-// insertTimed queues a record whose time may precede records already
-// queued, keeping the queue in time order.
-func (j *JVM) insertTimed(tr timedRec) {
-	q := j.agentQ[j.agentH:]
-	i := sort.Search(len(q), func(i int) bool { return q[i].time > tr.time })
-	j.agentQ = slices.Insert(j.agentQ, j.agentH+i, tr)
+func (a *timedRec) before(b *timedRec) bool {
+	return a.time < b.time || a.time == b.time && a.seq < b.seq
+}
+
+// queueTimed queues record r, to apply at time t: in arrival order among
+// records of equal time, before any of a later time.
+func (j *JVM) queueTimed(t uint64, r agent.Record) {
+	tr := timedRec{time: t, seq: j.agentSeq, rec: r}
+	j.agentSeq++
+	j.queuedSize += queuedBytes(r)
+	if n := len(j.agentQ); n == j.agentH || j.agentQ[n-1].time <= t {
+		j.agentQ = append(j.agentQ, tr)
+		return
+	}
+	j.agentLate.push(tr)
+}
+
+// queuedLen is the number of records waiting in the time-ordered queue.
+func (j *JVM) queuedLen() int { return len(j.agentQ) - j.agentH + len(j.agentLate) }
+
+// peekTimed is the first record to apply, or nil when none waits.
+func (j *JVM) peekTimed() *timedRec {
+	var a, l *timedRec
+	if j.agentH < len(j.agentQ) {
+		a = &j.agentQ[j.agentH]
+	}
+	if len(j.agentLate) > 0 {
+		l = &j.agentLate[0]
+	}
+	if a == nil || l != nil && l.before(a) {
+		return l
+	}
+	return a
+}
+
+// popTimed removes and returns the first record to apply; one must wait.
+func (j *JVM) popTimed() agent.Record {
+	var r agent.Record
+	if len(j.agentLate) > 0 && (j.agentH == len(j.agentQ) || j.agentLate[0].before(&j.agentQ[j.agentH])) {
+		r = j.agentLate.pop().rec
+	} else {
+		r = j.agentQ[j.agentH].rec
+		j.agentQ[j.agentH] = timedRec{}
+		j.agentH++
+	}
+	j.queuedSize -= queuedBytes(r)
+	return r
+}
+
+// recHeap is a binary min-heap of records by (time, arrival).
+type recHeap []timedRec
+
+func (h *recHeap) push(tr timedRec) {
+	*h = append(*h, tr)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q[i].before(&q[p]) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *recHeap) pop() timedRec {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q[n] = timedRec{}
+	q = q[:n]
+	for i := 0; ; {
+		m, l, r := i, 2*i+1, 2*i+2
+		if l < n && q[l].before(&q[m]) {
+			m = l
+		}
+		if r < n && q[r].before(&q[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	if n == 0 && cap(q) > 4096 {
+		*h = nil // let a burst's backing array go
+	}
+	return top
 }
 
 // rescanTimeout bounds how long samples wait for a rescan that the agent
@@ -90,8 +182,8 @@ func (j *JVM) Drain(final bool) {
 	for {
 		const none = ^uint64(0)
 		ta, tg, ts := none, none, none
-		if j.agentH < len(j.agentQ) {
-			ta = j.agentQ[j.agentH].time
+		if p := j.peekTimed(); p != nil {
+			ta = p.time
 		}
 		if j.gcH < len(j.gcQ) {
 			tg = j.gcQ[j.gcH].end
@@ -99,19 +191,26 @@ func (j *JVM) Drain(final bool) {
 		if j.head < len(j.queue) {
 			ts = j.queue[j.head].time
 		}
-		t := min(ta, tg, ts)
+		tr := none
+		if j.retryH < len(j.retryQ) {
+			tr = j.retryQ[j.retryH].time
+		}
+		t := min(ta, tg, ts, tr)
 		if t == none || (!final && t > h) {
 			break
 		}
 		switch t {
 		case ta:
-			j.applyTimed(j.agentQ[j.agentH].rec)
-			j.agentQ[j.agentH] = timedRec{}
-			j.agentH++
+			j.applyTimed(j.popTimed())
 		case tg:
 			j.applyGC(j.gcQ[j.gcH])
 			j.gcQ[j.gcH] = nil
 			j.gcH++
+		case tr:
+			p := j.retryQ[j.retryH]
+			j.retryQ[j.retryH] = pending{}
+			j.retryH++
+			j.attribute(&p)
 		default:
 			j.attribute(&j.queue[j.head])
 			j.head++
@@ -119,6 +218,7 @@ func (j *JVM) Drain(final bool) {
 	}
 	j.pruneStacks(h, final)
 	j.queue, j.head = compact(j.queue, j.head)
+	j.retryQ, j.retryH = compact(j.retryQ, j.retryH)
 	j.agentQ, j.agentH = compact(j.agentQ, j.agentH)
 	j.gcQ, j.gcH = compact(j.gcQ, j.gcH)
 }

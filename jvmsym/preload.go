@@ -2,6 +2,7 @@ package jvmsym
 
 import (
 	"fmt"
+	"github.com/djx-bpf/djx-bpf/elfsafe"
 	"os"
 	"path/filepath"
 )
@@ -32,12 +33,13 @@ type Preloaded struct{ es *elfSyms }
 // mode reads libjvm's (57k symbols, about 0.1 s of CPU) before the JVM
 // starts, not while its start-up needs both CPUs.
 func Preload(path string) (*Preloaded, error) {
-	f, err := os.Open(path)
+	// Through elfsafe too: the JDK's directory need not be root's.
+	ef, err := elfsafe.OpenPath(path)
 	if err != nil {
 		return nil, fmt.Errorf("preload symbols: %w", err)
 	}
-	defer f.Close()
-	es, err := openELFSyms(f)
+	defer ef.Close()
+	es, err := cachedELFSyms(ef)
 	if err != nil {
 		return nil, fmt.Errorf("preload symbols of %s: %w", path, err)
 	}

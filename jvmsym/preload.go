@@ -2,9 +2,10 @@ package jvmsym
 
 import (
 	"fmt"
-	"github.com/djx-bpf/djx-bpf/elfsafe"
 	"os"
 	"path/filepath"
+
+	"github.com/djx-bpf/djx-bpf/elfsafe"
 )
 
 // LibJVM is the libjvm.so of the java launcher at path (symbolic links

@@ -58,49 +58,67 @@ func checkHeap(t *testing.T, h recHeap) {
 // the order the sorted insert it replaces gave them.
 func TestQueueOrderAsSortedInsert(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
+	ops := make([]byte, 600)
 	for round := 0; round < 200; round++ {
-		j := newJVM(1)
-		var ref []timedRec // the sorted insert: after every record of time ≤ t
-		var got, want []agent.Record
-		tail := uint64(100)
-		for step := 0; step < 300; step++ {
-			r := &agent.Free{Tag: uint64(step)}
-			var at uint64
-			switch k := rng.Intn(10); {
-			case k < 5: // in order (ALLOC, INTERVAL)
-				tail += uint64(rng.Intn(3))
-				at = tail
-				ref = append(ref, timedRec{time: at, rec: r})
-			case k < 9: // late, often tied with queued records
-				at = tail - uint64(rng.Intn(int(min(tail, 20))))
-				i := sort.Search(len(ref), func(i int) bool { return ref[i].time > at })
-				ref = append(ref[:i], append([]timedRec{{time: at, rec: r}}, ref[i:]...)...)
-			default: // drain up to a horizon
-				h := tail - uint64(rng.Intn(10))
-				for len(ref) > 0 && ref[0].time <= h {
-					want = append(want, ref[0].rec)
-					ref = ref[1:]
-				}
-				for p := j.peekTimed(); p != nil && p.time <= h; p = j.peekTimed() {
-					got = append(got, j.popTimed())
-				}
-				continue
+		rng.Read(ops)
+		checkQueueOrder(t, ops)
+	}
+}
+
+// FuzzQueueOrder is TestQueueOrderAsSortedInsert on the fuzzer's streams.
+func FuzzQueueOrder(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 200, 5, 250, 7, 255, 0})
+	f.Fuzz(func(t *testing.T, ops []byte) { checkQueueOrder(t, ops) })
+}
+
+// checkQueueOrder runs the stream ops describes, byte pairs (kind, arg),
+// through the queue and through the sorted insert it replaced, and
+// compares the records each gives.
+func checkQueueOrder(t *testing.T, ops []byte) {
+	t.Helper()
+	j := newJVM(1)
+	var ref []timedRec // the sorted insert: after every record of time ≤ t
+	var got, want []agent.Record
+	tail := uint64(100)
+	for step := 0; step+1 < len(ops); step += 2 {
+		kind, arg := ops[step]%10, uint64(ops[step+1])
+		r := &agent.Free{Tag: uint64(step)}
+		var at uint64
+		switch {
+		case kind < 5: // in order (ALLOC, INTERVAL)
+			tail += arg % 3
+			at = tail
+			ref = append(ref, timedRec{time: at, rec: r})
+		case kind < 9: // late, often tied with queued records
+			at = tail - arg%min(tail, 20)
+			i := sort.Search(len(ref), func(i int) bool { return ref[i].time > at })
+			ref = append(ref[:i], append([]timedRec{{time: at, rec: r}}, ref[i:]...)...)
+		default: // drain up to a horizon
+			h := tail - arg%10
+			for len(ref) > 0 && ref[0].time <= h {
+				want = append(want, ref[0].rec)
+				ref = ref[1:]
 			}
-			j.queueTimed(at, r)
-		}
-		for _, tr := range ref {
-			want = append(want, tr.rec)
-		}
-		for j.queuedLen() > 0 {
-			got = append(got, j.popTimed())
-		}
-		if len(got) != len(want) {
-			t.Fatalf("round %d: %d records out, want %d", round, len(got), len(want))
-		}
-		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("round %d: record %d is FREE %d, want FREE %d", round, i, got[i].(*agent.Free).Tag, want[i].(*agent.Free).Tag)
+			for p := j.peekTimed(); p != nil && p.time <= h; p = j.peekTimed() {
+				got = append(got, j.popTimed())
 			}
+			continue
+		}
+		j.queueTimed(at, r)
+	}
+	for _, tr := range ref {
+		want = append(want, tr.rec)
+	}
+	checkHeap(t, j.agentLate)
+	for j.queuedLen() > 0 {
+		got = append(got, j.popTimed())
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d records out, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("record %d is FREE %d, want FREE %d", i, got[i].(*agent.Free).Tag, want[i].(*agent.Free).Tag)
 		}
 	}
 }

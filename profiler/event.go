@@ -22,6 +22,16 @@ type source struct {
 // chooseSource maps --event to a sample source; for auto it also says what
 // it picked and why. m describes the machine's PMUs (nil: not detected,
 // only decode and page-faults work).
+// autoLine is the short form of the note on the source auto picked: the
+// reason, a long line about this machine's PMUs, comes with -v or from
+// `djx-bpf events`.
+func autoLine(name string) string {
+	if name == pmu.NameDecode {
+		return "event auto: decode (no hardware address sampling here; -v says why)"
+	}
+	return "event auto: " + name + " (hardware address sampling)"
+}
+
 func chooseSource(event string, m *pmu.Machine) (source, string, error) {
 	switch event {
 	case pmu.NameDecode:

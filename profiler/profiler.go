@@ -90,6 +90,7 @@ func DefaultInterval(minSize uint64) uint64 {
 // Options configure a profile.
 type Options struct {
 	Event    string        // auto | decode | page-faults
+	Verbose  bool          // notes give their reasons (the source auto picked)
 	Duration time.Duration // 0: until ctx ends or the target exits
 	MinSize  uint64        // objects smaller than this are not tracked
 	Interval uint64        // heap sampling interval in bytes; 0: DefaultInterval(MinSize)

@@ -89,8 +89,12 @@ func newSession(opts Options, mode string) (*session, error) {
 		return nil, err
 	}
 	s := &session{opts: opts, mode: mode, src: src}
-	if why != "" {
+	switch {
+	case why == "":
+	case opts.Verbose || opts.Event != "" && opts.Event != pmu.NameAuto:
 		s.opts.note("%s", why)
+	default:
+		s.opts.note("%s", autoLine(src.name))
 	}
 	if err := loader.Preflight(); err != nil {
 		return nil, err

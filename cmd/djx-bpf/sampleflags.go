@@ -23,7 +23,7 @@ type sampleFlags struct {
 	minSize         uint64
 	budget          uint64
 	accTop, depth   int
-	quiet           bool
+	quiet, verbose  bool
 	dataTypes       bool
 	out             string
 }
@@ -43,6 +43,7 @@ func (f *sampleFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.depth, "depth", report.DefaultTableOptions.Depth, "table: frames shown per access path (0: all; json has whole paths)")
 	fs.BoolVar(&f.dataTypes, "data-types", true, "name heap samples by class and field, and the others by memory region (-data-types=false: only tracked objects)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress messages on standard error")
+	fs.BoolVar(&f.verbose, "v", false, "progress messages give their reasons (why this sample source)")
 	fs.StringVar(&f.out, "o", "", "write the report to `FILE` (atomically) instead of standard output")
 }
 
@@ -74,7 +75,7 @@ func (f *sampleFlags) options() profiler.Options {
 	// the profiler's default.
 	ivl := max(f.stackIvl, loader.MinStackGap)
 	return profiler.Options{Event: f.event, Freq: f.freq, MinSize: f.minSize, AllocBudget: f.budget,
-		Relocation: f.relocate, StackSignal: sig, StackInterval: ivl, Census: f.census, CensusBudget: f.censusBudget, NoDataTypes: !f.dataTypes}
+		Relocation: f.relocate, StackSignal: sig, StackInterval: ivl, Census: f.census, CensusBudget: f.censusBudget, NoDataTypes: !f.dataTypes, Verbose: f.verbose}
 }
 
 // table are the table options these flags set, with top rows.

@@ -52,7 +52,8 @@ test: deps build vet fuzz
 FUZZTIME ?= 20000x
 FUZZ_TARGETS := agent:FuzzReader pprofile:FuzzRead attach:FuzzParseReply openj9:FuzzParseProperties \
 	heap:FuzzParseJavacore heap:FuzzParseVMInfo jvmsym:FuzzParsePerfMap cmd/djx-bpf:FuzzReadJSONReport decode:FuzzDecode \
-	region:FuzzParse procfs:FuzzParse
+	region:FuzzParse procfs:FuzzParse agent:FuzzReaderLimits join:FuzzQueueOrder control:FuzzReadLines \
+	elfsafe:FuzzNewFile jvmsym:FuzzLoadELFSyms jvmsym:FuzzParsePerfMapCaps reloc:FuzzLibJVM termsafe:FuzzString
 
 fuzz: agent/libdjxagent.so
 	@mkdir -p $(BUILD)

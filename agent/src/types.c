@@ -1,4 +1,4 @@
-/* Data types (option types=1, issue 16): the loader names a sampled heap
+/* Data types (option types=1): the loader names a sampled heap
  * access by the klass word in the accessed object's header and the offset
  * of the access, so the agent tells it every loaded class's Klass*, JVM
  * signature and instance field layout (CLASS records), after a TYPES_INFO

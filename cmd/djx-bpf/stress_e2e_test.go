@@ -15,7 +15,7 @@ import (
 )
 
 // Stress tests, sized for CI: DJX_STRESS_CYCLES and DJX_STRESS_KILLS
-// raise them (the full size: 100 and 20).
+// raise them (a full-size run: 100 cycles and 20 kills).
 
 func stressN(name string, def int) int {
 	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {

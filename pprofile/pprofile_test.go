@@ -54,9 +54,13 @@ func testReport() *report.Report {
 					{Path: []string{"libjvm.so+0x1234", "[stack lost]"}, Samples: 5},
 				}},
 		},
-		Stats: report.Stats{Samples: 9000, WithAddress: 8700, InHeap: 8600, Attributed: 8107, HeapKnown: true,
-			AllocsTracked: 44, AllocCallbacks: 50, AllocsBelowMin: 7, GCs: 3, StackSignals: 9000, Stacks: 8800,
-			StackErrors: map[string]uint64{"thread without JNIEnv": 100, "GC active": 3}, SamplesWithStack: 8700},
+		Stats: report.Stats{
+			SampleStats: report.SampleStats{Samples: 9000, WithAddress: 8700, InHeap: 8600, Attributed: 8107},
+			AgentStats:  report.AgentStats{AllocsTracked: 44, AllocCallbacks: 50, AllocsBelowMin: 7},
+			NamingStats: report.NamingStats{HeapKnown: true},
+			RelocStats:  report.RelocStats{GCs: 3},
+			StackStats:  report.StackStats{StackSignals: 9000, Stacks: 8800, StackErrors: map[string]uint64{"thread without JNIEnv": 100, "GC active": 3}, SamplesWithStack: 8700},
+		},
 		Remainder: []report.Access{
 			{Where: "outside the heap", Path: []string{"HotArrays.run:48", "java.lang.Thread.run:833"}, Samples: 300},
 			{Where: "no data address", Path: []string{"libjvm.so`SpinPause", "[no Java stack: thread without JNIEnv]"}, Samples: 200},
@@ -524,7 +528,7 @@ func bigReport(pid, objects, paths int, samples uint64) *report.Report {
 	rng := rand.New(rand.NewPCG(1, 1))
 	counts := rand.New(rand.NewPCG(uint64(pid), 2))
 	r := &report.Report{PID: pid, JVM: "OpenJDK 64-Bit Server VM 17.0.15", Mode: "attach", Event: "decode",
-		DurationSec: 60, AllocInterval: 256, MinSize: 1024, Stats: report.Stats{HeapKnown: true}}
+		DurationSec: 60, AllocInterval: 256, MinSize: 1024, Stats: report.Stats{NamingStats: report.NamingStats{HeapKnown: true}}}
 	pool := make([]string, 5000)
 	for i := range pool {
 		pool[i] = fmt.Sprintf("com.example.service.Class%d.method%d:%d", i/20, i%20, 10+rng.IntN(400))

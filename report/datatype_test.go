@@ -33,7 +33,10 @@ func typedSample() *Report {
 			{Type: "long[]", Field: "", Samples: 50},
 			{Type: "Lookup$Table", Field: "root", Samples: 60},
 		},
-		Stats: Stats{Samples: 2000, WithAddress: 1800, InHeap: 1250, Attributed: 100, TypeUnknown: 40, HeapKnown: true},
+		Stats: Stats{
+			SampleStats: SampleStats{Samples: 2000, WithAddress: 1800, InHeap: 1250, Attributed: 100},
+			NamingStats: NamingStats{TypeUnknown: 40, HeapKnown: true},
+		},
 		Remainder: []Access{
 			{Where: WhereUntracked, DataType: "java.util.TreeMap$Entry.left", Path: []string{"java.util.TreeMap.getEntry:355", "Lookup.find:21"}, Samples: 500},
 			{Where: WhereUntracked, DataType: "java.util.TreeMap$Entry.key", Path: []string{"java.util.TreeMap.getEntry:355", "Lookup.find:21"}, Samples: 300},

@@ -30,8 +30,11 @@ func hostileReport() *Report {
 		DataTypes: []DataType{{Type: "D" + evil, Field: "g" + evil, Samples: 5,
 			Accesses: []Access{{Path: []string{"p" + evil}, Samples: 5}}}},
 		Remainder: []Access{{Where: "mapped file /tmp/" + evil, DataType: "R" + evil, Path: []string{"q" + evil}, Samples: 3}},
-		Stats: Stats{Samples: 20, WithAddress: 20, InHeap: 15, Attributed: 10, HeapKnown: true,
-			StackSignals: 1, Stacks: 1, StackErrors: map[string]uint64{"e" + evil: 1}},
+		Stats: Stats{
+			SampleStats: SampleStats{Samples: 20, WithAddress: 20, InHeap: 15, Attributed: 10},
+			NamingStats: NamingStats{HeapKnown: true},
+			StackStats:  StackStats{StackSignals: 1, Stacks: 1, StackErrors: map[string]uint64{"e" + evil: 1}},
+		},
 		Notes: []string{"agent error: " + evil},
 	}
 	r.Finish()

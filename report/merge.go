@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,10 +14,11 @@ import (
 //     estimates and samples, and their access paths merge (equal paths add);
 //   - the remainder merges the same way (equal where, data type and path
 //     add); data types of equal type and field add, with their access
-//     paths; an object's fields add by name; statistics add (a bool such
-//     as heap_known holds only if it holds in every report; named counts
-//     each report's named samples, also of reports from before it was
-//     counted);
+//     paths; an object's fields add by name;
+//   - statistics merge as each field's merge tag says (Stats): counters
+//     add, maxima keep the largest, heap_known holds only if it holds in
+//     every report; named counts each report's named samples, also of
+//     reports from before it was counted;
 //   - durations add up, as pprof merges do: the result is profile-seconds,
 //     and samples per second stay those of one instance;
 //   - pid is kept when all reports share it, else 0; JVM, mode and event
@@ -73,7 +73,7 @@ func Merge(reps ...*Report) *Report {
 		out.AllocIntervalMax = max(out.AllocIntervalMax, r.AllocIntervalMax)
 		out.MinSize = max(out.MinSize, r.MinSize)
 		if n > 0 {
-			addStats(&out.Stats, &r.Stats)
+			out.Stats.Merge(&r.Stats)
 		}
 		named += r.namedSamples()
 		for _, o := range r.Objects {
@@ -165,42 +165,6 @@ func MergeByPID(reps []*Report) []*Report {
 		out[i] = Merge(by[pid]...)
 	}
 	return out
-}
-
-// addStats adds src to dst field by field, so that counters added to
-// Stats later are added too: integers add, bools hold if both do,
-// maps of counters add by key.
-func addStats(dst, src *Stats) {
-	d := reflect.ValueOf(dst).Elem()
-	s := reflect.ValueOf(src).Elem()
-	for i := 0; i < d.NumField(); i++ {
-		df, sf := d.Field(i), s.Field(i)
-		switch df.Kind() {
-		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			df.SetUint(df.Uint() + sf.Uint())
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			df.SetInt(df.Int() + sf.Int())
-		case reflect.Float32, reflect.Float64:
-			df.SetFloat(df.Float() + sf.Float())
-		case reflect.Bool:
-			df.SetBool(df.Bool() && sf.Bool())
-		case reflect.Map:
-			if sf.Len() == 0 || df.Type().Elem().Kind() != reflect.Uint64 {
-				continue
-			}
-			if df.IsNil() {
-				df.Set(reflect.MakeMapWithSize(df.Type(), sf.Len()))
-			}
-			it := sf.MapRange()
-			for it.Next() {
-				var cur uint64
-				if v := df.MapIndex(it.Key()); v.IsValid() {
-					cur = v.Uint()
-				}
-				df.SetMapIndex(it.Key(), reflect.ValueOf(cur+it.Value().Uint()).Convert(df.Type().Elem()))
-			}
-		}
-	}
 }
 
 func addDistinct(list []string, s string) []string {

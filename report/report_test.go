@@ -31,7 +31,11 @@ func sample() *Report {
 			{Type: "byte[]", Site: "Foo.bar:3", AllocPath: []string{"Foo.bar:3"},
 				Objects: 3, Bytes: 3 * 1040, EstObjects: 3.06, EstBytes: 3182.4, Samples: 0, EstSamples: 0},
 		},
-		Stats: Stats{Samples: 9000, WithAddress: 8700, InHeap: 8600, Attributed: 8000, HeapKnown: true, AllocsTracked: 43, AllocCallbacks: 50, AllocsBelowMin: 7},
+		Stats: Stats{
+			SampleStats: SampleStats{Samples: 9000, WithAddress: 8700, InHeap: 8600, Attributed: 8000},
+			AgentStats:  AgentStats{AllocsTracked: 43, AllocCallbacks: 50, AllocsBelowMin: 7},
+			NamingStats: NamingStats{HeapKnown: true},
+		},
 		Remainder: []Access{
 			{Where: "outside the heap", Path: []string{"HotArrays.run:48", "java.lang.Thread.run:833"}, Samples: 300},
 			{Where: "no data address", Path: []string{"libjvm.so`SpinPause", "[no Java stack: thread without JNIEnv]"}, Samples: 200},

@@ -32,7 +32,7 @@ func TestSiteNamesTheUsersCode(t *testing.T) {
 // siteColumn renders objs and returns the TYPE and SITE cells of each row.
 func siteColumn(t *testing.T, objs []Object, depth int) []string {
 	t.Helper()
-	r := &Report{PID: 1, Mode: "launch", Event: "decode", Objects: objs, Stats: Stats{Attributed: 100}}
+	r := &Report{PID: 1, Mode: "launch", Event: "decode", Objects: objs, Stats: Stats{SampleStats: SampleStats{Attributed: 100}}}
 	r.Finish()
 	var b bytes.Buffer
 	if err := WriteTable(&b, r, TableOptions{Top: 20, Depth: depth}); err != nil {

@@ -42,7 +42,7 @@ func TestTableMemAndNUMAColumns(t *testing.T) {
 
 // The stats line says how many samples borrowed their callers, when some did.
 func TestTableSaysBorrowedCallers(t *testing.T) {
-	r := &Report{Stats: Stats{Samples: 200, StackSignals: 50, Stacks: 50, SamplesWithStack: 50, SamplesJavaStack: 48, SamplesStackBorrowed: 120}}
+	r := &Report{Stats: Stats{SampleStats: SampleStats{Samples: 200}, StackStats: StackStats{StackSignals: 50, Stacks: 50, SamplesWithStack: 50, SamplesJavaStack: 48, SamplesStackBorrowed: 120}}}
 	var b bytes.Buffer
 	if err := WriteTable(&b, r, TableOptions{}); err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestTableCensusRow(t *testing.T) {
 			Holder:  []string{"RealService.index (static)", "java.util.HashMap.table", "[]", "java.util.HashMap$Node.value"},
 			Objects: 32, Bytes: 2 << 20, Samples: 10,
 			Accesses: []Access{{Path: []string{"RealService.lookup:40"}, Samples: 10}}}},
-		Stats: Stats{Samples: 10, Attributed: 10, CensusObjects: 32, CensusPauseMs: 12.4, CensusHolders: "all"}}
+		Stats: Stats{SampleStats: SampleStats{Samples: 10, Attributed: 10}, CensusStats: CensusStats{CensusObjects: 32, CensusPauseMs: 12.4, CensusHolders: "all"}}}
 	r.Finish()
 	var b bytes.Buffer
 	if err := WriteTable(&b, r, TableOptions{Top: 5, AccessTop: 3, Depth: 2}); err != nil {

@@ -45,10 +45,13 @@ func fixtureReport(instance int) *report.Report {
 			{Type: "byte[]", Site: "HotArrays.<clinit>:8", AllocPath: []string{"HotArrays.<clinit>:8"},
 				Objects: 3, Bytes: 3 * 1040, EstObjects: 3.06, EstBytes: 3182.4},
 		},
-		Stats: report.Stats{Samples: 15758, WithAddress: 15332, InHeap: 15174, Attributed: 13020, HeapKnown: true,
-			AllocsTracked: 48, AllocCallbacks: 575, AllocsBelowMin: 499, GCs: 2, Relocations: 4,
-			StackSignals: 15758, Stacks: 15500, StacksJava: 15200, SamplesWithStack: 15400, SamplesJavaStack: 15100,
-			StackErrors: map[string]uint64{"thread without JNIEnv": 300}},
+		Stats: report.Stats{
+			SampleStats: report.SampleStats{Samples: 15758, WithAddress: 15332, InHeap: 15174, Attributed: 13020},
+			AgentStats:  report.AgentStats{AllocsTracked: 48, AllocCallbacks: 575, AllocsBelowMin: 499},
+			NamingStats: report.NamingStats{HeapKnown: true},
+			RelocStats:  report.RelocStats{GCs: 2, Relocations: 4},
+			StackStats:  report.StackStats{StackSignals: 15758, Stacks: 15500, StacksJava: 15200, SamplesWithStack: 15400, SamplesJavaStack: 15100, StackErrors: map[string]uint64{"thread without JNIEnv": 300}},
+		},
 		Remainder: []report.Access{
 			{Where: "heap (untracked object)", DataType: "long[]", Path: []string{"HotArrays.scanA:31", "HotArrays.run:49", "java.lang.Thread.run:833"}, Samples: 2154},
 			{Where: "thread stack", Path: []string{"libjvm.so`SpinPause", "[no Java stack: thread without JNIEnv]"}, Samples: 158},

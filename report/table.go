@@ -30,7 +30,32 @@ var DefaultTableOptions = TableOptions{Top: 20, AccessTop: 3, Depth: 4}
 // terminal as a control sequence.
 func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 	w = termsafe.NewWriter(w)
-	top := opt.Top
+	writeHeader(w, r)
+	objs, quiet := shownObjects(r, opt.Top)
+	if len(objs) == 0 {
+		fmt.Fprintln(w, "no samples hit a tracked object")
+	} else if err := writeObjects(w, objs, opt.Depth); err != nil {
+		return err
+	}
+	writeAccesses(w, objs, r, opt)
+	writeNUMA(w, objs)
+	if quiet > 0 {
+		what := "sites had"
+		if quiet == 1 {
+			what = "site had"
+		}
+		fmt.Fprintf(w, "%d more allocation %s no samples (--format json lists them)\n", quiet, what)
+	}
+	writeStats(w, r)
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", termsafe.String(n))
+	}
+	return nil
+}
+
+// writeHeader writes the line that says what was profiled, how, and what
+// the census found.
+func writeHeader(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "djx-bpf: pid %d", r.PID)
 	if r.JVM != "" {
 		fmt.Fprintf(w, " (%s)", termsafe.String(r.JVM))
@@ -50,10 +75,13 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 		fmt.Fprintf(w, ", %s %d objects (%s), pause %.0f ms", census, st.CensusObjects, holders, st.CensusPauseMs)
 	}
 	fmt.Fprintln(w)
-	// Sites that no sample hit cost nothing measurable: the table leaves
-	// them out (JSON keeps them, with their allocation counts).
-	var objs []*Object
-	quiet := 0
+}
+
+// shownObjects returns the first top objects with samples (0: all), and
+// how many objects have none. Sites that no sample hit cost nothing
+// measurable: the table leaves them out (JSON keeps them, with their
+// allocation counts).
+func shownObjects(r *Report, top int) (objs []*Object, quiet int) {
 	for i := range r.Objects {
 		if o := &r.Objects[i]; o.Samples == 0 {
 			quiet++
@@ -61,67 +89,65 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 			objs = append(objs, o)
 		}
 	}
-	if len(objs) == 0 {
-		fmt.Fprintln(w, "no samples hit a tracked object")
-	} else {
-		right := tw.AlignRight
-		// The columns adapt to what the source measured: memory-level
-		// columns only for hardware address sampling, remote share only
-		// with --numa.
-		mem, numa := false, false
-		for _, o := range objs {
-			mem = mem || (o.Mem != nil && o.Mem.Samples > 0)
-			numa = numa || o.NUMA != nil
+	return objs, quiet
+}
+
+// writeObjects writes the table of objs, their sites cut to depth frames.
+func writeObjects(w io.Writer, objs []*Object, depth int) error {
+	right := tw.AlignRight
+	// The columns adapt to what the source measured: memory-level
+	// columns only for hardware address sampling, remote share only
+	// with --numa.
+	mem, numa := false, false
+	for _, o := range objs {
+		mem = mem || (o.Mem != nil && o.Mem.Samples > 0)
+		numa = numa || o.NUMA != nil
+	}
+	header := []string{"#", "TYPE", "ALLOCATION SITE", "OBJECTS (EST)", "BYTES", "SAMPLES", "EST SAMPLES", "SHARE"}
+	align := []tw.Align{right, tw.AlignLeft, tw.AlignLeft, right, right, right, right, right}
+	if mem {
+		header = append(header, "AVG LAT", "DRAM", "TLB MISS", "HITM")
+		align = append(align, right, right, right, right)
+	}
+	if numa {
+		header = append(header, "REMOTE")
+		align = append(align, right)
+	}
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+	)
+	t.Header(header)
+	sites := siteTexts(objs, depth, func(i int) string { return objs[i].Type })
+	for i, o := range objs {
+		row := []string{
+			strconv.Itoa(i + 1), o.Type, sites[i],
+			fmt.Sprintf("%d (%.0f)", o.Objects, o.EstObjects),
+			Bytes(o.Bytes),
+			strconv.FormatUint(o.Samples, 10),
+			fmt.Sprintf("%.0f", o.EstSamples),
+			fmt.Sprintf("%.1f%%", 100*o.Share),
 		}
-		header := []string{"#", "TYPE", "ALLOCATION SITE", "OBJECTS (EST)", "BYTES", "SAMPLES", "EST SAMPLES", "SHARE"}
-		align := []tw.Align{right, tw.AlignLeft, tw.AlignLeft, right, right, right, right, right}
 		if mem {
-			header = append(header, "AVG LAT", "DRAM", "TLB MISS", "HITM")
-			align = append(align, right, right, right, right)
+			row = append(row, memColumns(o.Mem)...)
 		}
 		if numa {
-			header = append(header, "REMOTE")
-			align = append(align, right)
+			row = append(row, numaColumn(o.NUMA))
 		}
-		t := tablewriter.NewTable(w,
-			tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}),
-			tablewriter.WithHeaderAutoFormat(tw.Off),
-		)
-		t.Header(header)
-		sites := siteTexts(objs, opt.Depth, func(i int) string { return objs[i].Type })
-		for i, o := range objs {
-			row := []string{
-				strconv.Itoa(i + 1), o.Type, sites[i],
-				fmt.Sprintf("%d (%.0f)", o.Objects, o.EstObjects),
-				Bytes(o.Bytes),
-				strconv.FormatUint(o.Samples, 10),
-				fmt.Sprintf("%.0f", o.EstSamples),
-				fmt.Sprintf("%.1f%%", 100*o.Share),
-			}
-			if mem {
-				row = append(row, memColumns(o.Mem)...)
-			}
-			if numa {
-				row = append(row, numaColumn(o.NUMA))
-			}
-			if err := t.Append(safeCells(row)); err != nil {
-				return fmt.Errorf("render table: %w", err)
-			}
-		}
-		if err := t.Render(); err != nil {
+		if err := t.Append(safeCells(row)); err != nil {
 			return fmt.Errorf("render table: %w", err)
 		}
 	}
-	writeAccesses(w, objs, r, opt)
-	writeNUMA(w, objs)
-	if quiet > 0 {
-		what := "sites had"
-		if quiet == 1 {
-			what = "site had"
-		}
-		fmt.Fprintf(w, "%d more allocation %s no samples (--format json lists them)\n", quiet, what)
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("render table: %w", err)
 	}
-	s := r.Stats
+	return nil
+}
+
+// writeStats writes the run's statistics: samples and how they were
+// named, allocations, cost and stacks.
+func writeStats(w io.Writer, r *Report) {
+	s := &r.Stats
 	heap := strconv.FormatUint(s.InHeap, 10) + " (" + percent(s.InHeap, s.WithAddress) + " of addressed)"
 	if !s.HeapKnown {
 		heap = "unknown (heap range not available)"
@@ -158,10 +184,6 @@ func WriteTable(w io.Writer, r *Report, opt TableOptions) error {
 			s.SamplesWithStack, percent(s.SamplesWithStack, s.Samples), s.SamplesJavaStack, percent(s.SamplesJavaStack, s.Samples), borrowed,
 			s.Stacks, s.StacksUnmatched, s.StacksDropped, s.StackSignalFailed, noJava, stackErrors(s.StackErrors))
 	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s\n", termsafe.String(n))
-	}
-	return nil
 }
 
 // safeCells escapes a table row in place: a newline would split the cell

@@ -43,9 +43,7 @@ func Merge(reps ...*Report) *Report {
 		jvms, modes, events  []string
 		intervals, minSizes  []uint64
 		pids                 []int
-		objIdx               = make(map[string]int)
-		accesses             [][]Access
-		fields               [][]FieldShare
+		objs                 = objectMerge{idx: make(map[string]int)}
 		remainder            []Access
 		dataTypes            []DataType
 		named                uint64
@@ -76,27 +74,8 @@ func Merge(reps ...*Report) *Report {
 			out.Stats.Merge(&r.Stats)
 		}
 		named += r.namedSamples()
-		for _, o := range r.Objects {
-			k := o.Type + "\x00" + o.Site + "\x00" + strings.Join(o.AllocPath, "\x00") + "\x01" + strings.Join(o.Holder, "\x00")
-			i, ok := objIdx[k]
-			if !ok {
-				i = len(out.Objects)
-				objIdx[k] = i
-				c := o
-				c.Accesses = nil
-				c.Fields = nil
-				c.AllocPath = slices.Clone(o.AllocPath)
-				c.Holder = slices.Clone(o.Holder)
-				// Copies, so that merging never changes its inputs.
-				c.Mem, c.NUMA = SumMem(nil, o.Mem), SumNUMA(nil, o.NUMA)
-				out.Objects = append(out.Objects, c)
-				accesses = append(accesses, nil)
-				fields = append(fields, nil)
-			} else {
-				out.Objects[i].AddCounts(&o)
-			}
-			accesses[i] = append(accesses[i], o.Accesses...)
-			fields[i] = append(fields[i], o.Fields...)
+		for i := range r.Objects {
+			objs.add(&r.Objects[i])
 		}
 		remainder = append(remainder, r.Remainder...)
 		dataTypes = append(dataTypes, r.DataTypes...)
@@ -113,14 +92,7 @@ func Merge(reps ...*Report) *Report {
 	if !samePID {
 		out.PID = 0
 	}
-	for i := range out.Objects {
-		if accesses[i] != nil {
-			out.Objects[i].Accesses = MergeAccesses(accesses[i], 0, out.Objects[i].Samples)
-		}
-		if fields[i] != nil {
-			out.Objects[i].Fields = mergeFields(fields[i])
-		}
-	}
+	out.Objects = objs.objects()
 	if remainder != nil {
 		out.Remainder = MergeAccesses(remainder, 0, out.Stats.Samples)
 	}
@@ -129,15 +101,7 @@ func Merge(reps ...*Report) *Report {
 	}
 	out.Stats.Named = named
 	if len(reps) > 1 {
-		what := fmt.Sprintf("merged %d profiles of pid %d", len(reps), first.PID)
-		if !samePID {
-			ps := make([]string, len(pids))
-			for i, p := range pids {
-				ps[i] = strconv.Itoa(p)
-			}
-			what = fmt.Sprintf("merged %d profiles of %d JVMs (pids %s)", len(reps), len(pids), strings.Join(ps, ", "))
-		}
-		out.Notes = append(out.Notes, what+fmt.Sprintf("; %.1fs is their total duration", out.DurationSec))
+		out.Notes = append(out.Notes, mergedNote(len(reps), pids, out.DurationSec))
 		if !sameSetting {
 			out.Notes = append(out.Notes, fmt.Sprintf("the merged profiles used different settings (heap sampling intervals %s, min sizes %s): the header shows the largest",
 				sizes(intervals), sizes(minSizes)))
@@ -145,6 +109,65 @@ func Merge(reps ...*Report) *Report {
 	}
 	out.Finish()
 	return out
+}
+
+// objectMerge adds up objects of equal type, site, allocation path and
+// holder, with their access paths and fields.
+type objectMerge struct {
+	out      []Object
+	idx      map[string]int
+	accesses [][]Access
+	fields   [][]FieldShare
+}
+
+func (m *objectMerge) add(o *Object) {
+	k := o.Type + "\x00" + o.Site + "\x00" + strings.Join(o.AllocPath, "\x00") + "\x01" + strings.Join(o.Holder, "\x00")
+	i, ok := m.idx[k]
+	if !ok {
+		i = len(m.out)
+		m.idx[k] = i
+		c := *o
+		c.Accesses = nil
+		c.Fields = nil
+		c.AllocPath = slices.Clone(o.AllocPath)
+		c.Holder = slices.Clone(o.Holder)
+		// Copies, so that merging never changes its inputs.
+		c.Mem, c.NUMA = SumMem(nil, o.Mem), SumNUMA(nil, o.NUMA)
+		m.out = append(m.out, c)
+		m.accesses = append(m.accesses, nil)
+		m.fields = append(m.fields, nil)
+	} else {
+		m.out[i].AddCounts(o)
+	}
+	m.accesses[i] = append(m.accesses[i], o.Accesses...)
+	m.fields[i] = append(m.fields[i], o.Fields...)
+}
+
+// objects returns the merged objects, their access paths and fields added
+// up.
+func (m *objectMerge) objects() []Object {
+	for i := range m.out {
+		if m.accesses[i] != nil {
+			m.out[i].Accesses = MergeAccesses(m.accesses[i], 0, m.out[i].Samples)
+		}
+		if m.fields[i] != nil {
+			m.out[i].Fields = mergeFields(m.fields[i])
+		}
+	}
+	return m.out
+}
+
+// mergedNote says what n merged reports were: of one pid or of several.
+func mergedNote(n int, pids []int, durationSec float64) string {
+	what := fmt.Sprintf("merged %d profiles of pid %d", n, pids[0])
+	if len(pids) > 1 {
+		ps := make([]string, len(pids))
+		for i, p := range pids {
+			ps[i] = strconv.Itoa(p)
+		}
+		what = fmt.Sprintf("merged %d profiles of %d JVMs (pids %s)", n, len(pids), strings.Join(ps, ", "))
+	}
+	return what + fmt.Sprintf("; %.1fs is their total duration", durationSec)
 }
 
 // MergeByPID merges the reports of each pid, in the order pids first

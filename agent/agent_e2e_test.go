@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"io"
 	"math"
 	"net"
@@ -132,7 +133,7 @@ func (s *syncBuffer) String() string {
 }
 
 type batchOrErr struct {
-	b   *Batch
+	b   *agentwire.Batch
 	err error
 }
 
@@ -249,7 +250,7 @@ func startJava(t testing.TB, j jdk, opts string, connect bool, attach func(v *jv
 		t.Fatalf("agent did not connect: %v\nstderr: %s", err, v.stderr.String())
 	}
 	go func() {
-		r := NewReader(v.conn)
+		r := agentwire.NewReader(v.conn)
 		for {
 			b, err := r.Next()
 			if err != nil {
@@ -295,9 +296,9 @@ func (v *jvm) line(word string) uint64 {
 }
 
 // until collects batches until one has a watermark ≥ wm.
-func (v *jvm) until(wm uint64) []*Batch {
+func (v *jvm) until(wm uint64) []*agentwire.Batch {
 	v.t.Helper()
-	var out []*Batch
+	var out []*agentwire.Batch
 	timeout := time.After(30 * time.Second)
 	for {
 		select {
@@ -316,9 +317,9 @@ func (v *jvm) until(wm uint64) []*Batch {
 }
 
 // rest collects batches until the stream ends and returns them and the end error.
-func (v *jvm) rest() ([]*Batch, error) {
+func (v *jvm) rest() ([]*agentwire.Batch, error) {
 	v.t.Helper()
-	var out []*Batch
+	var out []*agentwire.Batch
 	timeout := time.After(30 * time.Second)
 	for {
 		select {
@@ -364,18 +365,18 @@ func (v *jvm) exit() {
 // must hold: HELLO first, METHOD before use, nondecreasing times, every
 // ALLOC at least minsize.
 type stream struct {
-	hello   *Hello
-	methods map[uint64]*Method
-	allocs  []*Alloc
-	stats   *Stats
-	bye     *Bye
+	hello   *agentwire.Hello
+	methods map[uint64]*agentwire.Method
+	allocs  []*agentwire.Alloc
+	stats   *agentwire.Stats
+	bye     *agentwire.Bye
 	errs    []string
 }
 
-func (s *stream) add(t *testing.T, bs []*Batch) {
+func (s *stream) add(t *testing.T, bs []*agentwire.Batch) {
 	t.Helper()
 	if s.methods == nil {
-		s.methods = map[uint64]*Method{}
+		s.methods = map[uint64]*agentwire.Method{}
 	}
 	var last uint64
 	if n := len(s.allocs); n > 0 {
@@ -384,7 +385,7 @@ func (s *stream) add(t *testing.T, bs []*Batch) {
 	for _, b := range bs {
 		for _, r := range b.Records {
 			if s.hello == nil {
-				h, ok := r.(*Hello)
+				h, ok := r.(*agentwire.Hello)
 				if !ok {
 					t.Fatalf("first record is %v, want HELLO", r.Type())
 				}
@@ -395,11 +396,11 @@ func (s *stream) add(t *testing.T, bs []*Batch) {
 				t.Fatalf("%v record after BYE", r.Type())
 			}
 			switch r := r.(type) {
-			case *Hello:
+			case *agentwire.Hello:
 				t.Fatal("second HELLO")
-			case *Method:
+			case *agentwire.Method:
 				s.methods[r.ID] = r
-			case *Alloc:
+			case *agentwire.Alloc:
 				if r.Size < s.hello.MinSize {
 					t.Errorf("ALLOC of %d bytes below minsize %d", r.Size, s.hello.MinSize)
 				}
@@ -413,18 +414,18 @@ func (s *stream) add(t *testing.T, bs []*Batch) {
 					}
 				}
 				s.allocs = append(s.allocs, r)
-			case *Stats:
+			case *agentwire.Stats:
 				s.stats = r
-			case *Bye:
+			case *agentwire.Bye:
 				s.bye = r
-			case *ErrorRec:
+			case *agentwire.ErrorRec:
 				s.errs = append(s.errs, r.Message)
 			}
 		}
 	}
 }
 
-func lineOf(m *Method, bci int64) int32 {
+func lineOf(m *agentwire.Method, bci int64) int32 {
 	var line int32
 	best := int64(-1)
 	for _, l := range m.Lines {
@@ -436,13 +437,13 @@ func lineOf(m *Method, bci int64) int32 {
 }
 
 // site counts the ALLOCs whose innermost frame is AllocSite.<method> at line.
-func (s *stream) site(method string, line int32) []*Alloc {
+func (s *stream) site(method string, line int32) []*agentwire.Alloc {
 	return s.siteIn("LAllocSite;", method, line)
 }
 
 // siteIn counts the ALLOCs whose innermost frame is class.method at line.
-func (s *stream) siteIn(class, method string, line int32) []*Alloc {
-	var out []*Alloc
+func (s *stream) siteIn(class, method string, line int32) []*agentwire.Alloc {
+	var out []*agentwire.Alloc
 	for _, a := range s.allocs {
 		if len(a.Frames) == 0 {
 			continue
@@ -712,31 +713,31 @@ var gcFlags = []struct {
 
 // recordsOf flattens batches and checks that timestamped records are in
 // time order and not after their batch's watermark.
-func recordsOf(t testing.TB, bs []*Batch) []Record {
+func recordsOf(t testing.TB, bs []*agentwire.Batch) []agentwire.Record {
 	t.Helper()
-	var out []Record
+	var out []agentwire.Record
 	var last, lastFinish uint64
 	for _, b := range bs {
 		for _, r := range b.Records {
 			var tm uint64
 			switch r := r.(type) {
-			case *Alloc:
+			case *agentwire.Alloc:
 				tm = r.Time
-			case *Free:
+			case *agentwire.Free:
 				// Stamped at the end of the GC the object died in.
 				if r.Time < lastFinish || r.Time > b.Watermark {
 					t.Errorf("FREE time %d before the last GC_FINISH %d or past the watermark %d", r.Time, lastFinish, b.Watermark)
 				}
 				out = append(out, r)
 				continue
-			case *GCStart:
+			case *agentwire.GCStart:
 				tm = r.Time
-			case *GCFinish:
+			case *agentwire.GCFinish:
 				tm = r.Time
 				lastFinish = r.Time
-			case *Reconcile:
+			case *agentwire.Reconcile:
 				tm = r.Time
-			case *Interval:
+			case *agentwire.Interval:
 				tm = r.Time
 			default:
 				out = append(out, r)
@@ -783,7 +784,7 @@ func TestAgentFrees(t *testing.T) {
 	}
 }
 
-func checkFrees(t *testing.T, bs []*Batch, gcDone uint64, keepLine, dropLine int32, mustMove bool) {
+func checkFrees(t *testing.T, bs []*agentwire.Batch, gcDone uint64, keepLine, dropLine int32, mustMove bool) {
 	t.Helper()
 	var s stream
 	s.add(t, bs)
@@ -793,7 +794,7 @@ func checkFrees(t *testing.T, bs []*Batch, gcDone uint64, keepLine, dropLine int
 	}
 
 	// Tags: nonzero and distinct over every ALLOC.
-	allocOf := map[uint64]*Alloc{}
+	allocOf := map[uint64]*agentwire.Alloc{}
 	for _, a := range s.allocs {
 		if a.Tag == 0 || allocOf[a.Tag] != nil {
 			t.Fatalf("ALLOC %s of %d bytes: zero or duplicate tag %d", a.TypeSig, a.Size, a.Tag)
@@ -823,10 +824,10 @@ func checkFrees(t *testing.T, bs []*Batch, gcDone uint64, keepLine, dropLine int
 	inGC := false
 	for _, r := range recs {
 		switch r := r.(type) {
-		case *Alloc:
+		case *agentwire.Alloc:
 			seen[r.Tag] = true
 			addr[r.Tag] = r.Addr
-		case *Free:
+		case *agentwire.Free:
 			nFree++
 			if !seen[r.Tag] {
 				t.Errorf("FREE of tag %d before (or without) its ALLOC", r.Tag)
@@ -835,19 +836,19 @@ func checkFrees(t *testing.T, bs []*Batch, gcDone uint64, keepLine, dropLine int
 				t.Errorf("second FREE of tag %d", r.Tag)
 			}
 			freed[r.Tag] = r.Time
-		case *GCStart:
+		case *agentwire.GCStart:
 			nStart++
 			if inGC {
 				t.Errorf("GC_START at %d inside a GC", r.Time)
 			}
 			inGC = true
-		case *GCFinish:
+		case *agentwire.GCFinish:
 			nFinish++
 			if !inGC {
 				t.Errorf("GC_FINISH at %d without GC_START", r.Time)
 			}
 			inGC = false
-		case *Reconcile:
+		case *agentwire.Reconcile:
 			if inGC {
 				t.Errorf("RECONCILE at %d inside a GC", r.Time)
 			}
@@ -944,7 +945,7 @@ func TestAgentPause(t *testing.T) {
 				t.Fatalf("%d ALLOCs before the pause, want the ~1000 of 4 KiB and 1 KiB arrays", before)
 			}
 			// 'H' with 2^40 (tags every array here), then 'P'.
-			cmd := CommandUntag(1 << 40)
+			cmd := agentwire.CommandUntag(1 << 40)
 			write := func(b []byte) {
 				if _, err := v.conn.Write(b); err != nil {
 					t.Fatal(err)
@@ -952,7 +953,7 @@ func TestAgentPause(t *testing.T) {
 				time.Sleep(20 * time.Millisecond) // separate reads
 			}
 			write(cmd[:4])
-			write(append(cmd[4:], CommandPause))
+			write(append(cmd[4:], agentwire.CommandPause))
 			// The writer takes commands at once (it polls the socket); the
 			// margin covers a loaded machine.
 			time.Sleep(500 * time.Millisecond)
@@ -965,7 +966,7 @@ func TestAgentPause(t *testing.T) {
 			if n := phase(); n != 0 {
 				t.Errorf("%d ALLOCs while paused, want 0", n)
 			}
-			write([]byte{CommandResume})
+			write([]byte{agentwire.CommandResume})
 			time.Sleep(500 * time.Millisecond)
 			if n := phase(); n < before/2 {
 				t.Errorf("%d ALLOCs after the resume, want about the %d before the pause", n, before)

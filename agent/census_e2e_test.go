@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"os"
 	"slices"
 	"strconv"
@@ -12,12 +13,12 @@ import (
 
 // census asks the agent for a census and collects the stream up to its
 // CENSUS_END.
-func (v *jvm) census() ([]Record, *CensusEnd) {
+func (v *jvm) census() ([]agentwire.Record, *agentwire.CensusEnd) {
 	v.t.Helper()
-	if _, err := v.conn.Write([]byte{CommandCensus}); err != nil {
+	if _, err := v.conn.Write([]byte{agentwire.CommandCensus}); err != nil {
 		v.t.Fatal(err)
 	}
-	var recs []Record
+	var recs []agentwire.Record
 	timeout := time.After(5 * time.Minute)
 	for {
 		select {
@@ -27,7 +28,7 @@ func (v *jvm) census() ([]Record, *CensusEnd) {
 			}
 			for _, r := range be.b.Records {
 				recs = append(recs, r)
-				if e, ok := r.(*CensusEnd); ok {
+				if e, ok := r.(*agentwire.CensusEnd); ok {
 					return recs, e
 				}
 			}
@@ -38,22 +39,22 @@ func (v *jvm) census() ([]Record, *CensusEnd) {
 }
 
 // censusObjects resolves each CENSUS record's holder chain, GC root first.
-func censusObjects(t testing.TB, recs []Record) ([]*Census, map[uint64][]string) {
+func censusObjects(t testing.TB, recs []agentwire.Record) ([]*agentwire.Census, map[uint64][]string) {
 	t.Helper()
-	paths := map[uint32]*CensusPath{}
-	var objs []*Census
+	paths := map[uint32]*agentwire.CensusPath{}
+	var objs []*agentwire.Census
 	chains := map[uint64][]string{}
 	started := false
 	for _, r := range recs {
 		switch r := r.(type) {
-		case *CensusStart:
+		case *agentwire.CensusStart:
 			started = true
-		case *CensusPath:
+		case *agentwire.CensusPath:
 			if r.Parent != 0 && paths[r.Parent] == nil {
 				t.Errorf("CENSUS_PATH %d names parent %d before it was sent", r.ID, r.Parent)
 			}
 			paths[r.ID] = r
-		case *Census:
+		case *agentwire.Census:
 			if !started {
 				t.Errorf("CENSUS before CENSUS_START")
 			}
@@ -90,7 +91,7 @@ func TestCensusHolders(t *testing.T) {
 				objs, chains := censusObjects(t, recs)
 				t.Logf("census: %d objects (%d bytes) of %d in the heap; pauses %.1f ms heap walk, %.1f ms holder walk; %d paths, %d unreachable, %d unplaced",
 					end.Objects, end.Bytes, end.HeapObjects, float64(end.HeapWalkNanos)/1e6, float64(end.HolderWalkNanos)/1e6, end.Paths, end.Unreachable, end.Unplaced)
-				if end.Status != CensusHolders {
+				if end.Status != agentwire.CensusHolders {
 					t.Fatalf("CENSUS_END status %#x (%q), want holders only", end.Status, end.Note)
 				}
 				if end.Objects != uint64(len(objs)) {
@@ -145,7 +146,7 @@ func TestCensusHolders(t *testing.T) {
 				// none dies.
 				v.send("gc")
 				v.line("GCDONE")
-				var after []Record
+				var after []agentwire.Record
 				deadline := time.After(30 * time.Second)
 				for moved := 0; moved == 0; {
 					select {
@@ -155,7 +156,7 @@ func TestCensusHolders(t *testing.T) {
 						}
 						for _, r := range be.b.Records {
 							after = append(after, r)
-							if rc, ok := r.(*Reconcile); ok {
+							if rc, ok := r.(*agentwire.Reconcile); ok {
 								moved += len(rc.Objects)
 							}
 						}
@@ -166,11 +167,11 @@ func TestCensusHolders(t *testing.T) {
 				moved := 0
 				for _, r := range after {
 					switch r := r.(type) {
-					case *Free:
+					case *agentwire.Free:
 						if held[r.Tag] {
 							t.Errorf("FREE of census tag %d, which main still holds", r.Tag)
 						}
-					case *Reconcile:
+					case *agentwire.Reconcile:
 						for _, o := range r.Objects {
 							if tags[o.Tag] {
 								moved++
@@ -217,24 +218,24 @@ func measureCensus(b *testing.B, j jdk, holders int, flags []string, main string
 		flags, main, args...)
 	v.ready()
 	var walk, hold, emit float64
-	var end *CensusEnd
-	var st0, st *Stats
+	var end *agentwire.CensusEnd
+	var st0, st *agentwire.Stats
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		var recs []Record
+		var recs []agentwire.Record
 		recs, end = v.census()
 		walk += float64(end.HeapWalkNanos) / 1e6
 		hold += float64(end.HolderWalkNanos) / 1e6
 		emit += float64(end.EmitNanos) / 1e6
 		for _, r := range recs {
-			if s, ok := r.(*Stats); ok {
+			if s, ok := r.(*agentwire.Stats); ok {
 				st0 = s
 			}
 		}
 	}
 	b.StopTimer()
 	if st0 == nil {
-		st0 = &Stats{}
+		st0 = &agentwire.Stats{}
 	}
 	// One GC: the agent reads every tracked object's reference.
 	v.send("gc")
@@ -247,7 +248,7 @@ func measureCensus(b *testing.B, j jdk, holders int, flags []string, main string
 				b.Fatal(be.err)
 			}
 			for _, r := range be.b.Records {
-				if s, ok := r.(*Stats); ok {
+				if s, ok := r.(*agentwire.Stats); ok {
 					st = s
 				}
 			}

@@ -1,3 +1,5 @@
+// Package agent holds the thin C JVMTI agent (src/) and embeds the library
+// it builds to; its wire format is package agentwire.
 package agent
 
 import _ "embed"

@@ -10,6 +10,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"io"
 	"math/rand"
 	"os"
@@ -146,25 +147,25 @@ func (v *jvm) exitCode(want int) {
 // stackStream holds what the stacks tests look at.
 type stackStream struct {
 	stream
-	stacks []*Stack
-	codes  []*Code
-	stubs  []*Stub
+	stacks []*agentwire.Stack
+	codes  []*agentwire.Code
+	stubs  []*agentwire.Stub
 }
 
-func (s *stackStream) addAll(t *testing.T, bs []*Batch) {
+func (s *stackStream) addAll(t *testing.T, bs []*agentwire.Batch) {
 	t.Helper()
 	s.stream.add(t, bs)
 	for _, b := range bs {
 		for _, r := range b.Records {
 			switch r := r.(type) {
-			case *Stack:
+			case *agentwire.Stack:
 				for _, f := range r.Frames {
 					if f.Method != 0 && s.methods[f.Method] == nil {
 						t.Fatalf("STACK frame method %#x before its METHOD", f.Method)
 					}
 				}
 				s.stacks = append(s.stacks, r)
-			case *Code:
+			case *agentwire.Code:
 				if s.methods[r.Method] == nil {
 					t.Fatalf("CODE of method %#x before its METHOD", r.Method)
 				}
@@ -179,7 +180,7 @@ func (s *stackStream) addAll(t *testing.T, bs []*Batch) {
 					}
 				}
 				s.codes = append(s.codes, r)
-			case *Stub:
+			case *agentwire.Stub:
 				s.stubs = append(s.stubs, r)
 			}
 		}
@@ -294,7 +295,7 @@ func spinStacks(t *testing.T, j jdk, mode string, hotLine int32) {
 
 			// Only the first n stacks of the spinning thread: the bursts
 			// signal it too, 100 ms later.
-			var mine []*Stack
+			var mine []*agentwire.Stack
 			for _, st := range s.stacks {
 				if st.TID == uint32(tid) && st.Time < sent[n-1]+50_000_000 {
 					mine = append(mine, st)
@@ -349,7 +350,7 @@ func spinStacks(t *testing.T, j jdk, mode string, hotLine int32) {
 // checkCode: a CODE for Spin.hot exists, the JIT pcs of the stacks lie in
 // CODE ranges whose pc maps name Spin.hot, inlining chains are innermost
 // first, and the interpreter has a STUB.
-func checkCode(t *testing.T, s *stackStream, mine []*Stack) {
+func checkCode(t *testing.T, s *stackStream, mine []*agentwire.Stack) {
 	t.Helper()
 	hotCodes, inlined := 0, 0
 	for _, c := range s.codes {
@@ -383,15 +384,15 @@ func checkCode(t *testing.T, s *stackStream, mine []*Stack) {
 			if st.PC < c.Start || st.PC >= c.Start+uint64(c.Size) {
 				continue
 			}
-			if slices.ContainsFunc(c.PCs, func(p PCInfo) bool {
-				return slices.ContainsFunc(p.Frames, func(f Frame) bool { return s.is(f.Method, "LSpin;", "hot") })
+			if slices.ContainsFunc(c.PCs, func(p agentwire.PCInfo) bool {
+				return slices.ContainsFunc(p.Frames, func(f agentwire.Frame) bool { return s.is(f.Method, "LSpin;", "hot") })
 			}) {
 				inCode++
 				break
 			}
 		}
 	}
-	interp := slices.ContainsFunc(s.stubs, func(x *Stub) bool { return x.Name == "Interpreter" })
+	interp := slices.ContainsFunc(s.stubs, func(x *agentwire.Stub) bool { return x.Name == "Interpreter" })
 	t.Logf("%d CODE (%d of Spin.hot; %d pcs with hot inlined into outer), %d STUB (interpreter: %v); %d/%d stack pcs inside JIT code of Spin.hot",
 		len(s.codes), hotCodes, inlined, len(s.stubs), interp, inCode, len(mine))
 	if hotCodes == 0 {
@@ -426,7 +427,7 @@ func sendBursts(t *testing.T, pid, tid int) []uint64 {
 }
 
 // burstCost returns the gaps (µs) between consecutive stacks of each burst.
-func burstCost(stacks []*Stack, tid int, starts []uint64) []float64 {
+func burstCost(stacks []*agentwire.Stack, tid int, starts []uint64) []float64 {
 	var gaps []float64
 	for _, b := range starts {
 		var ts []uint64
@@ -461,9 +462,9 @@ func TestStacksStorm(t *testing.T) {
 				}
 				pid := v.cmd.Process.Pid
 				threadNamed(t, pid, "djx-spin")
-				done := make(chan []*Batch, 1)
+				done := make(chan []*agentwire.Batch, 1)
 				go func() {
-					var bs []*Batch
+					var bs []*agentwire.Batch
 					for be := range v.batches {
 						if be.err != nil {
 							break

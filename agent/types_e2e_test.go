@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,39 +11,39 @@ import (
 
 // typesStream collects the data-type records of a stream.
 type typesStream struct {
-	info    *TypesInfo
-	classes map[string]*Class // by signature, the latest
-	byKlass map[uint64]*Class
-	stats   *Stats
+	info    *agentwire.TypesInfo
+	classes map[string]*agentwire.Class // by signature, the latest
+	byKlass map[uint64]*agentwire.Class
+	stats   *agentwire.Stats
 	nclass  int
 	bytes   int // CLASS records, headers included
 }
 
-func (s *typesStream) add(t *testing.T, bs []*Batch) {
+func (s *typesStream) add(t *testing.T, bs []*agentwire.Batch) {
 	t.Helper()
 	if s.classes == nil {
-		s.classes, s.byKlass = map[string]*Class{}, map[uint64]*Class{}
+		s.classes, s.byKlass = map[string]*agentwire.Class{}, map[uint64]*agentwire.Class{}
 	}
 	for _, b := range bs {
 		for _, r := range b.Records {
 			switch r := r.(type) {
-			case *TypesInfo:
+			case *agentwire.TypesInfo:
 				if s.info != nil {
 					t.Fatal("second TYPES_INFO")
 				}
 				s.info = r
-			case *Class:
+			case *agentwire.Class:
 				if s.info == nil || !s.info.OK {
 					t.Fatalf("CLASS %s before an OK TYPES_INFO", r.Sig)
 				}
-				p, _ := AppendRecord(nil, r)
+				p, _ := agentwire.AppendRecord(nil, r)
 				s.bytes += len(p)
 				s.nclass++
 				s.classes[r.Sig] = r
 				s.byKlass[r.Klass] = r
-			case *Stats:
+			case *agentwire.Stats:
 				s.stats = r
-			case *ErrorRec:
+			case *agentwire.ErrorRec:
 				t.Logf("agent error: %s", r.Message)
 			}
 		}
@@ -59,7 +60,7 @@ func (s *typesStream) collect(t *testing.T, v *jvm, what string, have func() boo
 			if !ok || be.err != nil {
 				t.Fatalf("stream ended waiting for %s: %v", what, be.err)
 			}
-			s.add(t, []*Batch{be.b})
+			s.add(t, []*agentwire.Batch{be.b})
 		case <-deadline:
 			t.Fatalf("timeout waiting for %s", what)
 		}
@@ -180,7 +181,7 @@ func TestTypes(t *testing.T) {
 				// A new array class has no event: 'K' brings it.
 				v.send("array")
 				v.line("ARRAY")
-				if _, err := v.conn.Write([]byte{CommandClasses}); err != nil {
+				if _, err := v.conn.Write([]byte{agentwire.CommandClasses}); err != nil {
 					t.Fatal(err)
 				}
 				s.collect(t, v, "[[LTypesSite$Later;", func() bool {

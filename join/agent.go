@@ -3,7 +3,7 @@ package join
 import (
 	"strings"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 )
 
@@ -15,14 +15,14 @@ type agentState struct {
 	interval  uint64 // heap sampling interval now in force
 	initial   uint64 // ... when the agent started
 	raisedAt  uint64 // when the agent first raised it to stay within budget
-	lastAgt   agent.Stats
+	lastAgt   agentwire.Stats
 	capDrops  map[string]uint64 // records dropped by the caps of caps.go, by reason
 	agentErrs []string          // the first ERROR records' texts
 	budgetState
 }
 
 // OnBatch applies one batch of the agent's stream.
-func (j *JVM) OnBatch(b *agent.Batch) {
+func (j *JVM) OnBatch(b *agentwire.Batch) {
 	j.stats.StringsTruncated += uint64(b.StringsCut)
 	j.stats.ListsTruncated += uint64(b.ListsCut)
 	for _, r := range b.Records {
@@ -30,26 +30,26 @@ func (j *JVM) OnBatch(b *agent.Batch) {
 			continue // past a per-JVM cap (caps.go)
 		}
 		switch r := r.(type) {
-		case *agent.Hello:
+		case *agentwire.Hello:
 			j.connected = true
 			j.helloTime = r.Monotonic
 			j.interval, j.initial = r.Interval, r.Interval
 			j.vmName = strings.TrimSpace(r.VMName + " " + r.VMVersion)
 			j.agentStackSig = int(r.StackSignal)
-		case *agent.Method:
+		case *agentwire.Method:
 			lines := make([]jvmsym.LineEntry, len(r.Lines))
 			for i, l := range r.Lines {
 				lines[i] = jvmsym.LineEntry{Start: l.Start, Line: l.Line}
 			}
 			j.syms.Add(r.ID, jvmsym.Method{ClassSig: r.ClassSig, Name: r.Name, Sig: r.Sig, SourceFile: r.SourceFile, Lines: lines})
-		case *agent.Alloc:
+		case *agentwire.Alloc:
 			j.queueTimed(r.Time, r)
-		case *agent.Interval:
+		case *agentwire.Interval:
 			j.queueTimed(r.Time, r)
-		case *agent.Free:
+		case *agentwire.Free:
 			// Stamped at the GC the object died in.
 			j.queueTimed(r.Time, r)
-		case *agent.Reconcile:
+		case *agentwire.Reconcile:
 			t := r.Time
 			if j.rescan && j.lastGCEnd != 0 && j.lastGCEnd <= t {
 				// The addresses hold from the GC's end on: judge the
@@ -58,29 +58,29 @@ func (j *JVM) OnBatch(b *agent.Batch) {
 				j.rescanWait = 0
 			}
 			j.queueTimed(t, r)
-		case *agent.GCFinish:
+		case *agentwire.GCFinish:
 			j.agentGCs++
 			j.lastGCEnd = r.Time
 			if j.rescan {
 				j.rescanWait = r.Time
 			}
-		case *agent.Stack:
+		case *agentwire.Stack:
 			j.onStack(r)
-		case *agent.Code, *agent.CodeUnload, *agent.Stub:
+		case *agentwire.Code, *agentwire.CodeUnload, *agentwire.Stub:
 			j.onCode(r)
-		case *agent.CensusStart, *agent.CensusPath, *agent.CensusEnd:
+		case *agentwire.CensusStart, *agentwire.CensusPath, *agentwire.CensusEnd:
 			j.onCensusRec(r)
-		case *agent.Census:
+		case *agentwire.Census:
 			// Stamped when its address became valid, which may precede
 			// records already queued.
 			j.queueTimed(r.Time, r)
-		case *agent.TypesInfo:
+		case *agentwire.TypesInfo:
 			j.onTypesInfo(r)
-		case *agent.Class:
+		case *agentwire.Class:
 			j.onClass(r)
-		case *agent.Stats:
+		case *agentwire.Stats:
 			j.lastAgt = *r
-		case *agent.ErrorRec:
+		case *agentwire.ErrorRec:
 			j.stats.AgentErrors++
 			j.keepError(r.Message)
 		}
@@ -92,20 +92,20 @@ func (j *JVM) OnBatch(b *agent.Batch) {
 }
 
 // applyTimed applies one time-ordered agent record.
-func (j *JVM) applyTimed(r agent.Record) {
+func (j *JVM) applyTimed(r agentwire.Record) {
 	switch r := r.(type) {
-	case *agent.Alloc:
+	case *agentwire.Alloc:
 		j.onAlloc(r)
-	case *agent.Interval:
+	case *agentwire.Interval:
 		if j.raisedAt == 0 {
 			j.raisedAt = r.Time
 		}
 		j.interval = r.Interval
-	case *agent.Free:
+	case *agentwire.Free:
 		j.onFree(r.Tag)
-	case *agent.Reconcile:
+	case *agentwire.Reconcile:
 		j.onReconcile(r.Objects)
-	case *agent.Census:
+	case *agentwire.Census:
 		j.onCensus(r)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 )
 
 // Per-JVM caps on what an agent's stream can make the loader keep. The
@@ -32,7 +32,7 @@ var (
 	maxAhead = uint64(time.Minute)
 
 	// Byte budgets: the counts above do not bound what a record's strings
-	// and lists hold (the Reader cuts each, see agent.MaxString). Each is
+	// and lists hold (the Reader cuts each, see agentwire.MaxString). Each is
 	// far above a real JVM's: a large one's methods take tens of MiB.
 	maxQueuedBytes     = 1 << 30
 	maxMethodBytes     = 256 << 20
@@ -55,13 +55,13 @@ type budgetState struct {
 
 // queuedBytes estimates what a queued record holds: the record, its
 // strings and lists, and its queue slot.
-func queuedBytes(r agent.Record) int {
+func queuedBytes(r agentwire.Record) int {
 	switch r := r.(type) {
-	case *agent.Alloc:
+	case *agentwire.Alloc:
 		return 128 + len(r.TypeSig) + 16*len(r.Frames)
-	case *agent.Census:
+	case *agentwire.Census:
 		return 128 + len(r.TypeSig)
-	case *agent.Reconcile:
+	case *agentwire.Reconcile:
 		return 64 + 16*len(r.Objects)
 	}
 	return 64
@@ -80,22 +80,22 @@ func (j *JVM) queueFull() (why string, bytes bool) {
 }
 
 // codeBytes estimates what a CODE or STUB record costs the code table.
-func codeBytes(r agent.Record) int {
+func codeBytes(r agentwire.Record) int {
 	switch r := r.(type) {
-	case *agent.Code:
+	case *agentwire.Code:
 		n := 96 + 32*len(r.PCs)
 		for _, p := range r.PCs {
 			n += 16 * len(p.Frames)
 		}
 		return n
-	case *agent.Stub:
+	case *agentwire.Stub:
 		return 96 + len(r.Name)
 	}
 	return 0
 }
 
 // classBytes estimates what a CLASS record costs the class table.
-func classBytes(c *agent.Class) int {
+func classBytes(c *agentwire.Class) int {
 	n := 128 + 2*len(c.Sig)
 	for _, f := range c.Fields {
 		n += 48 + len(f.Name) + len(f.Sig)
@@ -133,30 +133,30 @@ func (j *JVM) admitObject(t, addr uint64, ahead func(uint64) bool) (why string, 
 // admit reports whether record r of a batch with watermark wm is kept,
 // counting it in capDrops otherwise. It keeps the byte counts of the
 // tables that do not keep their own.
-func (j *JVM) admit(r agent.Record, wm uint64) bool {
+func (j *JVM) admit(r agentwire.Record, wm uint64) bool {
 	ahead := func(t uint64) bool {
 		ref := max(j.watermark, wm)
 		return ref != 0 && t > ref+maxAhead
 	}
 	why, bytes := "", false
 	switch r := r.(type) {
-	case *agent.Alloc:
+	case *agentwire.Alloc:
 		why, bytes = j.admitObject(r.Time, r.Addr, ahead)
-	case *agent.Census:
+	case *agentwire.Census:
 		why, bytes = j.admitObject(r.Time, r.Addr, ahead)
-	case *agent.Interval, *agent.Free, *agent.Reconcile:
+	case *agentwire.Interval, *agentwire.Free, *agentwire.Reconcile:
 		if ahead(timeOf(r)) {
 			why = "records stamped in the future"
 		} else {
 			why, bytes = j.queueFull()
 		}
-	case *agent.Method:
+	case *agentwire.Method:
 		if j.syms.Len() >= maxMethods {
 			why = fmt.Sprintf("methods past %d", maxMethods)
 		} else if j.syms.Bytes() >= maxMethodBytes {
 			why, bytes = fmt.Sprintf("methods past %d MiB", maxMethodBytes>>20), true
 		}
-	case *agent.Class:
+	case *agentwire.Class:
 		if j.types == nil {
 			break // not kept
 		}
@@ -172,7 +172,7 @@ func (j *JVM) admit(r agent.Record, wm uint64) bool {
 			j.classBytes += n - j.classSizes[r.Klass]
 			j.classSizes[r.Klass] = n
 		}
-	case *agent.Code, *agent.Stub:
+	case *agentwire.Code, *agentwire.Stub:
 		if max(j.code.Len(), len(j.codeSizes)) >= maxCodeBlobs {
 			why = fmt.Sprintf("code blobs past %d", maxCodeBlobs)
 		} else if j.codeBytes >= maxCodeBytes {
@@ -185,16 +185,16 @@ func (j *JVM) admit(r agent.Record, wm uint64) bool {
 			j.codeBytes += n - j.codeSizes[start]
 			j.codeSizes[start] = n
 		}
-	case *agent.CodeUnload:
+	case *agentwire.CodeUnload:
 		j.codeBytes -= j.codeSizes[r.Start]
 		delete(j.codeSizes, r.Start)
-	case *agent.CensusPath:
+	case *agentwire.CensusPath:
 		if len(j.censusPaths) >= maxCensusPaths {
 			why = fmt.Sprintf("holder chain hops past %d", maxCensusPaths)
 		} else if j.censusPathBytes >= maxCensusPathBytes {
 			why, bytes = fmt.Sprintf("holder chain hops past %d MiB", maxCensusPathBytes>>20), true
 		}
-	case *agent.Stack:
+	case *agentwire.Stack:
 		if q := j.stacks[r.TID]; q == nil && len(j.stacks) >= maxStackThreads {
 			why = fmt.Sprintf("stacks of threads past %d", maxStackThreads)
 		} else if q != nil && len(q.q)-q.head >= maxStackQueue {
@@ -213,24 +213,24 @@ func (j *JVM) admit(r agent.Record, wm uint64) bool {
 }
 
 // timeOf is the time of a record admit checks against the watermark.
-func timeOf(r agent.Record) uint64 {
+func timeOf(r agentwire.Record) uint64 {
 	switch r := r.(type) {
-	case *agent.Interval:
+	case *agentwire.Interval:
 		return r.Time
-	case *agent.Free:
+	case *agentwire.Free:
 		return r.Time
-	case *agent.Reconcile:
+	case *agentwire.Reconcile:
 		return r.Time
 	}
 	return 0
 }
 
 // codeStart is where a CODE or STUB record's code starts.
-func codeStart(r agent.Record) uint64 {
-	if c, ok := r.(*agent.Code); ok {
+func codeStart(r agentwire.Record) uint64 {
+	if c, ok := r.(*agentwire.Code); ok {
 		return c.Start
 	}
-	return r.(*agent.Stub).Start
+	return r.(*agentwire.Stub).Start
 }
 
 // Site indexes internSite returns when it makes no new site.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/heap"
 )
 
@@ -20,9 +20,9 @@ import (
 func TestCapsFutureRecords(t *testing.T) {
 	j := newJVM(1)
 	wm := uint64(10 * time.Second)
-	j.OnBatch(batch(wm, hello(1), alloc(wm+uint64(2*time.Minute), 0x1000, 2048, "[B", agent.Frame{Method: 1}),
-		&agent.Free{Time: wm + uint64(time.Hour), Tag: 1},
-		alloc(wm+1, 0x2000, 2048, "[B", agent.Frame{Method: 1})))
+	j.OnBatch(batch(wm, hello(1), alloc(wm+uint64(2*time.Minute), 0x1000, 2048, "[B", agentwire.Frame{Method: 1}),
+		&agentwire.Free{Time: wm + uint64(time.Hour), Tag: 1},
+		alloc(wm+1, 0x2000, 2048, "[B", agentwire.Frame{Method: 1})))
 	if q := len(j.agentQ) - j.agentH; q > 1 {
 		t.Errorf("%d records queued, want the future ones dropped", q)
 	}
@@ -37,10 +37,10 @@ func TestCapsFutureRecords(t *testing.T) {
 func TestCapsSpreadAllocs(t *testing.T) {
 	j := newJVM(1)
 	j.heap, j.heapKnown = heap.Info{Ranges: []heap.Range{{Start: 0x7000_0000, End: 0x8000_0000}}}, true
-	var recs []agent.Record
-	recs = append(recs, hello(1), alloc(2, 0x7000_1000, 2048, "[B", agent.Frame{Method: 1}))
+	var recs []agentwire.Record
+	recs = append(recs, hello(1), alloc(2, 0x7000_1000, 2048, "[B", agentwire.Frame{Method: 1}))
 	for i := uint64(1); i <= 4096; i++ {
-		recs = append(recs, alloc(2, i<<30|0x1000, 2048, "[B", agent.Frame{Method: 1}))
+		recs = append(recs, alloc(2, i<<30|0x1000, 2048, "[B", agentwire.Frame{Method: 1}))
 	}
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -81,12 +81,12 @@ func TestCapsCounts(t *testing.T) {
 	}(maxObjects, maxSites, maxMethods, maxCodeBlobs, maxStackThreads, maxStackQueue)
 	maxObjects, maxSites, maxMethods, maxCodeBlobs, maxStackThreads, maxStackQueue = 10, 5, 3, 2, 2, 2
 	j := newJVM(1)
-	recs := []agent.Record{hello(1)}
+	recs := []agentwire.Record{hello(1)}
 	for i := uint64(0); i < 20; i++ {
 		recs = append(recs, method(i+1, "LA;", "m", 1),
-			alloc(2, 0x10000+i*0x1000, 2048, "[B", agent.Frame{Method: 1 + i%3}),
-			&agent.Code{Start: 0x1_0000_0000 + i*0x100, Size: 0x10, Method: 1},
-			&agent.Stack{Time: 3, TID: uint32(i % 3), Status: 1})
+			alloc(2, 0x10000+i*0x1000, 2048, "[B", agentwire.Frame{Method: 1 + i%3}),
+			&agentwire.Code{Start: 0x1_0000_0000 + i*0x100, Size: 0x10, Method: 1},
+			&agentwire.Stack{Time: 3, TID: uint32(i % 3), Status: 1})
 	}
 	j.OnBatch(batch(10, recs...))
 	if j.syms.Len() != 3 || j.code.Len() != 2 || len(j.sites) > 5 || len(j.stacks) > 2 {
@@ -113,9 +113,9 @@ func TestCapsCounts(t *testing.T) {
 // the report, the texts shortened and without control characters.
 func TestAgentNotes(t *testing.T) {
 	j := newJVM(1)
-	j.OnBatch(batch(10, hello(1), &agent.Stats{CodeDropped: 7},
-		&agent.ErrorRec{Message: "SetEventNotificationMode failed\n\x1b[31mred"},
-		&agent.ErrorRec{Message: strings.Repeat("x", 1000)}))
+	j.OnBatch(batch(10, hello(1), &agentwire.Stats{CodeDropped: 7},
+		&agentwire.ErrorRec{Message: "SetEventNotificationMode failed\n\x1b[31mred"},
+		&agentwire.ErrorRec{Message: strings.Repeat("x", 1000)}))
 	notes := strings.Join(j.AgentNotes(), "\n")
 	if !strings.Contains(notes, "dropped 7 JIT code records") {
 		t.Errorf("no CodeDropped note: %q", notes)
@@ -134,9 +134,9 @@ func TestCapsClasses(t *testing.T) {
 	defer func(c int) { maxClasses = c }(maxClasses)
 	maxClasses = 4
 	j := newJVM(1)
-	recs := []agent.Record{hello(1), &agent.TypesInfo{OK: true, Fields: true, OopBytes: 4, KlassBytes: 4}}
+	recs := []agentwire.Record{hello(1), &agentwire.TypesInfo{OK: true, Fields: true, OopBytes: 4, KlassBytes: 4}}
 	for i := uint64(0); i < 10; i++ {
-		recs = append(recs, &agent.Class{Klass: 0x1000 * (1 + i%2), Narrow: uint32(i % 2), Sig: fmt.Sprintf("LC%d;", i)})
+		recs = append(recs, &agentwire.Class{Klass: 0x1000 * (1 + i%2), Narrow: uint32(i % 2), Sig: fmt.Sprintf("LC%d;", i)})
 	}
 	j.OnBatch(batch(10, recs...))
 	if n := j.types.Len(); n != 4 {
@@ -151,7 +151,7 @@ func TestCapsClasses(t *testing.T) {
 // for once, not every second: each ask walks every loaded class.
 func TestClassesAskedOnce(t *testing.T) {
 	j := newJVM(1)
-	j.OnBatch(batch(1, hello(1), &agent.TypesInfo{OK: true, Fields: true, OopBytes: 4, KlassBytes: 4}))
+	j.OnBatch(batch(1, hello(1), &agentwire.TypesInfo{OK: true, Fields: true, OopBytes: 4, KlassBytes: 4}))
 	stray := func(k uint64) {
 		if _, _, ok := j.untrackedType(&pending{located: true, klass: k, addr: 0x10010, obj: 0x10000}); ok {
 			t.Fatalf("klass %#x named before it was described", k)
@@ -197,14 +197,14 @@ func methodStream(n, size int) io.Reader {
 		tail = binary.LittleEndian.AppendUint32(tail, 0) // no lines
 		blen := len(head) + size + len(tail)
 		var hdr []byte
-		hdr = binary.LittleEndian.AppendUint32(hdr, agent.Magic)
-		hdr = binary.LittleEndian.AppendUint16(hdr, agent.Version)
+		hdr = binary.LittleEndian.AppendUint32(hdr, agentwire.Magic)
+		hdr = binary.LittleEndian.AppendUint16(hdr, agentwire.Version)
 		hdr = binary.LittleEndian.AppendUint16(hdr, 0)
-		hdr = binary.LittleEndian.AppendUint32(hdr, uint32(agent.RecHeaderLen+blen))
+		hdr = binary.LittleEndian.AppendUint32(hdr, uint32(agentwire.RecHeaderLen+blen))
 		hdr = binary.LittleEndian.AppendUint32(hdr, 1)
 		hdr = binary.LittleEndian.AppendUint64(hdr, 10)
 		hdr = binary.LittleEndian.AppendUint32(hdr, uint32(blen))
-		hdr = binary.LittleEndian.AppendUint16(hdr, uint16(agent.TypeMethod))
+		hdr = binary.LittleEndian.AppendUint16(hdr, uint16(agentwire.TypeMethod))
 		hdr = binary.LittleEndian.AppendUint16(hdr, 0)
 		parts = append(parts, bytes.NewReader(append(hdr, head...)), bytes.NewReader(name), bytes.NewReader(tail))
 	}
@@ -212,10 +212,10 @@ func methodStream(n, size int) io.Reader {
 }
 
 // TestCapsMethodNames: 64 METHOD records naming their methods with 4 MiB
-// each (which kept 256 MiB live) keep at most agent.MaxString bytes a
+// each (which kept 256 MiB live) keep at most agentwire.MaxString bytes a
 // name, and the cuts are counted in the report's stats.
 func TestCapsMethodNames(t *testing.T) {
-	rd := agent.NewReader(methodStream(64, 4<<20))
+	rd := agentwire.NewReader(methodStream(64, 4<<20))
 	j := newJVM(1)
 	for {
 		b, err := rd.Next()
@@ -231,12 +231,12 @@ func TestCapsMethodNames(t *testing.T) {
 		t.Fatalf("%d methods kept, want 64", j.syms.Len())
 	}
 	for id := uint64(1); id <= 64; id++ {
-		if f := j.syms.Resolve(id, 0); len(f.Method) > agent.MaxString {
+		if f := j.syms.Resolve(id, 0); len(f.Method) > agentwire.MaxString {
 			t.Fatalf("method %d: name of %d bytes kept", id, len(f.Method))
 		}
 	}
-	if b := j.syms.Bytes(); b > 64*(agent.MaxString+256) {
-		t.Errorf("methods hold %d bytes, want at most %d", b, 64*(agent.MaxString+256))
+	if b := j.syms.Bytes(); b > 64*(agentwire.MaxString+256) {
+		t.Errorf("methods hold %d bytes, want at most %d", b, 64*(agentwire.MaxString+256))
 	}
 	if st := j.Stats(); st.StringsTruncated != 64 {
 		t.Errorf("strings_truncated %d, want 64", st.StringsTruncated)
@@ -252,18 +252,18 @@ func TestCapsByteBudgets(t *testing.T) {
 	}(maxMethodBytes, maxClassBytes, maxCodeBytes, maxSiteBytes, maxCensusPathBytes)
 	const budget = 64 << 10
 	maxMethodBytes, maxClassBytes, maxCodeBytes, maxSiteBytes, maxCensusPathBytes = budget, budget, budget, budget, budget
-	big := strings.Repeat("x", agent.MaxString)
-	frames := make([]agent.Frame, agent.MaxFrames)
+	big := strings.Repeat("x", agentwire.MaxString)
+	frames := make([]agentwire.Frame, agentwire.MaxFrames)
 	j := newJVM(1)
-	recs := []agent.Record{hello(1), &agent.TypesInfo{OK: true, Fields: true, OopBytes: 4, KlassBytes: 4}}
+	recs := []agentwire.Record{hello(1), &agentwire.TypesInfo{OK: true, Fields: true, OopBytes: 4, KlassBytes: 4}}
 	for i := uint64(0); i < 100; i++ {
-		frames = append([]agent.Frame(nil), frames...)
+		frames = append([]agentwire.Frame(nil), frames...)
 		frames[0].Method = i + 1
 		recs = append(recs,
-			&agent.Method{ID: i + 1, ClassSig: "LA;", Name: big},
-			&agent.Class{Klass: 0x1000 * (i + 1), Sig: big},
-			&agent.Stub{Start: 0x1_0000_0000 + i*0x100, Size: 0x10, Name: big},
-			&agent.CensusPath{ID: uint32(i + 1), Hop: big},
+			&agentwire.Method{ID: i + 1, ClassSig: "LA;", Name: big},
+			&agentwire.Class{Klass: 0x1000 * (i + 1), Sig: big},
+			&agentwire.Stub{Start: 0x1_0000_0000 + i*0x100, Size: 0x10, Name: big},
+			&agentwire.CensusPath{ID: uint32(i + 1), Hop: big},
 			alloc(2, 0x10000+i*0x1000, 2048, "[B", frames...))
 	}
 	j.OnBatch(batch(10, recs...))
@@ -289,7 +289,7 @@ func TestCapsByteBudgets(t *testing.T) {
 	}
 	// What CODE_UNLOAD frees is given back.
 	before := j.codeBytes
-	j.OnBatch(batch(11, &agent.CodeUnload{Start: 0x1_0000_0000}))
+	j.OnBatch(batch(11, &agentwire.CodeUnload{Start: 0x1_0000_0000}))
 	if j.codeBytes >= before {
 		t.Errorf("code bytes %d after an unload, %d before", j.codeBytes, before)
 	}

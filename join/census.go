@@ -3,13 +3,13 @@ package join
 import (
 	"strings"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/report"
 )
 
 // censusState holds the holder chains of the censuses and their runs.
 type censusState struct {
-	censusPaths map[uint32]agent.CensusPath
+	censusPaths map[uint32]agentwire.CensusPath
 	censusHold  uint64 // a census started then and has not ended: the join waits
 	censuses    []censusRun
 }
@@ -23,21 +23,21 @@ const maxCensusPaths = 1 << 22
 
 // onCensusRec applies a census's framing records: the join waits from a
 // census's start until its end, so that samples meet its objects.
-func (j *JVM) onCensusRec(r agent.Record) {
+func (j *JVM) onCensusRec(r agentwire.Record) {
 	switch r := r.(type) {
-	case *agent.CensusStart:
+	case *agentwire.CensusStart:
 		j.censusHold = r.Time
-	case *agent.CensusPath:
+	case *agentwire.CensusPath:
 		// admit (caps.go) bounds their number and bytes.
 		if j.censusPaths == nil {
-			j.censusPaths = make(map[uint32]agent.CensusPath)
+			j.censusPaths = make(map[uint32]agentwire.CensusPath)
 		}
 		if old, ok := j.censusPaths[r.ID]; ok {
 			j.censusPathBytes -= censusPathBytes(&old)
 		}
 		j.censusPaths[r.ID] = *r
 		j.censusPathBytes += censusPathBytes(r)
-	case *agent.CensusEnd:
+	case *agentwire.CensusEnd:
 		wall := uint64(0)
 		if j.censusHold != 0 && r.Time > j.censusHold {
 			wall = r.Time - j.censusHold
@@ -48,18 +48,18 @@ func (j *JVM) onCensusRec(r agent.Record) {
 }
 
 // censusPathBytes estimates what a hop of a holder chain holds.
-func censusPathBytes(p *agent.CensusPath) int { return 64 + len(p.Hop) }
+func censusPathBytes(p *agentwire.CensusPath) int { return 64 + len(p.Hop) }
 
 // censusRun is one census: its end record and how long it took.
 type censusRun struct {
-	agent.CensusEnd
+	agentwire.CensusEnd
 	wallNanos uint64
 }
 
 // onCensus tracks an object the census found, unless it is tracked already
 // (an allocation sampled since the attach, or a census after a GC finding
 // one the sampler caught).
-func (j *JVM) onCensus(c *agent.Census) {
+func (j *JVM) onCensus(c *agentwire.Census) {
 	if o, ok := j.idx.Lookup(c.Addr); ok && j.objs[o.ID].start == c.Addr {
 		j.stats.CensusDuplicates++
 		return
@@ -73,7 +73,7 @@ func (j *JVM) onCensus(c *agent.Census) {
 	j.stats.CensusBytes += c.Size
 }
 
-func (j *JVM) censusSite(c *agent.Census) int32 {
+func (j *JVM) censusSite(c *agentwire.Census) int32 {
 	k := append(j.keyBuf[:0], "census\x00"...)
 	k = append(k, c.TypeSig...)
 	k = append(k, 0, byte(c.Kind), byte(c.Path), byte(c.Path>>8), byte(c.Path>>16), byte(c.Path>>24))
@@ -101,8 +101,8 @@ func (j *JVM) holderChain(id uint32) []string {
 }
 
 // censusSiteName is what the table shows where an allocation site would be.
-func censusSiteName(kind agent.CensusKind) string {
-	if kind == agent.CensusAfterGC {
+func censusSiteName(kind agentwire.CensusKind) string {
+	if kind == agentwire.CensusAfterGC {
 		return "[missed by the heap sampler]"
 	}
 	return "[allocated before attach]"
@@ -114,7 +114,7 @@ func (j *JVM) CensusStats(st *report.Stats, note func(string, ...any)) {
 	for _, c := range j.censuses {
 		st.CensusPauseMs += float64(c.HeapWalkNanos+c.HolderWalkNanos) / 1e6
 		st.CensusPauseMaxMs = max(st.CensusPauseMaxMs, float64(c.PauseMaxNanos)/1e6)
-		if c.Kind == agent.CensusAfterGC {
+		if c.Kind == agentwire.CensusAfterGC {
 			st.Recensuses++
 			continue
 		}
@@ -125,21 +125,21 @@ func (j *JVM) CensusStats(st *report.Stats, note func(string, ...any)) {
 		st.CensusMs = float64(c.wallNanos) / 1e6
 		st.CensusUnreachable = c.Unreachable
 		st.CensusHolders = censusHolderState(c.Status)
-		st.CensusPartial = c.Status&agent.CensusPartial != 0
+		st.CensusPartial = c.Status&agentwire.CensusPartial != 0
 		switch {
-		case c.Status&agent.CensusOverBudget != 0:
+		case c.Status&agentwire.CensusOverBudget != 0:
 			note("no census: the heap walk passed the pause budget (--census-budget) after %d objects; objects allocated before the attach are not tracked (raise --census-budget, or --census on)", c.HeapObjects)
-		case c.Status&agent.CensusPartial != 0:
+		case c.Status&agentwire.CensusPartial != 0:
 			note("census partial, without holders: the heap walk passed the pause budget (--census-budget) before the heap's end; the %d objects it reached are tracked, those past it are not (raise --census-budget, or --census on)", c.Objects)
-		case c.Status&agent.CensusCancelled != 0:
+		case c.Status&agentwire.CensusCancelled != 0:
 			note("census cancelled: objects allocated before the attach are not tracked")
-		case c.Status&agent.CensusFailed != 0:
+		case c.Status&agentwire.CensusFailed != 0:
 			note("census failed (%s): objects allocated before the attach are not tracked", strings.TrimSpace(c.Note))
-		case c.Status&agent.CensusHoldersSkipped != 0:
+		case c.Status&agentwire.CensusHoldersSkipped != 0:
 			note("census without holders: the holder walk over %d objects would take several times the pause budget; raise --census-budget, or --census on", c.HeapObjects)
-		case c.Status&agent.CensusHoldersPartial != 0:
+		case c.Status&agentwire.CensusHoldersPartial != 0:
 			note("census holders partial: the holder walk passed the pause budget; objects it had not reached have no holder")
-		case c.Status&agent.CensusHoldersFailed != 0:
+		case c.Status&agentwire.CensusHoldersFailed != 0:
 			note("census without holders: the JVM refused the holder walk")
 		}
 	}
@@ -151,22 +151,22 @@ func (j *JVM) CensusStats(st *report.Stats, note func(string, ...any)) {
 func (j *JVM) recensusObjects() uint64 {
 	var n uint64
 	for _, c := range j.censuses {
-		if c.Kind == agent.CensusAfterGC {
+		if c.Kind == agentwire.CensusAfterGC {
 			n += c.Objects
 		}
 	}
 	return n
 }
 
-func censusHolderState(s agent.CensusStatus) string {
+func censusHolderState(s agentwire.CensusStatus) string {
 	switch {
-	case s&(agent.CensusOverBudget|agent.CensusCancelled|agent.CensusFailed) != 0:
+	case s&(agentwire.CensusOverBudget|agentwire.CensusCancelled|agentwire.CensusFailed) != 0:
 		return "none"
-	case s&agent.CensusHolders != 0:
+	case s&agentwire.CensusHolders != 0:
 		return "all"
-	case s&agent.CensusHoldersPartial != 0:
+	case s&agentwire.CensusHoldersPartial != 0:
 		return "partial"
-	case s&agent.CensusHoldersSkipped != 0:
+	case s&agentwire.CensusHoldersSkipped != 0:
 		return "skipped"
 	}
 	return "off"

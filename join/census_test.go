@@ -4,13 +4,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/sample"
 )
 
-func censusPath(id, parent uint32, hop string) *agent.CensusPath {
-	return &agent.CensusPath{ID: id, Parent: parent, Hop: hop}
+func censusPath(id, parent uint32, hop string) *agentwire.CensusPath {
+	return &agentwire.CensusPath{ID: id, Parent: parent, Hop: hop}
 }
 
 // A census's objects meet the samples taken from its start on, although its
@@ -19,8 +19,8 @@ func censusPath(id, parent uint32, hop string) *agent.CensusPath {
 // tracked twice.
 func TestJoinCensus(t *testing.T) {
 	j := exactJVM(1)
-	j.OnBatch(batch(100, hello(10), &agent.CensusStart{Time: 100, Kind: agent.CensusAttach},
-		alloc(90, 0x9000_0000, 4096, "[J", agent.Frame{Method: 1})))
+	j.OnBatch(batch(100, hello(10), &agentwire.CensusStart{Time: 100, Kind: agentwire.CensusAttach},
+		alloc(90, 0x9000_0000, 4096, "[J", agentwire.Frame{Method: 1})))
 	j.OnSample(fault(150, 0x5000_0040), sample.PageFaults) // in the map's value
 	j.OnSample(fault(160, 0x6000_0100), sample.PageFaults) // in main's local
 	j.OnSample(fault(170, 0x9000_0010), sample.PageFaults) // the sampled allocation
@@ -34,11 +34,11 @@ func TestJoinCensus(t *testing.T) {
 		censusPath(1, 0, "RealService.index (static)"), censusPath(2, 1, "java.util.HashMap.table"),
 		censusPath(3, 2, "[]"), censusPath(4, 3, "java.util.HashMap$Node.value"),
 		censusPath(5, 0, `RealService.main:54 local #5 (thread "main")`),
-		&agent.Census{Time: 100, Addr: 0x5000_0000, Size: 65552, Tag: 11, Path: 4, Kind: agent.CensusAttach, TypeSig: "[J"},
-		&agent.Census{Time: 100, Addr: 0x5100_0000, Size: 65552, Tag: 12, Path: 4, Kind: agent.CensusAttach, TypeSig: "[J"},
-		&agent.Census{Time: 100, Addr: 0x6000_0000, Size: 16 << 20, Tag: 13, Path: 5, Kind: agent.CensusAttach, TypeSig: "[J"},
-		&agent.Census{Time: 100, Addr: 0x9000_0000, Size: 4096, Tag: 14, Path: 0, Kind: agent.CensusAttach, TypeSig: "[J"},
-		&agent.CensusEnd{Time: 450, Kind: agent.CensusAttach, Status: agent.CensusHolders, Objects: 4, HeapWalkNanos: 2e6, HolderWalkNanos: 9e6, PauseMaxNanos: 9e6, HeapWalkPasses: 1}))
+		&agentwire.Census{Time: 100, Addr: 0x5000_0000, Size: 65552, Tag: 11, Path: 4, Kind: agentwire.CensusAttach, TypeSig: "[J"},
+		&agentwire.Census{Time: 100, Addr: 0x5100_0000, Size: 65552, Tag: 12, Path: 4, Kind: agentwire.CensusAttach, TypeSig: "[J"},
+		&agentwire.Census{Time: 100, Addr: 0x6000_0000, Size: 16 << 20, Tag: 13, Path: 5, Kind: agentwire.CensusAttach, TypeSig: "[J"},
+		&agentwire.Census{Time: 100, Addr: 0x9000_0000, Size: 4096, Tag: 14, Path: 0, Kind: agentwire.CensusAttach, TypeSig: "[J"},
+		&agentwire.CensusEnd{Time: 450, Kind: agentwire.CensusAttach, Status: agentwire.CensusHolders, Objects: 4, HeapWalkNanos: 2e6, HolderWalkNanos: 9e6, PauseMaxNanos: 9e6, HeapWalkPasses: 1}))
 	j.Drain(true)
 	if j.stats.Attributed != 3 || j.stats.CensusObjects != 3 || j.stats.CensusDuplicates != 1 {
 		t.Fatalf("stats %+v", j.stats)
@@ -68,20 +68,20 @@ func TestJoinCensus(t *testing.T) {
 // A census that passed its budget, or dropped its holders, says so.
 func TestCensusNotes(t *testing.T) {
 	for _, tc := range []struct {
-		status  agent.CensusStatus
+		status  agentwire.CensusStatus
 		holders string
 	}{
-		{agent.CensusOverBudget, "none"},
-		{agent.CensusHoldersSkipped, "skipped"},
-		{agent.CensusHoldersPartial, "partial"},
-		{agent.CensusPartial | agent.CensusHoldersSkipped, "skipped"},
+		{agentwire.CensusOverBudget, "none"},
+		{agentwire.CensusHoldersSkipped, "skipped"},
+		{agentwire.CensusHoldersPartial, "partial"},
+		{agentwire.CensusPartial | agentwire.CensusHoldersSkipped, "skipped"},
 	} {
 		j := exactJVM(1)
-		j.OnBatch(batch(100, hello(10), &agent.CensusStart{Time: 20}, &agent.CensusEnd{Time: 90, Status: tc.status, Kind: agent.CensusAttach}))
+		j.OnBatch(batch(100, hello(10), &agentwire.CensusStart{Time: 20}, &agentwire.CensusEnd{Time: 90, Status: tc.status, Kind: agentwire.CensusAttach}))
 		var st report.Stats
 		var notes []string
 		j.CensusStats(&st, func(f string, a ...any) { notes = append(notes, f) })
-		if st.CensusHolders != tc.holders || len(notes) != 1 || st.CensusPartial != (tc.status&agent.CensusPartial != 0) {
+		if st.CensusHolders != tc.holders || len(notes) != 1 || st.CensusPartial != (tc.status&agentwire.CensusPartial != 0) {
 			t.Errorf("status %#x: holders %q, notes %q", tc.status, st.CensusHolders, notes)
 		}
 		if j.censusHold != 0 {

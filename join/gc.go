@@ -1,7 +1,7 @@
 package join
 
 import (
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/objindex"
 )
 
@@ -72,7 +72,7 @@ func (j *JVM) applyGC(g *gcBatch) {
 // a move we missed, and the agent's address wins. The moved objects are
 // all lifted out before any is put back: under sliding compaction one's new
 // place is another's old one.
-func (j *JVM) onReconcile(objs []agent.TagAddr) {
+func (j *JVM) onReconcile(objs []agentwire.TagAddr) {
 	if j.noReconcile {
 		return
 	}

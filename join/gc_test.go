@@ -3,12 +3,12 @@ package join
 import (
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/sample"
 )
 
-func tagged(t, addr, size, tag uint64, method uint64) *agent.Alloc {
-	a := alloc(t, addr, size, "[J", agent.Frame{Method: method})
+func tagged(t, addr, size, tag uint64, method uint64) *agentwire.Alloc {
+	a := alloc(t, addr, size, "[J", agentwire.Frame{Method: method})
 	a.Tag = tag
 	return a
 }
@@ -18,7 +18,7 @@ func tagged(t, addr, size, tag uint64, method uint64) *agent.Alloc {
 // when B's entry comes in a record before A's, both objects survive with
 // their new addresses.
 func TestRescanSlidingCompaction(t *testing.T) {
-	moves := map[string][][]agent.TagAddr{
+	moves := map[string][][]agentwire.TagAddr{
 		"A first":      {{{Tag: 1, Addr: 0x1000}, {Tag: 2, Addr: 0x2000}}},
 		"B first":      {{{Tag: 2, Addr: 0x2000}, {Tag: 1, Addr: 0x1000}}},
 		"two records":  {{{Tag: 2, Addr: 0x2000}}, {{Tag: 1, Addr: 0x1000}}},
@@ -30,10 +30,10 @@ func TestRescanSlidingCompaction(t *testing.T) {
 			j.rescan = true
 			j.OnBatch(batch(5, hello(1), method(1, "LA;", "a", 1), method(2, "LB;", "b", 2),
 				tagged(2, 0x2000, 4096, 1, 1), tagged(3, 0x3000, 4096, 2, 2)))
-			j.OnBatch(batch(20, &agent.GCStart{Time: 10}, &agent.GCFinish{Time: 20}))
-			var rs []agent.Record
+			j.OnBatch(batch(20, &agentwire.GCStart{Time: 10}, &agentwire.GCFinish{Time: 20}))
+			var rs []agentwire.Record
 			for _, objs := range recs {
-				rs = append(rs, &agent.Reconcile{Time: 21, Objects: objs})
+				rs = append(rs, &agentwire.Reconcile{Time: 21, Objects: objs})
 			}
 			j.OnBatch(batch(30, rs...))
 			j.OnSample(fault(40, 0x1010), sample.PageFaults) // A's new place

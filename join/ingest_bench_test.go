@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/loader"
 )
 
@@ -76,9 +76,9 @@ func newIngestRig(b *testing.B) *ingestRig {
 	j := exactJVM(os.Getpid())
 	j.OnBatch(batch(1, hello(1), method(1, "LIngest;", "touch", 1)))
 	base := uint64(uintptr(unsafe.Pointer(&region[0])))
-	recs := make([]agent.Record, 0, ingestRegion/4096)
+	recs := make([]agentwire.Record, 0, ingestRegion/4096)
 	for off := uint64(0); off < ingestRegion; off += 4096 {
-		recs = append(recs, alloc(2, base+off, 2048, "[B", agent.Frame{Method: 1}))
+		recs = append(recs, alloc(2, base+off, 2048, "[B", agentwire.Frame{Method: 1}))
 	}
 	j.OnBatch(batch(2, recs...))
 	r.j = j

@@ -23,7 +23,7 @@ package join
 import (
 	"io"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/decode"
 	"github.com/djx-bpf/djx-bpf/heap"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
@@ -152,7 +152,7 @@ func (j *JVM) Connected() bool { return j.connected }
 func (j *JVM) VMName() string { return j.vmName }
 
 // AgentStats are the agent's last STATS.
-func (j *JVM) AgentStats() agent.Stats { return j.lastAgt }
+func (j *JVM) AgentStats() agentwire.Stats { return j.lastAgt }
 
 // Samples is the number of samples of the JVM joined so far.
 func (j *JVM) Samples() uint64 { return j.stats.Samples }

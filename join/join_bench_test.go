@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/heap"
 	"github.com/djx-bpf/djx-bpf/sample"
 )
@@ -32,7 +32,7 @@ func benchJVM(b *testing.B, n int, stackSig bool) *JVM {
 	if stackSig {
 		h.StackSignal = 23
 	}
-	recs := []agent.Record{h}
+	recs := []agentwire.Record{h}
 	for m := uint64(1); m <= 64; m++ {
 		recs = append(recs, method(m, "LBench;", fmt.Sprintf("m%d", m), int32(m)))
 	}
@@ -42,10 +42,10 @@ func benchJVM(b *testing.B, n int, stackSig bool) *JVM {
 	}
 	const per = 4096
 	for lo := 0; lo < n; lo += per {
-		rs := make([]agent.Record, 0, per)
+		rs := make([]agentwire.Record, 0, per)
 		for i := lo; i < min(n, lo+per); i++ {
 			site := uint64(i % 16)
-			rs = append(rs, alloc(2, benchHeap+uint64(i)*benchSlot, benchSize(i), "[J", agent.Frame{Method: 1 + site, BCI: 3}, agent.Frame{Method: 40}))
+			rs = append(rs, alloc(2, benchHeap+uint64(i)*benchSlot, benchSize(i), "[J", agentwire.Frame{Method: 1 + site, BCI: 3}, agentwire.Frame{Method: 40}))
 		}
 		j.OnBatch(batch(2, rs...))
 	}
@@ -150,17 +150,17 @@ func BenchmarkJoinStacks(b *testing.B) {
 		b.Run(fmt.Sprintf("objs=%d", n), func(b *testing.B) {
 			j := benchJVM(b, n, true)
 			addrs := benchAddrs(n)
-			paths := make([][]agent.Frame, 64)
+			paths := make([][]agentwire.Frame, 64)
 			for p := range paths {
 				for d := 0; d < 8; d++ {
-					paths[p] = append(paths[p], agent.Frame{Method: uint64(1 + (p+d)%64), BCI: int64(d * 4)})
+					paths[p] = append(paths[p], agentwire.Frame{Method: uint64(1 + (p+d)%64), BCI: int64(d * 4)})
 				}
 			}
-			stacks := make([]*agent.Stack, benchChunk)
+			stacks := make([]*agentwire.Stack, benchChunk)
 			for i := range stacks {
-				stacks[i] = &agent.Stack{}
+				stacks[i] = &agentwire.Stack{}
 			}
-			recs := make([]agent.Record, benchChunk)
+			recs := make([]agentwire.Record, benchChunk)
 			var s sample.Sample
 			const dt = 1000 // ns between samples
 			t := uint64(1_000_000)
@@ -173,7 +173,7 @@ func BenchmarkJoinStacks(b *testing.B) {
 				s.Time, s.Addr, s.Regs[16], s.TID = t, addrs[i&(len(addrs)-1)], ip, tid
 				j.OnSample(&s, sample.PageFaults)
 				st := stacks[k]
-				*st = agent.Stack{Time: t + 20, TID: tid, PC: ip, Status: 8, Frames: paths[i%64]}
+				*st = agentwire.Stack{Time: t + 20, TID: tid, PC: ip, Status: 8, Frames: paths[i%64]}
 				recs[k] = st
 				t += dt
 				if k == benchChunk-1 {
@@ -181,7 +181,7 @@ func BenchmarkJoinStacks(b *testing.B) {
 					// chunk's samples are judged now.
 					j.OnBatch(batch(t+stackGrace, recs...))
 					for x := range stacks {
-						stacks[x] = &agent.Stack{}
+						stacks[x] = &agentwire.Stack{}
 					}
 				}
 			}
@@ -273,10 +273,10 @@ func benchDecodeHeap(b *testing.B, typed bool) {
 	j.heap = heap.Info{GC: "G1", Ranges: []heap.Range{{Start: lo, End: hi}}}
 	j.heapKnown = true
 	if typed {
-		j.onTypesInfo(&agent.TypesInfo{OK: true, Fields: true, OopBytes: 4, OopShift: 3, KlassBytes: 4})
+		j.onTypesInfo(&agentwire.TypesInfo{OK: true, Fields: true, OopBytes: 4, OopShift: 3, KlassBytes: 4})
 		for k := uint32(1); k <= 4096; k++ {
-			j.onClass(&agent.Class{Klass: 0x8_0000_0000 + uint64(k)<<6, Narrow: k << 6, Sig: fmt.Sprintf("LBench%d;", k),
-				Fields: []agent.Field{{Offset: 12, Name: "a", Sig: "I"}, {Offset: 16, Name: "b", Sig: "J"}, {Offset: 24, Name: "c", Sig: "Ljava/lang/Object;"}}})
+			j.onClass(&agentwire.Class{Klass: 0x8_0000_0000 + uint64(k)<<6, Narrow: k << 6, Sig: fmt.Sprintf("LBench%d;", k),
+				Fields: []agentwire.Field{{Offset: 12, Name: "a", Sig: "I"}, {Offset: 16, Name: "b", Sig: "J"}, {Offset: 24, Name: "c", Sig: "Ljava/lang/Object;"}}})
 		}
 	}
 	var s sample.Sample

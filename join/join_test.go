@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/heap"
 	"github.com/djx-bpf/djx-bpf/sample"
 )
@@ -22,16 +22,16 @@ func TestCaptureWeight(t *testing.T) {
 	}
 }
 
-func hello(t uint64) *agent.Hello {
-	return &agent.Hello{ProtoVersion: 1, Interval: 1024, MinSize: 1024, Monotonic: t, VMName: "VM", VMVersion: "17"}
+func hello(t uint64) *agentwire.Hello {
+	return &agentwire.Hello{ProtoVersion: 1, Interval: 1024, MinSize: 1024, Monotonic: t, VMName: "VM", VMVersion: "17"}
 }
 
-func method(id uint64, class, name string, line int32) *agent.Method {
-	return &agent.Method{ID: id, ClassSig: class, Name: name, Lines: []agent.LineEntry{{Start: 0, Line: line}}}
+func method(id uint64, class, name string, line int32) *agentwire.Method {
+	return &agentwire.Method{ID: id, ClassSig: class, Name: name, Lines: []agentwire.LineEntry{{Start: 0, Line: line}}}
 }
 
-func alloc(t, addr, size uint64, typ string, frames ...agent.Frame) *agent.Alloc {
-	return &agent.Alloc{Time: t, Addr: addr, Size: size, TypeSig: typ, Frames: frames}
+func alloc(t, addr, size uint64, typ string, frames ...agentwire.Frame) *agentwire.Alloc {
+	return &agentwire.Alloc{Time: t, Addr: addr, Size: size, TypeSig: typ, Frames: frames}
 }
 
 func fault(t, addr uint64) *sample.Sample { return &sample.Sample{Time: t, Addr: addr} }
@@ -50,7 +50,7 @@ func TestJoinPageFaultBeforeAllocRecord(t *testing.T) {
 	j := newJVM(1)
 	j.OnBatch(batch(1_000_000, hello(1)))
 	j.OnSample(fault(2_000_000, 0x5000_1000), sample.PageFaults)
-	j.OnBatch(batch(2_500_000, alloc(2_400_000, 0x5000_0000, 1<<20, "[J", agent.Frame{Method: 1})))
+	j.OnBatch(batch(2_500_000, alloc(2_400_000, 0x5000_0000, 1<<20, "[J", agentwire.Frame{Method: 1})))
 	j.RelocComplete(1 << 40)
 	j.OnBatch(batch(1 << 40))
 	if j.stats.Attributed != 1 {
@@ -58,8 +58,8 @@ func TestJoinPageFaultBeforeAllocRecord(t *testing.T) {
 	}
 }
 
-func batch(wm uint64, recs ...agent.Record) *agent.Batch {
-	return &agent.Batch{Watermark: wm, Records: recs}
+func batch(wm uint64, recs ...agentwire.Record) *agentwire.Batch {
+	return &agentwire.Batch{Watermark: wm, Records: recs}
 }
 
 func TestJoinWaitsForWatermark(t *testing.T) {
@@ -71,7 +71,7 @@ func TestJoinWaitsForWatermark(t *testing.T) {
 	if j.stats.Attributed != 0 || len(j.queue)-j.head != 1 {
 		t.Fatalf("sample attributed before the watermark passed it: %+v", j.stats)
 	}
-	j.OnBatch(batch(200, alloc(140, 0x1000_0000, 4096, "[J", agent.Frame{Method: 7, BCI: 3}, agent.Frame{Method: 8, BCI: 9})))
+	j.OnBatch(batch(200, alloc(140, 0x1000_0000, 4096, "[J", agentwire.Frame{Method: 7, BCI: 3}, agentwire.Frame{Method: 8, BCI: 9})))
 	if j.stats.Attributed != 1 {
 		t.Fatalf("sample not attributed once the watermark passed: %+v", j.stats)
 	}
@@ -105,10 +105,10 @@ func TestJoinWaitsForWatermark(t *testing.T) {
 func TestJoinWaitsForSampleStream(t *testing.T) {
 	j := exactJVM(1)
 	j.sampleStream = true
-	j.OnBatch(batch(10, hello(1), alloc(2, 0x2000, 4096, "[B", agent.Frame{Method: 1})))
+	j.OnBatch(batch(10, hello(1), alloc(2, 0x2000, 4096, "[B", agentwire.Frame{Method: 1})))
 	j.SamplesComplete(12)
 	// The memory is reused at 20; the agent's stream is complete to 100.
-	j.OnBatch(batch(100, alloc(20, 0x2000, 4096, "[I", agent.Frame{Method: 2})))
+	j.OnBatch(batch(100, alloc(20, 0x2000, 4096, "[I", agentwire.Frame{Method: 2})))
 	if j.drained > 12 {
 		t.Fatalf("horizon %d ran past the sample stream (12)", j.drained)
 	}
@@ -126,8 +126,8 @@ func TestJoinWaitsForSampleStream(t *testing.T) {
 
 	// Without the sample stream's bound, the first sample comes too late.
 	k := exactJVM(1)
-	k.OnBatch(batch(10, hello(1), alloc(2, 0x2000, 4096, "[B", agent.Frame{Method: 1})))
-	k.OnBatch(batch(100, alloc(20, 0x2000, 4096, "[I", agent.Frame{Method: 2})))
+	k.OnBatch(batch(10, hello(1), alloc(2, 0x2000, 4096, "[B", agentwire.Frame{Method: 1})))
+	k.OnBatch(batch(100, alloc(20, 0x2000, 4096, "[I", agentwire.Frame{Method: 2})))
 	k.OnSample(fault(15, 0x2100), sample.PageFaults)
 	k.Drain(true)
 	if k.stats.Late != 1 || k.stats.LateMaxMs <= 0 {
@@ -138,9 +138,9 @@ func TestJoinWaitsForSampleStream(t *testing.T) {
 func TestJoinReuseChargesNewObject(t *testing.T) {
 	j := exactJVM(1)
 	j.OnBatch(batch(10, hello(1),
-		alloc(2, 0x2000, 2048, "[B", agent.Frame{Method: 1}),
+		alloc(2, 0x2000, 2048, "[B", agentwire.Frame{Method: 1}),
 		// Memory reused by a new object at another site.
-		alloc(5, 0x2000, 4096, "[I", agent.Frame{Method: 2}),
+		alloc(5, 0x2000, 4096, "[I", agentwire.Frame{Method: 2}),
 	))
 	j.OnSample(fault(8, 0x2100), sample.PageFaults)
 	j.Drain(true)
@@ -161,8 +161,8 @@ func TestJoinReuseChargesNewObject(t *testing.T) {
 func TestJoinMergesBCIsOfOneLine(t *testing.T) {
 	j := newJVM(1)
 	j.OnBatch(batch(10, hello(1), method(1, "LA;", "f", 5),
-		alloc(2, 0x1000, 2048, "[B", agent.Frame{Method: 1, BCI: 1}),
-		alloc(3, 0x9000, 2048, "[B", agent.Frame{Method: 1, BCI: 2})))
+		alloc(2, 0x1000, 2048, "[B", agentwire.Frame{Method: 1, BCI: 1}),
+		alloc(3, 0x9000, 2048, "[B", agentwire.Frame{Method: 1, BCI: 2})))
 	if objs := j.Report(); len(objs) != 1 || objs[0].Objects != 2 {
 		t.Fatalf("same line, two bcis: %+v", objs)
 	}
@@ -171,7 +171,7 @@ func TestJoinMergesBCIsOfOneLine(t *testing.T) {
 func TestJoinDecodeAndHeap(t *testing.T) {
 	j := newJVM(1)
 	j.heap, j.heapKnown = heap.Info{Ranges: []heap.Range{{Start: 0x7000_0000, End: 0x8000_0000}}}, true
-	j.OnBatch(batch(10, hello(1), alloc(2, 0x7000_1000, 1<<20, "[J", agent.Frame{Method: 1})))
+	j.OnBatch(batch(10, hello(1), alloc(2, 0x7000_1000, 1<<20, "[J", agentwire.Frame{Method: 1})))
 	// mov 0x10(%rax,%rcx,8),%rdx with rax = 0x70001000, rcx = 3.
 	s := &sample.Sample{Time: 5, Flags: sample.FlagAtOK}
 	copy(s.At[:], []byte{0x48, 0x8b, 0x54, 0xc8, 0x10, 0x90, 0x90, 0x90})
@@ -202,8 +202,8 @@ func TestJoinAppliesGCMovesInTimeOrder(t *testing.T) {
 	j.OnSample(fault(50, 0x9010), sample.PageFaults) // after the GC: new place
 	j.OnSample(fault(70, 0x1010), sample.PageFaults) // after B reused the old place
 	j.OnBatch(batch(100,
-		alloc(10, 0x1000, 4096, "[J", agent.Frame{Method: 1}),
-		alloc(60, 0x1000, 4096, "[D", agent.Frame{Method: 2})))
+		alloc(10, 0x1000, 4096, "[J", agentwire.Frame{Method: 1}),
+		alloc(60, 0x1000, 4096, "[D", agentwire.Frame{Method: 2})))
 	if j.stats.Attributed != 0 {
 		t.Fatalf("attributed %d samples while a GC was still open", j.stats.Attributed)
 	}

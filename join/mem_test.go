@@ -3,7 +3,7 @@ package join
 import (
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/numa"
 	"github.com/djx-bpf/djx-bpf/sample"
 )
@@ -28,7 +28,7 @@ func (fakePages) Query(pid int, addrs []uint64) ([]int, error) {
 func TestMemMetricsAndNUMA(t *testing.T) {
 	j := exactJVM(1)
 	j.numa = &NUMA{topo: numa.NewTopology(map[int]int{0: 0, 1: 1}), pages: numa.NewCache(fakePages{}, numa.DefaultMaxAge)}
-	j.OnBatch(batch(100, hello(100), alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7})))
+	j.OnBatch(batch(100, hello(100), alloc(110, 0x1000_0000, 1<<20, "[J", agentwire.Frame{Method: 7})))
 	for i, cpu := range []uint32{0, 0, 1} {
 		s := tsample(uint64(1000+i), 0x1000_0000+uint64(i)*4096, 0xA0, 5)
 		s.CPU = cpu

@@ -3,7 +3,7 @@ package join
 import (
 	"math"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/objindex"
 	"github.com/djx-bpf/djx-bpf/report"
 )
@@ -35,9 +35,9 @@ type object struct {
 // (holder chain, type) pair.
 type site struct {
 	typeSig    string
-	frames     []agent.Frame
-	census     agent.CensusKind // 0: sampled allocations
-	holder     uint32           // census: the holder chain (agent.CensusPath ID)
+	frames     []agentwire.Frame
+	census     agentwire.CensusKind // 0: sampled allocations
+	holder     uint32               // census: the holder chain (agentwire.CensusPath ID)
 	objects    uint64
 	bytes      uint64
 	estObjects float64
@@ -64,7 +64,7 @@ func captureWeight(size, interval uint64) float64 {
 	return 1 / p
 }
 
-func (j *JVM) siteOf(a *agent.Alloc) int32 {
+func (j *JVM) siteOf(a *agentwire.Alloc) int32 {
 	k := append(j.keyBuf[:0], a.TypeSig...)
 	k = append(k, 0)
 	for _, f := range a.Frames {
@@ -76,7 +76,7 @@ func (j *JVM) siteOf(a *agent.Alloc) int32 {
 		}
 	}
 	return j.internSite(k, func() *site {
-		return &site{typeSig: a.TypeSig, frames: append([]agent.Frame(nil), a.Frames...)}
+		return &site{typeSig: a.TypeSig, frames: append([]agentwire.Frame(nil), a.Frames...)}
 	})
 }
 
@@ -105,7 +105,7 @@ func (j *JVM) internSite(k []byte, mk func() *site) int32 {
 // siteOverhead estimates a site's struct, pointer and index entry.
 const siteOverhead = 256
 
-func (j *JVM) onAlloc(a *agent.Alloc) {
+func (j *JVM) onAlloc(a *agentwire.Alloc) {
 	si := j.siteOf(a)
 	if !j.roomForObject(si) {
 		return // past a per-JVM cap (caps.go)

@@ -5,23 +5,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 )
 
 // lateFreeStream is a batch of queued ALLOCs stamped a little ahead of the
 // watermark, and a batch of FREEs stamped before them, each of which lands
 // in front of every queued ALLOC.
-func lateFreeStream(queued, frees int) (allocs, late *agent.Batch) {
+func lateFreeStream(queued, frees int) (allocs, late *agentwire.Batch) {
 	wm := uint64(10 * time.Second)
 	ahead := wm + uint64(30*time.Second)
-	allocs = &agent.Batch{Watermark: wm, Records: make([]agent.Record, 0, queued+1)}
+	allocs = &agentwire.Batch{Watermark: wm, Records: make([]agentwire.Record, 0, queued+1)}
 	allocs.Records = append(allocs.Records, hello(1))
 	for i := 0; i < queued; i++ {
-		allocs.Records = append(allocs.Records, &agent.Alloc{Time: ahead + uint64(i), Addr: 0x1000_0000 + uint64(i)*32, Size: 32, TypeSig: "[B", Tag: uint64(i + 1)})
+		allocs.Records = append(allocs.Records, &agentwire.Alloc{Time: ahead + uint64(i), Addr: 0x1000_0000 + uint64(i)*32, Size: 32, TypeSig: "[B", Tag: uint64(i + 1)})
 	}
-	late = &agent.Batch{Watermark: wm, Records: make([]agent.Record, 0, frees)}
+	late = &agentwire.Batch{Watermark: wm, Records: make([]agentwire.Record, 0, frees)}
 	for i := 0; i < frees; i++ {
-		late.Records = append(late.Records, &agent.Free{Time: wm + uint64(time.Second) + uint64(i), Tag: uint64(i + 1)})
+		late.Records = append(late.Records, &agentwire.Free{Time: wm + uint64(time.Second) + uint64(i), Tag: uint64(i + 1)})
 	}
 	return allocs, late
 }

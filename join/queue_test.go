@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 )
 
 // TestQueueLateFreesHeap: FREEs stamped before a million queued ALLOCs go
@@ -78,11 +78,11 @@ func checkQueueOrder(t *testing.T, ops []byte) {
 	t.Helper()
 	j := newJVM(1)
 	var ref []timedRec // the sorted insert: after every record of time ≤ t
-	var got, want []agent.Record
+	var got, want []agentwire.Record
 	tail := uint64(100)
 	for step := 0; step+1 < len(ops); step += 2 {
 		kind, arg := ops[step]%10, uint64(ops[step+1])
-		r := &agent.Free{Tag: uint64(step)}
+		r := &agentwire.Free{Tag: uint64(step)}
 		var at uint64
 		switch {
 		case kind < 5: // in order (ALLOC, INTERVAL)
@@ -118,7 +118,7 @@ func checkQueueOrder(t *testing.T, ops []byte) {
 	}
 	for i := range got {
 		if got[i] != want[i] {
-			t.Fatalf("record %d is FREE %d, want FREE %d", i, got[i].(*agent.Free).Tag, want[i].(*agent.Free).Tag)
+			t.Fatalf("record %d is FREE %d, want FREE %d", i, got[i].(*agentwire.Free).Tag, want[i].(*agentwire.Free).Tag)
 		}
 	}
 }
@@ -130,9 +130,9 @@ func TestCapsReconcileQueued(t *testing.T) {
 	maxQueued = 10
 	j := newJVM(1)
 	wm := uint64(10 * time.Second)
-	recs := []agent.Record{hello(1)}
+	recs := []agentwire.Record{hello(1)}
 	for i := uint64(0); i < 20; i++ {
-		recs = append(recs, &agent.Reconcile{Time: wm + 1 + i}, &agent.Interval{Time: wm + 1 + i, Interval: 4096})
+		recs = append(recs, &agentwire.Reconcile{Time: wm + 1 + i}, &agentwire.Interval{Time: wm + 1 + i, Interval: 4096})
 	}
 	j.OnBatch(batch(wm, recs...))
 	if n := j.queuedLen(); n != 10 {
@@ -153,11 +153,11 @@ func TestCapsQueueBytes(t *testing.T) {
 	maxQueuedBytes = 1 << 20
 	j := newJVM(1)
 	wm := uint64(10 * time.Second)
-	objs := make([]agent.TagAddr, 16<<10) // 256 KiB each
+	objs := make([]agentwire.TagAddr, 16<<10) // 256 KiB each
 	for i := uint64(0); i < 16; i++ {
-		j.OnBatch(batch(wm, &agent.Reconcile{Time: wm + 1 + i, Objects: objs}))
+		j.OnBatch(batch(wm, &agentwire.Reconcile{Time: wm + 1 + i, Objects: objs}))
 	}
-	if j.queuedSize > maxQueuedBytes+queuedBytes(&agent.Reconcile{Objects: objs}) || j.queuedLen() != 4 {
+	if j.queuedSize > maxQueuedBytes+queuedBytes(&agentwire.Reconcile{Objects: objs}) || j.queuedLen() != 4 {
 		t.Errorf("%d records of %d bytes queued, budget %d", j.queuedLen(), j.queuedSize, maxQueuedBytes)
 	}
 	if st := j.Stats(); st.RecordsDroppedBytes != 12 || !strings.Contains(j.capNote(), "12 records past 1 MiB queued") {

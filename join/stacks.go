@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/report"
 )
@@ -49,7 +49,7 @@ type stackKey struct {
 type lastStack struct {
 	time   uint64
 	method uint64 // the blob's root method
-	frames []agent.Frame
+	frames []agentwire.Frame
 }
 
 // stackGrace is how long a sample waits, beyond the agent's watermark, for
@@ -90,7 +90,7 @@ type accessSet map[string]*access
 
 // stackQ holds one thread's stacks in arrival (= time) order.
 type stackQ struct {
-	q    []*agent.Stack
+	q    []*agentwire.Stack
 	head int
 }
 
@@ -98,36 +98,36 @@ type stackQ struct {
 // for stats and placeholder frames.
 func stackReason(status int32) string {
 	switch status {
-	case agent.StackNoJavaFrame:
+	case agentwire.StackNoJavaFrame:
 		return "no Java frames"
-	case agent.StackNoClassLoad:
+	case agentwire.StackNoClassLoad:
 		return "no class-load events"
-	case agent.StackGCActive:
+	case agentwire.StackGCActive:
 		return "GC active"
-	case agent.StackUnknownNotJava:
+	case agentwire.StackUnknownNotJava:
 		return "unknown, not in Java"
-	case agent.StackNotWalkableNot:
+	case agentwire.StackNotWalkableNot:
 		return "not walkable, not in Java"
-	case agent.StackUnknownJava:
+	case agentwire.StackUnknownJava:
 		return "unknown, in Java"
-	case agent.StackNotWalkableJ:
+	case agentwire.StackNotWalkableJ:
 		return "not walkable, in Java"
-	case agent.StackUnknownState:
+	case agentwire.StackUnknownState:
 		return "unknown thread state"
-	case agent.StackThreadExit:
+	case agentwire.StackThreadExit:
 		return "thread exiting"
-	case agent.StackDeopt:
+	case agentwire.StackDeopt:
 		return "deoptimizing"
-	case agent.StackSafepoint:
+	case agentwire.StackSafepoint:
 		return "at a safepoint"
-	case agent.StackNoEnv:
+	case agentwire.StackNoEnv:
 		return "thread without JNIEnv"
 	}
 	return "AsyncGetCallTrace error " + strconv.Itoa(int(status))
 }
 
 // onStack queues a stack for the sample of its thread.
-func (j *JVM) onStack(st *agent.Stack) {
+func (j *JVM) onStack(st *agentwire.Stack) {
 	j.stats.Stacks++
 	hostTID := true
 	if j.hostTID != nil {
@@ -144,7 +144,7 @@ func (j *JVM) onStack(st *agent.Stack) {
 			j.stats.StackErrors = make(map[string]uint64)
 		}
 		j.stats.StackErrors[stackReason(st.Status)]++
-		if st.Status == agent.StackNoEnv && j.noJava != nil && hostTID {
+		if st.Status == agentwire.StackNoEnv && j.noJava != nil && hostTID {
 			if _, done := j.noJavaTIDs[st.TID]; !done {
 				if j.noJavaTIDs == nil {
 					j.noJavaTIDs = make(map[uint32]struct{})
@@ -163,9 +163,9 @@ func (j *JVM) onStack(st *agent.Stack) {
 }
 
 // onCode keeps the JIT code map current.
-func (j *JVM) onCode(r agent.Record) {
+func (j *JVM) onCode(r agentwire.Record) {
 	switch r := r.(type) {
-	case *agent.Code:
+	case *agentwire.Code:
 		pcs := make([]jvmsym.PCFrames, len(r.PCs))
 		for i, p := range r.PCs {
 			fr := make([]jvmsym.RawFrame, len(p.Frames))
@@ -176,9 +176,9 @@ func (j *JVM) onCode(r agent.Record) {
 		}
 		j.code.AddCode(r.Start, uint64(r.Size), r.Method, pcs)
 		j.stats.JITCode++
-	case *agent.CodeUnload:
+	case *agentwire.CodeUnload:
 		j.code.RemoveCode(r.Start)
-	case *agent.Stub:
+	case *agentwire.Stub:
 		j.code.AddStub(r.Start, uint64(r.Size), r.Name)
 	}
 }
@@ -186,7 +186,7 @@ func (j *JVM) onCode(r agent.Record) {
 // takeStack finds the stack that the sample (tid, t, ip) asked for: the
 // thread's first stack stamped at or after t, if it was taken at the same
 // pc. Earlier stacks belong to samples that never claimed them.
-func (j *JVM) takeStack(tid uint32, t, ip uint64) *agent.Stack {
+func (j *JVM) takeStack(tid uint32, t, ip uint64) *agentwire.Stack {
 	q := j.stacks[tid]
 	if q == nil {
 		return nil
@@ -246,7 +246,7 @@ func (j *JVM) pruneStacks(h uint64, final bool) {
 // a placeholder that says why the stack is missing.
 func (j *JVM) accessPath(p *pending) []pathFrame {
 	fr := j.pathBuf[:0]
-	var st *agent.Stack
+	var st *agentwire.Stack
 	asked := j.stackSig != 0 && p.stime >= j.stacksFrom
 	if asked && !p.noStack {
 		st = j.takeStack(p.tid, p.stime, p.ip)
@@ -303,7 +303,7 @@ func (j *JVM) accessPath(p *pending) []pathFrame {
 
 // keepStack remembers st, the Java stack of sample p taken in the code hit,
 // as its thread's last one in that code when it is compiled Java code.
-func (j *JVM) keepStack(p *pending, hit jvmsym.CodeHit, st *agent.Stack) {
+func (j *JVM) keepStack(p *pending, hit jvmsym.CodeHit, st *agentwire.Stack) {
 	if hit.Stub != "" {
 		return
 	}
@@ -351,7 +351,7 @@ func (j *JVM) borrowStack(p *pending, fr []pathFrame) ([]pathFrame, bool) {
 // instruction after the load (often the next iteration's first line);
 // the access instruction's own descriptor names its line and inlining. It
 // returns the new innermost frames and the caller frames that follow.
-func (j *JVM) refineLeaf(p *pending, frames []agent.Frame) ([]jvmsym.RawFrame, []agent.Frame, bool) {
+func (j *JVM) refineLeaf(p *pending, frames []agentwire.Frame) ([]jvmsym.RawFrame, []agentwire.Frame, bool) {
 	if p.accessPC == 0 || len(frames) == 0 {
 		return nil, nil, false
 	}

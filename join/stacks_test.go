@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/sample"
 )
@@ -28,16 +28,16 @@ func tsample(t, addr, ip uint64, tid uint32) *sample.Sample {
 	return s
 }
 
-func stack(t uint64, tid uint32, pc uint64, frames ...agent.Frame) *agent.Stack {
-	return &agent.Stack{Time: t, TID: tid, Status: int32(len(frames)), PC: pc, Frames: frames}
+func stack(t uint64, tid uint32, pc uint64, frames ...agentwire.Frame) *agentwire.Stack {
+	return &agentwire.Stack{Time: t, TID: tid, Status: int32(len(frames)), PC: pc, Frames: frames}
 }
 
 func TestStacksJoinBySameThreadAndPC(t *testing.T) {
 	j := stackJVM()
-	a := alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}, agent.Frame{Method: 8})
+	a := alloc(110, 0x1000_0000, 1<<20, "[J", agentwire.Frame{Method: 7}, agentwire.Frame{Method: 8})
 	j.OnBatch(batch(120, a))
-	scanA := []agent.Frame{{Method: 20, BCI: 5}, {Method: 22, BCI: 2}}
-	scanB := []agent.Frame{{Method: 21, BCI: 5}, {Method: 22, BCI: 9}}
+	scanA := []agentwire.Frame{{Method: 20, BCI: 5}, {Method: 22, BCI: 2}}
+	scanB := []agentwire.Frame{{Method: 21, BCI: 5}, {Method: 22, BCI: 9}}
 	// Thread 5: three samples in scanA, one in scanB; thread 6 in scanA
 	// (the same path from another thread merges).
 	j.OnSample(tsample(1000, 0x1000_0008, 0xA0, 5), sample.PageFaults)
@@ -53,7 +53,7 @@ func TestStacksJoinBySameThreadAndPC(t *testing.T) {
 	j.OnBatch(batch(7000,
 		stack(1020, 5, 0xA0, scanA...), stack(2020, 5, 0xA0, scanA...), stack(2120, 6, 0xA0, scanA...),
 		stack(3020, 5, 0xB0, scanB...), stack(5020, 5, 0xA0, scanA...),
-		&agent.Stack{Time: 6020, TID: 5, Status: agent.StackGCActive, PC: 0xC0},
+		&agentwire.Stack{Time: 6020, TID: 5, Status: agentwire.StackGCActive, PC: 0xC0},
 		// A stack whose sample was dropped: never claimed.
 		stack(6500, 5, 0xD0, scanB...)))
 	j.Drain(true)
@@ -90,17 +90,17 @@ func TestStacksJoinBySameThreadAndPC(t *testing.T) {
 func TestStackFallbackFromJITCode(t *testing.T) {
 	j := stackJVM()
 	j.OnBatch(batch(120,
-		alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}),
-		&agent.Code{Time: 111, Method: 22, Start: 0x7000, Size: 0x100, PCs: []agent.PCInfo{
-			{PC: 0x7010, Frames: []agent.Frame{{Method: 20, BCI: 5}, {Method: 22, BCI: 2}}},
-			{PC: 0x7080, Frames: []agent.Frame{{Method: 22, BCI: 9}}},
+		alloc(110, 0x1000_0000, 1<<20, "[J", agentwire.Frame{Method: 7}),
+		&agentwire.Code{Time: 111, Method: 22, Start: 0x7000, Size: 0x100, PCs: []agentwire.PCInfo{
+			{PC: 0x7010, Frames: []agentwire.Frame{{Method: 20, BCI: 5}, {Method: 22, BCI: 2}}},
+			{PC: 0x7080, Frames: []agentwire.Frame{{Method: 22, BCI: 9}}},
 		}},
-		&agent.Stub{Time: 112, Start: 0x9000, Size: 0x1000, Name: "Interpreter"}))
+		&agentwire.Stub{Time: 112, Start: 0x9000, Size: 0x1000, Name: "Interpreter"}))
 	j.OnSample(tsample(1000, 0x1000_0008, 0x700c, 5), sample.PageFaults)
 	j.OnSample(tsample(2000, 0x1000_0008, 0x9100, 5), sample.PageFaults)
 	j.OnBatch(batch(9000,
-		&agent.Stack{Time: 1010, TID: 5, Status: agent.StackNotWalkableJ, PC: 0x700c},
-		&agent.Stack{Time: 2010, TID: 5, Status: agent.StackUnknownJava, PC: 0x9100}))
+		&agentwire.Stack{Time: 1010, TID: 5, Status: agentwire.StackNotWalkableJ, PC: 0x700c},
+		&agentwire.Stack{Time: 2010, TID: 5, Status: agentwire.StackUnknownJava, PC: 0x9100}))
 	j.Drain(true)
 	got := pathSamples(j.Report()[0].Accesses)
 	for _, k := range []string{
@@ -116,13 +116,13 @@ func TestStackFallbackFromJITCode(t *testing.T) {
 // Samples wait for the stacks that come after them.
 func TestStacksHoldSamplesForGrace(t *testing.T) {
 	j := stackJVM()
-	j.OnBatch(batch(120, alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7})))
+	j.OnBatch(batch(120, alloc(110, 0x1000_0000, 1<<20, "[J", agentwire.Frame{Method: 7})))
 	j.OnSample(tsample(1000, 0x1000_0008, 0xA0, 5), sample.PageFaults)
 	j.OnBatch(batch(1000 + stackGrace/2))
 	if j.stats.Attributed != 0 {
 		t.Fatal("sample attributed before its stack could arrive")
 	}
-	j.OnBatch(batch(1000+stackGrace+10, stack(1020, 5, 0xA0, agent.Frame{Method: 20, BCI: 5})))
+	j.OnBatch(batch(1000+stackGrace+10, stack(1020, 5, 0xA0, agentwire.Frame{Method: 20, BCI: 5})))
 	if j.stats.Attributed != 1 || j.stats.SamplesJavaStack != 1 {
 		t.Fatalf("stats %+v", j.stats)
 	}
@@ -134,16 +134,16 @@ func TestStacksHoldSamplesForGrace(t *testing.T) {
 func TestStackLeafFromJITMap(t *testing.T) {
 	j := stackJVM()
 	j.OnBatch(batch(120,
-		alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}),
+		alloc(110, 0x1000_0000, 1<<20, "[J", agentwire.Frame{Method: 7}),
 		// run (22) compiled with scanA (20) inlined; the load ends at 0x7010.
-		&agent.Code{Time: 111, Method: 22, Start: 0x7000, Size: 0x100, PCs: []agent.PCInfo{
-			{PC: 0x7010, Frames: []agent.Frame{{Method: 20, BCI: 5}, {Method: 22, BCI: 2}}},
-			{PC: 0x7020, Frames: []agent.Frame{{Method: 21, BCI: 1}, {Method: 22, BCI: 9}}},
+		&agentwire.Code{Time: 111, Method: 22, Start: 0x7000, Size: 0x100, PCs: []agentwire.PCInfo{
+			{PC: 0x7010, Frames: []agentwire.Frame{{Method: 20, BCI: 5}, {Method: 22, BCI: 2}}},
+			{PC: 0x7020, Frames: []agentwire.Frame{{Method: 21, BCI: 1}, {Method: 22, BCI: 9}}},
 		}}))
 	// Look-back found the load ending at ip 0x7010; ASGCT named scanB.
 	j.OnSample(tsample(1000, 0x1000_0008, 0x7010, 5), sample.PageFaults)
 	j.queue[len(j.queue)-1].accessPC = 0x7010
-	j.OnBatch(batch(9000, stack(1010, 5, 0x7010, agent.Frame{Method: 21, BCI: 1}, agent.Frame{Method: 22, BCI: 9}, agent.Frame{Method: 8, BCI: 4})))
+	j.OnBatch(batch(9000, stack(1010, 5, 0x7010, agentwire.Frame{Method: 21, BCI: 1}, agentwire.Frame{Method: 22, BCI: 9}, agentwire.Frame{Method: 8, BCI: 4})))
 	j.Drain(true)
 	a := j.Report()[0].Accesses
 	if len(a) != 1 || strings.Join(a[0].Path, " <- ") != "Hot.scanA:27 <- Hot.run:55 <- Hot.main:30" || j.stats.StackLeafFromJIT != 1 {
@@ -158,14 +158,14 @@ func TestStackLeafFromJITMap(t *testing.T) {
 func TestStackBorrowedWithinCompiledCode(t *testing.T) {
 	j := stackJVM()
 	j.OnBatch(batch(120,
-		alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}),
+		alloc(110, 0x1000_0000, 1<<20, "[J", agentwire.Frame{Method: 7}),
 		// run (22) with scanA (20) and scanB (21) inlined.
-		&agent.Code{Time: 111, Method: 22, Start: 0x7000, Size: 0x100, PCs: []agent.PCInfo{
-			{PC: 0x7010, Frames: []agent.Frame{{Method: 20, BCI: 5}, {Method: 22, BCI: 2}}},
-			{PC: 0x7040, Frames: []agent.Frame{{Method: 21, BCI: 5}, {Method: 22, BCI: 9}}},
+		&agentwire.Code{Time: 111, Method: 22, Start: 0x7000, Size: 0x100, PCs: []agentwire.PCInfo{
+			{PC: 0x7010, Frames: []agentwire.Frame{{Method: 20, BCI: 5}, {Method: 22, BCI: 2}}},
+			{PC: 0x7040, Frames: []agentwire.Frame{{Method: 21, BCI: 5}, {Method: 22, BCI: 9}}},
 		}},
-		&agent.Code{Time: 112, Method: 7, Start: 0x8000, Size: 0x100, PCs: []agent.PCInfo{
-			{PC: 0x8010, Frames: []agent.Frame{{Method: 7, BCI: 1}}},
+		&agentwire.Code{Time: 112, Method: 7, Start: 0x8000, Size: 0x100, PCs: []agentwire.PCInfo{
+			{PC: 0x8010, Frames: []agentwire.Frame{{Method: 7, BCI: 1}}},
 		}}))
 	noStack := func(t, ip uint64) *sample.Sample {
 		s := tsample(t, 0x1000_0008, ip, 5)
@@ -176,7 +176,7 @@ func TestStackBorrowedWithinCompiledCode(t *testing.T) {
 	j.OnSample(noStack(2000, 0x703c), sample.PageFaults)                 // in scanB, same code
 	j.OnSample(noStack(3000, 0x800c), sample.PageFaults)                 // other code
 	j.OnSample(noStack(1000+borrowMaxAge+10, 0x700c), sample.PageFaults) // too late to borrow
-	j.OnBatch(batch(1<<40, stack(1010, 5, 0x700c, agent.Frame{Method: 20, BCI: 4}, agent.Frame{Method: 22, BCI: 2}, agent.Frame{Method: 8, BCI: 3})))
+	j.OnBatch(batch(1<<40, stack(1010, 5, 0x700c, agentwire.Frame{Method: 20, BCI: 4}, agentwire.Frame{Method: 22, BCI: 2}, agentwire.Frame{Method: 8, BCI: 3})))
 	j.Drain(true)
 	got := pathSamples(j.Report()[0].Accesses)
 	want := map[string]uint64{
@@ -211,12 +211,12 @@ func TestNoEnvThreadsLeaveTheSignal(t *testing.T) {
 	j := stackJVM()
 	var marked []uint32
 	j.noJava = func(tid uint32) { marked = append(marked, tid) }
-	noEnv := func(t uint64, tid uint32) *agent.Stack {
-		return &agent.Stack{Time: t, TID: tid, Status: agent.StackNoEnv, PC: 0x7000}
+	noEnv := func(t uint64, tid uint32) *agentwire.Stack {
+		return &agentwire.Stack{Time: t, TID: tid, Status: agentwire.StackNoEnv, PC: 0x7000}
 	}
-	gcActive := &agent.Stack{Time: 203, TID: 7, Status: agent.StackGCActive, PC: 0x7000}
+	gcActive := &agentwire.Stack{Time: 203, TID: 7, Status: agentwire.StackGCActive, PC: 0x7000}
 	j.OnBatch(batch(210, noEnv(200, 5), noEnv(201, 6), noEnv(202, 5), gcActive,
-		stack(204, 8, 0x7000, agent.Frame{Method: 22, BCI: 2})))
+		stack(204, 8, 0x7000, agentwire.Frame{Method: 22, BCI: 2})))
 	if len(marked) != 2 || marked[0] != 5 || marked[1] != 6 {
 		t.Errorf("threads marked non-Java: %v, want [5 6]", marked)
 	}
@@ -235,11 +235,11 @@ func TestStacksFromAnotherPIDNamespace(t *testing.T) {
 	j.hostTID = func(tid uint32) (uint32, bool) { h, ok := host[tid]; return h, ok }
 	var marked []uint32
 	j.noJava = func(tid uint32) { marked = append(marked, tid) }
-	j.OnBatch(batch(120, alloc(110, 0x1000_0000, 1<<20, "[J", agent.Frame{Method: 7}, agent.Frame{Method: 8})))
+	j.OnBatch(batch(120, alloc(110, 0x1000_0000, 1<<20, "[J", agentwire.Frame{Method: 7}, agentwire.Frame{Method: 8})))
 	j.OnSample(tsample(1000, 0x1000_0008, 0xA0, 4005), sample.PageFaults)
-	j.OnBatch(batch(7000, stack(1020, 5, 0xA0, agent.Frame{Method: 20, BCI: 5}),
-		&agent.Stack{Time: 1100, TID: 1, Status: agent.StackNoEnv, PC: 0x7000},
-		&agent.Stack{Time: 1200, TID: 9, Status: agent.StackNoEnv, PC: 0x7000}))
+	j.OnBatch(batch(7000, stack(1020, 5, 0xA0, agentwire.Frame{Method: 20, BCI: 5}),
+		&agentwire.Stack{Time: 1100, TID: 1, Status: agentwire.StackNoEnv, PC: 0x7000},
+		&agentwire.Stack{Time: 1200, TID: 9, Status: agentwire.StackNoEnv, PC: 0x7000}))
 	j.Drain(true)
 	if s := j.stats; s.SamplesWithStack != 1 || s.StacksUnmatched != 2 {
 		t.Errorf("samples with a stack %d, unmatched stacks %d; want 1 and 2 (the two without JNIEnv)", s.SamplesWithStack, s.StacksUnmatched)

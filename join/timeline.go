@@ -3,7 +3,7 @@ package join
 import (
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 )
 
 // timeline holds what waits for the horizon, each queue in time order, and
@@ -38,7 +38,7 @@ type timeline struct {
 type timedRec struct {
 	time uint64
 	seq  uint64
-	rec  agent.Record
+	rec  agentwire.Record
 }
 
 func (a *timedRec) before(b *timedRec) bool {
@@ -47,7 +47,7 @@ func (a *timedRec) before(b *timedRec) bool {
 
 // queueTimed queues record r, to apply at time t: in arrival order among
 // records of equal time, before any of a later time.
-func (j *JVM) queueTimed(t uint64, r agent.Record) {
+func (j *JVM) queueTimed(t uint64, r agentwire.Record) {
 	tr := timedRec{time: t, seq: j.agentSeq, rec: r}
 	j.agentSeq++
 	j.queuedSize += queuedBytes(r)
@@ -77,8 +77,8 @@ func (j *JVM) peekTimed() *timedRec {
 }
 
 // popTimed removes and returns the first record to apply; one must wait.
-func (j *JVM) popTimed() agent.Record {
-	var r agent.Record
+func (j *JVM) popTimed() agentwire.Record {
+	var r agentwire.Record
 	if len(j.agentLate) > 0 && (j.agentH == len(j.agentQ) || j.agentLate[0].before(&j.agentQ[j.agentH])) {
 		r = j.agentLate.pop().rec
 	} else {

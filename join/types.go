@@ -5,7 +5,7 @@ import (
 	"io"
 	"sort"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/datatype"
 	"github.com/djx-bpf/djx-bpf/decode"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
@@ -22,7 +22,7 @@ type Regions interface {
 // typeState names each sample's data: in the heap by data type, outside
 // it by memory region.
 type typeState struct {
-	typesInfo *agent.TypesInfo
+	typesInfo *agentwire.TypesInfo
 	geo       datatype.Geometry // how to find the object a sample addressed
 	types     *datatype.Table   // nil until the agent's TYPES_INFO says OK
 	rows      map[typeKey]*typeRow
@@ -51,7 +51,7 @@ type typeRow struct {
 	numa     *report.NUMAMetrics
 }
 
-func (j *JVM) onTypesInfo(ti *agent.TypesInfo) {
+func (j *JVM) onTypesInfo(ti *agentwire.TypesInfo) {
 	j.typesInfo = ti
 	j.geo = datatype.Geometry{NarrowKlass: ti.KlassBytes == 4, NarrowOops: ti.OopBytes == 4, OopBase: ti.OopBase, OopShift: uint(ti.OopShift)}
 	if ti.OK {
@@ -59,7 +59,7 @@ func (j *JVM) onTypesInfo(ti *agent.TypesInfo) {
 	}
 }
 
-func (j *JVM) onClass(c *agent.Class) {
+func (j *JVM) onClass(c *agentwire.Class) {
 	if j.types == nil {
 		return
 	}
@@ -72,7 +72,7 @@ func (j *JVM) onClass(c *agent.Class) {
 
 // TypesInfo is what the agent said of its class descriptions (nil before
 // it said anything).
-func (j *JVM) TypesInfo() *agent.TypesInfo { return j.typesInfo }
+func (j *JVM) TypesInfo() *agentwire.TypesInfo { return j.typesInfo }
 
 // WantClasses reports, once per occurrence, that samples met classes the
 // agent has not described: the session then asks for them.

@@ -4,7 +4,7 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/heap"
 	"github.com/djx-bpf/djx-bpf/sample"
 )
@@ -36,9 +36,9 @@ func TestTypesOfObjectsBeingInitialised(t *testing.T) {
 	j := newJVM(1)
 	j.codeMem = mem
 	j.heap, j.heapKnown = heap.Info{Ranges: []heap.Range{{Start: 0x7_0000_0000, End: 0x8_0000_0000}}}, true
-	j.OnBatch(batch(10, hello(1), &agent.TypesInfo{OK: true, Fields: true, OopBytes: 4, OopShift: 3, KlassBytes: 4},
-		&agent.Class{Klass: 0x8_0004_4f28, Narrow: 0x44f28, Sig: "Ljava/lang/Long;", Fields: []agent.Field{{Offset: 16, Name: "value", Sig: "J"}}},
-		&agent.Code{Time: 2, Method: 1, Start: blob, Size: uint32(len(code))}))
+	j.OnBatch(batch(10, hello(1), &agentwire.TypesInfo{OK: true, Fields: true, OopBytes: 4, OopShift: 3, KlassBytes: 4},
+		&agentwire.Class{Klass: 0x8_0004_4f28, Narrow: 0x44f28, Sig: "Ljava/lang/Long;", Fields: []agentwire.Field{{Offset: 16, Name: "value", Sig: "J"}}},
+		&agentwire.Code{Time: 2, Method: 1, Start: blob, Size: uint32(len(code))}))
 	at := func(off int) *sample.Sample {
 		s := &sample.Sample{Time: 20, Flags: sample.FlagAtOK}
 		copy(s.At[:], code[off:])

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 )
 
 // switcher switches one session's sampling off and on (Options.Control),
@@ -27,9 +27,9 @@ func (s *session) setSampling(on bool) error {
 	if s.shared != nil {
 		return fmt.Errorf("sampling of one JVM cannot be switched in a scan")
 	}
-	cmd := byte(agent.CommandPause)
+	cmd := byte(agentwire.CommandPause)
 	if on {
-		cmd = agent.CommandResume
+		cmd = agentwire.CommandResume
 		if err := s.sampler.Enable(); err != nil {
 			return err
 		}

@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/report"
 )
 
@@ -37,7 +37,7 @@ func (s *session) costNow() costMark {
 // cost fills the report's measured costs: the agent's time inside the JVM
 // (its last STATS), against the JVM's CPU time over the session, and the
 // BPF program's and djx-bpf's CPU time since the session began.
-func (s *session) cost(st *report.Stats, a agent.Stats) {
+func (s *session) cost(st *report.Stats, a agentwire.Stats) {
 	ms := func(ns uint64) float64 { return float64(ns) / 1e6 }
 	st.CostJVMCPUMs = ms(a.ProcessCPUNanos)
 	st.CostAllocMs = ms(a.AllocNanos)

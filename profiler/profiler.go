@@ -17,10 +17,6 @@ import (
 // sampler, which HotSpot grants to one environment at a time.
 var ErrSamplerBusy = errors.New("the JVM's heap sampler is held by another agent (is another djx-bpf profile of this JVM running?); wait for it to finish and try again")
 
-// agentSamplerBusy is Agent_OnAttach's result for ErrSamplerBusy
-// (DJX_RC_SAMPLER_BUSY in agent/src/djx.h).
-const agentSamplerBusy = 98
-
 // Defaults.
 const (
 	DefaultMinSize = 1024

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/heap"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
@@ -67,9 +67,9 @@ func (s *session) prepare(ctx context.Context) *relocation {
 // streams are the channels run reads the JVM's streams from.
 type streams struct {
 	samples   <-chan sampleBatch
-	reloc     <-chan relocMsg   // nil without a relocation stream
-	batches   chan *agent.Batch // the agent's decoded batches; nil once closed
-	agentDone chan error        // the agent's stream ended (nil error: at EOF)
+	reloc     <-chan relocMsg       // nil without a relocation stream
+	batches   chan *agentwire.Batch // the agent's decoded batches; nil once closed
+	agentDone chan error            // the agent's stream ended (nil error: at EOF)
 	agentOpen bool
 }
 
@@ -77,7 +77,7 @@ type streams struct {
 // dispatcher reads it) and of the agent's connection.
 func (s *session) startStreams(rel *relocation) *streams {
 	// Few batches: each decoded batch of the agent may hold tens of MiB.
-	st := &streams{samples: s.feed, batches: make(chan *agent.Batch, 8), agentDone: make(chan error, 1), agentOpen: true}
+	st := &streams{samples: s.feed, batches: make(chan *agentwire.Batch, 8), agentDone: make(chan error, 1), agentOpen: true}
 	if s.shared != nil {
 		s.reader = s.shared
 	} else {
@@ -91,8 +91,8 @@ func (s *session) startStreams(rel *relocation) *streams {
 }
 
 // readAgent decodes the agent's stream into batches until it ends.
-func readAgent(conn *net.UnixConn, batches chan<- *agent.Batch, done chan<- error) {
-	rd := agent.NewReader(conn)
+func readAgent(conn *net.UnixConn, batches chan<- *agentwire.Batch, done chan<- error) {
+	rd := agentwire.NewReader(conn)
 	for {
 		b, err := rd.Next()
 		if err != nil {
@@ -250,7 +250,7 @@ func (s *session) stopSampling(st *streams, rel *relocation) {
 // hands the join what its stream still holds.
 func (s *session) detachAgent(st *streams) {
 	if st.agentOpen {
-		s.conn.Write([]byte{agent.CommandQuit})
+		s.conn.Write([]byte{agentwire.CommandQuit})
 		deadline := time.After(3 * time.Second)
 		bye := false
 	wait:
@@ -284,9 +284,9 @@ func (s *session) detachAgent(st *streams) {
 	}
 }
 
-func hasBye(b *agent.Batch) bool {
+func hasBye(b *agentwire.Batch) bool {
 	for _, r := range b.Records {
-		if _, ok := r.(*agent.Bye); ok {
+		if _, ok := r.(*agentwire.Bye); ok {
 			return true
 		}
 	}
@@ -391,7 +391,7 @@ func (s *session) untagHumongous() {
 	if s.conn == nil || s.heap.GC != "G1" || s.heap.RegionSize == 0 {
 		return
 	}
-	if _, err := s.conn.Write(agent.CommandUntag(s.heap.RegionSize / 2)); err != nil {
+	if _, err := s.conn.Write(agentwire.CommandUntag(s.heap.RegionSize / 2)); err != nil {
 		s.addNote("humongous objects stay tagged: %v", err)
 	}
 }
@@ -402,7 +402,7 @@ func (s *session) askCensus() {
 	if s.conn == nil || s.mode != "attach" || s.opts.Census == CensusOff {
 		return
 	}
-	if _, err := s.conn.Write([]byte{agent.CommandCensus}); err != nil {
+	if _, err := s.conn.Write([]byte{agentwire.CommandCensus}); err != nil {
 		s.addNote("no census: %v", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/join"
 	"golang.org/x/sys/unix"
 )
@@ -28,12 +28,12 @@ func TestDetachAgentLateHangUp(t *testing.T) {
 		}
 		conn := c.(*net.UnixConn)
 		s := &session{conn: conn, j: join.New(join.Config{})}
-		st := &streams{batches: make(chan *agent.Batch, 1), agentDone: make(chan error, 1), agentOpen: true}
-		recs := []agent.Record{&agent.Stats{}}
+		st := &streams{batches: make(chan *agentwire.Batch, 1), agentDone: make(chan error, 1), agentOpen: true}
+		recs := []agentwire.Record{&agentwire.Stats{}}
 		if bye {
-			recs = append(recs, &agent.Bye{Reason: "detach"})
+			recs = append(recs, &agentwire.Bye{Reason: "detach"})
 		}
-		st.batches <- &agent.Batch{Records: recs}
+		st.batches <- &agentwire.Batch{Records: recs}
 		s.detachAgent(st) // the agent never hangs up: the 3 s deadline
 		conn.Close()
 		theirs.Close()

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/attach"
 	"github.com/djx-bpf/djx-bpf/channel"
 	"github.com/djx-bpf/djx-bpf/heap"
@@ -165,7 +166,7 @@ func (s *session) attach(ctx context.Context, pid int) (_ *report.Report, err er
 		s.opts.note("attaching to pid %d", pid)
 		err := s.target.LoadAgent(actx, s.ch.LibraryPath(), true, s.opts.agentOptions(s.ch.SocketPath()))
 		var ae *attach.AgentError
-		if errors.As(err, &ae) && ae.Attached && ae.ReturnCode == agentSamplerBusy {
+		if errors.As(err, &ae) && ae.Attached && ae.ReturnCode == agentwire.RCSamplerBusy {
 			err = ErrSamplerBusy
 		}
 		if err != nil {

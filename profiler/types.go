@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/region"
 )
@@ -73,7 +73,7 @@ func (s *session) useTypes() {
 	}
 	if s.j.WantClasses() && time.Since(s.classesAsked) >= classesEvery {
 		s.classesAsked = time.Now()
-		if _, err := s.conn.Write([]byte{agent.CommandClasses}); err != nil {
+		if _, err := s.conn.Write([]byte{agentwire.CommandClasses}); err != nil {
 			s.addNote("classes loaded later are not named: %v", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package agent
+package agentwire
 
 import (
 	"bytes"
@@ -113,7 +113,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 // TestGolden pins the byte layout of every record type; refresh with
-// `go test ./agent/ -run TestGolden -update` after a deliberate change.
+// `go test ./agentwire/ -run TestGolden -update` after a deliberate change.
 func TestGolden(t *testing.T) {
 	for _, s := range sample {
 		t.Run(s.name, func(t *testing.T) {

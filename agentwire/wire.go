@@ -1,6 +1,8 @@
-// Package agent holds the thin C JVMTI agent (src/, embedded by Library) and
-// the Go side of its wire format: the Reader that decodes the agent's stream
-// (the package's tests write the format with an Encoder of their own).
+// Package agentwire is the Go side of the C agent's wire format (the agent
+// is in ../agent): the record types, the Reader that decodes the agent's
+// stream, and the commands sent back. It is pure Go and builds without the
+// agent; its Encoder writes the format for tests and fakes, and a test
+// checks the constants against agent/src/djx.h.
 //
 // The stream is a sequence of batches, all integers little-endian:
 //
@@ -162,7 +164,7 @@
 // not know, and the agent sends the loaded classes it has not sent yet. A
 // Klass* can be reused after its class was unloaded: the latest CLASS for
 // a klass wins.
-package agent
+package agentwire
 
 import (
 	"encoding/binary"
@@ -206,6 +208,10 @@ const (
 	// reader allocate gigabytes. The agent's batches are at most 4 MiB.
 	MaxPayload = 64 << 20
 )
+
+// RCSamplerBusy is Agent_OnAttach's return code when another JVMTI
+// environment holds the JVM's heap sampler (one at a time in HotSpot).
+const RCSamplerBusy = 98
 
 // What the Reader keeps of a record; the JVM's own limits are far above
 // (65535 bytes for a name) but no real name comes near them, and the

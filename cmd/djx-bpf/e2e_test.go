@@ -657,10 +657,16 @@ func runJSON(t *testing.T, out string, args []string) *report.Report {
 // GC moves: GcHot's 64 hot arrays (256 KiB, copied by every collector) take
 // 31/32 of the loads while young GCs and System.gc() move them. At least 90%
 // of the samples attributed to long[] objects must land on their site, and
-// 95% of the in-heap samples on a tracked object (rescan once lost a
+// 93% of the in-heap samples on a tracked object (rescan once lost a
 // quarter of them under Parallel's sliding compaction). The garbage GcHot
 // allocates below the min size (GARBAGE-SITE, 3-5% of the in-heap samples
 // on an AVX-512 host) is untracked by design and left out of that share.
+//
+// The bounds come from 20 runs of each G1 case and 7 of each other on an
+// AMD EPYC with AVX-512: attributed, G1/uprobe 95.3-98.7% (mean 97.4, sd
+// 0.9), G1/rescan 96.6-99.1% (97.7, 0.7), Serial and Parallel 98.0-99.4%;
+// on the hot site, G1/uprobe 92.3-97% (95.0, 1.05), the others above 94.5%.
+// Each bound sits 4-5 standard deviations below the lowest mean.
 func TestGCMovesFollowed(t *testing.T) {
 	setup(t)
 	garbageSite := "GcHot.main:" + fmt.Sprint(markerLine(t, "GcHot.java", "GARBAGE-SITE"))
@@ -693,8 +699,8 @@ func TestGCMovesFollowed(t *testing.T) {
 			if arrays < 100 || hot*10 < arrays*9 {
 				t.Errorf("hot site got %d of %d samples on long[] objects, want >= 90%%", hot, arrays)
 			}
-			if s.Attributed*100 < (s.InHeap-garbage)*95 {
-				t.Errorf("attributed %d of %d in-heap samples not in the garbage, want >= 95%%", s.Attributed, s.InHeap-garbage)
+			if s.Attributed*100 < (s.InHeap-garbage)*93 {
+				t.Errorf("attributed %d of %d in-heap samples not in the garbage, want >= 93%%", s.Attributed, s.InHeap-garbage)
 			}
 			if s.GCs == 0 || s.MovesVerified+s.MovesMissed == 0 {
 				t.Errorf("GCs %d, reconciled %d: the moves are not visible in stats", s.GCs, s.MovesVerified+s.MovesMissed)

@@ -11,7 +11,7 @@
 
 #define DJX_LOG "djx-bpf agent: "
 
-/* Wire format, see agent/wire.go. */
+/* Wire format, see agentwire/wire.go. */
 #define DJX_MAGIC 0x424A5844u /* "DXJB" as little-endian bytes */
 #define DJX_VERSION 1
 #define DJX_PROTO 1
@@ -46,7 +46,7 @@ enum {
  * the sampler missed, after a GC. */
 #define DJX_CENSUS_ATTACH 1u
 #define DJX_CENSUS_AFTER_GC 2u
-/* CENSUS_END status bits (agent.CensusStatus). */
+/* CENSUS_END status bits (agentwire.CensusStatus). */
 #define DJX_CENSUS_OVER_BUDGET 0x1u     /* the heap walk passed the budget: no census */
 #define DJX_CENSUS_CANCELLED 0x2u       /* the loader asked to stop */
 #define DJX_CENSUS_FAILED 0x4u          /* a JVMTI call failed; see the note */
@@ -102,7 +102,7 @@ struct djx_options {
  * thread sends 100 stacks/s; full rings drop stacks, counted. */
 #define DJX_RING_SLOTS 128u /* power of two */
 #define DJX_STACK_FRAMES 128
-#define DJX_STACK_NO_ENV (-100) /* agent.StackNoEnv */
+#define DJX_STACK_NO_ENV (-100) /* agentwire.StackNoEnv */
 /* A signal is ours if the kernel sent it (SI_KERNEL: bpf_send_signal_thread)
  * or if it was queued (SI_QUEUE) with this si_value.sival_int ("DJXS"):
  * tests, and loaders without BPF, signal threads with rt_tgsigqueueinfo. */

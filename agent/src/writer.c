@@ -343,7 +343,7 @@ static void set_paused(int on)
 		djx.paused = on;
 }
 
-/* Commands from the loader (agent.Command*), possibly split across reads:
+/* Commands from the loader (agentwire.Command*), possibly split across reads:
  * 'Q' asks for the last batch and detach; 'H' and a u64 (little-endian)
  * track objects of at least that many bytes without weak references
  * (big.c); 'P' and 'R' pause and resume allocation sampling (only when

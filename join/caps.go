@@ -45,6 +45,10 @@ var (
 // budgetState is what the tables that have a byte budget hold, where the
 // table itself does not say (the method table does).
 type budgetState struct {
+	// budget, when set, is shared with the other JVMs of a scan; published
+	// is what this join last added to it.
+	budget          *Budget
+	published       int64
 	siteBytes       int
 	censusPathBytes int
 	classBytes      int
@@ -201,6 +205,9 @@ func (j *JVM) admit(r agentwire.Record, wm uint64) bool {
 			why = fmt.Sprintf("stacks past %d waiting on one thread", maxStackQueue)
 		}
 	}
+	if why == "" && grows(r) {
+		why, bytes = j.overShared()
+	}
 	if why == "" {
 		return true
 	}
@@ -210,6 +217,15 @@ func (j *JVM) admit(r agentwire.Record, wm uint64) bool {
 		j.drop(why)
 	}
 	return false
+}
+
+// grows says whether admitting r makes the join keep more of the stream.
+func grows(r agentwire.Record) bool {
+	switch r.(type) {
+	case *agentwire.CodeUnload, *agentwire.Stack, *agentwire.Stats, *agentwire.Bye, *agentwire.Hello:
+		return false
+	}
+	return true
 }
 
 // timeOf is the time of a record admit checks against the watermark.

@@ -294,3 +294,35 @@ func TestCapsByteBudgets(t *testing.T) {
 		t.Errorf("code bytes %d after an unload, %d before", j.codeBytes, before)
 	}
 }
+
+// TestCapsSharedBudget: the JVMs of a scan share one byte budget, so that
+// many hostile agents together cannot make root keep what each alone
+// may. Once the first JVM's methods spend it, the second's are dropped
+// and counted against the budget.
+func TestCapsSharedBudget(t *testing.T) {
+	b := NewBudget(256 << 10)
+	a, c := newJVM(1), newJVM(2)
+	a.budget, c.budget = b, b
+	big := strings.Repeat("m", agentwire.MaxString)
+	feed := func(j *JVM, first uint64, n int) {
+		recs := []agentwire.Record{hello(1)}
+		for i := range n {
+			recs = append(recs, &agentwire.Method{ID: first + uint64(i), ClassSig: "LC;", Name: big})
+		}
+		j.OnBatch(batch(1, recs...))
+	}
+	feed(a, 1, 100) // about 400 KiB: past the budget on its own
+	feed(c, 1000, 10)
+	if b.Used() < 256<<10 {
+		t.Fatalf("budget used %d, want past its 256 KiB", b.Used())
+	}
+	if n := a.syms.Len(); n == 100 || n < 50 {
+		t.Errorf("first JVM kept %d of 100 methods, want those within the budget", n)
+	}
+	if n := c.syms.Len(); n != 0 {
+		t.Errorf("second JVM kept %d methods past the shared budget", n)
+	}
+	if st := c.Stats(); st.RecordsDroppedBytes != 10 {
+		t.Errorf("second JVM: %d records dropped past a byte budget, want 10", st.RecordsDroppedBytes)
+	}
+}

@@ -96,6 +96,9 @@ type Config struct {
 	// CodeMem, when set, reads the JVM's memory (its JIT code) at an
 	// address: it names objects being initialised.
 	CodeMem io.ReaderAt
+	// Budget, when set, bounds what this JVM's join keeps together with
+	// the others sharing it (a scan).
+	Budget *Budget
 }
 
 // New is the join of a JVM whose samples come from a sampler, which reports
@@ -104,7 +107,7 @@ func New(c Config) *JVM {
 	j := newJVM(c.PID)
 	j.sampleStream = true
 	j.heap, j.heapKnown = c.Heap, c.HeapKnown
-	j.regions, j.codeMem = c.Regions, c.CodeMem
+	j.regions, j.codeMem, j.budget = c.Regions, c.CodeMem, c.Budget
 	switch c.Moves {
 	case MovesUprobe:
 		j.reloc = true

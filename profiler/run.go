@@ -39,7 +39,7 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 // do from the start, and builds the join.
 func (s *session) prepare(ctx context.Context) *relocation {
 	cfg := join.Config{PID: s.pid, Native: jvmsym.NewNative(s.pid), WeightStruct: s.src.event != nil && s.src.event.Structured(),
-		CodeMem: procMem(s.pid)}
+		CodeMem: procMem(s.pid), Budget: s.budget}
 	if s.target != nil && s.target.NSPID != s.pid {
 		// The agent's thread ids are its namespace's; BPF's are ours.
 		cfg.HostTID = newNSThreads(s.pid).host

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/discover"
+	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/report"
 )
 
@@ -28,7 +29,14 @@ type ScanOptions struct {
 	// session (an agent copy and channel in its /tmp, buffered batches, maps
 	// reads): JVMs past a cap are skipped and listed with the reason.
 	MaxJVMs, MaxPerUser int
+	// Memory bounds what the JVMs' joins keep of their agents' streams
+	// together, in bytes (0: DefaultScanMemory): each JVM's own budgets
+	// times MaxJVMs would be more than a host has.
+	Memory int64
 }
+
+// DefaultScanMemory is ScanOptions.Memory's default.
+const DefaultScanMemory = 4 << 30
 
 // Default caps on a scan's sessions (ScanOptions.MaxJVMs, MaxPerUser).
 const (
@@ -118,6 +126,10 @@ func Scan(ctx context.Context, so ScanOptions) (*report.Scan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if so.Memory <= 0 {
+		so.Memory = DefaultScanMemory
+	}
+	base.budget = join.NewBudget(so.Memory)
 	if err := base.openSampler(); err != nil {
 		return nil, err
 	}
@@ -250,7 +262,7 @@ func (base *session) member(ctx context.Context, d *dispatcher, pid int) (*repor
 		notify := base.opts.Notify
 		opts.Notify = func(msg string) { notify(fmt.Sprintf("pid %d: %s", pid, msg)) }
 	}
-	s := &session{opts: opts, mode: "attach", src: base.src, sampler: base.sampler, shared: d}
+	s := &session{opts: opts, mode: "attach", src: base.src, sampler: base.sampler, shared: d, budget: base.budget}
 	defer s.close()
 	return s.attach(ctx, pid)
 }

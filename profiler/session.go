@@ -28,6 +28,7 @@ import (
 type session struct {
 	opts    Options
 	mode    string
+	budget  *join.Budget // shared by a scan's JVMs (nil: each JVM's own caps only)
 	pid     int
 	src     source
 	notes   []string

@@ -54,7 +54,9 @@ func cmdScan(args []string) int {
 		format   = fs.String("format", "table", "output format: table or json")
 		maxJVMs  = fs.Int("max-jvms", profiler.DefaultMaxJVMs, "profile at most `N` JVMs at once; more are skipped and listed (0: no cap)")
 		perUser  = fs.Int("max-jvms-per-user", profiler.DefaultMaxPerUser, "profile at most `N` JVMs of one user at once; more are skipped and listed (0: no cap)")
+		memory   = uint64(profiler.DefaultScanMemory)
 	)
+	fs.Var(sizeFlag{&memory}, "max-memory", "what the scan keeps of its JVMs' agent streams together, at most `SIZE` (methods, classes, code, sites, queued records); past it records are dropped and counted")
 	var sf sampleFlags
 	sf.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -79,7 +81,7 @@ func cmdScan(args []string) int {
 	if *maxJVMs < 0 || *perUser < 0 {
 		return usage("--max-jvms and --max-jvms-per-user must be 0 (no cap) or more")
 	}
-	so := profiler.ScanOptions{Options: sf.options(), MaxJVMs: noCap(*maxJVMs), MaxPerUser: noCap(*perUser)}
+	so := profiler.ScanOptions{Options: sf.options(), MaxJVMs: noCap(*maxJVMs), MaxPerUser: noCap(*perUser), Memory: int64(memory)}
 	so.Duration = *duration
 	var err error
 	if so.PIDs, err = pidList(*pids); err != nil {

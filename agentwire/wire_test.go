@@ -179,10 +179,10 @@ func TestOlderAgent(t *testing.T) {
 		{&Stats{Callbacks: 1, AllocsSent: 2, Frees: 3, ReconcileNanos: 4}, 26 * 8, &Stats{Callbacks: 1, AllocsSent: 2}},
 		// Half a trailing field is ignored, not an error.
 		{&Stats{Callbacks: 1, GCs: 3}, 25*8 - 4, &Stats{Callbacks: 1}},
-		// An issue 3 agent: no stack counters.
+		// An agent from before access stacks: no stack counters.
 		{&Stats{Callbacks: 1, ReconcileNanos: 4, StackSignals: 5, SignalsChained: 6}, 19 * 8,
 			&Stats{Callbacks: 1, ReconcileNanos: 4}},
-		// An issue 4 agent: no untagged counters.
+		// An agent from before untagged humongous tracking: no untagged counters.
 		{&Stats{Callbacks: 1, SignalsChained: 6, Untagged: 7, UntaggedFreed: 8}, 13 * 8,
 			&Stats{Callbacks: 1, SignalsChained: 6}},
 		{&Hello{ProtoVersion: 1, Mode: "launch", StackSignal: 42}, 4, &Hello{ProtoVersion: 1, Mode: "launch"}},

@@ -24,7 +24,7 @@ func (b *Budget) Used() int64 { return b.used.Load() }
 // held estimates what the join keeps of its agent's stream: the tables
 // with a byte budget and the queued records.
 func (j *JVM) held() int64 {
-	return int64(j.syms.Bytes() + j.classBytes + j.codeBytes + j.siteBytes + j.censusPathBytes + j.queuedSize)
+	return int64(j.syms.Bytes() + j.classBytes + j.codeBytes + j.siteBytes + j.censusPathBytes + j.queuedSize + j.stackBytes)
 }
 
 // overShared says whether the shared budget is spent, after publishing

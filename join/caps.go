@@ -40,7 +40,11 @@ var (
 	maxCodeBytes       = 1 << 30
 	maxSiteBytes       = 256 << 20
 	maxCensusPathBytes = 512 << 20
+	maxStackBytes      = 256 << 20 // stacks waiting for their samples
 )
+
+// stackBytes estimates what a waiting stack holds.
+func stackBytes(st *agentwire.Stack) int { return 64 + 16*len(st.Frames) }
 
 // budgetState is what the tables that have a byte budget hold, where the
 // table itself does not say (the method table does).
@@ -55,6 +59,7 @@ type budgetState struct {
 	classSizes      map[uint64]int // by Klass*: a class described again replaces its layout
 	codeBytes       int
 	codeSizes       map[uint64]int // by start: what CODE_UNLOAD gives back
+	stackBytes      int            // of the stacks waiting in stackStore.stacks
 }
 
 // queuedBytes estimates what a queued record holds: the record, its
@@ -199,10 +204,16 @@ func (j *JVM) admit(r agentwire.Record, wm uint64) bool {
 			why, bytes = fmt.Sprintf("holder chain hops past %d MiB", maxCensusPathBytes>>20), true
 		}
 	case *agentwire.Stack:
-		if q := j.stacks[r.TID]; q == nil && len(j.stacks) >= maxStackThreads {
+		switch q := j.stacks[r.TID]; {
+		case ahead(r.Time):
+			// Never claimed nor pruned: it would sit to the end.
+			why = "stacks stamped in the future"
+		case q == nil && len(j.stacks) >= maxStackThreads:
 			why = fmt.Sprintf("stacks of threads past %d", maxStackThreads)
-		} else if q != nil && len(q.q)-q.head >= maxStackQueue {
+		case q != nil && len(q.q)-q.head >= maxStackQueue:
 			why = fmt.Sprintf("stacks past %d waiting on one thread", maxStackQueue)
+		case j.stackBytes >= maxStackBytes:
+			why, bytes = fmt.Sprintf("stacks past %d MiB waiting", maxStackBytes>>20), true
 		}
 	}
 	if why == "" && grows(r) {

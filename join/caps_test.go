@@ -326,3 +326,33 @@ func TestCapsSharedBudget(t *testing.T) {
 		t.Errorf("second JVM: %d records dropped past a byte budget, want 10", st.RecordsDroppedBytes)
 	}
 }
+
+// TestCapsStacks: stacks stamped far past the stream's watermark are
+// refused (no sample claims them, nor does pruning reach them), and those
+// waiting hold at most maxStackBytes; claimed and pruned ones give their
+// bytes back.
+func TestCapsStacks(t *testing.T) {
+	defer func(b int) { maxStackBytes = b }(maxStackBytes)
+	maxStackBytes = 64 << 10
+	frames := make([]agentwire.Frame, agentwire.MaxFrames)
+	j := newJVM(1)
+	j.OnBatch(batch(1_000, hello(1), &agentwire.Stack{Time: 1_000 + 2*uint64(time.Minute), TID: 7, Status: 1, Frames: frames}))
+	if len(j.stacks) != 0 || j.stats.RecordsDroppedCount != 1 {
+		t.Fatalf("a stack two minutes ahead was kept (%d threads, %d dropped)", len(j.stacks), j.stats.RecordsDroppedCount)
+	}
+	recs := []agentwire.Record{}
+	for i := range 20 { // 20 × 16 KiB
+		recs = append(recs, &agentwire.Stack{Time: 2_000 + uint64(i), TID: 7, Status: 1, Frames: frames})
+	}
+	j.OnBatch(batch(2_000, recs...))
+	if n := len(j.stacks[7].q) - j.stacks[7].head; n == 20 || j.stackBytes > maxStackBytes+stackBytes(recs[0].(*agentwire.Stack)) {
+		t.Fatalf("%d stacks waiting, %d bytes: past the %d byte budget", n, j.stackBytes, maxStackBytes)
+	}
+	if j.stats.RecordsDroppedBytes == 0 {
+		t.Error("stacks past the budget not counted")
+	}
+	j.pruneStacks(1<<62, true)
+	if j.stackBytes != 0 {
+		t.Errorf("%d stack bytes left after pruning every stack", j.stackBytes)
+	}
+}

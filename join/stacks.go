@@ -160,6 +160,16 @@ func (j *JVM) onStack(st *agentwire.Stack) {
 		j.stacks[st.TID] = q
 	}
 	q.q = append(q.q, st)
+	j.stackBytes += stackBytes(st)
+}
+
+// popStack removes thread queue q's first stack and returns it.
+func (j *JVM) popStack(q *stackQ) *agentwire.Stack {
+	st := q.q[q.head]
+	q.q[q.head] = nil
+	q.head++
+	j.stackBytes -= stackBytes(st)
+	return st
 }
 
 // onCode keeps the JIT code map current.
@@ -192,8 +202,7 @@ func (j *JVM) takeStack(tid uint32, t, ip uint64) *agentwire.Stack {
 		return nil
 	}
 	for q.head < len(q.q) && q.q[q.head].Time < t {
-		q.q[q.head] = nil
-		q.head++
+		j.popStack(q)
 		j.stats.StacksUnmatched++
 	}
 	if q.head == len(q.q) {
@@ -209,9 +218,7 @@ func (j *JVM) takeStack(tid uint32, t, ip uint64) *agentwire.Stack {
 		j.stats.StackMismatch++
 		return nil
 	}
-	q.q[q.head] = nil
-	q.head++
-	return st
+	return j.popStack(q)
 }
 
 // pruneStacks drops stacks older than h - stackPrune that no sample
@@ -224,8 +231,7 @@ func (j *JVM) pruneStacks(h uint64, final bool) {
 	j.lastPrune = h
 	for tid, q := range j.stacks {
 		for q.head < len(q.q) && (final || q.q[q.head].Time+stackPrune < h) {
-			q.q[q.head] = nil
-			q.head++
+			j.popStack(q)
 			j.stats.StacksUnmatched++
 		}
 		if q.head == len(q.q) {

@@ -51,6 +51,9 @@ func (j *JVM) attribute(p *pending) {
 			return
 		}
 		where = report.WhereUntracked
+		if p.probe != nil {
+			j.retype(p)
+		}
 		if typ, field, ok := j.untrackedType(p); ok {
 			dtype = j.countType(typ, field, j.chargeOf(p), fr).name
 			switch p.typedBy {

@@ -42,6 +42,7 @@ type pending struct {
 	store      bool        // the decoded access writes memory
 	retried    bool        // judged once already (retry.go)
 	path       []pathFrame // the access path of a second judgement
+	probe      *allocProbe // an allocation scan to try again when judged (types.go)
 }
 
 // OnSample decodes a sample and queues it for attribution.

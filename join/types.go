@@ -91,9 +91,13 @@ func (j *JVM) locate(p *pending, res *decode.Result, s *sample.Sample) {
 	obj, _, k, ok := j.geo.Object(*res, &j.regs, h)
 	ok = ok && res.Addr >= obj
 	if j.types != nil && (!ok || j.types.ByKlassWord(k) == nil || res.Store) {
-		if o, k, ok := j.allocObject(res, s); ok {
-			p.obj, p.klass, p.located, p.typedBy = o, k, true, typedByAllocation
-			return
+		if pr, good := j.newProbe(res, s); good {
+			if o, k, found, final := j.allocObject(pr); found {
+				p.obj, p.klass, p.located, p.typedBy = o, k, true, typedByAllocation
+				return
+			} else if !final {
+				p.probe = pr // asked again when the sample is judged
+			}
 		}
 	}
 	if j.types != nil && (!ok || j.types.ByKlassWord(k) == nil) {
@@ -105,6 +109,37 @@ func (j *JVM) locate(p *pending, res *decode.Result, s *sample.Sample) {
 	if ok {
 		p.obj, p.klass, p.located = obj, k, true
 	}
+}
+
+// allocProbe is what the allocation scan needs of a sample: kept with a
+// pending sample whose JIT code was not known yet (its CODE record comes
+// after the first samples of new code, later still on a busy host).
+type allocProbe struct {
+	ip, obj uint64
+	base    int8
+	at      [16]byte
+}
+
+// newProbe is the allocation scan's view of an access through a base
+// register to the start of a (new) object.
+func (j *JVM) newProbe(res *decode.Result, s *sample.Sample) (*allocProbe, bool) {
+	if res.Base < 0 || res.Base >= 16 || res.Index != decode.NoReg || s.Flags&sample.FlagAtOK == 0 {
+		return nil, false
+	}
+	obj := j.regs.GPR[res.Base]
+	if res.Addr < obj || res.Addr-obj >= maxAllocOffset {
+		return nil, false
+	}
+	return &allocProbe{ip: s.IP(), obj: obj, base: res.Base, at: s.At}, true
+}
+
+// retype names a sample that waited with a probe, now that the JIT code
+// records up to its time have been applied.
+func (j *JVM) retype(p *pending) {
+	if o, k, found, _ := j.allocObject(p.probe); found {
+		p.obj, p.klass, p.located, p.typedBy = o, k, true, typedByAllocation
+	}
+	p.probe = nil
 }
 
 // How a sample in an object being initialised got its type.
@@ -136,55 +171,56 @@ type allocHit struct {
 	ok    bool
 }
 
-// allocObject names the object at the access's base register by the klass
-// word that the code from the sampled pc stores into it, when that
-// names a known class.
-func (j *JVM) allocObject(res *decode.Result, s *sample.Sample) (obj, klass uint64, ok bool) {
-	if res.Base < 0 || res.Base >= 16 || res.Index != decode.NoReg || s.Flags&sample.FlagAtOK == 0 {
-		return 0, 0, false
-	}
-	obj = j.regs.GPR[res.Base]
-	if res.Addr < obj || res.Addr-obj >= maxAllocOffset {
-		return 0, 0, false
-	}
-	key := allocKey{s.IP(), res.Base}
+// allocObject names the object at the probe's base register by the klass
+// word that the code from the sampled pc stores into it, when that names
+// a known class. final says the answer will not change for this sample.
+func (j *JVM) allocObject(pr *allocProbe) (obj, klass uint64, found, final bool) {
+	key := allocKey{pr.ip, pr.base}
 	hit, seen := j.allocCache[key]
+	final = true
 	if !seen {
-		hit = j.scanAlloc(s, res.Base)
-		if j.allocCache == nil || len(j.allocCache) >= maxAllocCache {
-			j.allocCache = make(map[allocKey]allocHit)
+		hit, final = j.scanAlloc(pr)
+		if final {
+			if j.allocCache == nil || len(j.allocCache) >= maxAllocCache {
+				j.allocCache = make(map[allocKey]allocHit)
+			}
+			j.allocCache[key] = hit
 		}
-		j.allocCache[key] = hit
 	}
 	if !hit.ok || j.types.ByKlassWord(hit.klass) == nil {
-		return 0, 0, false
+		return 0, 0, false, final
 	}
-	return obj, hit.klass, true
+	return pr.obj, hit.klass, true, true
 }
 
 // scanAlloc looks for the klass store in the sample's own bytes, then in
 // the JIT code past them, read from the JVM: only inside a compiled
-// method, and only while it still holds the bytes the sample saw.
-func (j *JVM) scanAlloc(s *sample.Sample, base int8) allocHit {
-	k, st := j.geo.AllocKlass(s.At[:], base)
+// method, and only while it still holds the bytes the sample saw. final
+// says the answer holds for later samples at the pc: one that found no
+// code yet (its CODE record comes after the first samples of new code)
+// or code changed since the sample must be asked again.
+func (j *JVM) scanAlloc(pr *allocProbe) (hit allocHit, final bool) {
+	k, st := j.geo.AllocKlass(pr.at[:], pr.base)
 	if st != decode.ScanShort || j.code == nil || j.codeMem == nil {
-		return allocHit{k, st == decode.ScanFound}
+		return allocHit{k, st == decode.ScanFound}, true
 	}
-	ip := s.IP()
-	hit, inCode := j.code.Lookup(ip)
-	if !inCode || hit.Stub != "" {
-		return allocHit{}
+	code, inCode := j.code.Lookup(pr.ip)
+	if !inCode {
+		return allocHit{}, false
 	}
-	n := min(uint64(allocCodeBytes), hit.Start+hit.Size-ip)
-	if n <= uint64(len(s.At)) {
-		return allocHit{}
+	if code.Stub != "" {
+		return allocHit{}, true
+	}
+	n := min(uint64(allocCodeBytes), code.Start+code.Size-pr.ip)
+	if n <= uint64(len(pr.at)) {
+		return allocHit{}, true
 	}
 	buf := make([]byte, n)
-	if m, err := j.codeMem.ReadAt(buf, int64(ip)); err != nil || m != len(buf) || !bytes.Equal(buf[:len(s.At)], s.At[:]) {
-		return allocHit{}
+	if m, err := j.codeMem.ReadAt(buf, int64(pr.ip)); err != nil || m != len(buf) || !bytes.Equal(buf[:len(pr.at)], pr.at[:]) {
+		return allocHit{}, false
 	}
-	k, st = j.geo.AllocKlass(buf, base)
-	return allocHit{k, st == decode.ScanFound}
+	k, st = j.geo.AllocKlass(buf, pr.base)
+	return allocHit{k, st == decode.ScanFound}, true
 }
 
 // trackedType names the field of a tracked object of type sig at offset off.

@@ -94,3 +94,28 @@ func TestTypesOfObjectsBeingInitialised(t *testing.T) {
 		t.Errorf("by allocation %d, unknown %d: changed code was read into a type", j.stats.TypedByAllocation, j.stats.TypeUnknown)
 	}
 }
+
+// On a busy host the CODE record of freshly compiled code reaches the
+// join after the code's first samples. Such a sample is named when it is
+// judged, once the records up to its time are in; nothing is remembered
+// from the scan that found no code.
+func TestTypesBeforeTheirCodeRecord(t *testing.T) {
+	code, _ := hex.DecodeString("48c700010000004c8bd04983c210c74008284f04004489600cc5fdefc0c4c179d602" + "c3909090909090909090909090909090")
+	const blob, obj = 0x7f00_0000_1000, 0x7_1000_0000
+	j := newJVM(1)
+	j.codeMem = &fakeMem{start: blob, code: code}
+	j.heap, j.heapKnown = heap.Info{Ranges: []heap.Range{{Start: 0x7_0000_0000, End: 0x8_0000_0000}}}, true
+	j.OnBatch(batch(10, hello(1), &agentwire.TypesInfo{OK: true, Fields: true, OopBytes: 4, OopShift: 3, KlassBytes: 4},
+		&agentwire.Class{Klass: 0x8_0004_4f28, Narrow: 0x44f28, Sig: "Ljava/lang/Long;", Fields: []agentwire.Field{{Offset: 16, Name: "value", Sig: "J"}}}))
+	for i := range 3 {
+		s := &sample.Sample{Time: 20 + uint64(i), Flags: sample.FlagAtOK, HdrOK: 1 << 10}
+		copy(s.At[:], code)
+		s.Regs[16], s.Regs[10] = blob, obj
+		j.OnSample(s, sample.Decode)
+	}
+	j.OnBatch(batch(100, &agentwire.Code{Time: 15, Method: 1, Start: blob, Size: uint32(len(code))}))
+	j.Drain(true)
+	if st := j.stats; st.TypedByAllocation != 3 || st.TypeUnknown != 0 {
+		t.Fatalf("by allocation %d, unknown %d: samples before their CODE record not named", st.TypedByAllocation, st.TypeUnknown)
+	}
+}

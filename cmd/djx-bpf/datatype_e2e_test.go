@@ -127,8 +127,16 @@ func TestDataTypes(t *testing.T) {
 			if r.Stats.InHeap < 500 {
 				t.Fatalf("only %d samples in the heap", r.Stats.InHeap)
 			}
-			if typed < r.Stats.InHeap*9/10 {
-				t.Errorf("%d of %d in-heap samples have a data type, want 90%%", typed, r.Stats.InHeap)
+			// 90%, and 95% for the hashmap, whose lookups box a new Long each
+			// time: samples in objects being initialised must be named too.
+			// Ten runs of each hashmap case on an AVX-512 host: 99.7-99.8%
+			// (JDK 17, launched, -Xmx8g) and 98.6-99.9% (25, attached).
+			want := uint64(90)
+			if rc.truth == "hashmap" {
+				want = 95
+			}
+			if typed*100 < r.Stats.InHeap*want {
+				t.Errorf("%d of %d in-heap samples have a data type, want %d%%", typed, r.Stats.InHeap, want)
 			}
 			if right < typed*9/10 {
 				t.Errorf("%d of %d typed samples are of the classes the loop reads (%v), want 90%%", right, typed, tt.types)

@@ -10,22 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// within fails the test if f does not return in d: a block is the bug.
-func within(t *testing.T, d time.Duration, what string, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Fatalf("%s: still blocked after %v", what, d)
-	}
-}
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
+)
 
 // A fifo another user planted (in /tmp, say) is refused: its owner could
 // switch root's profile off and on, or read its acks.
@@ -38,7 +25,7 @@ func TestFifoOfAnotherUserRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var err error
-	within(t, 5*time.Second, "open", func() {
+	testenv.Within(t, 5*time.Second, "open", func() {
 		var c *Channel
 		if c, err = Open("fifo:" + ctl); err == nil {
 			c.Close()
@@ -81,7 +68,7 @@ func TestFifoWritableByAllRefused(t *testing.T) {
 
 // A device is not opened at all (opening one can block or act).
 func TestFifoDeviceRefused(t *testing.T) {
-	within(t, 5*time.Second, "open /dev/null", func() {
+	testenv.Within(t, 5*time.Second, "open /dev/null", func() {
 		if c, err := Open("fifo:" + os.DevNull); err == nil || !strings.Contains(err.Error(), "not a named pipe") {
 			if c != nil {
 				c.Close()
@@ -140,7 +127,7 @@ func TestAckNeverBlocks(t *testing.T) {
 	}
 	defer c.Close()
 	var dropped error
-	within(t, 10*time.Second, "acks with no reader", func() {
+	testenv.Within(t, 10*time.Second, "acks with no reader", func() {
 		for range 1 << 15 { // 128 KiB of acks: twice a default pipe
 			if err := c.Ack(); err != nil {
 				dropped = err
@@ -176,7 +163,7 @@ func TestAckFDNeverBlocks(t *testing.T) {
 	}
 	defer c.Close()
 	var dropped error
-	within(t, 10*time.Second, "acks on a blocking fd with no reader", func() {
+	testenv.Within(t, 10*time.Second, "acks on a blocking fd with no reader", func() {
 		for range 1 << 15 {
 			if err := c.Ack(); err != nil {
 				dropped = err
@@ -224,7 +211,7 @@ func TestCloseEndsFifoRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	within(t, 5*time.Second, "commands after Close", func() {
+	testenv.Within(t, 5*time.Second, "commands after Close", func() {
 		for range c.Commands() {
 		}
 	})

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/elfsafe/elfcraft"
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 	"github.com/djx-bpf/djx-bpf/safefs"
 )
 
@@ -40,18 +40,6 @@ func inode(t *testing.T, path string) uint64 {
 	return st.Ino
 }
 
-// allocated runs f and returns the bytes it allocated and how long it took.
-func allocated(f func()) (uint64, time.Duration) {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	start := time.Now()
-	f()
-	d := time.Since(start)
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc, d
-}
-
 // TestSymtabBomb: a sparse file declaring a 120 MiB .symtab or .dynsym
 // (debug/elf allocates it and one Symbol per 24 bytes: 678 MiB) is
 // refused at once, with little allocated.
@@ -66,7 +54,7 @@ func TestSymtabBomb(t *testing.T) {
 			typ = elf.SHT_DYNSYM
 		}
 		var err error
-		n, d := allocated(func() {
+		n, d := testenv.Allocated(func() {
 			var f *File
 			if f, err = OpenPath(path); err != nil {
 				return
@@ -154,7 +142,7 @@ func TestHeaderBombs(t *testing.T) {
 		if err := os.Truncate(path, 200<<20); err != nil {
 			t.Fatal(err)
 		}
-		n, d := allocated(func() {
+		n, d := testenv.Allocated(func() {
 			var f *File
 			if f, err = OpenPath(path); err == nil {
 				f.Close()
@@ -203,7 +191,7 @@ func TestSectionNameBomb(t *testing.T) {
 		t.Fatal(err)
 	}
 	var err error
-	alloc, d := allocated(func() {
+	alloc, d := testenv.Allocated(func() {
 		var f *File
 		if f, err = OpenPath(path); err == nil {
 			f.Close()

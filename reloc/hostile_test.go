@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/elfsafe"
 	"github.com/djx-bpf/djx-bpf/elfsafe/elfcraft"
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 )
 
 // bomb is a section of craftLibJVM declaring 120 MiB, a hole in the file.
@@ -72,18 +72,6 @@ func craftLibJVM(t testing.TB, path, big string) {
 	}
 }
 
-// measure runs f and returns the bytes it allocated and how long it took.
-func measure(f func()) (uint64, time.Duration) {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	start := time.Now()
-	f()
-	d := time.Since(start)
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc, d
-}
-
 // TestSectionBombs: every section AddJVM reads is refused when it declares
 // 120 MiB of a sparse file, at once and with little allocated; the file
 // without a bomb parses.
@@ -112,7 +100,7 @@ func TestSectionBombs(t *testing.T) {
 		path := filepath.Join(dir, strings.TrimPrefix(sec, "."), "libjvm.so")
 		craftLibJVM(t, path, sec)
 		var err error
-		n, d := measure(func() {
+		n, d := testenv.Allocated(func() {
 			var f *elfsafe.File
 			if f, err = elfsafe.OpenPath(path); err != nil {
 				return
@@ -271,7 +259,7 @@ func TestAddJVMSymtabBomb(t *testing.T) {
 	}
 	defer tr.Close()
 	var info Info
-	n, d := measure(func() { info, err = tr.AddJVM(os.Getpid(), []Range{{0x1000, 0x2000}}) })
+	n, d := testenv.Allocated(func() { info, err = tr.AddJVM(os.Getpid(), []Range{{0x1000, 0x2000}}) })
 	t.Logf("AddJVM: %v; %d bytes allocated in %v", err, n, d)
 	if !errors.Is(info.SitesErr, elfsafe.ErrTooLarge) || !errors.Is(info.CopyErr, elfsafe.ErrTooLarge) {
 		t.Errorf("SitesErr %v, CopyErr %v; want both ErrTooLarge", info.SitesErr, info.CopyErr)

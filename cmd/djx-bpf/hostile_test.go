@@ -16,25 +16,10 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/discover"
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 	"github.com/djx-bpf/djx-bpf/procfs"
 	"github.com/djx-bpf/djx-bpf/safefs"
 )
-
-// within fails the test if f has not returned after d: blocking is the bug
-// these tests look for, and a test must not hang on it.
-func within(t *testing.T, d time.Duration, what string, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Fatalf("%s: still blocked after %v", what, d)
-	}
-}
 
 func plantFifo(t *testing.T, name string) string {
 	t.Helper()
@@ -50,7 +35,7 @@ func plantFifo(t *testing.T, name string) string {
 func TestOutputFifoRefused(t *testing.T) {
 	fifo := plantFifo(t, "report.json")
 	var err error
-	within(t, 5*time.Second, "-o on a fifo with no reader", func() {
+	testenv.Within(t, 5*time.Second, "-o on a fifo with no reader", func() {
 		err = writeFileAtomic(fifo, func(w io.Writer) error { _, err := io.WriteString(w, "secret"); return err })
 	})
 	if err == nil || !strings.Contains(err.Error(), "not a regular file") || !strings.Contains(err.Error(), "omit -o") {
@@ -61,7 +46,7 @@ func TestOutputFifoRefused(t *testing.T) {
 	}
 	// Said before any work, not after a profile.
 	var stdout, stderr bytes.Buffer
-	within(t, 5*time.Second, "djx-bpf report -o FIFO", func() {
+	testenv.Within(t, 5*time.Second, "djx-bpf report -o FIFO", func() {
 		if code := cmdReport([]string{"-o", fifo, filepath.Join(t.TempDir(), "missing")}, &stdout, &stderr); code != 2 {
 			t.Errorf("exit %d, want 2 before reading the profiles", code)
 		}
@@ -76,7 +61,7 @@ func TestOutputFifoRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	within(t, 5*time.Second, "-o on a fifo with a reader", func() {
+	testenv.Within(t, 5*time.Second, "-o on a fifo with a reader", func() {
 		err = writeFileAtomic(fifo, func(w io.Writer) error { _, err := io.WriteString(w, "secret"); return err })
 	})
 	if err == nil {
@@ -94,7 +79,7 @@ func TestOutputFifoRefused(t *testing.T) {
 
 // A device other than the null device is refused, and not opened.
 func TestOutputDeviceRefused(t *testing.T) {
-	within(t, 5*time.Second, "-o /dev/zero", func() {
+	testenv.Within(t, 5*time.Second, "-o /dev/zero", func() {
 		if err := writeFileAtomic("/dev/zero", func(io.Writer) error { return nil }); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("-o /dev/zero: %v", err)
 		}
@@ -130,12 +115,12 @@ func TestOutputOtherUsersFileRefused(t *testing.T) {
 func TestReportFifoRefused(t *testing.T) {
 	fifo := plantFifo(t, "profile.pb.gz")
 	var err error
-	within(t, 5*time.Second, "report on a fifo", func() { _, err = readReports(fifo) })
+	testenv.Within(t, 5*time.Second, "report on a fifo", func() { _, err = readReports(fifo) })
 	if !errors.Is(err, safefs.ErrNotRegular) || !strings.Contains(err.Error(), "saved with -o") {
 		t.Errorf("report on a fifo: %v", err)
 	}
 	var stdout, stderr bytes.Buffer
-	within(t, 5*time.Second, "djx-bpf report FIFO", func() {
+	testenv.Within(t, 5*time.Second, "djx-bpf report FIFO", func() {
 		if code := cmdReport([]string{fifo}, &stdout, &stderr); code != 1 {
 			t.Errorf("exit %d", code)
 		}
@@ -221,7 +206,7 @@ func TestListDescribeCaps(t *testing.T) {
 		return discover.Details{Attach: "ok"}
 	}
 	var skipped int
-	within(t, 20*time.Second, "describeAll", func() { skipped = describeAll(context.Background(), rows, describe) })
+	testenv.Within(t, 20*time.Second, "describeAll", func() { skipped = describeAll(context.Background(), rows, describe) })
 	if p := peak.Load(); p > listParallel {
 		t.Errorf("%d JVMs asked at once, want at most %d", p, listParallel)
 	}
@@ -248,7 +233,7 @@ func TestListDescribeCaps(t *testing.T) {
 		<-ctx.Done()
 		return discover.Details{Attach: ctx.Err().Error()}
 	}
-	within(t, 10*time.Second, "describeAll of stalling JVMs", func() { skipped = describeAll(context.Background(), rows, stall) })
+	testenv.Within(t, 10*time.Second, "describeAll of stalling JVMs", func() { skipped = describeAll(context.Background(), rows, stall) })
 	if skipped != len(rows)-listParallel {
 		t.Errorf("skipped %d, want all but the first %d", skipped, listParallel)
 	}

@@ -39,81 +39,143 @@ func (f sizeFlag) Set(s string) error {
 	return nil
 }
 
+// cmdProfile profiles a JVM, attached to by PID or launched, and writes
+// its report: parse the flags, check them, build the profiler's options,
+// open --control, profile, write the report and, in launch mode, wait for
+// the JVM, whose exit code becomes djx-bpf's.
 func cmdProfile(args []string) int {
+	pf, code := parseProfileFlags(args)
+	if pf == nil {
+		return code
+	}
+	if code := pf.check(); code != 0 {
+		return code
+	}
+	opts, live, code := pf.options()
+	if code != 0 {
+		return code
+	}
+	ctx, stop := signalContext("profile")
+	defer stop()
+	ctx, closeControl, code := openControl(ctx, pf.ctlSpec, &opts)
+	if code != 0 {
+		return code
+	}
+	defer closeControl()
+
+	rep, wait, err := pf.run(ctx, opts)
+	if live {
+		endProgress(os.Stderr)
+	}
+	code = pf.write(rep, err)
+	if wait != nil {
+		stop() // Ctrl-C now reaches only the JVM, as without djx-bpf
+		return waitJVM(wait, code)
+	}
+	return code
+}
+
+// profileFlags are the command line of djx-bpf profile.
+type profileFlags struct {
+	pid, top         int
+	duration         time.Duration
+	format           string
+	period, interval uint64
+	numa             bool
+	runUser, ctlSpec string
+	sf               sampleFlags
+	launch           []string // the command after --
+	freqGiven        bool
+}
+
+// parseProfileFlags parses profile's command line. A nil result means
+// exit with code: 0 after -h, 2 after a bad flag (the flag package said
+// which).
+func parseProfileFlags(args []string) (*profileFlags, int) {
 	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  djx-bpf profile --pid PID [flags]\n  djx-bpf profile [flags] -- java ARGS...\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	var (
-		pid      = fs.Int("pid", 0, "`PID` of a running JVM to attach to")
-		duration = fs.Duration("duration", 0, "how long to profile (e.g. 30s); default: until Ctrl-C or the target exits")
-		top      = fs.Int("top", 20, "number of objects to show (0: all)")
-		format   = fs.String("format", "table", "output format: table, json or pprof; default pprof for -o *.pb.gz or *.pprof")
-		period   = fs.Uint64("period", 0, "sample every N-th event (page-faults: default 1; hardware events: the catalog's default, see djx-bpf events)")
-		numaFlag = fs.Bool("numa", false, "find the NUMA node of each sampled page and of the sampling CPU: per object home nodes, accessing nodes and remote share")
-		runUser  = fs.String("user", "", "launch mode: run the application as `USER` (name or uid); default under sudo: the invoking user (SUDO_UID)")
-		ctlSpec  = fs.String("control", "", "switch sampling off and on while profiling, as perf record --control: `fifo:CTL[,ACK]` (made with mkfifo) or fd:CTL[,ACK]; lines disable, enable, ping, stop, each answered with \"ack\" on ACK")
-	)
-	var sf sampleFlags
-	sf.register(fs)
-	var interval uint64
-	fs.Var(sizeFlag{&interval}, "alloc-interval", "mean heap sampling interval `SIZE`; default: min-size/4")
+	pf := new(profileFlags)
+	fs.IntVar(&pf.pid, "pid", 0, "`PID` of a running JVM to attach to")
+	fs.DurationVar(&pf.duration, "duration", 0, "how long to profile (e.g. 30s); default: until Ctrl-C or the target exits")
+	fs.IntVar(&pf.top, "top", 20, "number of objects to show (0: all)")
+	fs.StringVar(&pf.format, "format", "table", "output format: table, json or pprof; default pprof for -o *.pb.gz or *.pprof")
+	fs.Uint64Var(&pf.period, "period", 0, "sample every N-th event (page-faults: default 1; hardware events: the catalog's default, see djx-bpf events)")
+	fs.BoolVar(&pf.numa, "numa", false, "find the NUMA node of each sampled page and of the sampling CPU: per object home nodes, accessing nodes and remote share")
+	fs.StringVar(&pf.runUser, "user", "", "launch mode: run the application as `USER` (name or uid); default under sudo: the invoking user (SUDO_UID)")
+	fs.StringVar(&pf.ctlSpec, "control", "", "switch sampling off and on while profiling, as perf record --control: `fifo:CTL[,ACK]` (made with mkfifo) or fd:CTL[,ACK]; lines disable, enable, ping, stop, each answered with \"ack\" on ACK")
+	pf.sf.register(fs)
+	fs.Var(sizeFlag{&pf.interval}, "alloc-interval", "mean heap sampling interval `SIZE`; default: min-size/4")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return nil, 0
 		}
-		return 2
+		return nil, 2
 	}
-	launch := fs.Args()
-	formatGiven, freqGiven := false, false
+	pf.launch = fs.Args()
+	formatGiven := false
 	fs.Visit(func(f *flag.Flag) {
 		formatGiven = formatGiven || f.Name == "format"
-		freqGiven = freqGiven || f.Name == "freq"
+		pf.freqGiven = pf.freqGiven || f.Name == "freq"
 	})
-	*format = outputFormat(*format, formatGiven, sf.out)
+	pf.format = outputFormat(pf.format, formatGiven, pf.sf.out)
+	return pf, 0
+}
+
+// check says on standard error what is wrong with the flags, -o included,
+// before any profiling, and returns 2 then; 0 when they are fine.
+func (pf *profileFlags) check() int {
 	switch {
-	case *pid == 0 && len(launch) == 0:
+	case pf.pid == 0 && len(pf.launch) == 0:
 		fmt.Fprintln(os.Stderr, "djx-bpf profile: give --pid PID or a command after --, e.g. djx-bpf profile -- java -jar app.jar")
 		return 2
-	case *pid != 0 && len(launch) > 0:
+	case pf.pid != 0 && len(pf.launch) > 0:
 		fmt.Fprintln(os.Stderr, "djx-bpf profile: --pid and a launch command exclude each other")
 		return 2
-	case *format != "table" && *format != "json" && *format != "pprof":
-		eprintf(os.Stderr, "djx-bpf profile: unknown --format %q: use table, json or pprof\n", *format)
+	case pf.format != "table" && pf.format != "json" && pf.format != "pprof":
+		eprintf(os.Stderr, "djx-bpf profile: unknown --format %q: use table, json or pprof\n", pf.format)
 		return 2
-	case *format == "pprof" && sf.out == "" && isCharDevice(os.Stdout):
+	case pf.format == "pprof" && pf.sf.out == "" && isCharDevice(os.Stdout):
 		fmt.Fprintln(os.Stderr, "djx-bpf profile: a pprof profile is binary: give -o FILE.pb.gz or redirect standard output")
 		return 2
-	case *pid < 0:
-		eprintf(os.Stderr, "djx-bpf profile: bad --pid %d\n", *pid)
+	case pf.pid < 0:
+		eprintf(os.Stderr, "djx-bpf profile: bad --pid %d\n", pf.pid)
 		return 2
 	}
-	if err := sf.check(); err != nil {
+	if err := pf.sf.check(); err != nil {
 		eprintf(os.Stderr, "djx-bpf profile: %v\n", err)
 		return 2
 	}
-	if err := checkOutputEarly(sf.out); err != nil {
+	if err := checkOutputEarly(pf.sf.out); err != nil {
 		eprintf(os.Stderr, "djx-bpf profile: -o: %v\n", err)
 		return 2
 	}
-	opts := sf.options()
-	opts.Duration, opts.Interval, opts.Period, opts.NUMA = *duration, interval, *period, *numaFlag
-	if len(launch) > 0 {
+	return 0
+}
+
+// options are the profiler options the flags set, with progress messages
+// (unless --quiet) and, on a terminal (live), a status line on standard
+// error. A bad --user is said there, with code 2.
+func (pf *profileFlags) options() (opts profiler.Options, live bool, code int) {
+	opts = pf.sf.options()
+	opts.Duration, opts.Interval, opts.Period, opts.NUMA = pf.duration, pf.interval, pf.period, pf.numa
+	if len(pf.launch) > 0 {
 		var err error
-		if opts.RunAs, err = launchUser(*runUser, os.Getenv); err != nil {
+		if opts.RunAs, err = launchUser(pf.runUser, os.Getenv); err != nil {
 			eprintf(os.Stderr, "djx-bpf profile: %v\n", err)
-			return 2
+			return opts, false, 2
 		}
-	} else if *runUser != "" {
+	} else if pf.runUser != "" {
 		fmt.Fprintln(os.Stderr, "djx-bpf profile: --user is for launch mode (a command after --)")
-		return 2
+		return opts, false, 2
 	}
-	if freqGiven {
-		opts.HWFreq = sf.freq
+	if pf.freqGiven {
+		opts.HWFreq = pf.sf.freq
 	}
-	live := !sf.quiet && isCharDevice(os.Stderr)
-	if !sf.quiet {
+	live = !pf.sf.quiet && isCharDevice(os.Stderr)
+	if !pf.sf.quiet {
 		opts.Notify = func(msg string) {
 			if live {
 				endProgress(os.Stderr) // the message replaces the status line
@@ -124,55 +186,67 @@ func cmdProfile(args []string) int {
 	if live {
 		opts.Progress = progressLine(os.Stderr)
 	}
-	ctx, stop := signalContext("profile")
-	defer stop()
-	if *ctlSpec != "" {
-		ch, err := control.Open(*ctlSpec, trustedUIDs(os.Getenv)...)
-		if err != nil {
-			eprintf(os.Stderr, "djx-bpf profile: --control: %v\n", err)
-			return 2
-		}
-		defer ch.Close()
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		opts.Control, opts.Switched = serveControl(ctx, ch, cancel, opts.Notify)
-	}
+	return opts, live, 0
+}
 
-	var (
-		rep  *report.Report
-		err  error
-		wait func() (int, error)
-	)
-	if *pid != 0 {
-		rep, err = profiler.Attach(ctx, *pid, opts)
-	} else {
-		rep, wait, err = profiler.Launch(ctx, launch, opts, os.Stdin, os.Stdout, os.Stderr)
+// openControl opens the --control channel spec, if given, and serves it
+// into opts; the context returned ends on its stop command. closeControl
+// releases the channel. A channel that does not open is said on standard
+// error, with code 2.
+func openControl(ctx context.Context, spec string, opts *profiler.Options) (_ context.Context, closeControl func(), code int) {
+	if spec == "" {
+		return ctx, func() {}, 0
 	}
-	if live {
-		endProgress(os.Stderr)
+	ch, err := control.Open(spec, trustedUIDs(os.Getenv)...)
+	if err != nil {
+		eprintf(os.Stderr, "djx-bpf profile: --control: %v\n", err)
+		return ctx, nil, 2
 	}
-	code := 0
+	ctx, cancel := context.WithCancel(ctx)
+	opts.Control, opts.Switched = serveControl(ctx, ch, cancel, opts.Notify)
+	return ctx, func() {
+		cancel()
+		ch.Close()
+	}, 0
+}
+
+// run profiles the JVM of --pid or launches the command and profiles it;
+// wait, in launch mode, waits for the JVM to exit.
+func (pf *profileFlags) run(ctx context.Context, opts profiler.Options) (rep *report.Report, wait func() (int, error), err error) {
+	if pf.pid != 0 {
+		rep, err = profiler.Attach(ctx, pf.pid, opts)
+		return rep, nil, err
+	}
+	return profiler.Launch(ctx, pf.launch, opts, os.Stdin, os.Stdout, os.Stderr)
+}
+
+// write writes the report, or says on standard error why there is none;
+// 0, or 1 on an error.
+func (pf *profileFlags) write(rep *report.Report, err error) int {
 	if err != nil {
 		eprintf(os.Stderr, "djx-bpf: %v\n", err)
 		if errors.Is(err, attach.ErrRefused) {
 			fmt.Fprintln(os.Stderr, "djx-bpf: hint: djx-bpf profile [flags] -- java ARGS... starts the JVM with the agent on -agentpath")
 		}
-		code = 1
-	} else if werr := writeReport(rep, *format, sf.table(*top), sf.out); werr != nil {
-		eprintf(os.Stderr, "djx-bpf: %v\n", werr)
-		code = 1
+		return 1
 	}
-	if wait != nil {
-		stop() // Ctrl-C now reaches only the JVM, as without djx-bpf
-		jcode, werr := wait()
-		if werr != nil {
-			eprintf(os.Stderr, "djx-bpf: wait for JVM: %v\n", werr)
-			return 1
-		}
-		if code == 0 {
-			code = jcode
-		}
+	if err := writeReport(rep, pf.format, pf.sf.table(pf.top), pf.sf.out); err != nil {
+		eprintf(os.Stderr, "djx-bpf: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// waitJVM waits for the launched JVM: its exit code is djx-bpf's unless
+// djx-bpf failed (code) already, or the wait did (1).
+func waitJVM(wait func() (int, error), code int) int {
+	jcode, err := wait()
+	if err != nil {
+		eprintf(os.Stderr, "djx-bpf: wait for JVM: %v\n", err)
+		return 1
+	}
+	if code == 0 {
+		return jcode
 	}
 	return code
 }

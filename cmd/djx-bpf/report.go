@@ -31,144 +31,203 @@ for flame graph tools (collapsed) or a merged pprof profile.
 Flags:
 `
 
+// cmdReport reads saved profiles, merges them and writes the result: parse
+// the flags, check them, read the files (keeping --pid's), merge and focus,
+// write.
 func cmdReport(args []string, stdout, stderr io.Writer) int {
+	rf, code := parseReportFlags(args, stderr)
+	if rf == nil {
+		return code
+	}
+	if code := rf.check(stdout, stderr); code != 0 {
+		return code
+	}
+	reps, code := rf.read(stderr)
+	if code != 0 {
+		return code
+	}
+	if err := rf.write(rf.combine(reps), stdout); err != nil {
+		eprintf(stderr, "djx-bpf report: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// reportFlags are the command line of djx-bpf report.
+type reportFlags struct {
+	format, out, focus      string
+	top, accTop, depth, pid int
+	files                   []string
+	set                     map[string]bool // the flags given
+	re                      *regexp.Regexp  // --focus, compiled by check
+	usage                   func()
+}
+
+// parseReportFlags parses report's command line. A nil result means exit
+// with code: 0 after -h, 2 after a bad flag (the flag package said which).
+func parseReportFlags(args []string, stderr io.Writer) (*reportFlags, int) {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), reportUsage)
 		fs.PrintDefaults()
 	}
-	var (
-		format = fs.String("format", "table", "output format: table, json, collapsed (folded stacks) or pprof; default pprof for -o *.pb.gz or *.pprof")
-		out    = fs.String("o", "", "write to `FILE` (atomically) instead of standard output")
-		top    = fs.Int("top", report.DefaultTableOptions.Top, "objects to show (0: all); collapsed: all unless given")
-		accTop = fs.Int("access-top", report.DefaultTableOptions.AccessTop, "table: access paths shown under each object and in the remainder (0: none)")
-		depth  = fs.Int("depth", report.DefaultTableOptions.Depth, "table, collapsed: frames kept per access path, innermost first (0: all); collapsed: all unless given")
-		focus  = fs.String("focus", "", "keep only objects whose type or allocation site, and data types whose name, match `REGEX`")
-		pid    = fs.Int("pid", 0, "keep only the profiles of the JVM with this `PID`")
-	)
-	// Flags may come after files too (djx-bpf report a.pb.gz --top 5);
-	// after "--" everything is a file.
+	rf := &reportFlags{set: make(map[string]bool), usage: fs.Usage}
+	fs.StringVar(&rf.format, "format", "table", "output format: table, json, collapsed (folded stacks) or pprof; default pprof for -o *.pb.gz or *.pprof")
+	fs.StringVar(&rf.out, "o", "", "write to `FILE` (atomically) instead of standard output")
+	fs.IntVar(&rf.top, "top", report.DefaultTableOptions.Top, "objects to show (0: all); collapsed: all unless given")
+	fs.IntVar(&rf.accTop, "access-top", report.DefaultTableOptions.AccessTop, "table: access paths shown under each object and in the remainder (0: none)")
+	fs.IntVar(&rf.depth, "depth", report.DefaultTableOptions.Depth, "table, collapsed: frames kept per access path, innermost first (0: all); collapsed: all unless given")
+	fs.StringVar(&rf.focus, "focus", "", "keep only objects whose type or allocation site, and data types whose name, match `REGEX`")
+	fs.IntVar(&rf.pid, "pid", 0, "keep only the profiles of the JVM with this `PID`")
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, 0
+		}
+		return nil, 2
+	}
+	rf.files = files
+	fs.Visit(func(f *flag.Flag) { rf.set[f.Name] = true })
+	rf.format = outputFormat(rf.format, rf.set["format"], rf.out)
+	return rf, 0
+}
+
+// parseInterspersed parses fs's flags and returns the other arguments:
+// flags may come after files too (djx-bpf report a.pb.gz --top 5); after
+// "--" everything is a file.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var files []string
 	for rest := args; ; {
 		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
+			return nil, err
 		}
 		left := fs.Args()
 		if n := len(rest) - len(left); n > 0 && rest[n-1] == "--" {
-			files = append(files, left...)
-			break
+			return append(files, left...), nil
 		}
 		if len(left) == 0 {
-			break
+			return files, nil
 		}
 		files = append(files, left[0])
 		rest = left[1:]
 	}
-	set := make(map[string]bool)
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	*format = outputFormat(*format, set["format"], *out)
-	var re *regexp.Regexp
+}
+
+// check says on stderr what is wrong with the flags, -o included, before
+// any file is read, and returns 2 then; 0 when they are fine.
+func (rf *reportFlags) check(stdout, stderr io.Writer) int {
 	switch {
-	case len(files) == 0:
+	case len(rf.files) == 0:
 		fmt.Fprint(stderr, "djx-bpf report: give one or more profile files\n\n")
-		fs.Usage()
+		rf.usage()
 		return 2
-	case !slices.Contains([]string{"table", "json", "collapsed", "pprof"}, *format):
-		eprintf(stderr, "djx-bpf report: unknown --format %q: use table, json, collapsed or pprof\n", *format)
+	case !slices.Contains([]string{"table", "json", "collapsed", "pprof"}, rf.format):
+		eprintf(stderr, "djx-bpf report: unknown --format %q: use table, json, collapsed or pprof\n", rf.format)
 		return 2
-	case *top < 0 || *accTop < 0 || *depth < 0:
+	case rf.top < 0 || rf.accTop < 0 || rf.depth < 0:
 		fmt.Fprintln(stderr, "djx-bpf report: --top, --access-top and --depth must be 0 or more")
 		return 2
-	case *pid < 0:
-		eprintf(stderr, "djx-bpf report: bad --pid %d\n", *pid)
+	case rf.pid < 0:
+		eprintf(stderr, "djx-bpf report: bad --pid %d\n", rf.pid)
 		return 2
-	case *focus != "":
+	case rf.focus != "":
 		var err error
-		if re, err = regexp.Compile(*focus); err != nil {
+		if rf.re, err = regexp.Compile(rf.focus); err != nil {
 			eprintf(stderr, "djx-bpf report: bad --focus: %v\n", err)
 			return 2
 		}
 	}
-	if err := checkOutputEarly(*out); err != nil {
+	if err := checkOutputEarly(rf.out); err != nil {
 		eprintf(stderr, "djx-bpf report: -o: %v\n", err)
 		return 2
 	}
-	if *out == "" && *format == "pprof" && isCharDevice(stdout) {
+	if rf.out == "" && rf.format == "pprof" && isCharDevice(stdout) {
 		fmt.Fprintln(stderr, "djx-bpf report: a pprof profile is binary: give -o FILE or redirect standard output")
 		return 2
 	}
+	return 0
+}
 
+// read reads the reports of every file and keeps those of --pid, if
+// given. A file that does not read, or no report of --pid, is said on
+// stderr, with code 1.
+func (rf *reportFlags) read(stderr io.Writer) ([]*report.Report, int) {
 	var reps []*report.Report
-	for _, f := range files {
+	for _, f := range rf.files {
 		rs, err := readReports(f)
 		if err != nil {
 			eprintf(stderr, "djx-bpf report: %v\n", err)
-			return 1
+			return nil, 1
 		}
 		reps = append(reps, rs...)
 	}
-	if *pid != 0 {
-		var keep []*report.Report
-		var pids []string
-		for _, r := range reps {
-			if r.PID == *pid {
-				keep = append(keep, r)
-			} else if s := strconv.Itoa(r.PID); !slices.Contains(pids, s) {
-				pids = append(pids, s)
-			}
-		}
-		if len(keep) == 0 {
-			eprintf(stderr, "djx-bpf report: no profile of pid %d in %s (they hold pids %s)\n", *pid, strings.Join(files, ", "), strings.Join(pids, ", "))
-			return 1
-		}
-		reps = keep
+	if rf.pid == 0 {
+		return reps, 0
 	}
-	if *format == "pprof" {
+	var keep []*report.Report
+	var pids []string
+	for _, r := range reps {
+		if r.PID == rf.pid {
+			keep = append(keep, r)
+		} else if s := strconv.Itoa(r.PID); !slices.Contains(pids, s) {
+			pids = append(pids, s)
+		}
+	}
+	if len(keep) == 0 {
+		eprintf(stderr, "djx-bpf report: no profile of pid %d in %s (they hold pids %s)\n", rf.pid, strings.Join(rf.files, ", "), strings.Join(pids, ", "))
+		return nil, 1
+	}
+	return keep, 0
+}
+
+// combine merges the reports, one per JVM for pprof and into one
+// otherwise, and keeps what --focus matches, saying so in their notes.
+func (rf *reportFlags) combine(reps []*report.Report) []*report.Report {
+	if rf.format == "pprof" {
 		reps = report.MergeByPID(reps)
 	} else {
 		reps = []*report.Report{report.Merge(reps...)}
 	}
-	if re != nil {
+	if rf.re != nil {
 		for i, r := range reps {
-			f := report.Focus(r, re)
-			f.Notes = append(slices.Clip(f.Notes), fmt.Sprintf("--focus %q: %d of %d allocation sites; samples in no tracked object left out", *focus, len(f.Objects), len(r.Objects)))
+			f := report.Focus(r, rf.re)
+			f.Notes = append(slices.Clip(f.Notes), fmt.Sprintf("--focus %q: %d of %d allocation sites; samples in no tracked object left out", rf.focus, len(f.Objects), len(r.Objects)))
 			reps[i] = f
 		}
 	}
-	opt := report.TableOptions{Top: *top, AccessTop: *accTop, Depth: *depth}
-	write := func(w io.Writer) error {
-		switch *format {
-		case "json":
-			return report.WriteJSON(w, reps[0], opt.Top)
-		case "collapsed":
-			c := report.TableOptions{}
-			if set["top"] {
-				c.Top = opt.Top
-			}
-			if set["depth"] {
-				c.Depth = opt.Depth
-			}
-			return report.WriteCollapsed(w, reps[0], c)
-		case "pprof":
-			return pprofile.Write(w, pprofile.Options{}, reps...)
+	return reps
+}
+
+// write writes the merged reports in --format to -o or else stdout.
+func (rf *reportFlags) write(reps []*report.Report, stdout io.Writer) error {
+	write := func(w io.Writer) error { return rf.writeTo(w, reps) }
+	if rf.out == "" {
+		return write(stdout)
+	}
+	return writeFileAtomic(rf.out, write)
+}
+
+// writeTo writes the merged reports to w in --format: all of them for
+// pprof, else the one.
+func (rf *reportFlags) writeTo(w io.Writer, reps []*report.Report) error {
+	opt := report.TableOptions{Top: rf.top, AccessTop: rf.accTop, Depth: rf.depth}
+	switch rf.format {
+	case "json":
+		return report.WriteJSON(w, reps[0], opt.Top)
+	case "collapsed":
+		c := report.TableOptions{}
+		if rf.set["top"] {
+			c.Top = opt.Top
 		}
-		return report.WriteTable(w, reps[0], opt)
+		if rf.set["depth"] {
+			c.Depth = opt.Depth
+		}
+		return report.WriteCollapsed(w, reps[0], c)
+	case "pprof":
+		return pprofile.Write(w, pprofile.Options{}, reps...)
 	}
-	var err error
-	if *out == "" {
-		err = write(stdout)
-	} else {
-		err = writeFileAtomic(*out, write)
-	}
-	if err != nil {
-		eprintf(stderr, "djx-bpf report: %v\n", err)
-		return 1
-	}
-	return 0
+	return report.WriteTable(w, reps[0], opt)
 }
 
 // outputFormat is the format asked for with --format or, when it was not

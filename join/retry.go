@@ -8,7 +8,8 @@ import "slices"
 // or the rescan that moves it says so: judged at their time, those samples
 // find nothing. Like first-touch page faults, they are judged once more
 // after the grace, against the objects known by then. Stores from JIT
-// code are not: a compiled allocation is recorded before its first use.
+// code are not: they initialise the program's small objects, which stay
+// untracked, and a second judgement would only hold them back.
 
 // retries holds the samples waiting for their second judgement, in time
 // order.

@@ -92,11 +92,12 @@ func (j *JVM) locate(p *pending, res *decode.Result, s *sample.Sample) {
 	ok = ok && res.Addr >= obj
 	if j.types != nil && (!ok || j.types.ByKlassWord(k) == nil || res.Store) {
 		if pr, good := j.newProbe(res, s); good {
-			if o, k, found, final := j.allocObject(pr); found {
+			if o, k, found, final := j.allocObject(&pr); found {
 				p.obj, p.klass, p.located, p.typedBy = o, k, true, typedByAllocation
 				return
 			} else if !final {
-				p.probe = pr // asked again when the sample is judged
+				kept := pr // asked again when the sample is judged
+				p.probe = &kept
 			}
 		}
 	}
@@ -122,15 +123,15 @@ type allocProbe struct {
 
 // newProbe is the allocation scan's view of an access through a base
 // register to the start of a (new) object.
-func (j *JVM) newProbe(res *decode.Result, s *sample.Sample) (*allocProbe, bool) {
+func (j *JVM) newProbe(res *decode.Result, s *sample.Sample) (allocProbe, bool) {
 	if res.Base < 0 || res.Base >= 16 || res.Index != decode.NoReg || s.Flags&sample.FlagAtOK == 0 {
-		return nil, false
+		return allocProbe{}, false
 	}
 	obj := j.regs.GPR[res.Base]
 	if res.Addr < obj || res.Addr-obj >= maxAllocOffset {
-		return nil, false
+		return allocProbe{}, false
 	}
-	return &allocProbe{ip: s.IP(), obj: obj, base: res.Base, at: s.At}, true
+	return allocProbe{ip: s.IP(), obj: obj, base: res.Base, at: s.At}, true
 }
 
 // retype names a sample that waited with a probe, now that the JIT code

@@ -6,9 +6,7 @@ package agent
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"io"
 	"math"
 	"net"
@@ -22,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
 )
 
@@ -115,23 +114,6 @@ func siteLineIn(t *testing.T, file, name string) int32 {
 	return 0
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type batchOrErr struct {
 	b   *agentwire.Batch
 	err error
@@ -143,7 +125,7 @@ type jvm struct {
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	lines   chan string
-	stderr  *syncBuffer
+	stderr  *testenv.SyncBuffer
 	conn    *net.UnixConn
 	batches chan batchOrErr
 	waited  chan error
@@ -202,7 +184,7 @@ func startJava(t testing.TB, j jdk, opts string, connect bool, attach func(v *jv
 	argv = append(argv, "-cp", classes, main)
 	argv = append(argv, args...)
 	v := &jvm{t: t, cmd: exec.Command(filepath.Join(j.home, "bin", "java"), argv...),
-		lines: make(chan string, 16), stderr: &syncBuffer{}, batches: make(chan batchOrErr, 1024),
+		lines: make(chan string, 16), stderr: &testenv.SyncBuffer{}, batches: make(chan batchOrErr, 1024),
 		waited: make(chan error, 1)}
 	v.cmd.Stderr = v.stderr
 	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test binary, also on a timeout panic

@@ -2,13 +2,14 @@ package agent
 
 import (
 	"fmt"
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/djx-bpf/djx-bpf/agentwire"
 )
 
 // census asks the agent for a census and collects the stream up to its

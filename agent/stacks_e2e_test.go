@@ -10,7 +10,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"io"
 	"math/rand"
 	"os"
@@ -24,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/attach"
 )
 

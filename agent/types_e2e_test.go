@@ -1,12 +1,13 @@
 package agent
 
 import (
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/djx-bpf/djx-bpf/agentwire"
 )
 
 // typesStream collects the data-type records of a stream.

@@ -11,13 +11,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 )
 
 // launchHelper is the environment variable that makes this test binary play
@@ -147,24 +148,6 @@ func openPty(t *testing.T) (master, slave *os.File) {
 	return master, slave
 }
 
-// syncBuffer collects what a terminal's master reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestLaunchChildHasNoTerminal: a launched application run as another user
 // (--user) is in a session of its own with no controlling terminal and no
 // terminal on its stdio, so it cannot push input into the terminal of
@@ -186,7 +169,7 @@ func TestLaunchChildHasNoTerminal(t *testing.T) {
 	if err := parent.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	copied := make(chan struct{})
 	go func() { io.Copy(&out, master); close(copied) }()
 	exited := make(chan struct{})

@@ -1,7 +1,9 @@
 package testenv
 
 import (
+	"bytes"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -32,4 +34,23 @@ func Allocated(f func()) (uint64, time.Duration) {
 	d := time.Since(start)
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc, d
+}
+
+// SyncBuffer is a bytes.Buffer that a process's output goroutine writes
+// while the test reads it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -19,7 +19,7 @@ all: build
 
 build: $(BIN)
 
-$(BIN): agent/libdjxagent.so $(shell find . -name '*.go' -not -path './build/*') bpf/djx_bpfel.o go.mod go.sum
+$(BIN): agent/lib/libdjxagent.so $(shell find . -name '*.go' -not -path './build/*') bpf/djx_bpfel.o go.mod go.sum
 	$(GO) build -o $@ ./cmd/djx-bpf
 
 # Debian packages the build and tests need beyond Go, gcc and JDK 17.
@@ -32,7 +32,7 @@ $(BUILD)/java/.stamp: $(JAVA_SRCS)
 	$(JAVA_HOME)/bin/javac -d $(BUILD)/java $(JAVA_SRCS)
 	@touch $@
 
-vet: agent/libdjxagent.so
+vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
 
@@ -55,14 +55,14 @@ FUZZ_TARGETS := agentwire:FuzzReader pprofile:FuzzRead attach:FuzzParseReply ope
 	region:FuzzParse procfs:FuzzParse agentwire:FuzzReaderLimits join:FuzzQueueOrder control:FuzzReadLines \
 	elfsafe:FuzzNewFile jvmsym:FuzzLoadELFSyms jvmsym:FuzzParsePerfMapCaps reloc:FuzzLibJVM termsafe:FuzzString
 
-fuzz: agent/libdjxagent.so
+fuzz:
 	@mkdir -p $(BUILD)
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
 		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 -parallel 1 >$(BUILD)/fuzz.log 2>&1 || \
 			{ cat $(BUILD)/fuzz.log; exit 1; }; done
 
-test-short: agent/libdjxagent.so
+test-short: agent/lib/libdjxagent.so
 	$(GO) test -short ./...
 
 # Profile the bundled demo workload: a JVM whose hot object is known
@@ -96,4 +96,4 @@ bench: deps build
 		$(GO) test -run '^$$' -bench 'ApplyMoves' -benchtime 2000x -benchmem ./objindex/; fi
 
 clean:
-	rm -rf $(BUILD) agent/libdjxagent.so
+	rm -rf $(BUILD) agent/lib/libdjxagent.so

@@ -67,8 +67,9 @@ func TestMain(m *testing.M) {
 // workload once per test binary.
 func fixture(t testing.TB) (lib, classes string) {
 	t.Helper()
-	if len(Library()) == 0 {
-		testenv.Skip(t, "libdjxagent.so is empty; build it with make agent/libdjxagent.so")
+	so, err := Library()
+	if err != nil {
+		testenv.Skip(t, "%v", err)
 	}
 	javac := filepath.Join(testenv.JDKs(t)[0].Home, "bin", "javac")
 	fixtureOnce.Do(func() {
@@ -76,7 +77,7 @@ func fixture(t testing.TB) (lib, classes string) {
 		if fixtureErr != nil {
 			return
 		}
-		fixtureErr = os.WriteFile(filepath.Join(fixtureDir, "libdjxagent.so"), Library(), 0o755)
+		fixtureErr = os.WriteFile(filepath.Join(fixtureDir, "libdjxagent.so"), so, 0o755)
 		if fixtureErr != nil {
 			return
 		}

@@ -40,8 +40,12 @@ func (s *session) attachOpenJ9(ctx context.Context, pid int) (*report.Report, er
 		}
 		s.heapPre = &info
 	}
+	lib, err := agent.Library()
+	if err != nil {
+		return nil, err
+	}
 	root := filepath.Join("/proc", strconv.Itoa(pid), "root")
-	if s.ch, err = channel.Create(channel.Spec{Root: root, UID: j.UID, GID: j.GID, Library: agent.Library()}); err != nil {
+	if s.ch, err = channel.Create(channel.Spec{Root: root, UID: j.UID, GID: j.GID, Library: lib}); err != nil {
 		return nil, fmt.Errorf("prepare agent channel for pid %d: %w", pid, err)
 	}
 	exited := watchExit(pid)

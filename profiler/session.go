@@ -159,7 +159,11 @@ func (s *session) attach(ctx context.Context, pid int) (_ *report.Report, err er
 		}
 		return nil, err
 	}
-	if s.ch, err = channel.Create(channel.Spec{Root: s.target.Root, UID: s.target.UID, GID: s.target.GID, Library: agent.Library()}); err != nil {
+	lib, err := agent.Library()
+	if err != nil {
+		return nil, err
+	}
+	if s.ch, err = channel.Create(channel.Spec{Root: s.target.Root, UID: s.target.UID, GID: s.target.GID, Library: lib}); err != nil {
 		return nil, fmt.Errorf("prepare agent channel for pid %d: %w", pid, err)
 	}
 	exited := watchExit(pid)
@@ -247,8 +251,12 @@ func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, s
 	if err := s.openSampler(); err != nil {
 		return nil, nil, err
 	}
+	lib, err := agent.Library()
+	if err != nil {
+		return nil, nil, err
+	}
 	uid, gid := s.opts.RunAs.owner()
-	if s.ch, err = channel.Create(channel.Spec{Root: "/", UID: uid, GID: gid, Library: agent.Library()}); err != nil {
+	if s.ch, err = channel.Create(channel.Spec{Root: "/", UID: uid, GID: gid, Library: lib}); err != nil {
 		return nil, nil, fmt.Errorf("prepare agent channel: %w", err)
 	}
 	args := append([]string{argv[0], "-agentpath:" + s.ch.LibraryPath() + "=" + s.opts.agentOptions(s.ch.SocketPath())}, argv[1:]...)

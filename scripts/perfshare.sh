@@ -34,7 +34,7 @@ for r in $(seq "$RUNS"); do
 			[ $mode = djx ] && cmd="build/djx-bpf profile --quiet --format json -o $o.json -- $cmd"
 			perf record -q -a -g -F 1999 -o "$o.data" -- $cmd >"$o.out" 2>&1
 			perf script -i "$o.data" -F comm,pid,tid,ip,sym,dso 2>/dev/null |
-				build/perfshare -agent agent/libdjxagent.so >"$o.share"
+				build/perfshare -agent agent/lib/libdjxagent.so >"$o.share"
 			rm -f "$o.data" "$o.jfr"
 			echo "$wl $mode round $r: $(grep -h 'bench elapsed' "$o.out" | head -1)"
 			grep ' all ' "$o.share" || true

@@ -36,7 +36,7 @@ type DjxSample struct {
 	Regs      [21]uint64
 	Before    [16]uint8
 	At        [16]uint8
-	Flags     uint32
+	Flags     DjxSampleFlag
 	Cpu       uint32
 	DataSrc   uint64
 	Weight    uint64
@@ -45,6 +45,15 @@ type DjxSample struct {
 	Pad       uint32
 	Hdr       [15][2]uint64
 }
+
+type DjxSampleFlag uint32
+
+const (
+	DjxSampleFlagSAMPLE_BEFORE_OK DjxSampleFlag = 1
+	DjxSampleFlagSAMPLE_AT_OK     DjxSampleFlag = 2
+	DjxSampleFlagSAMPLE_MEM_OK    DjxSampleFlag = 4
+	DjxSampleFlagSAMPLE_NO_STACK  DjxSampleFlag = 8
+)
 
 type DjxTarget struct {
 	_        structs.HostLayout

@@ -16,11 +16,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define INSN_BYTES 16
 
-// Sample flags.
-#define SAMPLE_BEFORE_OK 1 // before[] holds the 16 bytes ending at ip
-#define SAMPLE_AT_OK 2     // at[] holds the 16 bytes starting at ip
-#define SAMPLE_MEM_OK 4    // data_src and weight were read from the sample
-#define SAMPLE_NO_STACK 8  // no stack signal was sent for it on purpose (gap, young or non-Java thread)
+// Sample flags: an enum, so that bpf2go generates them for Go.
+enum sample_flag {
+	SAMPLE_BEFORE_OK = 1 << 0, // before[] holds the 16 bytes ending at ip
+	SAMPLE_AT_OK = 1 << 1,     // at[] holds the 16 bytes starting at ip
+	SAMPLE_MEM_OK = 1 << 2,    // data_src and weight were read from the sample
+	SAMPLE_NO_STACK = 1 << 3,  // no stack signal was sent for it on purpose (gap, young or non-Java thread)
+};
 
 // General-purpose registers are pt_regs slots 0-14 (r15 .. rdi); rsp (19)
 // never points at an object.
@@ -35,7 +37,7 @@ struct sample {
 	__u64 regs[21]; // user struct pt_regs, kernel layout
 	__u8 before[INSN_BYTES];
 	__u8 at[INSN_BYTES];
-	__u32 flags;
+	enum sample_flag flags; // an int: 4 bytes, as the __u32 it replaced
 	__u32 cpu;
 	__u64 data_src; // union perf_mem_data_src (PEBS, IBS): level, TLB, snoop
 	__u64 weight;   // union perf_sample_weight: latency in cycles

@@ -444,7 +444,7 @@ func parseSample(b []byte, s *Sample) {
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(&r)), unsafe.Sizeof(r)), b)
 	*s = Sample{
 		Time: r.Time, PID: r.Pid, TID: r.Tid, Addr: r.Addr, Period: r.Period,
-		Regs: r.Regs, Before: r.Before, At: r.At, Flags: r.Flags, CPU: r.Cpu,
+		Regs: r.Regs, Before: r.Before, At: r.At, Flags: uint32(r.Flags), CPU: r.Cpu,
 		DataSrc: r.DataSrc, Weight: r.Weight,
 		HdrOK: r.HdrOk, HdrNarrow: r.HdrNarrow, Hdr: r.Hdr,
 	}

@@ -19,7 +19,9 @@ const (
 	Hardware Source = "hardware"
 )
 
-// Flags of a Sample, as set by the BPF program.
+// Flags of a Sample, as set by the BPF program: enum sample_flag in
+// bpf/sample.bpf.c, which bpf2go generates for Go and a loader test holds
+// these to.
 const (
 	FlagBeforeOK = 1 << 0 // Before holds the bytes ending at ip
 	FlagAtOK     = 1 << 1 // At holds the bytes starting at ip

@@ -60,6 +60,10 @@ type censusRun struct {
 // (an allocation sampled since the attach, or a census after a GC finding
 // one the sampler caught).
 func (j *JVM) onCensus(c *agentwire.Census) {
+	if isFiller(c.TypeSig) {
+		j.stats.CensusFillers++
+		return
+	}
 	if o, ok := j.idx.Lookup(c.Addr); ok && j.objs[o.ID].start == c.Addr {
 		j.stats.CensusDuplicates++
 		return
@@ -71,6 +75,12 @@ func (j *JVM) onCensus(c *agentwire.Census) {
 	j.track(si, c.Addr, c.Size, c.Tag, 1)
 	j.stats.CensusObjects++
 	j.stats.CensusBytes += c.Size
+}
+
+// isFiller says sig is one of the classes HotSpot (JDK 21+) formats dead
+// heap space as, for G1 and the heap walk to step over: never program data.
+func isFiller(sig string) bool {
+	return sig == "[Ljdk/internal/vm/FillerElement;" || sig == "Ljdk/internal/vm/FillerObject;"
 }
 
 func (j *JVM) censusSite(c *agentwire.Census) int32 {

@@ -104,3 +104,20 @@ func TestHolderChainBounded(t *testing.T) {
 		t.Errorf("unknown chain = %q", got)
 	}
 }
+
+// G1's filler arrays (JDK 21+) are dead space the census can walk over:
+// they are counted, never tracked, and a sample in one stays unattributed.
+func TestCensusSkipsFillers(t *testing.T) {
+	j := exactJVM(1)
+	j.OnBatch(batch(100, hello(10), &agentwire.CensusStart{Time: 100, Kind: agentwire.CensusAttach}))
+	j.OnSample(fault(150, 0x5000_0040), sample.PageFaults)
+	j.SamplesComplete(1 << 40)
+	j.OnBatch(batch(500,
+		&agentwire.Census{Time: 100, Addr: 0x5000_0000, Size: 1 << 20, Kind: agentwire.CensusAttach, TypeSig: "[Ljdk/internal/vm/FillerElement;"},
+		&agentwire.Census{Time: 100, Addr: 0x5800_0000, Size: 4096, Kind: agentwire.CensusAttach, TypeSig: "Ljdk/internal/vm/FillerObject;"},
+		&agentwire.CensusEnd{Time: 450, Kind: agentwire.CensusAttach, Status: agentwire.CensusHolders, Objects: 2, HeapWalkPasses: 1}))
+	j.Drain(true)
+	if j.stats.CensusFillers != 2 || j.stats.CensusObjects != 0 || j.stats.Attributed != 0 || len(j.Report()) != 0 {
+		t.Fatalf("fillers tracked: stats %+v, report %+v", j.stats, j.Report())
+	}
+}

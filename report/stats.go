@@ -167,6 +167,7 @@ type CensusStats struct {
 	CensusPartial     bool    `json:"census_partial,omitempty" merge:"max"` // the heap walk stopped at the budget: objects past it are not tracked
 	CensusUnreachable uint64  `json:"census_unreachable,omitempty" merge:"sum"`
 	CensusDuplicates  uint64  `json:"census_duplicates,omitempty" merge:"sum"` // found by a census but tracked already
+	CensusFillers     uint64  `json:"census_fillers,omitempty" merge:"sum"`    // dead space formatted as filler objects: left out
 	Recensuses        uint64  `json:"recensuses,omitempty" merge:"sum"`
 }
 

@@ -83,17 +83,8 @@ func cmdScan(args []string) int {
 	}
 	so := profiler.ScanOptions{Options: sf.options(), MaxJVMs: noCap(*maxJVMs), MaxPerUser: noCap(*perUser), Memory: int64(memory)}
 	so.Duration = *duration
-	var err error
-	if so.PIDs, err = pidList(*pids); err != nil {
-		return usage("--pids: %v", err)
-	}
-	if so.Exclude, err = pidList(*exclude); err != nil {
-		return usage("--exclude: %v", err)
-	}
-	if *match != "" {
-		if so.Match, err = regexp.Compile(*match); err != nil {
-			return usage("--match: %v", err)
-		}
+	if err := scanFilters(&so, *pids, *exclude, *match); err != nil {
+		return usage("%v", err)
 	}
 	if !sf.quiet {
 		so.Notify = func(msg string) { eprintf(os.Stderr, "djx-bpf: %s\n", msg) }
@@ -105,21 +96,40 @@ func cmdScan(args []string) int {
 		eprintf(os.Stderr, "djx-bpf: %v\n", err)
 		return 1
 	}
-	opt := sf.table(*top)
-	write := func(w io.Writer) error {
-		if *format == "json" {
-			return report.WriteScanJSON(w, sc, *top)
-		}
-		return report.WriteScanTable(w, sc, opt)
-	}
-	if sf.out == "" {
-		err = write(os.Stdout)
-	} else {
-		err = writeFileAtomic(sf.out, write)
-	}
-	if err != nil {
+	if err := writeScan(sc, *format, sf.table(*top), sf.out); err != nil {
 		eprintf(os.Stderr, "djx-bpf: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// scanFilters sets the JVMs --pids, --exclude and --match select.
+func scanFilters(so *profiler.ScanOptions, pids, exclude, match string) error {
+	var err error
+	if so.PIDs, err = pidList(pids); err != nil {
+		return fmt.Errorf("--pids: %w", err)
+	}
+	if so.Exclude, err = pidList(exclude); err != nil {
+		return fmt.Errorf("--exclude: %w", err)
+	}
+	if match != "" {
+		if so.Match, err = regexp.Compile(match); err != nil {
+			return fmt.Errorf("--match: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeScan writes the scan's result in format to out, or else stdout.
+func writeScan(sc *report.Scan, format string, opt report.TableOptions, out string) error {
+	write := func(w io.Writer) error {
+		if format == "json" {
+			return report.WriteScanJSON(w, sc, opt.Top)
+		}
+		return report.WriteScanTable(w, sc, opt)
+	}
+	if out == "" {
+		return write(os.Stdout)
+	}
+	return writeFileAtomic(out, write)
 }

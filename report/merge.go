@@ -40,31 +40,15 @@ func Merge(reps ...*Report) *Report {
 	out.Stats = first.Stats
 	out.Stats.StackErrors = maps.Clone(first.Stats.StackErrors)
 	var (
-		jvms, modes, events  []string
-		intervals, minSizes  []uint64
-		pids                 []int
-		objs                 = objectMerge{idx: make(map[string]int)}
-		remainder            []Access
-		dataTypes            []DataType
-		named                uint64
-		notes                = make(map[string]bool)
-		samePID, sameSetting = true, true
+		head      = headerMerge{first: first, samePID: true, sameSetting: true}
+		objs      = objectMerge{idx: make(map[string]int)}
+		remainder []Access
+		dataTypes []DataType
+		named     uint64
+		notes     = make(map[string]bool)
 	)
 	for n, r := range reps {
-		jvms = addDistinct(jvms, r.JVM)
-		modes = addDistinct(modes, r.Mode)
-		events = addDistinct(events, r.Event)
-		if !slices.Contains(pids, r.PID) {
-			pids = append(pids, r.PID)
-		}
-		if !slices.Contains(intervals, r.AllocInterval) {
-			intervals = append(intervals, r.AllocInterval)
-		}
-		if !slices.Contains(minSizes, r.MinSize) {
-			minSizes = append(minSizes, r.MinSize)
-		}
-		samePID = samePID && r.PID == first.PID
-		sameSetting = sameSetting && r.AllocInterval == first.AllocInterval && r.MinSize == first.MinSize
+		head.add(r)
 		out.DurationSec += r.DurationSec
 		out.DisabledSec += r.DisabledSec
 		out.AllocInterval = max(out.AllocInterval, r.AllocInterval)
@@ -86,12 +70,7 @@ func Merge(reps ...*Report) *Report {
 			}
 		}
 	}
-	out.JVM = strings.Join(jvms, ", ")
-	out.Mode = strings.Join(modes, "+")
-	out.Event = strings.Join(events, "+")
-	if !samePID {
-		out.PID = 0
-	}
+	head.describe(out, len(reps))
 	out.Objects = objs.objects()
 	if remainder != nil {
 		out.Remainder = MergeAccesses(remainder, 0, out.Stats.Samples)
@@ -100,15 +79,55 @@ func Merge(reps ...*Report) *Report {
 		out.DataTypes = mergeDataTypes(dataTypes)
 	}
 	out.Stats.Named = named
-	if len(reps) > 1 {
-		out.Notes = append(out.Notes, mergedNote(len(reps), pids, out.DurationSec))
-		if !sameSetting {
-			out.Notes = append(out.Notes, fmt.Sprintf("the merged profiles used different settings (heap sampling intervals %s, min sizes %s): the header shows the largest",
-				sizes(intervals), sizes(minSizes)))
-		}
-	}
 	out.Finish()
 	return out
+}
+
+// headerMerge gathers what the merged report's header and notes say of
+// the reports merged: their JVMs, modes, events, pids and settings.
+type headerMerge struct {
+	first                *Report
+	jvms, modes, events  []string
+	intervals, minSizes  []uint64
+	pids                 []int
+	samePID, sameSetting bool
+}
+
+// add notes r's JVM, mode, event, pid and settings.
+func (h *headerMerge) add(r *Report) {
+	h.jvms = addDistinct(h.jvms, r.JVM)
+	h.modes = addDistinct(h.modes, r.Mode)
+	h.events = addDistinct(h.events, r.Event)
+	if !slices.Contains(h.pids, r.PID) {
+		h.pids = append(h.pids, r.PID)
+	}
+	if !slices.Contains(h.intervals, r.AllocInterval) {
+		h.intervals = append(h.intervals, r.AllocInterval)
+	}
+	if !slices.Contains(h.minSizes, r.MinSize) {
+		h.minSizes = append(h.minSizes, r.MinSize)
+	}
+	h.samePID = h.samePID && r.PID == h.first.PID
+	h.sameSetting = h.sameSetting && r.AllocInterval == h.first.AllocInterval && r.MinSize == h.first.MinSize
+}
+
+// describe sets out's JVM, mode, event and pid, and after its reports'
+// notes adds those that say what n reports were merged; out's duration is
+// already their sum.
+func (h *headerMerge) describe(out *Report, n int) {
+	out.JVM = strings.Join(h.jvms, ", ")
+	out.Mode = strings.Join(h.modes, "+")
+	out.Event = strings.Join(h.events, "+")
+	if !h.samePID {
+		out.PID = 0
+	}
+	if n > 1 {
+		out.Notes = append(out.Notes, mergedNote(n, h.pids, out.DurationSec))
+		if !h.sameSetting {
+			out.Notes = append(out.Notes, fmt.Sprintf("the merged profiles used different settings (heap sampling intervals %s, min sizes %s): the header shows the largest",
+				sizes(h.intervals), sizes(h.minSizes)))
+		}
+	}
 }
 
 // objectMerge adds up objects of equal type, site, allocation path and

@@ -155,19 +155,25 @@ func ParseHeapInfo(text string) (Info, error) {
 			info.Spaces = append(info.Spaces, Range{Start: addrs[0], End: addrs[len(addrs)-1], Name: gen + "/" + name})
 		}
 	}
-	if info.GC == "" {
-		first, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-		return info, fmt.Errorf("%w: %q", ErrUnknownFormat, first)
+	return info, info.check()
+}
+
+// check rejects a parse that named no collector, holds an empty range, or
+// has no range at all where the collector's output should give one.
+func (i Info) check() error {
+	if i.GC == "" {
+		first, _, _ := strings.Cut(strings.TrimSpace(i.Text), "\n")
+		return fmt.Errorf("%w: %q", ErrUnknownFormat, first)
 	}
-	for _, r := range info.Ranges {
+	for _, r := range i.Ranges {
 		if r.End <= r.Start {
-			return info, fmt.Errorf("parse heap info: %s: empty range [%#x, %#x)", r.Name, r.Start, r.End)
+			return fmt.Errorf("parse heap info: %s: empty range [%#x, %#x)", r.Name, r.Start, r.End)
 		}
 	}
-	if len(info.Ranges) == 0 && !info.Partial {
-		return info, fmt.Errorf("parse heap info: %s heap without an address range", info.GC)
+	if len(i.Ranges) == 0 && !i.Partial {
+		return fmt.Errorf("parse heap info: %s heap without an address range", i.GC)
 	}
-	return info, nil
+	return nil
 }
 
 // parseKiB parses HotSpot's "1024K" (and "32M") sizes.

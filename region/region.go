@@ -112,12 +112,50 @@ func Build(maps string, text JVMText, tasks []Task, pid uint32) *Map {
 	ms := parseMaps(maps)
 	m := &Map{byName: map[string]int32{}, byTID: map[uint32]int32{}, names: map[uint32]string{}, pid: pid}
 	m.intern(Region{Name: Unknown})
+	jts, vm := m.nameThreads(text, tasks)
+	nmt := parseNMT(text.NMT)
+	hasMetaspace := false
+	for _, c := range nmt {
+		hasMetaspace = hasMetaspace || c.name == Metaspace
+	}
+
+	// Level 0: each mapping's own name.
+	segs := m.mappingSegs(ms)
+	for _, a := range arenas(ms, vm, hasMetaspace) {
+		for k := a[0]; k < a[1]; k++ {
+			segs[k].reg = m.plain(Malloc)
+		}
+	}
+
+	// Level 1: NMT; level 2: VM.info and the heap.
+	segs = paint(segs, m.claims(nmt), nil)
+	jvm := vm.claims
+	if g, err := heap.ParseVMInfo(text.VMInfo); err == nil && g.Reserved.Start < g.Reserved.End && g.Reserved.End <= MaxAddr {
+		jvm = append(jvm, claim{g.Reserved.Start, g.Reserved.End, JavaHeap})
+	}
+	segs = paint(segs, m.claims(jvm), nil)
+
+	// Level 3: stacks, by stack pointer and by stated range.
+	m.setSegs(segs)
+	stacks := m.stackClaims(nmt, jts, tasks)
+	for _, s := range vm.stacks {
+		if s.tid != 0 {
+			stacks = append(stacks, pclaim{s.start, s.end, m.owned(s.tid)})
+		}
+	}
+	m.setSegs(paint(segs, normalize(stacks), m.stackableReg))
+	return m
+}
+
+// nameThreads names the threads of tasks, then by the longer names the
+// JVM's texts give them, and returns the threads of those texts with the
+// host's TIDs: the JVM prints TIDs of its own pid namespace.
+func (m *Map) nameThreads(text JVMText, tasks []Task) ([]javaThread, vmInfo) {
 	for _, t := range tasks {
 		if t.TID != 0 && len(m.names) < maxClaims {
 			m.names[t.TID] = capName(t.Comm)
 		}
 	}
-	// The JVM prints TIDs of its own pid namespace.
 	host := map[uint32]uint32{}
 	for _, t := range tasks {
 		if t.NSTID != 0 && t.NSTID != t.TID {
@@ -144,13 +182,12 @@ func Build(maps string, text JVMText, tasks []Task, pid uint32) *Map {
 			m.names[vm.stacks[i].tid] = vm.stacks[i].name
 		}
 	}
-	nmt := parseNMT(text.NMT)
-	hasMetaspace := false
-	for _, c := range nmt {
-		hasMetaspace = hasMetaspace || c.name == Metaspace
-	}
+	return jts, vm
+}
 
-	// Level 0: each mapping's own name.
+// mappingSegs gives each mapping of ms the region its own name says, and
+// sets m's mapping bounds.
+func (m *Map) mappingSegs(ms []mapping) []seg {
 	segs := make([]seg, 0, len(ms))
 	m.mstart = make([]uint64, len(ms))
 	m.mend = make([]uint64, len(ms))
@@ -162,7 +199,7 @@ func Build(maps string, text JVMText, tasks []Task, pid uint32) *Map {
 		case mp.path == "[heap]":
 			r = m.plain(Malloc)
 		case mp.path == "[stack]":
-			r = m.owned(pid)
+			r = m.owned(m.pid)
 		case strings.HasPrefix(mp.path, "/memfd:java_heap"):
 			// ZGC's heap: views of one memfd, which it names so.
 			r = m.plain(JavaHeap)
@@ -177,22 +214,14 @@ func Build(maps string, text JVMText, tasks []Task, pid uint32) *Map {
 		}
 		segs = append(segs, seg{mp.start, mp.end, r, int32(i)})
 	}
-	for _, a := range arenas(ms, vm, hasMetaspace) {
-		for k := a[0]; k < a[1]; k++ {
-			segs[k].reg = m.plain(Malloc)
-		}
-	}
+	return segs
+}
 
-	// Level 1: NMT; level 2: VM.info and the heap.
-	segs = paint(segs, m.claims(nmt), nil)
-	jvm := vm.claims
-	if g, err := heap.ParseVMInfo(text.VMInfo); err == nil && g.Reserved.Start < g.Reserved.End && g.Reserved.End <= MaxAddr {
-		jvm = append(jvm, claim{g.Reserved.Start, g.Reserved.End, JavaHeap})
-	}
-	segs = paint(segs, m.claims(jvm), nil)
-
-	// Level 3: stacks, by stack pointer and by stated range.
-	m.setSegs(segs)
+// stackClaims are the stacks of the threads whose stack pointers the JVM's
+// thread dump and the tasks give: the run of stackable mappings around the
+// pointer, narrowed to NMT's stack there if it states one. m's segments
+// must be set.
+func (m *Map) stackClaims(nmt []claim, jts []javaThread, tasks []Task) []pclaim {
 	var stacks []pclaim
 	var nmtStacks []claim
 	for _, c := range nmt {
@@ -230,13 +259,7 @@ func Build(maps string, text JVMText, tasks []Task, pid uint32) *Map {
 	for _, t := range tasks {
 		bySP(t.TID, t.SP)
 	}
-	for _, s := range vm.stacks {
-		if s.tid != 0 {
-			stacks = append(stacks, pclaim{s.start, s.end, m.owned(s.tid)})
-		}
-	}
-	m.setSegs(paint(segs, normalize(stacks), m.stackableReg))
-	return m
+	return stacks
 }
 
 // Lookup returns the region of addr (no learning, no re-read).

@@ -166,34 +166,11 @@ func (j *JVM) admit(r agentwire.Record, wm uint64) bool {
 			why, bytes = fmt.Sprintf("methods past %d MiB", maxMethodBytes>>20), true
 		}
 	case *agentwire.Class:
-		if j.types == nil {
-			break // not kept
-		}
-		if max(j.types.Len(), len(j.classSizes)) >= maxClasses {
-			why = fmt.Sprintf("classes past %d", maxClasses)
-		} else if j.classBytes >= maxClassBytes {
-			why, bytes = fmt.Sprintf("classes past %d MiB", maxClassBytes>>20), true
-		} else {
-			if j.classSizes == nil {
-				j.classSizes = make(map[uint64]int)
-			}
-			n := classBytes(r)
-			j.classBytes += n - j.classSizes[r.Klass]
-			j.classSizes[r.Klass] = n
+		if j.types != nil { // else not kept
+			why, bytes = j.admitClass(r)
 		}
 	case *agentwire.Code, *agentwire.Stub:
-		if max(j.code.Len(), len(j.codeSizes)) >= maxCodeBlobs {
-			why = fmt.Sprintf("code blobs past %d", maxCodeBlobs)
-		} else if j.codeBytes >= maxCodeBytes {
-			why, bytes = fmt.Sprintf("code blobs past %d MiB", maxCodeBytes>>20), true
-		} else {
-			if j.codeSizes == nil {
-				j.codeSizes = make(map[uint64]int)
-			}
-			start, n := codeStart(r), codeBytes(r)
-			j.codeBytes += n - j.codeSizes[start]
-			j.codeSizes[start] = n
-		}
+		why, bytes = j.admitCode(r)
 	case *agentwire.CodeUnload:
 		j.codeBytes -= j.codeSizes[r.Start]
 		delete(j.codeSizes, r.Start)
@@ -204,17 +181,7 @@ func (j *JVM) admit(r agentwire.Record, wm uint64) bool {
 			why, bytes = fmt.Sprintf("holder chain hops past %d MiB", maxCensusPathBytes>>20), true
 		}
 	case *agentwire.Stack:
-		switch q := j.stacks[r.TID]; {
-		case ahead(r.Time):
-			// Never claimed nor pruned: it would sit to the end.
-			why = "stacks stamped in the future"
-		case q == nil && len(j.stacks) >= maxStackThreads:
-			why = fmt.Sprintf("stacks of threads past %d", maxStackThreads)
-		case q != nil && len(q.q)-q.head >= maxStackQueue:
-			why = fmt.Sprintf("stacks past %d waiting on one thread", maxStackQueue)
-		case j.stackBytes >= maxStackBytes:
-			why, bytes = fmt.Sprintf("stacks past %d MiB waiting", maxStackBytes>>20), true
-		}
+		why, bytes = j.admitStack(r, ahead)
 	}
 	if why == "" && grows(r) {
 		why, bytes = j.overShared()
@@ -228,6 +195,59 @@ func (j *JVM) admit(r agentwire.Record, wm uint64) bool {
 		j.drop(why)
 	}
 	return false
+}
+
+// admitClass says why a CLASS is dropped, or "" after counting its bytes;
+// bytes says a byte budget dropped it.
+func (j *JVM) admitClass(r *agentwire.Class) (why string, bytes bool) {
+	if max(j.types.Len(), len(j.classSizes)) >= maxClasses {
+		return fmt.Sprintf("classes past %d", maxClasses), false
+	}
+	if j.classBytes >= maxClassBytes {
+		return fmt.Sprintf("classes past %d MiB", maxClassBytes>>20), true
+	}
+	resize(&j.classSizes, &j.classBytes, r.Klass, classBytes(r))
+	return "", false
+}
+
+// admitCode says why a CODE or STUB is dropped, or "" after counting its
+// bytes; bytes says a byte budget dropped it.
+func (j *JVM) admitCode(r agentwire.Record) (why string, bytes bool) {
+	if max(j.code.Len(), len(j.codeSizes)) >= maxCodeBlobs {
+		return fmt.Sprintf("code blobs past %d", maxCodeBlobs), false
+	}
+	if j.codeBytes >= maxCodeBytes {
+		return fmt.Sprintf("code blobs past %d MiB", maxCodeBytes>>20), true
+	}
+	resize(&j.codeSizes, &j.codeBytes, codeStart(r), codeBytes(r))
+	return "", false
+}
+
+// resize sets the size of sizes' entry key to n, keeping total their sum;
+// an entry described again replaces the one before.
+func resize(sizes *map[uint64]int, total *int, key uint64, n int) {
+	if *sizes == nil {
+		*sizes = make(map[uint64]int)
+	}
+	*total += n - (*sizes)[key]
+	(*sizes)[key] = n
+}
+
+// admitStack says why a STACK is dropped, or ""; bytes says a byte budget
+// dropped it.
+func (j *JVM) admitStack(r *agentwire.Stack, ahead func(uint64) bool) (why string, bytes bool) {
+	switch q := j.stacks[r.TID]; {
+	case ahead(r.Time):
+		// Never claimed nor pruned: it would sit to the end.
+		return "stacks stamped in the future", false
+	case q == nil && len(j.stacks) >= maxStackThreads:
+		return fmt.Sprintf("stacks of threads past %d", maxStackThreads), false
+	case q != nil && len(q.q)-q.head >= maxStackQueue:
+		return fmt.Sprintf("stacks past %d waiting on one thread", maxStackQueue), false
+	case j.stackBytes >= maxStackBytes:
+		return fmt.Sprintf("stacks past %d MiB waiting", maxStackBytes>>20), true
+	}
+	return "", false
 }
 
 // grows says whether admitting r makes the join keep more of the stream.

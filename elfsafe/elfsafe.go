@@ -174,46 +174,19 @@ const maxNames = 1 << 20
 // names. A file debug/elf would refuse anyway passes, for elf.NewFile to
 // say why.
 func checkHeaders(r io.ReaderAt, size, limit uint64) error {
-	var ident [elf.EI_NIDENT]byte
-	if _, err := r.ReadAt(ident[:], 0); err != nil || string(ident[:4]) != elf.ELFMAG {
+	l, ok := readLayout(r)
+	if !ok {
 		return nil
-	}
-	var bo binary.ByteOrder
-	switch elf.Data(ident[elf.EI_DATA]) {
-	case elf.ELFDATA2LSB:
-		bo = binary.LittleEndian
-	case elf.ELFDATA2MSB:
-		bo = binary.BigEndian
-	default:
-		return nil
-	}
-	is64 := elf.Class(ident[elf.EI_CLASS]) == elf.ELFCLASS64
-	if !is64 && elf.Class(ident[elf.EI_CLASS]) != elf.ELFCLASS32 {
-		return nil
-	}
-	// word reads a field that is 8 bytes at off64 in ELF64, 4 at off32 in
-	// ELF32.
-	word := func(b []byte, off64, off32 int) uint64 {
-		if is64 {
-			return bo.Uint64(b[off64:])
-		}
-		return uint64(bo.Uint32(b[off32:]))
-	}
-	half := func(b []byte, off64, off32 int) uint64 {
-		if is64 {
-			return uint64(bo.Uint16(b[off64:]))
-		}
-		return uint64(bo.Uint16(b[off32:]))
 	}
 	var h [64]byte
-	if n, _ := r.ReadAt(h[:], 0); n < 52 || (is64 && n < 64) {
+	if n, _ := r.ReadAt(h[:], 0); n < 52 || (l.is64 && n < 64) {
 		return nil
 	}
-	shoff := word(h[:], 40, 32)
-	phentsize, phnum := half(h[:], 54, 42), half(h[:], 56, 44)
-	shentsize, shnum, shstrndx := half(h[:], 58, 46), half(h[:], 60, 48), half(h[:], 62, 50)
+	shoff := l.word(h[:], 40, 32)
+	phentsize, phnum := l.half(h[:], 54, 42), l.half(h[:], 56, 44)
+	shentsize, shnum, shstrndx := l.half(h[:], 58, 46), l.half(h[:], 60, 48), l.half(h[:], 62, 50)
 	phdrSize, shdrSize := uint64(32), uint64(40)
-	if is64 {
+	if l.is64 {
 		phdrSize, shdrSize = 56, 64
 	}
 	// The standard entry sizes bound both tables to a few MiB.
@@ -241,12 +214,65 @@ func checkHeaders(r io.ReaderAt, size, limit uint64) error {
 	if _, err := r.ReadAt(shdrs, int64(shoff)); err != nil {
 		return nil
 	}
+	return checkNames(r, l, shdrs, shentsize, shstrndx, limit)
+}
+
+// layout is an ELF file's class and byte order, which place and size its
+// header fields.
+type layout struct {
+	bo   binary.ByteOrder
+	is64 bool
+}
+
+// readLayout reads r's identification; false for what is no ELF file
+// debug/elf reads.
+func readLayout(r io.ReaderAt) (layout, bool) {
+	var ident [elf.EI_NIDENT]byte
+	if _, err := r.ReadAt(ident[:], 0); err != nil || string(ident[:4]) != elf.ELFMAG {
+		return layout{}, false
+	}
+	var l layout
+	switch elf.Data(ident[elf.EI_DATA]) {
+	case elf.ELFDATA2LSB:
+		l.bo = binary.LittleEndian
+	case elf.ELFDATA2MSB:
+		l.bo = binary.BigEndian
+	default:
+		return layout{}, false
+	}
+	l.is64 = elf.Class(ident[elf.EI_CLASS]) == elf.ELFCLASS64
+	if !l.is64 && elf.Class(ident[elf.EI_CLASS]) != elf.ELFCLASS32 {
+		return layout{}, false
+	}
+	return l, true
+}
+
+// word reads a field that is 8 bytes at off64 in ELF64, 4 at off32 in
+// ELF32.
+func (l layout) word(b []byte, off64, off32 int) uint64 {
+	if l.is64 {
+		return l.bo.Uint64(b[off64:])
+	}
+	return uint64(l.bo.Uint32(b[off32:]))
+}
+
+// half reads a 2-byte field, at off64 in ELF64 and off32 in ELF32.
+func (l layout) half(b []byte, off64, off32 int) uint64 {
+	if l.is64 {
+		return uint64(l.bo.Uint16(b[off64:]))
+	}
+	return uint64(l.bo.Uint16(b[off32:]))
+}
+
+// checkNames bounds the section name table that section shstrndx of the
+// headers shdrs names, and the names elf.NewFile copies out of it.
+func checkNames(r io.ReaderAt, l layout, shdrs []byte, shentsize, shstrndx, limit uint64) error {
 	sh := shdrs[shstrndx*shentsize:]
-	if word(sh, 8, 8)&uint64(elf.SHF_COMPRESSED) != 0 {
+	if l.word(sh, 8, 8)&uint64(elf.SHF_COMPRESSED) != 0 {
 		// Its uncompressed size would be the compressed stream's to say.
 		return errors.New("compressed section name table")
 	}
-	strOff, strSize := word(sh, 24, 16), word(sh, 32, 20)
+	strOff, strSize := l.word(sh, 24, 16), l.word(sh, 32, 20)
 	if strSize > min(limit, maxNames) {
 		return fmt.Errorf("section name table of %d bytes, over the cap of %d: %w", strSize, min(limit, maxNames), ErrTooLarge)
 	}
@@ -255,8 +281,8 @@ func checkHeaders(r io.ReaderAt, size, limit uint64) error {
 		return nil
 	}
 	budget := maxNames
-	for i := range shnum {
-		name := uint64(bo.Uint32(shdrs[i*shentsize:]))
+	for i := range uint64(len(shdrs)) / shentsize {
+		name := uint64(l.bo.Uint32(shdrs[i*shentsize:]))
 		if name >= uint64(len(strs)) {
 			continue
 		}

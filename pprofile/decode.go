@@ -130,67 +130,21 @@ func (t *frameTable) strings(ids []uint32) []string {
 // from its comments, the access paths and the remainder from its samples.
 // Reports of one pid (as in a profile merged by pprof itself) are merged.
 func Decode(p *profile.Profile) ([]*report.Report, error) {
-	var (
-		reps  []*report.Report
-		byPID = make(map[int64]int)
-		group [][]*report.Report
-	)
-	for _, c := range p.Comments {
-		js, ok := strings.CutPrefix(c, CommentPrefix)
-		if !ok {
-			continue
-		}
-		var m meta
-		if err := json.Unmarshal([]byte(js), &m); err != nil {
-			return nil, fmt.Errorf("corrupt djx-bpf metadata: %w", clippedError{err})
-		}
-		switch {
-		case m.Version > Version:
-			return nil, fmt.Errorf("written by a newer djx-bpf (format version %d, this one reads %d)", m.Version, Version)
-		case m.Version < 1:
-			return nil, fmt.Errorf("corrupt djx-bpf metadata: format version %d", m.Version)
-		case m.Report == nil:
-			return nil, fmt.Errorf("corrupt djx-bpf metadata: no report")
-		}
-		pid := int64(m.Report.PID)
-		if i, ok := byPID[pid]; ok {
-			group[i] = append(group[i], m.Report)
-			continue
-		}
-		byPID[pid] = len(group)
-		group = append(group, []*report.Report{m.Report})
-	}
-	if len(group) == 0 {
-		return nil, fmt.Errorf("%w: no %q comment (a pprof from another tool?)", ErrForeign, strings.TrimSuffix(CommentPrefix, ":"))
+	group, byPID, err := readMeta(p)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkSampleTypes(p); err != nil {
 		return nil, err
 	}
 	ft := newFrameTable()
 	ds := make([]*decoded, len(group))
+	var reps []*report.Report
 	for i, g := range group {
-		r := g[0]
-		if len(g) > 1 {
-			r = report.Merge(g...)
-			r.PID = g[0].PID
+		if ds[i], err = newDecoded(ft, g); err != nil {
+			return nil, err
 		}
-		d := &decoded{rep: r, objects: make(map[string]int, len(r.Objects)), paths: make([]map[string]int, len(r.Objects)), rest: make(map[string]int)}
-		for k := range r.Objects {
-			o := &r.Objects[k]
-			o.Accesses = nil
-			lin := o.Lineage()
-			if err := ft.count(1 + len(lin)); err != nil {
-				return nil, err
-			}
-			ids := []uint32{ft.id(report.ObjectFrame(o))}
-			for _, f := range lin {
-				ids = append(ids, ft.id(f))
-			}
-			d.objects[string(ft.keyOf(ids...))] = k
-		}
-		r.Remainder = nil
-		ds[i] = d
-		reps = append(reps, r)
+		reps = append(reps, ds[i].rep)
 	}
 	var stack []uint32
 	for _, s := range p.Sample {
@@ -213,53 +167,140 @@ func Decode(p *profile.Profile) ([]*report.Report, error) {
 		if !ok {
 			return nil, fmt.Errorf("corrupt sample: pid %d has no djx-bpf metadata", pids[0])
 		}
-		d := ds[i]
-		stack = stack[:0]
-		for _, l := range s.Location {
-			f, err := ft.loc(l)
-			if err != nil {
-				return nil, err
-			}
-			if len(stack)+len(f) > maxStackFrames {
-				return nil, fmt.Errorf("corrupt sample: more than %d frames once its locations are expanded: %w", maxStackFrames, safefs.ErrTooLarge)
-			}
-			stack = append(stack, f...)
-		}
-		if err := ft.count(len(stack)); err != nil {
+		if stack, err = ft.expand(s, stack[:0]); err != nil {
 			return nil, err
 		}
-		if kind == KindRemainder {
-			a := report.Access{Where: label(s, "where"), DataType: label(s, LabelDataType)}
-			if root := report.RemainderRoot(&a); len(stack) == 0 || ft.names[stack[len(stack)-1]] != root {
-				return nil, fmt.Errorf("corrupt sample: remainder sample does not end in %q", clip(root))
-			}
-			d.addRemainder(ft, a.Where, a.DataType, stack[:len(stack)-1], uint64(n), s)
-			continue
+		if err := ds[i].addSample(ft, s, kind, stack, uint64(n)); err != nil {
+			return nil, err
 		}
-		at := slices.IndexFunc(stack, func(f uint32) bool { return strings.HasPrefix(ft.names[f], "[object] ") })
-		if at < 0 {
-			return nil, fmt.Errorf("corrupt sample: access sample without an object frame")
-		}
-		k, ok := d.objects[string(ft.keyOf(stack[at:]...))]
-		if !ok {
-			return nil, fmt.Errorf("corrupt sample: object %s (allocated at %s) is not in the metadata of pid %d", clip(ft.names[stack[at]]), clipJoin(ft.strings(stack[at+1:]), " <- "), d.rep.PID)
-		}
-		d.addAccess(ft, k, stack[:at], uint64(n), s)
 	}
 	for _, d := range ds {
-		for k := range d.rep.Objects {
-			o := &d.rep.Objects[k]
-			var sum uint64
-			for _, a := range o.Accesses {
-				sum += a.Samples
-			}
-			if sum > o.Samples {
-				return nil, fmt.Errorf("corrupt profile: access paths of %s hold %d samples, the object %d", clip(report.ObjectFrame(o)), sum, o.Samples)
-			}
+		if err := d.finish(); err != nil {
+			return nil, err
 		}
-		d.rep.Finish()
 	}
 	return reps, nil
+}
+
+// readMeta reads the reports of p's metadata comments, grouped by pid in
+// the order the pids first appear; byPID gives a pid's group.
+func readMeta(p *profile.Profile) (group [][]*report.Report, byPID map[int64]int, err error) {
+	byPID = make(map[int64]int)
+	for _, c := range p.Comments {
+		js, ok := strings.CutPrefix(c, CommentPrefix)
+		if !ok {
+			continue
+		}
+		var m meta
+		if err := json.Unmarshal([]byte(js), &m); err != nil {
+			return nil, nil, fmt.Errorf("corrupt djx-bpf metadata: %w", clippedError{err})
+		}
+		switch {
+		case m.Version > Version:
+			return nil, nil, fmt.Errorf("written by a newer djx-bpf (format version %d, this one reads %d)", m.Version, Version)
+		case m.Version < 1:
+			return nil, nil, fmt.Errorf("corrupt djx-bpf metadata: format version %d", m.Version)
+		case m.Report == nil:
+			return nil, nil, fmt.Errorf("corrupt djx-bpf metadata: no report")
+		}
+		pid := int64(m.Report.PID)
+		if i, ok := byPID[pid]; ok {
+			group[i] = append(group[i], m.Report)
+			continue
+		}
+		byPID[pid] = len(group)
+		group = append(group, []*report.Report{m.Report})
+	}
+	if len(group) == 0 {
+		return nil, nil, fmt.Errorf("%w: no %q comment (a pprof from another tool?)", ErrForeign, strings.TrimSuffix(CommentPrefix, ":"))
+	}
+	return group, byPID, nil
+}
+
+// newDecoded starts the report of one pid from the reports of its
+// metadata, merged, without their access paths and remainder, which the
+// samples give back.
+func newDecoded(ft *frameTable, g []*report.Report) (*decoded, error) {
+	r := g[0]
+	if len(g) > 1 {
+		r = report.Merge(g...)
+		r.PID = g[0].PID
+	}
+	d := &decoded{rep: r, objects: make(map[string]int, len(r.Objects)), paths: make([]map[string]int, len(r.Objects)), rest: make(map[string]int)}
+	for k := range r.Objects {
+		o := &r.Objects[k]
+		o.Accesses = nil
+		lin := o.Lineage()
+		if err := ft.count(1 + len(lin)); err != nil {
+			return nil, err
+		}
+		ids := []uint32{ft.id(report.ObjectFrame(o))}
+		for _, f := range lin {
+			ids = append(ids, ft.id(f))
+		}
+		d.objects[string(ft.keyOf(ids...))] = k
+	}
+	r.Remainder = nil
+	return d, nil
+}
+
+// expand appends the frames of s's locations to stack, capped at
+// maxStackFrames, and counts them.
+func (t *frameTable) expand(s *profile.Sample, stack []uint32) ([]uint32, error) {
+	for _, l := range s.Location {
+		f, err := t.loc(l)
+		if err != nil {
+			return nil, err
+		}
+		if len(stack)+len(f) > maxStackFrames {
+			return nil, fmt.Errorf("corrupt sample: more than %d frames once its locations are expanded: %w", maxStackFrames, safefs.ErrTooLarge)
+		}
+		stack = append(stack, f...)
+	}
+	if err := t.count(len(stack)); err != nil {
+		return nil, err
+	}
+	return stack, nil
+}
+
+// addSample adds n samples of kind on stack, the frames of s: to the
+// remainder, or to the object whose frames end the stack.
+func (d *decoded) addSample(ft *frameTable, s *profile.Sample, kind string, stack []uint32, n uint64) error {
+	if kind == KindRemainder {
+		a := report.Access{Where: label(s, "where"), DataType: label(s, LabelDataType)}
+		if root := report.RemainderRoot(&a); len(stack) == 0 || ft.names[stack[len(stack)-1]] != root {
+			return fmt.Errorf("corrupt sample: remainder sample does not end in %q", clip(root))
+		}
+		d.addRemainder(ft, a.Where, a.DataType, stack[:len(stack)-1], n, s)
+		return nil
+	}
+	at := slices.IndexFunc(stack, func(f uint32) bool { return strings.HasPrefix(ft.names[f], "[object] ") })
+	if at < 0 {
+		return fmt.Errorf("corrupt sample: access sample without an object frame")
+	}
+	k, ok := d.objects[string(ft.keyOf(stack[at:]...))]
+	if !ok {
+		return fmt.Errorf("corrupt sample: object %s (allocated at %s) is not in the metadata of pid %d", clip(ft.names[stack[at]]), clipJoin(ft.strings(stack[at+1:]), " <- "), d.rep.PID)
+	}
+	d.addAccess(ft, k, stack[:at], n, s)
+	return nil
+}
+
+// finish refuses an object whose access paths hold more samples than it
+// has, and finishes the report.
+func (d *decoded) finish() error {
+	for k := range d.rep.Objects {
+		o := &d.rep.Objects[k]
+		var sum uint64
+		for _, a := range o.Accesses {
+			sum += a.Samples
+		}
+		if sum > o.Samples {
+			return fmt.Errorf("corrupt profile: access paths of %s hold %d samples, the object %d", clip(report.ObjectFrame(o)), sum, o.Samples)
+		}
+	}
+	d.rep.Finish()
+	return nil
 }
 
 func (d *decoded) addAccess(ft *frameTable, obj int, path []uint32, n uint64, s *profile.Sample) {

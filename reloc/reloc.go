@@ -21,12 +21,8 @@
 package reloc
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -199,247 +195,118 @@ func Open(cfg Config) (t *Tracker, err error) {
 // after merging adjacent ones). It fails, attaching nothing, if neither
 // copies nor GC epochs can be tracked.
 func (t *Tracker) AddJVM(pid int, heap []Range) (Info, error) {
-	var info Info
-	ranges := mergeRanges(heap)
-	if len(ranges) == 0 {
-		return info, fmt.Errorf("track pid %d: no heap range", pid)
-	}
-	if len(ranges) > maxRanges {
-		return info, fmt.Errorf("track pid %d: %d heap ranges, at most %d supported", pid, len(ranges), maxRanges)
+	filter, err := heapFilter(t.cfg.MinLen, heap)
+	if err != nil {
+		return Info{}, fmt.Errorf("track pid %d: %w", pid, err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return info, ErrClosed
+		return Info{}, ErrClosed
 	}
 	if _, ok := t.jvms[pid]; ok {
-		return info, fmt.Errorf("track pid %d: already tracked", pid)
+		return Info{}, fmt.Errorf("track pid %d: already tracked", pid)
 	}
-
-	proc := filepath.Join("/proc", strconv.Itoa(pid))
-	mapsData, err := os.ReadFile(filepath.Join(proc, "maps"))
+	proc, mem, err := readProcess(pid)
 	if err != nil {
-		return info, fmt.Errorf("track pid %d: %w", pid, err)
+		return Info{}, fmt.Errorf("track pid %d: %w", pid, err)
 	}
-	ms, err := parseMaps(mapsData)
+	defer mem.Close()
+	// Parsed, and probed through /proc/self/fd, from this one open file:
+	// the uprobes go on the inode verified here, not on a path.
+	jvm, err := openMapped(pid, proc.jvm)
 	if err != nil {
-		return info, fmt.Errorf("track pid %d: %w", pid, err)
+		return Info{LibJVM: proc.jvm.path}, fmt.Errorf("track pid %d: open libjvm: %w", pid, err)
 	}
-	jvmMap, ok := findLib(ms, "libjvm.so")
-	if !ok {
-		return info, fmt.Errorf("track pid %d: %w", pid, ErrNoJVM)
-	}
-	info.LibJVM = jvmMap.path
-	// Parsed, and probed below through /proc/self/fd, from this one open
-	// file: the uprobes go on the inode verified here, not on a path.
-	jvmELF, err := openMapped(pid, jvmMap)
+	defer jvm.Close()
+	p, err := planJVM(t.cfg, jvm, proc)
 	if err != nil {
-		return info, fmt.Errorf("track pid %d: open libjvm: %w", pid, err)
+		return p.info, fmt.Errorf("track pid %d: %w", pid, err)
 	}
-	defer jvmELF.Close()
+	links, err := t.attach(pid, jvm, &filter, &p)
+	if err != nil {
+		return p.info, fmt.Errorf("track pid %d: %w", pid, err)
+	}
+	t.jvms[pid] = links
+	return p.info, nil
+}
 
-	if t.cfg.Copies != CopiesLibc {
-		info.Sites, info.SitesErr = siteCache.sites(jvmELF)
-		if info.SitesErr == nil {
-			info.SitesErr = checkSites(info.Sites)
-		}
-		if info.SitesErr != nil {
-			info.Sites = nil
-			if t.cfg.Copies == CopiesGCSites {
-				info.CopyErr = fmt.Errorf("gc copy sites: %w", info.SitesErr)
-			}
-		}
+// attach sets pid's BPF filter entry, then opens the plan's uprobes and
+// names the libc implementations probed in p.info. The entry goes first
+// so that no early event is lost; a failure undoes everything.
+func (t *Tracker) attach(pid int, jvm *elfsafe.File, filter *bpf.RelocTarget, p *plan) ([]link.Link, error) {
+	if err := t.objs.RelocTargets.Put(uint32(pid), filter); err != nil {
+		return nil, fmt.Errorf("set bpf filter: %w", err)
 	}
-	if info.Sites == nil && info.CopyErr == nil {
-		info.Copies, info.CopyErr = t.resolve(pid, jvmELF, ms, jvmMap)
-	}
-	info.GCBegin, info.GCEnd, info.GCErr = gcProbes(jvmELF)
-	if info.CopyErr != nil && info.GCErr != nil {
-		return info, fmt.Errorf("track pid %d: %w", pid, errors.Join(info.CopyErr, info.GCErr))
-	}
-
-	// The filter entry goes first so that no early event is lost; a failed
-	// attach removes it again.
-	var tg bpf.RelocTarget
-	tg.MinLen = t.cfg.MinLen
-	tg.Nranges = uint32(len(ranges))
-	for i, r := range ranges {
-		tg.Ranges[i].Start, tg.Ranges[i].End = r.Start, r.End
-	}
-	if err := t.objs.RelocTargets.Put(uint32(pid), &tg); err != nil {
-		return info, fmt.Errorf("track pid %d: set bpf filter: %w", pid, err)
-	}
-	var links []link.Link
-	fail := func(err error) (Info, error) {
+	links, err := t.openLinks(pid, jvm, p)
+	if err != nil {
 		for _, l := range links {
 			l.Close()
 		}
 		t.objs.RelocTargets.Delete(uint32(pid))
-		return info, fmt.Errorf("track pid %d: %w", pid, err)
+		return nil, err
 	}
-	if len(info.Sites) > 0 {
-		ex, err := link.OpenExecutable(jvmELF.FDPath())
-		if err != nil {
-			return fail(fmt.Errorf("open libjvm: %w", err))
-		}
-		offs, err := t.siteOffsets(jvmELF, info.Sites)
-		if err != nil {
-			return fail(err)
-		}
-		for _, off := range offs {
-			l, err := ex.Uprobe("", t.objs.OnCopy, &link.UprobeOptions{Address: off, PID: pid})
-			if err != nil {
-				return fail(fmt.Errorf("attach uprobe libjvm+%#x: %w", off, err))
-			}
-			links = append(links, l)
-		}
-	}
-	for i, c := range info.Copies {
-		l, sym, err := t.attachCopy(pid, ms, c)
-		if err != nil {
-			return fail(err)
-		}
-		links = append(links, l)
-		info.Copies[i].Symbol = sym
-	}
-	if info.GCErr == nil {
-		ex, err := link.OpenExecutable(jvmELF.FDPath())
-		if err != nil {
-			return fail(fmt.Errorf("open libjvm: %w", err))
-		}
-		for _, s := range []struct {
-			probes []Probe
-			prog   *ebpf.Program
-		}{{info.GCBegin, t.objs.OnGcBegin}, {info.GCEnd, t.objs.OnGcEnd}} {
-			for _, p := range s.probes {
-				cookie, _ := argCookie(p.Args)
-				// HotSpot's probes carry no semaphore (design.md);
-				// the kernel increments one if RefCtrOffset is set.
-				l, err := ex.Uprobe("", s.prog, &link.UprobeOptions{Address: p.Offset, PID: pid, Cookie: cookie, RefCtrOffset: p.Semaphore})
-				if err != nil {
-					return fail(fmt.Errorf("attach usdt %s:%s at %#x: %w", p.Provider, p.Name, p.Offset, err))
-				}
-				links = append(links, l)
-			}
-		}
-	}
-	t.jvms[pid] = links
-	return info, nil
+	return links, nil
 }
 
-// attachCopy attaches the copy program to the libc implementation c of
-// pid, on the file mapped where c lies (opened as libjvm.so is), and names
-// its symbol.
-func (t *Tracker) attachCopy(pid int, ms []mapping, c CopyTarget) (link.Link, string, error) {
-	m, ok := containing(ms, c.Addr)
-	if !ok {
-		return nil, "", fmt.Errorf("%s: %#x in no file mapping", c.Lib, c.Addr)
+// openLinks opens the plan's uprobes in order; on failure it returns
+// those already open with the error.
+func (t *Tracker) openLinks(pid int, jvm *elfsafe.File, p *plan) ([]link.Link, error) {
+	var links []link.Link
+	var jvmEx *link.Executable
+	for _, u := range p.probes {
+		if u.libc >= 0 {
+			l, sym, err := t.attachLibc(pid, u)
+			if err != nil {
+				return links, err
+			}
+			links = append(links, l)
+			p.info.Copies[u.libc].Symbol = sym
+			continue
+		}
+		if jvmEx == nil {
+			ex, err := link.OpenExecutable(jvm.FDPath())
+			if err != nil {
+				return links, fmt.Errorf("open libjvm: %w", err)
+			}
+			jvmEx = ex
+		}
+		l, err := t.uprobe(jvmEx, pid, u)
+		if err != nil {
+			return links, err
+		}
+		links = append(links, l)
 	}
-	lib, err := openMapped(pid, m)
+	return links, nil
+}
+
+// attachLibc attaches u on the libc file it lies in, opened as libjvm.so
+// is, and names its symbol.
+func (t *Tracker) attachLibc(pid int, u uprobe) (link.Link, string, error) {
+	lib, err := openMapped(pid, u.libcMap)
 	if err != nil {
-		return nil, "", fmt.Errorf("open %s: %w", c.Lib, err)
+		return nil, "", fmt.Errorf("open %s: %w", u.libcMap.path, err)
 	}
 	defer lib.Close()
 	ex, err := link.OpenExecutable(lib.FDPath())
 	if err != nil {
-		return nil, "", fmt.Errorf("open %s: %w", c.Lib, err)
+		return nil, "", fmt.Errorf("open %s: %w", u.libcMap.path, err)
 	}
-	l, err := ex.Uprobe("", t.objs.OnCopy, &link.UprobeOptions{Address: c.Offset, PID: pid})
+	l, err := t.uprobe(ex, pid, u)
 	if err != nil {
-		return nil, "", fmt.Errorf("attach uprobe %s+%#x (%v): %w", c.Lib, c.Offset, c.Imports, err)
+		return nil, "", err
 	}
-	return l, symbolAt(lib, c.Offset), nil
+	return l, symbolAt(lib, u.offset), nil
 }
 
-// siteOffsets returns the file offsets to probe: the sites, or with
-// entryProbes the entries of the functions holding them.
-func (t *Tracker) siteOffsets(f *elfsafe.File, sites []Site) ([]uint64, error) {
-	if !t.cfg.entryProbes {
-		offs := make([]uint64, len(sites))
-		for i, s := range sites {
-			offs[i] = s.Offset
-		}
-		return offs, nil
-	}
-	funcs := map[string]bool{}
-	for _, s := range sites {
-		funcs[s.Func] = true
-	}
-	syms, err := f.Symbols(elf.SHT_SYMTAB)
+// uprobe attaches u's program at u's offset of ex, for pid only.
+func (t *Tracker) uprobe(ex *link.Executable, pid int, u uprobe) (link.Link, error) {
+	prog := map[Kind]*ebpf.Program{Copy: t.objs.OnCopy, GCBegin: t.objs.OnGcBegin, GCEnd: t.objs.OnGcEnd}[u.kind]
+	l, err := ex.Uprobe("", prog, &link.UprobeOptions{Address: u.offset, PID: pid, Cookie: u.cookie, RefCtrOffset: u.refCtr})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("attach %s: %w", u.what, err)
 	}
-	seen := map[uint64]bool{}
-	var offs []uint64
-	for i := 1; i < syms.Len(); i++ {
-		s := syms.At(i)
-		if funcs[string(s.Name)] && !seen[s.Value] {
-			seen[s.Value] = true
-			off, err := fileOffset(f, s.Value)
-			if err != nil {
-				return nil, err
-			}
-			offs = append(offs, off)
-		}
-	}
-	return offs, nil
-}
-
-// resolve finds the copy implementation(s) of pid.
-func (t *Tracker) resolve(pid int, jvm *elfsafe.File, ms []mapping, jvmMap mapping) ([]CopyTarget, error) {
-	mem, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "mem"))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrGOT, err)
-	}
-	defer mem.Close()
-	return resolveCopies(jvm, ms, jvmMap, mem)
-}
-
-// gcProbes returns the hotspot gc__begin and gc__end sites.
-func gcProbes(f *elfsafe.File) (begin, end []Probe, err error) {
-	probes, err := usdtProbes(f)
-	if err != nil {
-		if errors.Is(err, ErrNoUSDT) {
-			return nil, nil, err
-		}
-		return nil, nil, fmt.Errorf("%w: %w", ErrNoUSDT, err)
-	}
-	for _, p := range probes {
-		if p.Provider != "hotspot" {
-			continue
-		}
-		switch p.Name {
-		case "gc__begin":
-			begin = append(begin, p)
-		case "gc__end":
-			end = append(end, p)
-		}
-	}
-	if len(begin) == 0 || len(end) == 0 {
-		return nil, nil, ErrNoUSDT
-	}
-	return begin, end, nil
-}
-
-// mergeRanges sorts the ranges and merges overlapping or adjacent ones
-// (Parallel's young and old generations are usually adjacent).
-func mergeRanges(in []Range) []Range {
-	var rs []Range
-	for _, r := range in {
-		if r.End > r.Start {
-			rs = append(rs, r)
-		}
-	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].Start < rs[j].Start })
-	var out []Range
-	for _, r := range rs {
-		if n := len(out); n > 0 && r.Start <= out[n-1].End {
-			out[n-1].End = max(out[n-1].End, r.End)
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
+	return l, nil
 }
 
 // RemoveJVM detaches pid's uprobes and removes its filter entry. Events

@@ -1,22 +1,17 @@
 package reloc
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/djx-bpf/djx-bpf/elfsafe"
 )
 
-// buildFake compiles testdata/fakejvm.c into dir/libjvm.so and
-// testdata/fakemain.c into dir/fakemain, skipping without gcc.
 // eventLines writes events as "gc-begin [full]", "gc-end" and
 // "copy SRC->DST LEN", for comparison with the expected sequence.
 func eventLines(events []Event) []string {
@@ -38,25 +33,38 @@ func eventLines(events []Event) []string {
 	return out
 }
 
+// buildFake compiles testdata/fakejvm.c into dir/libjvm.so and
+// testdata/fakemain.c into dir/fakemain, skipping without gcc.
 func buildFake(t *testing.T) string { return buildFakeFrom(t, "testdata/fakejvm.c") }
 
 // buildFakeFrom is buildFake with another libjvm.so source.
 func buildFakeFrom(t *testing.T, src string) string {
 	t.Helper()
-	gcc, err := exec.LookPath("gcc")
+	dir := t.TempDir()
+	buildLib(t, dir, src)
+	gcc(t, "-O2", "-o", filepath.Join(dir, "fakemain"), "testdata/fakemain.c", "-L"+dir, "-ljvm", "-Wl,-rpath,"+dir)
+	return dir
+}
+
+// buildLib compiles src into dir/libjvm.so, linked -z now as a JDK's
+// libjvm.so is, and returns its path.
+func buildLib(t *testing.T, dir, src string) string {
+	t.Helper()
+	lib := filepath.Join(dir, "libjvm.so")
+	gcc(t, "-O2", "-shared", "-fPIC", "-Wl,-z,now", "-Wall", "-Werror", "-o", lib, src)
+	return lib
+}
+
+// gcc runs gcc, skipping the test on a machine without it.
+func gcc(t *testing.T, args ...string) {
+	t.Helper()
+	path, err := exec.LookPath("gcc")
 	if err != nil {
 		t.Skip("skipping synthetic ELF test: no gcc")
 	}
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"-O2", "-shared", "-fPIC", "-Wl,-z,now", "-Wall", "-Werror", "-o", filepath.Join(dir, "libjvm.so"), src},
-		{"-O2", "-o", filepath.Join(dir, "fakemain"), "testdata/fakemain.c", "-L" + dir, "-ljvm", "-Wl,-rpath," + dir},
-	} {
-		if out, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
-			t.Fatalf("gcc %v: %v\n%s", args, err, out)
-		}
+	if out, err := exec.Command(path, args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", args, err, out)
 	}
-	return dir
 }
 
 func TestSyntheticELF(t *testing.T) {
@@ -113,105 +121,48 @@ func TestLiveSynthetic(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipping live BPF test: needs root")
 	}
-	dir := buildFake(t)
-	cmd := exec.Command(filepath.Join(dir, "fakemain"))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	t.Cleanup(func() {
-		stdin.Close()
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	sc := bufio.NewScanner(stdout)
-	var lo, hi uint64
-	if !sc.Scan() {
-		t.Fatal("fakemain printed nothing")
-	}
-	if _, err := fmt.Sscanf(sc.Text(), "heap %v %v", &lo, &hi); err != nil {
-		t.Fatalf("%q: %v", sc.Text(), err)
-	}
-	if !sc.Scan() || sc.Text() != "ready" {
-		t.Fatalf("want ready, got %q", sc.Text())
-	}
-	go func() { exited <- cmd.Wait() }()
-
+	r := startFake(t, buildFake(t))
 	tr, err := Open(Config{MinLen: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tr.Close() })
-	if _, err := tr.AddJVM(os.Getpid(), []Range{{lo, hi}}); !errors.Is(err, ErrNoJVM) {
+	if _, err := tr.AddJVM(os.Getpid(), []Range{{r.lo, r.hi}}); !errors.Is(err, ErrNoJVM) {
 		t.Errorf("AddJVM(self): %v, want ErrNoJVM", err)
 	}
-	info, err := tr.AddJVM(cmd.Process.Pid, []Range{{lo, hi}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	const rounds = 3
+	info, events, cn := r.track(t, tr, rounds)
 	if !errors.Is(info.SitesErr, ErrNoSites) || len(info.Sites) != 0 {
 		t.Errorf("fake libjvm without collector functions: sites %v, %v; want the libc fallback for ErrNoSites", info.Sites, info.SitesErr)
 	}
 	if len(info.Copies) != 1 || len(info.Copies[0].Imports) != 2 || !strings.HasSuffix(info.Copies[0].Lib, "/libc.so.6") {
 		t.Errorf("copies %+v, want memmove and memcpy sharing one libc implementation", info.Copies)
 	}
-	col := collect(tr)
-	const rounds = 3
-	for range rounds {
-		io.WriteString(stdin, "gc\n")
-		if !sc.Scan() || sc.Text() != "done" {
-			t.Fatalf("want done, got %q", sc.Text())
-		}
-	}
-	if err := tr.RemoveJVM(cmd.Process.Pid); err != nil {
-		t.Error(err)
-	}
-	events := col.stop(t, tr)
-	cn, err := tr.Counters()
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 64 * 1024
-	var want []string
-	for range rounds {
-		want = append(want, "gc-begin full", fmt.Sprintf("copy %#x->%#x %d", lo, lo+2*n, n), fmt.Sprintf("copy %#x->%#x %d", lo, lo+3*n, n), "gc-end")
-	}
 	for _, ev := range events {
-		if ev.PID != uint32(cmd.Process.Pid) {
+		if ev.PID != uint32(r.cmd.Process.Pid) {
 			t.Errorf("event of pid %d", ev.PID)
 		}
 		if ev.Kind == GCBegin && !ev.FullKnown {
 			t.Error("constant gc__begin argument not read")
 		}
 	}
-	got := eventLines(events)
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	var want []string
+	for range rounds {
+		want = append(want, r.gcEvents()...)
 	}
+	checkEvents(t, events, want)
 	t.Logf("counters %+v", cn)
 	if cn.Kept != 2*rounds || cn.HitsInGC != 2*rounds || cn.GCEvents != 2*rounds {
 		t.Errorf("counters %+v", cn)
 	}
-	stdin.Close()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("fakemain: %v", err)
-		}
-		exited <- err // for the cleanup
-	case <-time.After(5 * time.Second):
-		t.Error("fakemain did not exit")
+	r.finish(t)
+}
+
+// checkEvents compares events, as eventLines writes them, with want.
+func checkEvents(t *testing.T, events []Event, want []string) {
+	t.Helper()
+	got := eventLines(events)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

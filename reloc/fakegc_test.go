@@ -66,11 +66,13 @@ type fakeRun struct {
 	stdin  io.WriteCloser
 	sc     *bufio.Scanner
 	lo, hi uint64
+	exited chan struct{}
+	err    error // how fakemain exited, once exited is closed
 }
 
 func startFake(t *testing.T, dir string) *fakeRun {
 	t.Helper()
-	r := &fakeRun{cmd: exec.Command(filepath.Join(dir, "fakemain"))}
+	r := &fakeRun{cmd: exec.Command(filepath.Join(dir, "fakemain")), exited: make(chan struct{})}
 	var err error
 	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -82,15 +84,14 @@ func startFake(t *testing.T, dir string) *fakeRun {
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { r.cmd.Wait(); close(exited) }()
+	go func() { r.err = r.cmd.Wait(); close(r.exited) }()
 	t.Cleanup(func() {
 		r.stdin.Close()
 		select {
-		case <-exited:
+		case <-r.exited:
 		case <-time.After(5 * time.Second):
 			r.cmd.Process.Kill()
-			<-exited
+			<-r.exited
 		}
 	})
 	r.sc = bufio.NewScanner(stdout)
@@ -106,6 +107,62 @@ func startFake(t *testing.T, dir string) *fakeRun {
 	return r
 }
 
+// track has tr track fakemain (its heap, 4 KiB copies and up) while it
+// runs rounds fake GCs, and returns what AddJVM attached, the events and
+// the counters.
+func (r *fakeRun) track(t *testing.T, tr *Tracker, rounds int) (Info, []Event, Counters) {
+	t.Helper()
+	info, err := tr.AddJVM(r.cmd.Process.Pid, []Range{{r.lo, r.hi}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := collect(tr)
+	for range rounds {
+		io.WriteString(r.stdin, "gc\n")
+		if !r.sc.Scan() || r.sc.Text() != "done" {
+			t.Fatalf("want done, got %q", r.sc.Text())
+		}
+	}
+	if err := tr.RemoveJVM(r.cmd.Process.Pid); err != nil {
+		t.Error(err)
+	}
+	events := col.stop(t, tr)
+	cn, err := tr.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info, events, cn
+}
+
+// fakeCopy is fake_gc's copy of fakeN bytes from the heap's start to dst,
+// as eventLines writes it.
+func (r *fakeRun) fakeCopy(dst uint64) string {
+	return fmt.Sprintf("copy %#x->%#x %d", r.lo, dst, fakeN)
+}
+
+// fakeN is N of fakemain.c, the length of every copy.
+const fakeN = 64 * 1024
+
+// gcEvents are the events of one fake_gc between its probes: a young
+// copy to the heap's third block and a full one to its fourth.
+func (r *fakeRun) gcEvents() []string {
+	return []string{"gc-begin full", r.fakeCopy(r.lo + 2*fakeN), r.fakeCopy(r.lo + 3*fakeN), "gc-end"}
+}
+
+// finish closes fakemain's stdin and checks that it exits cleanly.
+func (r *fakeRun) finish(t *testing.T) {
+	t.Helper()
+	r.stdin.Close()
+	select {
+	case <-r.exited:
+		if r.err != nil {
+			t.Errorf("fakemain: %v", r.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("fakemain did not exit")
+	}
+}
+
 // TestLiveSyntheticSites runs the copy-site probes on the fake libjvm with
 // collector functions: the collectors' copies are reported and the
 // mutator's copy, of the same size from the same heap, does not even trap;
@@ -115,7 +172,7 @@ func TestLiveSyntheticSites(t *testing.T) {
 		t.Skip("skipping live BPF test: needs root")
 	}
 	dir := buildFakeFrom(t, "testdata/fakegc.c")
-	const n, rounds = 64 * 1024, 3
+	const rounds = 3
 	for _, probe := range []CopyProbe{CopiesAuto, CopiesLibc} {
 		t.Run(map[CopyProbe]string{CopiesAuto: "sites", CopiesLibc: "libc"}[probe], func(t *testing.T) {
 			r := startFake(t, dir)
@@ -124,43 +181,21 @@ func TestLiveSyntheticSites(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { tr.Close() })
-			info, err := tr.AddJVM(r.cmd.Process.Pid, []Range{{r.lo, r.hi}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			info, events, cn := r.track(t, tr, rounds)
 			if probe == CopiesAuto && (info.SitesErr != nil || len(info.Sites) != 6 || len(info.Copies) != 0) {
 				t.Fatalf("sites %v (%v), libc %v; want the 6 sites", info.Sites, info.SitesErr, info.Copies)
 			}
 			if probe == CopiesLibc && (len(info.Sites) != 0 || len(info.Copies) != 1) {
 				t.Fatalf("sites %v, libc %v; want libc only", info.Sites, info.Copies)
 			}
-			col := collect(tr)
-			for range rounds {
-				io.WriteString(r.stdin, "gc\n")
-				if !r.sc.Scan() || r.sc.Text() != "done" {
-					t.Fatalf("want done, got %q", r.sc.Text())
-				}
-			}
-			if err := tr.RemoveJVM(r.cmd.Process.Pid); err != nil {
-				t.Error(err)
-			}
-			events := col.stop(t, tr)
-			cn, err := tr.Counters()
-			if err != nil {
-				t.Fatal(err)
-			}
-			gcCopies := []string{"gc-begin full", fmt.Sprintf("copy %#x->%#x %d", r.lo, r.lo+2*n, n), fmt.Sprintf("copy %#x->%#x %d", r.lo, r.lo+3*n, n), "gc-end"}
 			var want []string
 			for range rounds {
 				if probe == CopiesLibc {
-					want = append(want, fmt.Sprintf("copy %#x->%#x %d", r.lo, r.lo+3*n, n))
+					want = append(want, r.fakeCopy(r.lo+3*fakeN)) // the mutator's
 				}
-				want = append(want, gcCopies...)
+				want = append(want, r.gcEvents()...)
 			}
-			got := eventLines(events)
-			if strings.Join(got, "\n") != strings.Join(want, "\n") {
-				t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-			}
+			checkEvents(t, events, want)
 			t.Logf("counters %+v", cn)
 			if probe == CopiesAuto && (cn.Hits != 2*rounds || cn.HitsInGC != 2*rounds) {
 				t.Errorf("hits %d (in GC %d), want %d: only the collectors' copies trap", cn.Hits, cn.HitsInGC, 2*rounds)

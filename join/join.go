@@ -82,7 +82,7 @@ type Config struct {
 	Moves     Moves
 	// Native names native code; PerfMap names code the agent has not
 	// described (nil: none).
-	Native  *jvmsym.Native
+	Native  NativeSymbols
 	PerfMap *jvmsym.PerfMap
 	// HostTID, when set, turns the agent's thread ids into the host's (a
 	// JVM in another pid namespace); false: the thread is gone.
@@ -99,6 +99,12 @@ type Config struct {
 	// Budget, when set, bounds what this JVM's join keeps together with
 	// the others sharing it (a scan).
 	Budget *Budget
+}
+
+// NativeSymbols names native code by address: jvmsym.Native reads a live
+// process's maps and ELF files; a replay answers from a recording.
+type NativeSymbols interface {
+	Lookup(ip uint64) (jvmsym.NativeFrame, bool)
 }
 
 // New is the join of a JVM whose samples come from a sampler, which reports

@@ -20,7 +20,7 @@ type stackStore struct {
 	lastStacks    map[stackKey]*lastStack // per thread and code blob, for borrowStack
 	lastPrune     uint64
 	code          *jvmsym.CodeTable
-	native        *jvmsym.Native
+	native        NativeSymbols
 	nativeCache   map[uint64]string
 	perfMap       *jvmsym.PerfMap
 	pathBuf       []pathFrame

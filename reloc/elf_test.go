@@ -165,26 +165,41 @@ func (m fakeMem) ReadAt(p []byte, off int64) (int, error) {
 	return 8, nil
 }
 
-func TestResolveCopiesLibJVM(t *testing.T) {
-	f := openLibJVM(t, jdk17Home)
-	slots, err := gotSlots(f, copyImports)
+// Where fakeMaps loads libjvm.so and libc.
+const fakeBase, fakeLibc = 0x7f0000000000, 0x7f1000000000
+
+// fakeMaps are the mappings of a process with the libjvm.so at path loaded
+// at fakeBase and a libc at fakeLibc; the first is libjvm's of offset 0.
+func fakeMaps(path string) []mapping {
+	return []mapping{
+		{start: fakeBase, end: fakeBase + 0x250000, path: path},
+		{start: fakeBase + 0x251000, end: fakeBase + 0xfa4000, offset: 0x251000, path: path},
+		{start: fakeLibc, end: fakeLibc + 0x28000, path: "/lib/libc.so.6"},
+		{start: fakeLibc + 0x28000, end: fakeLibc + 0x1b0000, offset: 0x28000, path: "/lib/libc.so.6"},
+	}
+}
+
+// pointSlots makes mem hold impl in the GOT slots of f's imports, f loaded
+// at fakeBase.
+func pointSlots(t *testing.T, f *elfsafe.File, mem fakeMem, impl uint64, imports ...string) {
+	t.Helper()
+	slots, err := gotSlots(f, imports)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const base, libc = 0x7f0000000000, 0x7f1000000000
-	ms := []mapping{
-		{start: base, end: base + 0x250000, path: "/jdk/libjvm.so"},
-		{start: base + 0x251000, end: base + 0xfa4000, offset: 0x251000, path: "/jdk/libjvm.so"},
-		{start: libc, end: libc + 0x28000, path: "/lib/libc.so.6"},
-		{start: libc + 0x28000, end: libc + 0x1b0000, offset: 0x28000, path: "/lib/libc.so.6"},
-	}
-	impl := uint64(libc + 0x9a000)
-	mem := fakeMem{}
-	for _, imp := range copyImports {
+	for _, imp := range imports {
 		for _, s := range slots[imp] {
-			mem[int64(base+s)] = impl
+			mem[int64(fakeBase+s)] = impl
 		}
 	}
+}
+
+func TestResolveCopiesLibJVM(t *testing.T) {
+	f := openLibJVM(t, jdk17Home)
+	ms := fakeMaps("/jdk/libjvm.so")
+	impl := uint64(fakeLibc + 0x9a000)
+	mem := fakeMem{}
+	pointSlots(t, f, mem, impl, copyImports...)
 	targets, err := resolveCopies(f, ms, ms[0], mem)
 	if err != nil {
 		t.Fatal(err)
@@ -197,17 +212,13 @@ func TestResolveCopiesLibJVM(t *testing.T) {
 	}
 
 	// Distinct implementations give one target each.
-	for _, s := range slots["memcpy"] {
-		mem[int64(base+s)] = impl + 0x1000
-	}
+	pointSlots(t, f, mem, impl+0x1000, "memcpy")
 	if targets, err := resolveCopies(f, ms, ms[0], mem); err != nil || len(targets) != 2 {
 		t.Errorf("distinct: %+v, %v", targets, err)
 	}
 
 	// A slot still pointing into libjvm (lazy binding) is ErrGOT.
-	for _, s := range slots["memcpy"] {
-		mem[int64(base+s)] = base + 0x252000
-	}
+	pointSlots(t, f, mem, fakeBase+0x252000, "memcpy")
 	if _, err := resolveCopies(f, ms, ms[0], mem); !errors.Is(err, ErrGOT) {
 		t.Errorf("unbound slot: %v, want ErrGOT", err)
 	}

@@ -368,79 +368,12 @@ func TestLiveJVM(t *testing.T) {
 
 func checkRun(t *testing.T, res runResult) {
 	t.Helper()
-	info := res.info
-	if info.CopyErr != nil || info.GCErr != nil {
-		t.Fatalf("partial attach: copies: %v, gc: %v", info.CopyErr, info.GCErr)
-	}
-	for _, c := range info.Copies {
-		t.Logf("copy probe %v -> %s+%#x %q", c.Imports, c.Lib, c.Offset, c.Symbol)
-	}
-	if len(info.Sites) > 0 {
-		t.Logf("copy probes: %d collector copy sites", len(info.Sites))
-	}
-	t.Logf("usdt sites: gc__begin %d, gc__end %d; heap %s %v", len(info.GCBegin), len(info.GCEnd), res.heap.GC, res.heap.Ranges)
-
-	// GC epochs alternate begin, end on the VM thread.
-	type window struct{ begin, end uint64 }
-	var wins []window
-	open := false
-	var full, fullKnown int
-	var copies, big, inGC, bigInGC int
-	var begin uint64
-	for _, ev := range res.events {
-		switch ev.Kind {
-		case GCBegin:
-			if open {
-				t.Fatalf("gc__begin at %d inside an open GC", ev.Time)
-			}
-			open, begin = true, ev.Time
-			if ev.FullKnown {
-				fullKnown++
-			}
-			if ev.Full {
-				full++
-			}
-		case GCEnd:
-			if !open {
-				t.Fatalf("gc__end at %d without gc__begin", ev.Time)
-			}
-			open = false
-			wins = append(wins, window{begin, ev.Time})
-		case Copy:
-			copies++
-			if ev.Len < 1024 {
-				t.Errorf("copy of %d bytes passed MinLen 1024", ev.Len)
-			}
-			if !res.heap.Contains(ev.Src) {
-				t.Errorf("copy source %#x outside the heap", ev.Src)
-			}
-		}
-	}
-	if open {
-		t.Error("last GC never ended")
-	}
-	within := func(ts uint64) bool {
-		i := sort.Search(len(wins), func(i int) bool { return wins[i].end >= ts })
-		return i < len(wins) && wins[i].begin <= ts
-	}
-	for _, ev := range res.events {
-		if ev.Kind != Copy {
-			continue
-		}
-		g := within(ev.Time)
-		if g {
-			inGC++
-		}
-		if ev.Len >= liveLen-16 {
-			big++
-			if g && res.heap.Contains(ev.Dst) {
-				bigInGC++
-			}
-		}
-	}
+	logProbes(t, res)
+	wins, full, fullKnown := checkEpochs(t, res.events)
+	cc := countCopies(t, res, wins)
 	cn := res.counters
 	t.Logf("GCs %d (full %d, arg read %d), -Xlog:gc %s", len(wins), full, fullKnown, res.gc)
-	t.Logf("copies kept %d (%d inside GC windows), ≥256KiB %d (%d inside GC with dst in heap)", copies, inGC, big, bigInGC)
+	t.Logf("copies kept %d (%d inside GC windows), ≥256KiB %d (%d inside GC with dst in heap)", cc.all, cc.inGC, cc.big, cc.bigInGC)
 	perGC := func(n uint64) float64 { return float64(n) / float64(max(len(wins), 1)) }
 	t.Logf("counters %+v; per GC: hits %.1f (in GC %.1f), kept %.1f; run %v", cn, perGC(cn.Hits), perGC(cn.HitsInGC), perGC(cn.Kept), res.elapsed)
 	if len(wins) < 2 {
@@ -454,15 +387,98 @@ func checkRun(t *testing.T, res runResult) {
 	if fullKnown != len(wins) || full < 2 {
 		t.Errorf("gc__begin argument: read %d of %d, full %d, want all read and ≥2 full", fullKnown, len(wins), full)
 	}
-	if bigInGC == 0 {
+	if cc.bigInGC == 0 {
 		t.Error("no copy of the live 256 KiB array inside a GC with source and destination in the heap")
 	}
-	if cn.Kept != uint64(copies) || cn.Dropped != 0 {
-		t.Errorf("kept counter %d, copies read %d, dropped %d", cn.Kept, copies, cn.Dropped)
+	if cn.Kept != uint64(cc.all) || cn.Dropped != 0 {
+		t.Errorf("kept counter %d, copies read %d, dropped %d", cn.Kept, cc.all, cn.Dropped)
 	}
 	if cn.Hits < cn.Kept+cn.FilteredLen+cn.FilteredHeap {
 		t.Errorf("hits %d < kept+filtered", cn.Hits)
 	}
+}
+
+// logProbes stops the test unless both copies and GC epochs were
+// attached, and logs which probes were.
+func logProbes(t *testing.T, res runResult) {
+	t.Helper()
+	info := res.info
+	if info.CopyErr != nil || info.GCErr != nil {
+		t.Fatalf("partial attach: copies: %v, gc: %v", info.CopyErr, info.GCErr)
+	}
+	for _, c := range info.Copies {
+		t.Logf("copy probe %v -> %s+%#x %q", c.Imports, c.Lib, c.Offset, c.Symbol)
+	}
+	if len(info.Sites) > 0 {
+		t.Logf("copy probes: %d collector copy sites", len(info.Sites))
+	}
+	t.Logf("usdt sites: gc__begin %d, gc__end %d; heap %s %v", len(info.GCBegin), len(info.GCEnd), res.heap.GC, res.heap.Ranges)
+}
+
+// checkEpochs checks that GC epochs alternate begin, end, as the VM thread
+// runs them, and returns their windows, how many were full GCs and of how
+// many gc__begin's argument was read.
+func checkEpochs(t *testing.T, events []Event) (wins [][2]uint64, full, fullKnown int) {
+	t.Helper()
+	open := false
+	for _, ev := range events {
+		switch ev.Kind {
+		case GCBegin:
+			if open {
+				t.Fatalf("gc__begin at %d inside an open GC", ev.Time)
+			}
+			open = true
+			if ev.FullKnown {
+				fullKnown++
+			}
+			if ev.Full {
+				full++
+			}
+		case GCEnd:
+			if !open {
+				t.Fatalf("gc__end at %d without gc__begin", ev.Time)
+			}
+			open = false
+		}
+	}
+	if open {
+		t.Error("last GC never ended")
+	}
+	return gcWindows(events), full, fullKnown
+}
+
+// liveCopies counts the copies of a run: all, those inside GC windows,
+// those of Churn's live array, and those of it inside a GC into the heap.
+type liveCopies struct{ all, inGC, big, bigInGC int }
+
+// countCopies counts the copies of res and checks that each passed the
+// BPF filter rightly: at least MinLen, from the heap.
+func countCopies(t *testing.T, res runResult, wins [][2]uint64) liveCopies {
+	t.Helper()
+	var cc liveCopies
+	for _, ev := range res.events {
+		if ev.Kind != Copy {
+			continue
+		}
+		cc.all++
+		if ev.Len < 1024 {
+			t.Errorf("copy of %d bytes passed MinLen 1024", ev.Len)
+		}
+		if !res.heap.Contains(ev.Src) {
+			t.Errorf("copy source %#x outside the heap", ev.Src)
+		}
+		g := inWindows(wins, ev.Time)
+		if g {
+			cc.inGC++
+		}
+		if ev.Len >= liveLen-16 {
+			cc.big++
+			if g && res.heap.Contains(ev.Dst) {
+				cc.bigInGC++
+			}
+		}
+	}
+	return cc
 }
 
 // pauseVariants are the copy probes BenchmarkLiveGCPause compares; nil

@@ -1,0 +1,181 @@
+package vmstructs
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/djx-bpf/djx-bpf/elfsafe"
+	"github.com/djx-bpf/djx-bpf/procfs"
+)
+
+// Open reads the vmStructs of the HotSpot JVM pid, as /proc shows it. It
+// needs the right to read the process's memory: root, or the JVM's own
+// user where kernel.yama.ptrace_scope allows it.
+func Open(pid int) (*Table, error) {
+	syms, err := FindSymbols(procfs.Mount, pid)
+	if err != nil {
+		return nil, err
+	}
+	t, err := Read(ProcessMem(pid), syms)
+	if err != nil {
+		return nil, fmt.Errorf("read vmStructs of pid %d: %w", pid, err)
+	}
+	return t, nil
+}
+
+// FindSymbols finds libjvm.so in the maps of process pid (procfs mounted
+// at proc), and the runtime addresses of its exported vmStructs symbols:
+// their values in its .dynsym plus its load bias. The library is opened
+// through /proc/PID/map_files when possible (elfsafe.OpenMapped), so it is
+// the very file mapped.
+func FindSymbols(proc string, pid int) (Symbols, error) {
+	maps, err := procfs.Read(proc, pid, "maps")
+	if err != nil {
+		return Symbols{}, fmt.Errorf("read maps of pid %d: %w", pid, err)
+	}
+	if kind, _ := procfs.ClassifyMaps(maps); kind == procfs.OpenJ9 {
+		return Symbols{}, fmt.Errorf("%w: pid %d runs OpenJ9, which has no HotSpot vmStructs", ErrNotHotSpot, pid)
+	}
+	m, ok := findLibJVM(maps)
+	if !ok {
+		return Symbols{}, fmt.Errorf("%w: pid %d maps no libjvm.so: not a JVM, or one still starting (try again once it runs)", ErrNotHotSpot, pid)
+	}
+	ef, err := elfsafe.OpenMapped(proc, pid, m.start, m.end, m.path)
+	if err != nil {
+		return Symbols{}, fmt.Errorf("open libjvm of pid %d: %w", pid, err)
+	}
+	defer ef.Close()
+	syms, err := symbolsOf(ef, m.start)
+	if err != nil {
+		return Symbols{}, fmt.Errorf("libjvm %q of pid %d: %w", m.path, pid, err)
+	}
+	syms.Lib = m.path
+	return syms, nil
+}
+
+// symbolsOf resolves SymbolNames in ef, mapped at file offset 0 at start.
+func symbolsOf(ef *elfsafe.File, start uint64) (Symbols, error) {
+	if ef.Class != elf.ELFCLASS64 || ef.FileHeader.Data != elf.ELFDATA2LSB {
+		return Symbols{}, fmt.Errorf("%w: a %s %s library; only 64-bit little-endian JVMs are supported", ErrNotHotSpot, ef.Class, ef.FileHeader.Data)
+	}
+	// The segment holding file offset 0 is mapped at the load bias plus
+	// its page-aligned p_vaddr.
+	var first *elf.Prog
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD && (first == nil || p.Off < first.Off) {
+			first = p
+		}
+	}
+	if first == nil || first.Off >= pageSize || first.Vaddr < first.Off || (first.Vaddr-first.Off)%pageSize != 0 {
+		return Symbols{}, fmt.Errorf("%w: no loadable segment at file offset 0", ErrNotHotSpot)
+	}
+	link := first.Vaddr - first.Off
+	if start < link {
+		return Symbols{}, fmt.Errorf("%w: mapped at %#x, below its first segment's address %#x", ErrNotHotSpot, start, link)
+	}
+	syms := Symbols{Base: start - link, Addrs: make(map[string]uint64, len(SymbolNames))}
+
+	tab, err := ef.Symbols(elf.SHT_DYNSYM)
+	if errors.Is(err, elf.ErrNoSymbols) {
+		return Symbols{}, fmt.Errorf("%w: no .dynsym", ErrNotHotSpot)
+	}
+	if err != nil {
+		return Symbols{}, fmt.Errorf("read .dynsym: %w", err)
+	}
+	want := make(map[string]bool, len(SymbolNames))
+	for _, n := range SymbolNames {
+		want[n] = true
+	}
+	for i := 1; i < tab.Len(); i++ {
+		s := tab.At(i)
+		if elf.ST_TYPE(s.Info) != elf.STT_OBJECT || s.Section == elf.SHN_UNDEF || s.Value == 0 || !want[string(s.Name)] {
+			continue
+		}
+		syms.Addrs[string(s.Name)] = syms.Base + s.Value
+	}
+	return syms, nil
+}
+
+// mapping is the part of a /proc/PID/maps line findLibJVM needs.
+type mapping struct {
+	start, end uint64
+	path       string
+}
+
+// findLibJVM returns the mapping of libjvm.so's file offset 0, where its
+// ELF header and first segment are.
+func findLibJVM(maps []byte) (mapping, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(maps))
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		// start-end perms offset dev inode path
+		line := sc.Text()
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			continue
+		}
+		if off, err := strconv.ParseUint(f[2], 16, 64); err != nil || off != 0 {
+			continue
+		}
+		i := strings.IndexByte(line, '/')
+		if i < 0 {
+			continue
+		}
+		path := line[i:]
+		name, _ := elfsafe.MapsPath(path)
+		if filepath.Base(name) != "libjvm.so" {
+			continue
+		}
+		lo, hi, ok := strings.Cut(f[0], "-")
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if !ok || err1 != nil || err2 != nil || end <= start {
+			continue
+		}
+		return mapping{start, end, path}, true
+	}
+	return mapping{}, false
+}
+
+// ProcessMem reads the memory of process pid with process_vm_readv: one
+// system call per read, and an unmapped page is an error, never a fault.
+func ProcessMem(pid int) Mem { return processMem(pid) }
+
+type processMem int
+
+func (m processMem) ReadAt(p []byte, off int64) (int, error) {
+	done := 0
+	for done < len(p) {
+		local := []unix.Iovec{{Base: &p[done]}}
+		local[0].SetLen(len(p) - done)
+		remote := []unix.RemoteIovec{{Base: uintptr(off) + uintptr(done), Len: len(p) - done}}
+		n, err := unix.ProcessVMReadv(int(m), local, remote, 0)
+		if err != nil || n <= 0 {
+			return done, m.err(uint64(off)+uint64(done), err)
+		}
+		done += n
+	}
+	return done, nil
+}
+
+// err says why reading at addr failed, and what to do about it.
+func (m processMem) err(addr uint64, err error) error {
+	switch {
+	case err == nil:
+		return fmt.Errorf("memory at %#x of pid %d is unreadable", addr, int(m))
+	case errors.Is(err, syscall.ESRCH):
+		return fmt.Errorf("read pid %d: %w: %w", int(m), procfs.ErrNoProcess, err)
+	case errors.Is(err, syscall.EPERM):
+		return fmt.Errorf("read memory of pid %d: %w (run as root, or as the JVM's user with kernel.yama.ptrace_scope at 0)", int(m), err)
+	}
+	return fmt.Errorf("read memory at %#x of pid %d: %w", addr, int(m), err)
+}

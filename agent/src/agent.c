@@ -28,33 +28,6 @@ struct djx djx = {
 
 #define RELAXED __ATOMIC_RELAXED
 
-/* One line on stderr, written at once so that it does not interleave. */
-__attribute__((format(printf, 1, 2))) static void logmsg(const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, DJX_LOG "%s\n", line);
-}
-
-/* No __thread in this library: dlopen'ing one with a TLS segment sends
- * every thread's next dynamic TLS access (libjvm's Thread::current() too)
- * down glibc's allocating slow path, which a signal handler interrupting it
- * corrupts (docs/design.md). embed_test.go checks there is none. */
-static uint32_t current_tid(void)
-{
-	return (uint32_t)syscall(SYS_gettid);
-}
-
-static void dealloc(jvmtiEnv *j, void *p)
-{
-	if (p)
-		(*j)->Deallocate(j, (unsigned char *)p);
-}
-
 /* Once the writer has detached, the first callback on a Java thread switches
  * the event off (the writer is a plain pthread, and JVMTI refuses most calls
  * from unattached threads). */
@@ -135,11 +108,11 @@ void djx_build_method(jvmtiEnv *j, JNIEnv *jni, jmethodID m, struct wbuf *w)
 	}
 	wb_end(w, start);
 
-	dealloc(j, csig);
-	dealloc(j, src);
-	dealloc(j, name);
-	dealloc(j, msig);
-	dealloc(j, lt);
+	djx_dealloc(j, csig);
+	djx_dealloc(j, src);
+	djx_dealloc(j, name);
+	djx_dealloc(j, msig);
+	djx_dealloc(j, lt);
 	if (k != NULL && jni != NULL)
 		(*jni)->DeleteLocalRef(jni, k);
 }
@@ -211,7 +184,7 @@ int djx_emit(JNIEnv *jni, const uint64_t *ids, size_t nids, uint8_t *rec, size_t
 	wb_init(&w, mem, sizeof mem, 0);
 	for (size_t k = 0; k < nneed; k++) {
 		mstart[k] = w.len;
-		djx_build_method(djx.jvmti, jni, (jmethodID)(uintptr_t)u[k], &w);
+		djx_build_method(djx_cfg->jvmti, jni, (jmethodID)(uintptr_t)u[k], &w);
 	}
 	mstart[nneed] = w.len;
 	if (w.err) {
@@ -266,7 +239,7 @@ out:
  * the first 0.3 s of an attach (the interval starts at min-size/4). */
 static void check_budget(uint64_t n)
 {
-	uint64_t quota = djx.opt.budget * DJX_BUDGET_NS / 1000000000ull;
+	uint64_t quota = djx_cfg->opt.budget * DJX_BUDGET_NS / 1000000000ull;
 	uint64_t base = __atomic_load_n(&djx.win_calls, RELAXED), now, want, len;
 	int changed;
 
@@ -311,7 +284,7 @@ static void sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass
 	}
 	if (__atomic_load_n(&djx.want_interval, RELAXED) > __atomic_load_n(&djx.cur_interval, RELAXED))
 		apply_interval(j);
-	if (size < 0 || (uint64_t)size < djx.opt.minsize) {
+	if (size < 0 || (uint64_t)size < djx_cfg->opt.minsize) {
 		__atomic_add_fetch(&djx.n_below, 1, RELAXED);
 		return;
 	}
@@ -328,7 +301,7 @@ static void sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass
 	pthread_mutex_lock(&djx.mu);
 	if (djx.detached) {
 		pthread_mutex_unlock(&djx.mu);
-		dealloc(j, tsig);
+		djx_dealloc(j, tsig);
 		return;
 	}
 	for (jint i = 0; i < nf; i++) {
@@ -352,7 +325,7 @@ static void sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass
 	wb_u64(&w, 0); /* time, patched under the lock */
 	wb_u64(&w, 0); /* addr, patched under the lock */
 	wb_u64(&w, (uint64_t)size);
-	wb_u32(&w, current_tid());
+	wb_u32(&w, djx_tid());
 	wb_u32(&w, (uint32_t)nf);
 	wb_str(&w, tsig);
 	for (jint i = 0; i < nf; i++) {
@@ -361,7 +334,7 @@ static void sampled_alloc(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass
 	}
 	wb_u64(&w, 0); /* tag, trailing so that old readers still work */
 	wb_end(&w, start);
-	dealloc(j, tsig);
+	djx_dealloc(j, tsig);
 	if (w.err) {
 		__atomic_add_fetch(&djx.n_dropped, 1, RELAXED);
 		wb_free(&w);
@@ -492,7 +465,7 @@ static void JNICALL on_gc_finish(jvmtiEnv *j)
 		append_fixed_locked(REC_GC_FINISH, 0, 0);
 		djx.last_gc_end = djx_now_ns(); /* not before GC_FINISH's own time */
 		/* The writer scans the tracked objects and checks the humongous ones. */
-		if (djx_track_pending_locked() || djx_big_pending_locked() || djx.opt.recensus_ms != 0)
+		if (djx_track_pending_locked() || djx_big_pending_locked() || djx_cfg->opt.recensus_ms != 0)
 			djx_kick_locked();
 	}
 	pthread_mutex_unlock(&djx.mu);
@@ -569,18 +542,18 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 	int rc;
 
 	/* Before the events are enabled: callbacks compare against these. */
-	djx.cur_interval = djx.want_interval = djx.opt.interval;
+	djx.cur_interval = djx.want_interval = djx_cfg->opt.interval;
 	djx.cpu0 = djx_cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
 	djx.win_ns = djx_now_ns();
 	djx.win_calls = 0;
 
-	djx.sock = djx_connect(djx.opt.sock, err, errlen);
+	djx.sock = djx_connect(djx_cfg->opt.sock, err, errlen);
 	if (djx.sock < 0)
 		return -1;
-	if (djx.mode[0] == 'a') {
+	if (djx_cfg->mode[0] == 'a') {
 		/* Launch mode set it in Agent_OnLoad, before any thread exists.
 		 * Attach mode: threads sample once more at the old interval. */
-		e = (*j)->SetHeapSamplingInterval(j, (jint)djx.opt.interval);
+		e = (*j)->SetHeapSamplingInterval(j, (jint)djx_cfg->opt.interval);
 		if (e != JVMTI_ERROR_NONE) {
 			snprintf(err, errlen, "SetHeapSamplingInterval: error %d", (int)e);
 			goto fail_sock;
@@ -601,9 +574,9 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 	/* Before HELLO, which says whether the handler is in place. Every
 	 * failure below takes it off again: HotSpot may unload a library whose
 	 * Agent_OnAttach failed (JDK-8252657). */
-	if (djx.opt.stacks != 0) {
-		if (djx_stacks_install(djx.opt.stacks, stk_err, sizeof stk_err) == 0)
-			stack_signal = djx.opt.stacks;
+	if (djx_cfg->opt.stacks != 0) {
+		if (djx_stacks_install(djx_cfg->opt.stacks, stk_err, sizeof stk_err) == 0)
+			stack_signal = djx_cfg->opt.stacks;
 	}
 	vmname = sysprop(j, "java.vm.name");
 	vmver = sysprop(j, "java.vm.version");
@@ -612,26 +585,26 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 	start = wb_begin(&w, REC_HELLO);
 	wb_u32(&w, DJX_PROTO);
 	wb_u32(&w, (uint32_t)getpid());
-	wb_u64(&w, djx.opt.interval);
-	wb_u64(&w, djx.opt.minsize);
+	wb_u64(&w, djx_cfg->opt.interval);
+	wb_u64(&w, djx_cfg->opt.minsize);
 	wb_u64(&w, djx_now_ns());
 	wb_str(&w, vmname);
 	wb_str(&w, vmver);
-	wb_str(&w, djx.mode);
+	wb_str(&w, djx_cfg->mode);
 	wb_u32(&w, (uint32_t)stack_signal);
 	wb_end(&w, start);
-	dealloc(j, vmname);
-	dealloc(j, vmver);
+	djx_dealloc(j, vmname);
+	djx_dealloc(j, vmver);
 	djx.cur_len = w.len;
 	djx.cur_n = 1;
 	pthread_mutex_lock(&djx.mu);
 	if (djx.cap_err != NULL)
 		append_error_locked(djx.cap_err);
-	if (djx.opt.stacks != 0 && stack_signal == 0)
+	if (djx_cfg->opt.stacks != 0 && stack_signal == 0)
 		append_error_locked(stk_err);
 	if (stack_signal != 0 && !djx_stacks_key_ok())
 		append_error_locked("stacks: HotSpot's thread key not found: the handler asks GetEnv, which is not async-signal-safe");
-	if (djx.opt.reconcile && !djx.gc_events)
+	if (djx_cfg->opt.reconcile && !djx.gc_events)
 		append_error_locked("reconcile=1 needs GC events: reconciliation off");
 	pthread_mutex_unlock(&djx.mu);
 
@@ -657,7 +630,7 @@ static int start_session(jvmtiEnv *j, char *err, size_t errlen)
 	}
 	/* Class events (jmethodIDs for ASGCT) and JIT code records; failures
 	 * are reported as ERROR records, profiling goes on without them. */
-	if ((*djx.vm)->GetEnv(djx.vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK)
+	if ((*djx_cfg->vm)->GetEnv(djx_cfg->vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK)
 		jni = NULL;
 	djx_code_start(j, jni);
 	if (stack_signal != 0)
@@ -688,7 +661,7 @@ static void JNICALL on_vm_init(jvmtiEnv *j, JNIEnv *jni, jthread thread)
 	(void)thread;
 	(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_VM_INIT, NULL);
 	if (start_session(j, err, sizeof err) != 0)
-		logmsg("%s (profiling disabled)", err);
+		djx_log("%s (profiling disabled)", err);
 }
 
 /* GC events are optional: without them profiling still works, with no
@@ -750,8 +723,7 @@ static int setup_env(JavaVM *vm, char *err, size_t errlen)
 		snprintf(err, errlen, "SetEventCallbacks: error %d", (int)e);
 		goto fail;
 	}
-	djx.jvmti = j;
-	djx.vm = vm;
+	djx_config_set_env(vm, j);
 	return 0;
 fail:
 	(*j)->DisposeEnvironment(j);
@@ -765,23 +737,22 @@ JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
 
 	(void)reserved;
 	/* Bad options are a caller bug: fail the launch loudly. */
-	if (djx_parse_options(options, &djx.opt, err, sizeof err) != 0) {
-		logmsg("%s", err);
+	if (djx_config_parse(options, "launch", err, sizeof err) != 0) {
+		djx_log("%s", err);
 		return JNI_ERR;
 	}
-	djx.mode = "launch";
 	if (setup_env(vm, err, sizeof err) != 0) {
-		logmsg("%s (profiling disabled)", err);
+		djx_log("%s (profiling disabled)", err);
 		return JNI_OK;
 	}
 	/* Set now so that threads created later draw their first sample point
 	 * with this interval. */
-	e = (*djx.jvmti)->SetHeapSamplingInterval(djx.jvmti, (jint)djx.opt.interval);
+	e = (*djx_cfg->jvmti)->SetHeapSamplingInterval(djx_cfg->jvmti, (jint)djx_cfg->opt.interval);
 	if (e == JVMTI_ERROR_NONE)
-		e = (*djx.jvmti)->SetEventNotificationMode(djx.jvmti, JVMTI_ENABLE, JVMTI_EVENT_VM_INIT, NULL);
+		e = (*djx_cfg->jvmti)->SetEventNotificationMode(djx_cfg->jvmti, JVMTI_ENABLE, JVMTI_EVENT_VM_INIT, NULL);
 	if (e != JVMTI_ERROR_NONE) {
 		snprintf(err, sizeof err, "error %d", (int)e);
-		logmsg("setup: %s (profiling disabled)", err);
+		djx_log("setup: %s (profiling disabled)", err);
 	}
 	return JNI_OK;
 }
@@ -792,25 +763,24 @@ JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
 	int rc;
 
 	(void)reserved;
-	if (djx.jvmti != NULL) {
+	if (djx_cfg->jvmti != NULL) {
 		/* The loader copies the library per profile; the same copy twice is a bug. */
-		logmsg("this copy of the library is already attached");
+		djx_log("this copy of the library is already attached");
 		return JNI_ERR;
 	}
-	if (djx_parse_options(options, &djx.opt, err, sizeof err) != 0) {
-		logmsg("%s", err);
+	if (djx_config_parse(options, "attach", err, sizeof err) != 0) {
+		djx_log("%s", err);
 		return JNI_ERR;
 	}
-	djx.mode = "attach";
 	rc = setup_env(vm, err, sizeof err);
 	if (rc != 0) {
-		logmsg("%s", err);
+		djx_log("%s", err);
 		return rc == DJX_RC_SAMPLER_BUSY ? rc : JNI_ERR;
 	}
-	if (start_session(djx.jvmti, err, sizeof err) != 0) {
-		logmsg("%s", err);
-		(*djx.jvmti)->DisposeEnvironment(djx.jvmti);
-		djx.jvmti = NULL;
+	if (start_session(djx_cfg->jvmti, err, sizeof err) != 0) {
+		djx_log("%s", err);
+		(*djx_cfg->jvmti)->DisposeEnvironment(djx_cfg->jvmti);
+		djx_config_set_env(vm, NULL);
 		return JNI_ERR;
 	}
 	return JNI_OK;

@@ -68,12 +68,6 @@ static jint JNICALL iter_cb(jlong class_tag, jlong size, jlong *tag_ptr, jint le
 	return 0;
 }
 
-void census_dealloc(jvmtiEnv *j, void *p)
-{
-	if (p != NULL)
-		(*j)->Deallocate(j, (unsigned char *)p);
-}
-
 /* Appends rec to the batch under mu, flushing once when it lacks room.
  * Returns 0, 1 session over, -1 connection failed. */
 static int append_rec(const uint8_t *p, size_t len, int (*flush)(void))
@@ -139,7 +133,7 @@ static void target_type(jobject o, struct target *t)
 		char *sig = NULL;
 		if ((*cs.et)->GetClassSignature(cs.et, k, &sig, NULL) == JVMTI_ERROR_NONE && sig != NULL)
 			t->sig = strdup(sig);
-		census_dealloc(cs.et, sig);
+		djx_dealloc(cs.et, sig);
 	}
 	(*cs.jni)->DeleteLocalRef(cs.jni, k);
 }
@@ -270,14 +264,14 @@ static void free_state(void)
 
 	for (jint i = 0; i < cs.ncls && cs.cls != NULL; i++) {
 		if (e != NULL)
-			census_dealloc(e, cs.cls[i].sig);
+			djx_dealloc(e, cs.cls[i].sig);
 		for (int f = 0; f < cs.cls[i].nfields; f++)
 			free(cs.cls[i].fields[f]);
 		free(cs.cls[i].fields);
 	}
 	for (jint i = 0; i < cs.nthr && cs.tnames != NULL; i++)
 		if (e != NULL)
-			census_dealloc(e, cs.tnames[i]);
+			djx_dealloc(e, cs.tnames[i]);
 	free(cs.cls);
 	free(cs.tnames);
 	free(cs.roots);
@@ -297,7 +291,7 @@ static jvmtiEnv *private_env(int lines)
 	jvmtiCapabilities caps;
 	jvmtiEnv *e = NULL;
 
-	if ((*djx.vm)->GetEnv(djx.vm, (void **)&e, JVMTI_VERSION_11) != JNI_OK || e == NULL)
+	if ((*djx_cfg->vm)->GetEnv(djx_cfg->vm, (void **)&e, JVMTI_VERSION_11) != JNI_OK || e == NULL)
 		return NULL;
 	memset(&caps, 0, sizeof caps);
 	caps.can_tag_objects = 1;
@@ -390,7 +384,7 @@ int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int 
 	memset(&cs, 0, sizeof cs);
 	cs.jni = jni;
 	cs.kind = kind;
-	cs.minsize = djx.opt.minsize ? djx.opt.minsize : 1;
+	cs.minsize = djx_cfg->opt.minsize ? djx_cfg->opt.minsize : 1;
 	if (append_start(kind, t_begin, flush) < 0 || flush() != 0)
 		return -1;
 	cs.et = private_env(0);
@@ -512,7 +506,7 @@ int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int 
 		}
 		for (jint i = 0; i < cnt && ntv < cs.targets; i++)
 			take_target(objs[i], g, status, &tv[ntv], &ntv, &unreached);
-		census_dealloc(cs.et, objs);
+		djx_dealloc(cs.et, objs);
 		objs = NULL;
 		(*jni)->PopLocalFrame(jni, NULL);
 		framed = 0;
@@ -526,7 +520,7 @@ int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int 
 
 end:
 	if (objs != NULL)
-		census_dealloc(cs.et, objs);
+		djx_dealloc(cs.et, objs);
 	if (framed)
 		(*jni)->PopLocalFrame(jni, NULL);
 	for (size_t i = 0; i < ntv; i++) {

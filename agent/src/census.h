@@ -86,7 +86,6 @@ struct census {
 };
 extern struct census cs;
 
-void census_dealloc(jvmtiEnv *j, void *p);
 int census_over(void); /* the pause budget passed, or the loader asked to stop */
 
 /* holders.c */

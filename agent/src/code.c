@@ -27,7 +27,7 @@
 static JNIEnv *current_jni(void)
 {
 	JNIEnv *jni = NULL;
-	if (djx.vm == NULL || (*djx.vm)->GetEnv(djx.vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK)
+	if (djx_cfg->vm == NULL || (*djx_cfg->vm)->GetEnv(djx_cfg->vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK)
 		return NULL;
 	return jni;
 }
@@ -56,7 +56,7 @@ static void JNICALL on_class_prepare(jvmtiEnv *j, JNIEnv *jni, jthread t, jclass
 	(void)t;
 	if (!__atomic_load_n(&djx.detached, __ATOMIC_ACQUIRE) && djx.class_events)
 		make_method_ids(j, k);
-	if (djx.opt.types)
+	if (djx_cfg->opt.types)
 		djx_types_prepare(j, jni, k); /* also counted in ns_types */
 	__atomic_add_fetch(&djx.ns_code, djx_thread_ns() - t0, RELAXED);
 }
@@ -251,7 +251,7 @@ void djx_code_caps(jvmtiEnv *j)
 {
 	jvmtiCapabilities caps;
 
-	if (!djx.opt.code)
+	if (!djx_cfg->opt.code)
 		return;
 	memset(&caps, 0, sizeof caps);
 	caps.can_generate_compiled_method_load_events = 1;
@@ -292,14 +292,14 @@ void djx_code_start(jvmtiEnv *j, JNIEnv *jni)
 {
 	int ok = 1;
 
-	if (djx.opt.stacks) {
+	if (djx_cfg->opt.stacks) {
 		/* ClassPrepare before the preload: no class falls in between. */
 		enable_err(j, JVMTI_EVENT_CLASS_LOAD, "ClassLoad (stacks need it)", &ok);
 		enable_err(j, JVMTI_EVENT_CLASS_PREPARE, "ClassPrepare (stacks need it)", &ok);
 		djx.class_events = 1;
 		preload_method_ids(j, jni);
 	}
-	if (!djx.opt.code)
+	if (!djx_cfg->opt.code)
 		return;
 	if (!djx.code_events) {
 		pthread_mutex_lock(&djx.mu);
@@ -326,7 +326,7 @@ void djx_code_release(jvmtiEnv *j)
 		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_CLASS_LOAD, NULL);
 		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_CLASS_PREPARE, NULL);
 	}
-	if (!djx.opt.code)
+	if (!djx_cfg->opt.code)
 		return;
 	(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_DYNAMIC_CODE_GENERATED, NULL);
 	if (djx.code_events) {

@@ -9,7 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DJX_LOG "djx-bpf agent: "
+#include "config.h"
+#include "mset.h"
+#include "util.h"
+#include "wbuf.h"
 
 /* Wire format, see agentwire/wire.go. */
 #define DJX_MAGIC 0x424A5844u /* "DXJB" as little-endian bytes */
@@ -76,22 +79,8 @@ enum {
  * the writer took 0.21% of GcHot's CPU, 0.06% at 200 ms. Allocations kick
  * it earlier when the batch is half full, stacks when their ring is. */
 #define DJX_FLUSH_NS 200000000ull
-#define DJX_DEFAULT_INTERVAL 524288u /* JVMTI's own default */
 #define DJX_MAX_ERRORS 32            /* ERROR records per session */
 
-struct djx_options {
-	char sock[108]; /* sizeof(sockaddr_un.sun_path) */
-	uint64_t interval;
-	uint64_t minsize;
-	uint64_t budget; /* max sampled-allocation callbacks per second; 0: no cap */
-	int reconcile;   /* report tracked objects' moves after each GC */
-	int stacks; /* signal number of the stack handler; 0: off */
-	int code;   /* CODE/CODE_UNLOAD/STUB records (default 1) */
-	int census; /* 0 off, 1 without holders, 2 with holders (on 'C') */
-	uint64_t census_budget_us; /* longest census pause; 0: no limit */
-	uint64_t recensus_ms;      /* least time between censuses after GCs; 0: none */
-	int types;                 /* TYPES_INFO and CLASS records (types.c) */
-};
 
 /* Access stacks (stacks.c). The handler writes AsyncGetCallTrace's frames
  * straight into a slot of a preallocated ring: 128 slots of 128 frames
@@ -119,35 +108,6 @@ struct djx_options {
 #define DJX_BUDGET_NS 250000000ull
 #define DJX_MAX_INTERVAL (1ull << 30)
 
-/* options.c */
-int djx_parse_options(const char *s, struct djx_options *o, char *err, size_t errlen);
-
-/* wbuf.c: little-endian record builder. A fixed buffer sets err instead of
- * growing; a growable one starts in caller memory and moves to the heap. */
-struct wbuf {
-	uint8_t *p;
-	size_t len, cap;
-	int fixed, heap, err;
-};
-void wb_init(struct wbuf *w, uint8_t *mem, size_t cap, int fixed);
-void wb_free(struct wbuf *w);
-void wb_u32(struct wbuf *w, uint32_t v);
-void wb_u64(struct wbuf *w, uint64_t v);
-void wb_str(struct wbuf *w, const char *s);
-size_t wb_begin(struct wbuf *w, uint16_t type);
-void wb_end(struct wbuf *w, size_t start);
-void put_u32(uint8_t *p, uint32_t v);
-void put_u64(uint8_t *p, uint64_t v);
-void put_rec_hdr(uint8_t *p, uint16_t type, uint32_t body_len);
-
-/* mset.c: set of jmethodIDs already described to the loader. */
-struct mset {
-	uint64_t *slots;
-	size_t cap, n;
-};
-int mset_has(const struct mset *s, uint64_t id);
-int mset_add(struct mset *s, uint64_t id);
-void mset_free(struct mset *s);
 
 
 /* Agent_OnAttach's return code when another JVMTI environment holds the
@@ -157,10 +117,6 @@ void mset_free(struct mset *s);
 
 /* The single instance of this copy of the library. */
 struct djx {
-	jvmtiEnv *jvmti;
-	JavaVM *vm;
-	struct djx_options opt;
-	const char *mode; /* "attach" | "launch" */
 	int sock, evfd;
 
 	pthread_mutex_t mu;
@@ -231,15 +187,6 @@ struct djx {
 	uint64_t n_classes_sent, n_classes_dropped, ns_types; /* atomic */
 };
 extern struct djx djx;
-
-uint64_t djx_now_ns(void);
-uint64_t djx_cpu_ns(clockid_t clock); /* CLOCK_PROCESS/THREAD_CPUTIME_ID; 0 on error */
-/* The calling thread's CPU time: callbacks' costs are counted in it, as
- * wall time also counts the time the thread waited for a CPU. */
-static inline uint64_t djx_thread_ns(void)
-{
-	return djx_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
-}
 
 /* agent.c */
 void djx_build_method(jvmtiEnv *j, JNIEnv *jni, jmethodID m, struct wbuf *w);

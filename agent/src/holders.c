@@ -301,9 +301,9 @@ static int class_refs(jint i, int depth)
 			refs = 1;
 		else
 			refs = sig[0] == 'L' || sig[0] == '[';
-		census_dealloc(e, sig);
+		djx_dealloc(e, sig);
 	}
-	census_dealloc(e, f);
+	djx_dealloc(e, f);
 	if (!refs && (sup = (*cs.jni)->GetSuperclass(cs.jni, c->k)) != NULL) {
 		jlong t = 0;
 		if ((*e)->GetTag(e, sup, &t) == JVMTI_ERROR_NONE && (t & T_CLASS))
@@ -327,7 +327,7 @@ int census_prepare_walk(JNIEnv *jni)
 		return -1;
 	cs.cls = calloc((size_t)cs.ncls + 1, sizeof *cs.cls);
 	if (cs.cls == NULL) {
-		census_dealloc(e, ks);
+		djx_dealloc(e, ks);
 		return -1;
 	}
 	for (jint i = 0; i < cs.ncls; i++) {
@@ -337,7 +337,7 @@ int census_prepare_walk(JNIEnv *jni)
 			cs.cls[i].sig = NULL;
 		(*e)->SetTag(e, ks[i], T_CLASS | i);
 	}
-	census_dealloc(e, ks);
+	djx_dealloc(e, ks);
 	for (jint i = 0; i < cs.ncls; i++) {
 		jint mod = 0;
 		class_refs(i, 0);
@@ -359,7 +359,7 @@ int census_prepare_walk(JNIEnv *jni)
 			(*e)->SetTag(e, ts[i], T_THREAD | i);
 			(*jni)->DeleteLocalRef(jni, ts[i]);
 		}
-		census_dealloc(e, ts);
+		djx_dealloc(e, ts);
 	} else {
 		cs.nthr = 0;
 	}

@@ -60,7 +60,7 @@ static void chain_fields(jclass k, int iface, char ***list, int *n, int depth)
 	if ((*e)->GetClassSignature(e, k, &csig, NULL) != JVMTI_ERROR_NONE)
 		return;
 	java_name(csig, cname, sizeof cname);
-	census_dealloc(e, csig);
+	djx_dealloc(e, csig);
 	if ((*e)->GetClassFields(e, k, &nf, &f) != JVMTI_ERROR_NONE)
 		return;
 	char **v = realloc(*list, (size_t)(*n + nf + 1) * sizeof *v);
@@ -71,12 +71,12 @@ static void chain_fields(jclass k, int iface, char ***list, int *n, int depth)
 			if ((*e)->GetFieldName(e, k, f[x], &name, NULL, NULL) != JVMTI_ERROR_NONE)
 				name = NULL;
 			snprintf(buf, sizeof buf, "%s.%s", cname, name ? name : "?");
-			census_dealloc(e, name);
+			djx_dealloc(e, name);
 			if ((v[*n] = strdup(buf)) != NULL)
 				(*n)++;
 		}
 	}
-	census_dealloc(e, f);
+	djx_dealloc(e, f);
 }
 
 /* The fields of every interface k implements (directly, through its
@@ -102,11 +102,11 @@ static int interface_fields(jclass k, int iface, jclass *seen, int *nseen, int d
 			seen[(*nseen)++] = is[x];
 			if ((*e)->GetClassFields(e, is[x], &nf, &f) == JVMTI_ERROR_NONE) {
 				total += nf;
-				census_dealloc(e, f);
+				djx_dealloc(e, f);
 			}
 			total += interface_fields(is[x], 1, seen, nseen, depth + 1);
 		}
-		census_dealloc(e, is);
+		djx_dealloc(e, is);
 	}
 	if (!iface && (sup = (*cs.jni)->GetSuperclass(cs.jni, k)) != NULL)
 		total += interface_fields(sup, 0, seen, nseen, depth + 1);
@@ -172,15 +172,15 @@ static void frame_name(jmethodID m, jlocation loc, char *out, size_t n)
 		for (jint x = 0; x < nl; x++)
 			if (lt[x].start_location <= loc)
 				line = lt[x].line_number;
-		census_dealloc(e, lt);
+		djx_dealloc(e, lt);
 	}
 	java_name(csig, cname, sizeof cname);
 	/* Names longer than out are cut, never overflow. */
 	if ((line >= 0 ? snprintf(out, n, "%s.%s:%d", cname, name ? name : "?", (int)line)
 		       : snprintf(out, n, "%s.%s", cname, name ? name : "?")) < 0)
 		out[0] = 0;
-	census_dealloc(e, name);
-	census_dealloc(e, csig);
+	djx_dealloc(e, name);
+	djx_dealloc(e, csig);
 }
 
 /* The local variable's name, where the class has a LocalVariableTable and
@@ -199,11 +199,11 @@ static const char *local_name(jmethodID m, jlocation loc, jint slot, char *out, 
 			snprintf(out, n, "%s", t[x].name);
 			r = out;
 		}
-		census_dealloc(e, t[x].name);
-		census_dealloc(e, t[x].signature);
-		census_dealloc(e, t[x].generic_signature);
+		djx_dealloc(e, t[x].name);
+		djx_dealloc(e, t[x].signature);
+		djx_dealloc(e, t[x].generic_signature);
 	}
-	census_dealloc(e, t);
+	djx_dealloc(e, t);
 	return r;
 }
 

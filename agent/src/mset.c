@@ -1,8 +1,8 @@
-/* Open-addressing set of jmethodIDs (0 marks an empty slot; jmethodIDs are
- * never NULL). Called with djx.mu held. */
+/* Open-addressing set of 64-bit keys (0 marks an empty slot: jmethodIDs and
+ * the types' keys are never 0). Its owner holds the lock that guards it. */
 #include <stdlib.h>
 
-#include "djx.h"
+#include "mset.h"
 
 static size_t slot(uint64_t id, size_t cap)
 {

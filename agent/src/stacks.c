@@ -314,11 +314,11 @@ int djx_stacks_install(int sig, char *err, size_t errlen)
 install:
 	if (stk.evfd < 0)
 		stk.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	stk.vm = djx.vm;
+	stk.vm = djx_cfg->vm;
 	{
 		/* On the session's thread, a JavaThread, before the handler runs. */
 		JNIEnv *env = NULL;
-		if ((*djx.vm)->GetEnv(djx.vm, (void **)&env, JNI_VERSION_1_6) == JNI_OK && env != NULL)
+		if ((*djx_cfg->vm)->GetEnv(djx_cfg->vm, (void **)&env, JNI_VERSION_1_6) == JNI_OK && env != NULL)
 			find_thread_key(env);
 	}
 	/* Read the previous action before ours can run: a signal arriving

@@ -108,7 +108,7 @@ static int scan_chunk(size_t *pos, uint64_t epoch, jweak *dead, size_t *ndead, s
 			end--; /* the entry swapped in counts against this chunk */
 			continue;
 		}
-		if (a != t->addr && djx.opt.reconcile) {
+		if (a != t->addr && djx_cfg->opt.reconcile) {
 			wb_u64(w, t->tag);
 			wb_u64(w, a);
 			nmoved++;
@@ -121,7 +121,7 @@ static int scan_chunk(size_t *pos, uint64_t epoch, jweak *dead, size_t *ndead, s
 	put_u32(w->p + countoff, (uint32_t)nmoved);
 	/* The last chunk's record goes out even when empty: it tells the
 	 * loader that the scan after this GC is complete. */
-	if ((nmoved > 0 || (*pos >= trk.n && djx.opt.reconcile)) && !w->err) {
+	if ((nmoved > 0 || (*pos >= trk.n && djx_cfg->opt.reconcile)) && !w->err) {
 		/* Stamped last: the FREE records of this chunk went out first. */
 		put_u64(w->p + start + DJX_REC_HDR, djx_now_ns());
 		djx_append_locked(w->p, w->len, 1);

@@ -42,12 +42,6 @@ static struct {
 	struct mset sent_klass;
 } ty;
 
-static void dealloc(jvmtiEnv *j, void *p)
-{
-	if (p)
-		(*j)->Deallocate(j, (unsigned char *)p);
-}
-
 /* Raw oop reads (a local handle's slot, the words of the object it holds)
  * are trusted only between two reads of the GC counters showing that no
  * stop-the-world GC ran or started meanwhile: HotSpot posts
@@ -201,9 +195,9 @@ static jfieldID instance_field(jvmtiEnv *j, jclass k, const char *want)
 		if ((*j)->GetFieldModifiers(j, k, fs[i], &mods) == JVMTI_ERROR_NONE && !(mods & 0x0008) &&
 		    (*j)->GetFieldName(j, k, fs[i], &name, NULL, NULL) == JVMTI_ERROR_NONE && strcmp(name, want) == 0)
 			got = fs[i];
-		dealloc(j, name);
+		djx_dealloc(j, name);
 	}
-	dealloc(j, fs);
+	djx_dealloc(j, fs);
 	return got;
 }
 
@@ -398,8 +392,8 @@ static int class_fields(jvmtiEnv *j, jclass c, struct fld **fs, size_t *n, size_
 			size_t nc = *cap ? *cap * 2 : 16;
 			struct fld *p = realloc(*fs, nc * sizeof *p);
 			if (p == NULL) {
-				dealloc(j, f.name);
-				dealloc(j, f.sig);
+				djx_dealloc(j, f.name);
+				djx_dealloc(j, f.sig);
 				break;
 			}
 			*fs = p;
@@ -407,7 +401,7 @@ static int class_fields(jvmtiEnv *j, jclass c, struct fld **fs, size_t *n, size_
 		}
 		(*fs)[(*n)++] = f;
 	}
-	dealloc(j, ids);
+	djx_dealloc(j, ids);
 	return 0;
 }
 
@@ -454,8 +448,8 @@ static int build_class(jvmtiEnv *j, JNIEnv *jni, jclass k, const char *sig, uint
 		wb_end(w, start);
 	}
 	for (size_t i = 0; i < n; i++) {
-		dealloc(j, fs[i].name);
-		dealloc(j, fs[i].sig);
+		djx_dealloc(j, fs[i].name);
+		djx_dealloc(j, fs[i].sig);
 	}
 	free(fs);
 	return rc;
@@ -533,18 +527,18 @@ static void free_loaded(jvmtiEnv *j, JNIEnv *jni, struct loaded *l)
 {
 	for (jint i = 0; i < l->n; i++) {
 		if (l->sigs != NULL)
-			dealloc(j, l->sigs[i]);
+			djx_dealloc(j, l->sigs[i]);
 		if (l->ks != NULL)
 			(*jni)->DeleteLocalRef(jni, l->ks[i]);
 	}
 	free(l->sigs);
-	dealloc(j, l->ks);
+	djx_dealloc(j, l->ks);
 }
 
 /* Sends a CLASS for every loaded class not sent yet; -1 session over. */
 static int send_unsent(JNIEnv *jni, int (*flush)(void))
 {
-	jvmtiEnv *j = djx.jvmti;
+	jvmtiEnv *j = djx_cfg->jvmti;
 	struct loaded l;
 	uint64_t *kl = NULL;
 	uint8_t mem[4096];
@@ -584,7 +578,7 @@ out:
 
 int djx_types_start(JNIEnv *jni, int (*flush)(void))
 {
-	jvmtiEnv *j = djx.jvmti;
+	jvmtiEnv *j = djx_cfg->jvmti;
 	struct info in;
 	struct loaded l;
 	uint64_t t0 = djx_now_ns();
@@ -660,7 +654,7 @@ void djx_types_prepare(jvmtiEnv *j, JNIEnv *jni, jclass k)
 	}
 	wb_free(&w);
 out:
-	dealloc(j, sig);
+	djx_dealloc(j, sig);
 	__atomic_add_fetch(&djx.ns_types, djx_now_ns() - t0, RELAXED);
 	__atomic_sub_fetch(&ty.inflight, 1, __ATOMIC_ACQ_REL);
 }

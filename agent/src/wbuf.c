@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "djx.h"
+#include "wbuf.h"
 
 void put_u32(uint8_t *p, uint32_t v)
 {

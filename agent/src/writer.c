@@ -24,13 +24,6 @@
 #define SEND_SLOW_NS 100000000ull      /* callbacks stop waiting for buffer space */
 #define SEND_STALL_NS 5000000000ull    /* the session ends */
 
-uint64_t djx_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int djx_connect(const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un sa;
@@ -145,15 +138,6 @@ static int send_all(const uint8_t *p, size_t n)
 static inline uint64_t ld(uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-
-uint64_t djx_cpu_ns(clockid_t clock)
-{
-	struct timespec ts;
-
-	if (clock_gettime(clock, &ts) != 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* A big batch (the attach-time replay of JIT code fills megabytes) leaves
@@ -310,9 +294,9 @@ static void hang_up(void)
 static void release_sampling(void)
 {
 	jvmtiCapabilities caps;
-	jvmtiEnv *j = djx.jvmti;
+	jvmtiEnv *j = djx_cfg->jvmti;
 
-	if (djx.opt.types)
+	if (djx_cfg->opt.types)
 		djx_types_release(j); /* first: it reads oops while the GC events count */
 	if (!__atomic_exchange_n(&djx.disabled, 1, __ATOMIC_ACQ_REL))
 		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
@@ -334,7 +318,7 @@ static void release_sampling(void)
  * so it may switch the event itself. */
 static void set_paused(int on)
 {
-	jvmtiEnv *j = djx.jvmti;
+	jvmtiEnv *j = djx_cfg->jvmti;
 
 	if (on == djx.paused || __atomic_load_n(&djx.disabled, __ATOMIC_ACQUIRE))
 		return;
@@ -367,11 +351,11 @@ static int on_input(struct cmdbuf *c, const uint8_t *in, size_t len, int attache
 				set_paused(in[i] == 'P');
 			else if (in[i] == 'H')
 				c->b[c->n++] = in[i];
-			else if (in[i] == 'C' && attached && djx.opt.census != 0) {
+			else if (in[i] == 'C' && attached && djx_cfg->opt.census != 0) {
 				pthread_mutex_lock(&djx.mu);
 				djx.census_req = 1;
 				pthread_mutex_unlock(&djx.mu);
-			} else if (in[i] == 'K' && attached && djx.opt.types) {
+			} else if (in[i] == 'K' && attached && djx_cfg->opt.types) {
 				pthread_mutex_lock(&djx.mu);
 				djx.types_req = 1;
 				pthread_mutex_unlock(&djx.mu);
@@ -464,9 +448,9 @@ static int recensus_due(JNIEnv *env, uint64_t since, uint64_t *used)
 	uint64_t now = djx_now_ns(), iv = __atomic_load_n(&djx.cur_interval, __ATOMIC_RELAXED), next = 0;
 
 	*used = 0;
-	if (djx.opt.recensus_ms == 0 || djx.opt.census == 0 || iv * 23 < djx.opt.minsize * 10)
+	if (djx_cfg->opt.recensus_ms == 0 || djx_cfg->opt.census == 0 || iv * 23 < djx_cfg->opt.minsize * 10)
 		return 0;
-	if (now - djx.last_census < djx.opt.recensus_ms * 1000000ull)
+	if (now - djx.last_census < djx_cfg->opt.recensus_ms * 1000000ull)
 		return 0;
 	*used = heap_used(env);
 	if (recensus_heap != 0 && *used != 0)
@@ -477,8 +461,8 @@ static int recensus_due(JNIEnv *env, uint64_t since, uint64_t *used)
 static int census(JNIEnv *env, uint32_t kind, uint64_t used)
 {
 	uint64_t before = __atomic_load_n(&djx.ns_census, __ATOMIC_RELAXED), cpu = djx_thread_ns();
-	int rc = djx_census(env, kind, kind == DJX_CENSUS_ATTACH && djx.opt.census == 2,
-			    djx.opt.census_budget_us * 1000ull, flush_batch);
+	int rc = djx_census(env, kind, kind == DJX_CENSUS_ATTACH && djx_cfg->opt.census == 2,
+			    djx_cfg->opt.census_budget_us * 1000ull, flush_batch);
 
 	djx.last_census = djx_now_ns();
 	/* Its cost is the pause and this thread's work on what it found,
@@ -504,9 +488,9 @@ static void *writer_main(void *arg)
 	djx_stacks_unblock();
 	/* Attached as a daemon so that detach can call JVMTI (which refuses
 	 * unattached threads); in native code it never holds up a safepoint. */
-	if (djx.vm != NULL) {
+	if (djx_cfg->vm != NULL) {
 		JavaVMAttachArgs a = {JNI_VERSION_1_6, "djx-bpf agent", NULL};
-		attached = (*djx.vm)->AttachCurrentThreadAsDaemon(djx.vm, (void **)&env, &a) == JNI_OK;
+		attached = (*djx_cfg->vm)->AttachCurrentThreadAsDaemon(djx_cfg->vm, (void **)&env, &a) == JNI_OK;
 	}
 	if (attached && djx_stacks_confirm(env) != 0) {
 		pthread_mutex_lock(&djx.mu);
@@ -571,7 +555,7 @@ static void *writer_main(void *arg)
 		if (attached && creq && census(env, DJX_CENSUS_ATTACH, 0) != 0)
 			break;
 		/* Types: the first pass, after HELLO is out, dumps every class. */
-		if (attached && djx.opt.types && !types_started) {
+		if (attached && djx_cfg->opt.types && !types_started) {
 			types_started = 1;
 			if (djx_types_start(env, flush_batch) != 0)
 				break;
@@ -591,7 +575,7 @@ static void *writer_main(void *arg)
 		release_sampling();
 	hang_up();
 	if (attached && !vmdeath)
-		(*djx.vm)->DetachCurrentThread(djx.vm);
+		(*djx_cfg->vm)->DetachCurrentThread(djx_cfg->vm);
 	return NULL;
 }
 

@@ -244,7 +244,7 @@ func NeedField(names ...string) Need { return Need{needField, names} }
 func NeedStatic(names ...string) Need { return Need{needStatic, names} }
 
 // NeedType requires a type ("G1HeapRegion"), or one of its alternatives
-// ("HeapRegion", its name before JDK 23).
+// ("HeapRegion", its name in JDK 17).
 func NeedType(names ...string) Need { return Need{needType, names} }
 
 // NeedInt requires an int constant, or one of its alternatives.

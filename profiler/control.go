@@ -33,10 +33,10 @@ func (s *session) setSampling(on bool) error {
 		if err := s.sampler.Enable(); err != nil {
 			return err
 		}
-		w.total += time.Since(w.since)
+		w.total += s.clk.Now().Sub(w.since)
 	} else {
 		s.sampler.Disable()
-		w.since = time.Now()
+		w.since = s.clk.Now()
 	}
 	w.off = !on
 	if s.conn != nil {

@@ -3,8 +3,6 @@ package profiler
 import (
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/report"
 )
@@ -27,10 +25,7 @@ func (s *session) costNow() costMark {
 	if s.sampler != nil {
 		m.bpfRun, m.bpfOK = s.sampler.RunTime()
 	}
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
-		m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	m.cpu = s.clk.CPU()
 	return m
 }
 

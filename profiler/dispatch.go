@@ -18,7 +18,7 @@ type sampleBatch struct {
 // hands each JVM's samples to its session; a session that owns its sampler
 // (solo) gets every batch whole.
 type dispatcher struct {
-	smp *loader.Sampler
+	smp sampleSource
 	// solo, when set, receives every batch; the reader waits for it, as
 	// nothing else shares the ring buffer.
 	solo  chan sampleBatch
@@ -34,16 +34,17 @@ type dispatcher struct {
 }
 
 // newDispatcher reads smp for the JVMs of a scan (add, remove).
-func newDispatcher(smp *loader.Sampler) *dispatcher {
+func newDispatcher(smp sampleSource) *dispatcher {
 	d := &dispatcher{smp: smp, chans: make(map[uint32]chan sampleBatch), free: make(chan []loader.Sample, 64), done: make(chan struct{})}
 	go d.run()
 	return d
 }
 
-// newSoloDispatcher reads smp for the one session that owns it; the
-// channel closes when the sampler is closed or flushed.
-func newSoloDispatcher(smp *loader.Sampler) (*dispatcher, <-chan sampleBatch) {
-	d := &dispatcher{smp: smp, solo: make(chan sampleBatch, 64), free: make(chan []loader.Sample, 64), done: make(chan struct{})}
+// newSoloDispatcher reads smp for the one session that owns it, up to
+// depth batches ahead of it; the channel closes when the sampler is
+// closed or flushed.
+func newSoloDispatcher(smp sampleSource, depth int) (*dispatcher, <-chan sampleBatch) {
+	d := &dispatcher{smp: smp, solo: make(chan sampleBatch, depth), free: make(chan []loader.Sample, 64), done: make(chan struct{})}
 	go d.run()
 	return d, d.solo
 }

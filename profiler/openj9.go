@@ -6,21 +6,28 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/djx-bpf/djx-bpf/agent"
 	"github.com/djx-bpf/djx-bpf/channel"
 	"github.com/djx-bpf/djx-bpf/discover"
 	"github.com/djx-bpf/djx-bpf/heap"
 	"github.com/djx-bpf/djx-bpf/openj9"
-	"github.com/djx-bpf/djx-bpf/report"
 )
 
-// attachOpenJ9 loads the agent into an OpenJ9 JVM through OpenJ9's attach
-// protocol and profiles it. The heap comes from a javacore; moves are
-// followed by rescans; AsyncGetCallTrace is HotSpot's, so the agent
-// reports no stack handler and access paths name the sampled code only.
-// Verified against a fake OpenJ9 target only: no OpenJ9 runs on the
-// project's CI machine.
-func (s *session) attachOpenJ9(ctx context.Context, pid int) (*report.Report, error) {
+// openJ9 is an OpenJ9 JVM, reached through OpenJ9's attach protocol. Its
+// heap comes from a javacore; moves are followed by rescans;
+// AsyncGetCallTrace is HotSpot's, so the agent reports no stack handler
+// and access paths name the sampled code only. Verified against a fake
+// OpenJ9 target only: no OpenJ9 runs on the project's CI machine.
+type openJ9 struct {
+	j  discover.JVM
+	vm *openj9.VM
+	// geo is the heap read at inspection, before the agent loads; nil
+	// when the javacore could not be read.
+	geo *heap.Info
+}
+
+// inspectOpenJ9 reads the OpenJ9 JVM pid and its heap (a javacore, within
+// the agent timeout).
+func (s *session) inspectOpenJ9(ctx context.Context, pid int) (*openJ9, error) {
 	j, ok := discover.Inspect(pid)
 	if !ok || j.Kind != discover.OpenJ9 {
 		return nil, fmt.Errorf("attach pid %d: not an OpenJ9 JVM", pid)
@@ -29,6 +36,7 @@ func (s *session) attachOpenJ9(ctx context.Context, pid int) (*report.Report, er
 	if err != nil {
 		return nil, err
 	}
+	o := &openJ9{j: j, vm: vm}
 	hctx, cancel := context.WithTimeout(ctx, s.opts.AgentTimeout)
 	defer cancel()
 	if geo, _, err := discover.OpenJ9Geometry(hctx, j); err != nil {
@@ -38,31 +46,38 @@ func (s *session) attachOpenJ9(ctx context.Context, pid int) (*report.Report, er
 		if len(info.Ranges) == 0 && geo.Reserved.End > geo.Reserved.Start {
 			info.Ranges = []heap.Range{geo.Reserved}
 		}
-		s.heapPre = &info
+		o.geo = &info
 	}
-	lib, err := agent.Library()
-	if err != nil {
-		return nil, err
-	}
-	root := filepath.Join("/proc", strconv.Itoa(pid), "root")
-	if s.ch, err = channel.Create(channel.Spec{Root: root, UID: j.UID, GID: j.GID, Library: lib}); err != nil {
-		return nil, fmt.Errorf("prepare agent channel for pid %d: %w", pid, err)
-	}
-	exited := watchExit(pid)
-	err = s.connectAgent(ctx, pid, exited, func(actx context.Context) error {
-		s.opts.note("attaching to OpenJ9 pid %d", pid)
-		conn, err := vm.Attach(actx, openj9.AttachOptions{HostPID: pid})
-		if err == nil {
-			err = conn.LoadAgentPath(actx, s.ch.LibraryPath(), s.opts.agentOptions(s.ch.SocketPath()))
-			conn.Close()
-		}
-		if err != nil {
-			return fmt.Errorf("load agent into OpenJ9 pid %d: %w", pid, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return s.run(ctx, exited)
+	return o, nil
 }
+
+func (o *openJ9) String() string { return fmt.Sprintf("OpenJ9 pid %d", o.j.PID) }
+
+func (o *openJ9) channelSpec(lib []byte) channel.Spec {
+	root := filepath.Join("/proc", strconv.Itoa(o.j.PID), "root")
+	return channel.Spec{Root: root, UID: o.j.UID, GID: o.j.GID, Library: lib}
+}
+
+func (o *openJ9) loadAgent(ctx context.Context, path, options string) error {
+	conn, err := o.vm.Attach(ctx, openj9.AttachOptions{HostPID: o.j.PID})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.LoadAgentPath(ctx, path, options)
+}
+
+// heap is the javacore's; without one, there is no HotSpot attach
+// listener to ask instead.
+func (o *openJ9) heap(context.Context) (heap.Info, error) {
+	if o.geo == nil {
+		return heap.Info{}, errNoListener
+	}
+	return *o.geo, nil
+}
+
+func (o *openJ9) jcmd(context.Context, string) (string, error) { return "", errNoListener }
+
+// nsPID is the host's pid: the perf map and the agent's thread ids of an
+// OpenJ9 JVM are looked up as if it shared our pid namespace.
+func (o *openJ9) nsPID() int { return o.j.PID }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/join"
-	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/reloc"
 )
 
@@ -35,8 +34,9 @@ type relocMsg struct {
 
 // relocation is the running relocation tracker of a session.
 type relocation struct {
-	tr       *reloc.Tracker
+	src      relocSource
 	pid      int
+	mono     func() uint64 // the streams' clock
 	msgs     chan relocMsg
 	stopping atomic.Bool
 }
@@ -98,7 +98,7 @@ func (s *session) startRelocation() (*relocation, join.Moves) {
 	if info.SitesErr != nil {
 		s.addNote("relocation: %v; catching copies in libc's memmove instead, which traps on every copy of every thread", info.SitesErr)
 	}
-	r := &relocation{tr: tr, pid: s.pid, msgs: make(chan relocMsg, 4096)}
+	r := &relocation{src: tr, pid: s.pid, mono: s.clk.Mono, msgs: make(chan relocMsg, 4096)}
 	go r.read()
 	return r, join.MovesUprobe
 }
@@ -109,9 +109,9 @@ func (r *relocation) read() {
 	defer close(r.msgs)
 	var ev reloc.Event
 	for {
-		start := loader.Now()
-		r.tr.SetDeadline(time.Now().Add(20 * time.Millisecond))
-		err := r.tr.Read(&ev)
+		start := r.mono()
+		r.src.SetDeadline(time.Now().Add(20 * time.Millisecond))
+		err := r.src.Read(&ev)
 		switch {
 		case err == nil:
 			r.msgs <- relocMsg{ev: ev}
@@ -145,14 +145,14 @@ func applyReloc(j *join.JVM, m relocMsg) {
 // stop detaches the uprobes (the JVM's GC runs at full speed again), hands
 // the events still in the ring buffer to the join, and releases the tracker.
 func (r *relocation) stop(j *join.JVM) (reloc.Counters, error) {
-	derr := r.tr.RemoveJVM(r.pid)
-	c, cerr := r.tr.Counters()
+	derr := r.src.RemoveJVM(r.pid)
+	c, cerr := r.src.Counters()
 	r.stopping.Store(true)
 	for m := range r.msgs {
 		applyReloc(j, m)
 	}
-	j.OnGCEnd(loader.Now()) // the profile may have ended inside a GC
-	return c, errors.Join(derr, cerr, r.tr.Close())
+	j.OnGCEnd(r.mono()) // the profile may have ended inside a GC
+	return c, errors.Join(derr, cerr, r.src.Close())
 }
 
 // gcName is the collector's usual name.

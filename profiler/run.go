@@ -5,29 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/heap"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
-	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/report"
 )
 
 // run profiles the connected JVM until the profile ends, then drains its
 // streams into the join and reports.
 func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Report, error) {
-	s.start = time.Now()
+	s.start = s.clk.Now()
 	s.cost0 = s.costNow()
 	rel := s.prepare(ctx)
 	st := s.startStreams(rel)
 	s.opts.note("profiling pid %d with event %s", s.pid, s.src.name)
 	s.loop(ctx, exited, st)
-	elapsed := time.Since(s.start)
+	elapsed := s.clk.Now().Sub(s.start)
 	s.stopSampling(st, rel)
 	s.detachAgent(st)
 	s.j.Drain(true)
@@ -38,11 +33,11 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 // map, the heap's ranges, how moves are followed), tells the agent what to
 // do from the start, and builds the join.
 func (s *session) prepare(ctx context.Context) *relocation {
-	cfg := join.Config{PID: s.pid, Native: jvmsym.NewNative(s.pid), WeightStruct: s.src.event != nil && s.src.event.Structured(),
-		CodeMem: procMem(s.pid), Budget: s.budget}
-	if s.target != nil && s.target.NSPID != s.pid {
+	cfg := join.Config{PID: s.pid, Native: s.proc.native(), WeightStruct: s.src.event != nil && s.src.event.Structured(),
+		CodeMem: s.proc.codeMem(), Budget: s.budget}
+	if s.vm.nsPID() != s.pid {
 		// The agent's thread ids are its namespace's; BPF's are ours.
-		cfg.HostTID = newNSThreads(s.pid).host
+		cfg.HostTID = s.proc.hostTID()
 	}
 	if s.opts.NUMA {
 		n, err := join.NewNUMA()
@@ -73,15 +68,25 @@ type streams struct {
 	agentOpen bool
 }
 
+// How many batches a stream's reader may hand the loop ahead of it. Few
+// of the agent's: each decoded batch may hold tens of MiB.
+const (
+	sampleDepth = 64
+	agentDepth  = 8
+)
+
 // startStreams starts the readers of the sampler (unless a scan's
 // dispatcher reads it) and of the agent's connection.
 func (s *session) startStreams(rel *relocation) *streams {
-	// Few batches: each decoded batch of the agent may hold tens of MiB.
-	st := &streams{samples: s.feed, batches: make(chan *agentwire.Batch, 8), agentDone: make(chan error, 1), agentOpen: true}
+	sd, ad := sampleDepth, agentDepth
+	if s.lockstep {
+		sd, ad = 0, 0
+	}
+	st := &streams{samples: s.feed, batches: make(chan *agentwire.Batch, ad), agentDone: make(chan error, 1), agentOpen: true}
 	if s.shared != nil {
 		s.reader = s.shared
 	} else {
-		s.reader, st.samples = newSoloDispatcher(s.sampler)
+		s.reader, st.samples = newSoloDispatcher(s.sampler, sd)
 	}
 	if rel != nil {
 		st.reloc = rel.msgs
@@ -91,7 +96,7 @@ func (s *session) startStreams(rel *relocation) *streams {
 }
 
 // readAgent decodes the agent's stream into batches until it ends.
-func readAgent(conn *net.UnixConn, batches chan<- *agentwire.Batch, done chan<- error) {
+func readAgent(conn io.Reader, batches chan<- *agentwire.Batch, done chan<- error) {
 	rd := agentwire.NewReader(conn)
 	for {
 		b, err := rd.Next()
@@ -186,7 +191,7 @@ func (s *session) agentEnded(err error, exited <-chan struct{}) {
 		s.noteExit()
 	case <-time.After(2 * time.Second):
 		if err == nil {
-			s.addNote("agent of pid %d disconnected after %.1fs; reporting what was collected", s.pid, time.Since(s.start).Seconds())
+			s.addNote("agent of pid %d disconnected after %.1fs; reporting what was collected", s.pid, s.clk.Now().Sub(s.start).Seconds())
 		}
 	}
 }
@@ -293,12 +298,6 @@ func hasBye(b *agentwire.Batch) bool {
 	return false
 }
 
-// threadOf reports whether tid (host namespace) is a thread of process pid.
-func threadOf(pid int, tid uint32) bool {
-	_, err := os.Lstat("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.FormatUint(uint64(tid), 10))
-	return err == nil
-}
-
 // askStacks tells the BPF program to signal the JVM's sampled threads once
 // the agent says its handler is installed (never before: the signal's
 // default action would kill the JVM).
@@ -318,10 +317,10 @@ func (s *session) askStacks() {
 		s.addNote("no access stacks: %v", err)
 		return
 	}
-	s.j.StacksAsked(sig, loader.Now(), func(tid uint32) {
+	s.j.StacksAsked(sig, s.clk.Mono(), func(tid uint32) {
 		// The agent names tids of its own process only: a hostile one
 		// naming another's is kept to its own process by the map's key.
-		if !threadOf(s.pid, tid) {
+		if !s.proc.hasThread(tid) {
 			return
 		}
 		if err := s.sampler.NoJavaThread(s.pid, tid); err != nil && !s.noJavaFailed {
@@ -335,11 +334,7 @@ func (s *session) askStacks() {
 // -XX:+DumpPerfMapAtExit, perf-map-agent): it names code the agent has not
 // described, such as JIT code compiled before the attach.
 func (s *session) loadPerfMap() *jvmsym.PerfMap {
-	ns := s.pid
-	if s.target != nil {
-		ns = s.target.NSPID
-	}
-	pm, err := jvmsym.LoadPerfMap(s.pid, ns)
+	pm, err := s.proc.perfMap(s.vm.nsPID())
 	if err != nil {
 		return nil
 	}
@@ -350,36 +345,19 @@ func (s *session) loadPerfMap() *jvmsym.PerfMap {
 	return pm
 }
 
-// loadHeap reads the heap's reserved ranges through the attach listener
-// (jcmd GC.heap_info) so that samples can be classified as in the heap.
-// Done before the first sample is processed, so every sample is classified.
+// loadHeap reads the heap's reserved ranges (HotSpot: jcmd GC.heap_info)
+// so that samples can be classified as in the heap. Done before the first
+// sample is processed, so every sample is classified.
 func (s *session) loadHeap(ctx context.Context) {
-	if s.heapPre != nil {
-		s.heap, s.heapKnown = *s.heapPre, len(s.heapPre.Ranges) > 0
-		return
-	}
-	if s.target == nil {
-		s.addNote("heap range unknown (no attach listener); in_heap is not counted")
-		return
-	}
-	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	out, err := s.target.Jcmd(hctx, "GC.heap_info")
-	if err != nil {
-		s.addNote("heap range unknown (GC.heap_info: %v); in_heap is not counted", err)
-		return
-	}
-	info, err := heap.ParseHeapInfo(out)
-	if err == nil {
-		s.heap = info // the collector's name, even without ranges
-	}
+	info, err := s.vm.heap(ctx)
+	s.heap = info // the collector's name, even without ranges
 	switch {
-	case err != nil:
-		s.addNote("heap range unknown (GC.heap_info: %v); in_heap is not counted", err)
-	case len(info.Ranges) == 0:
+	case errors.Is(err, errNoRanges):
 		s.addNote("heap range unknown for %s; in_heap is not counted", info.GC)
+	case err != nil:
+		s.addNote("heap range unknown (%v); in_heap is not counted", err)
 	default:
-		s.heapKnown = true
+		s.heapKnown = len(info.Ranges) > 0
 	}
 }
 

@@ -262,7 +262,7 @@ func (base *session) member(ctx context.Context, d *dispatcher, pid int) (*repor
 		notify := base.opts.Notify
 		opts.Notify = func(msg string) { notify(fmt.Sprintf("pid %d: %s", pid, msg)) }
 	}
-	s := &session{opts: opts, mode: "attach", src: base.src, sampler: base.sampler, shared: d, budget: base.budget}
+	s := &session{opts: opts, mode: "attach", src: base.src, sampler: base.sampler, shared: d, budget: base.budget, clk: base.clk}
 	defer s.close()
 	return s.attach(ctx, pid)
 }

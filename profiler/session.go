@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/agent"
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/attach"
 	"github.com/djx-bpf/djx-bpf/channel"
 	"github.com/djx-bpf/djx-bpf/heap"
@@ -32,11 +31,13 @@ type session struct {
 	pid     int
 	src     source
 	notes   []string
-	sampler *loader.Sampler
+	sampler sampler
 	ch      *channel.Channel
-	conn    *net.UnixConn
+	conn    agentConn
 	j       *join.JVM
-	target  *attach.Target
+	vm      vmAttacher
+	proc    process
+	clk     clock
 	start   time.Time
 	// cost0 holds the BPF run time and djx-bpf's CPU time at the start.
 	cost0 costMark
@@ -52,9 +53,9 @@ type session struct {
 	// its own), and feed its channel of them.
 	reader *dispatcher
 	feed   <-chan sampleBatch
-	// heapPre is the heap read before the session ran (OpenJ9: from a
-	// javacore); nil: loadHeap asks HotSpot's GC.heap_info.
-	heapPre *heap.Info
+	// lockstep: the loop takes each batch from its reader before the
+	// reader reads the next, so that a replay's order holds.
+	lockstep bool
 	// libjvm keeps libjvm's symbols, read before a launched JVM starts,
 	// cached until the session's lookups use them.
 	libjvm *jvmsym.Preloaded
@@ -71,7 +72,7 @@ type session struct {
 
 // noteExit records that the target ended before the profile did.
 func (s *session) noteExit() {
-	s.addNote("target pid %d exited after %.1fs; reporting what was collected", s.pid, time.Since(s.start).Seconds())
+	s.addNote("target pid %d exited after %.1fs; reporting what was collected", s.pid, s.clk.Now().Sub(s.start).Seconds())
 }
 
 func (s *session) addNote(format string, args ...any) {
@@ -90,7 +91,7 @@ func newSession(opts Options, mode string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{opts: opts, mode: mode, src: src}
+	s := &session{opts: opts, mode: mode, src: src, clk: sysClock{}}
 	switch {
 	case why == "":
 	case opts.Verbose || opts.Event != "" && opts.Event != pmu.NameAuto:
@@ -151,31 +152,25 @@ func Attach(ctx context.Context, pid int, opts Options) (*report.Report, error) 
 
 // attach loads the agent into pid and profiles it with the session's
 // sampler.
-func (s *session) attach(ctx context.Context, pid int) (_ *report.Report, err error) {
+func (s *session) attach(ctx context.Context, pid int) (*report.Report, error) {
 	s.pid = pid
-	if s.target, err = attach.Inspect(pid); err != nil {
-		if errors.Is(err, attach.ErrUnsupportedVM) {
-			return s.attachOpenJ9(ctx, pid)
-		}
+	vm, err := s.inspectVM(ctx, pid)
+	if err != nil {
 		return nil, err
 	}
+	s.vm, s.proc = vm, liveProcess(pid)
 	lib, err := agent.Library()
 	if err != nil {
 		return nil, err
 	}
-	if s.ch, err = channel.Create(channel.Spec{Root: s.target.Root, UID: s.target.UID, GID: s.target.GID, Library: lib}); err != nil {
+	if s.ch, err = channel.Create(vm.channelSpec(lib)); err != nil {
 		return nil, fmt.Errorf("prepare agent channel for pid %d: %w", pid, err)
 	}
 	exited := watchExit(pid)
 	err = s.connectAgent(ctx, pid, exited, func(actx context.Context) error {
-		s.opts.note("attaching to pid %d", pid)
-		err := s.target.LoadAgent(actx, s.ch.LibraryPath(), true, s.opts.agentOptions(s.ch.SocketPath()))
-		var ae *attach.AgentError
-		if errors.As(err, &ae) && ae.Attached && ae.ReturnCode == agentwire.RCSamplerBusy {
-			err = ErrSamplerBusy
-		}
-		if err != nil {
-			return fmt.Errorf("load agent into pid %d: %w", pid, err)
+		s.opts.note("attaching to %s", vm)
+		if err := vm.loadAgent(actx, s.ch.LibraryPath(), s.opts.agentOptions(s.ch.SocketPath())); err != nil {
+			return fmt.Errorf("load agent into %s: %w", vm, err)
 		}
 		return nil
 	})
@@ -251,6 +246,18 @@ func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, s
 	if err := s.openSampler(); err != nil {
 		return nil, nil, err
 	}
+	exited, wait, err := s.launch(ctx, argv, stdin, stdout, stderr)
+	if err != nil {
+		return nil, wait, err
+	}
+	rep, err := s.run(ctx, exited)
+	return rep, wait, err
+}
+
+// launch starts argv with the agent on -agentpath and waits for the agent
+// to connect. exited is closed when the JVM exits, and wait gives its exit
+// code (nil when it did not start).
+func (s *session) launch(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (exited <-chan struct{}, wait func() (int, error), err error) {
 	lib, err := agent.Library()
 	if err != nil {
 		return nil, nil, err
@@ -276,17 +283,17 @@ func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, s
 	if err != nil {
 		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
 	}
-	s.pid = c.pid
-	waitDone, wait := c.done, c.exitCode
-	if err := s.connectAgent(ctx, s.pid, waitDone, nil); err != nil {
-		return nil, wait, err
+	s.pid, s.proc = c.pid, liveProcess(c.pid)
+	if err := s.connectAgent(ctx, s.pid, c.done, nil); err != nil {
+		return nil, c.exitCode, err
 	}
 	// The attach listener serves jcmd (heap ranges) once the VM is up.
-	if t, err := attach.Inspect(s.pid); err == nil {
-		s.target = t
+	t, ierr := attach.Inspect(s.pid)
+	if ierr != nil {
+		t = nil // the session goes without jcmd
 	}
-	rep, err := s.run(ctx, waitDone)
-	return rep, wait, err
+	s.vm = newHotSpot(s.pid, t)
+	return c.done, c.exitCode, nil
 }
 
 // watchExit returns a channel closed when pid exits.

@@ -2,6 +2,7 @@ package profiler
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/agentwire"
@@ -20,17 +21,13 @@ func (s *session) loadRegions(ctx context.Context) join.Regions {
 	if s.opts.NoDataTypes {
 		return nil
 	}
-	var text region.JVMText
-	if s.target != nil {
-		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		out, err := s.target.Jcmd(rctx, "VM.info")
-		cancel()
-		if err != nil {
-			s.addNote("memory regions named from /proc only (VM.info: %v)", err)
-		}
-		text.VMInfo = out
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	out, err := s.vm.jcmd(rctx, "VM.info")
+	cancel()
+	if err != nil && !errors.Is(err, errNoListener) {
+		s.addNote("memory regions named from /proc only (VM.info: %v)", err)
 	}
-	n, err := region.New(s.pid, text)
+	n, err := s.proc.regions(region.JVMText{VMInfo: out})
 	if err != nil {
 		s.addNote("memory regions are not named: %v", err)
 		return nil
@@ -71,8 +68,8 @@ func (s *session) useTypes() {
 			s.setHeap(ti.OopBase, uint(ti.OopShift))
 		}
 	}
-	if s.j.WantClasses() && time.Since(s.classesAsked) >= classesEvery {
-		s.classesAsked = time.Now()
+	if now := s.clk.Now(); s.j.WantClasses() && now.Sub(s.classesAsked) >= classesEvery {
+		s.classesAsked = now
 		if _, err := s.conn.Write([]byte{agentwire.CommandClasses}); err != nil {
 			s.addNote("classes loaded later are not named: %v", err)
 		}

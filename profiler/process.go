@@ -1,0 +1,79 @@
+package profiler
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/djx-bpf/djx-bpf/join"
+	"github.com/djx-bpf/djx-bpf/jvmsym"
+	"github.com/djx-bpf/djx-bpf/region"
+)
+
+// process is what a session reads of its JVM's process, beside the VM:
+// native symbols and JIT code (which name access paths), the perf map,
+// the memory regions that name addresses outside the heap, and threads.
+type process interface {
+	native() join.NativeSymbols
+	codeMem() io.ReaderAt
+	// perfMap reads /tmp/perf-NS.map, nsPID being the JVM's own pid.
+	perfMap(nsPID int) (*jvmsym.PerfMap, error)
+	regions(text region.JVMText) (join.Regions, error)
+	// hostTID turns the thread ids of a JVM in another pid namespace, as
+	// its agent reports them, into the host's.
+	hostTID() func(tid uint32) (uint32, bool)
+	// hasThread reports whether tid (host namespace) is one of its threads.
+	hasThread(tid uint32) bool
+}
+
+// liveProcess reads the process pid through /proc.
+type liveProcess int
+
+func (p liveProcess) native() join.NativeSymbols { return jvmsym.NewNative(int(p)) }
+
+func (p liveProcess) codeMem() io.ReaderAt { return procMem(p) }
+
+func (p liveProcess) perfMap(nsPID int) (*jvmsym.PerfMap, error) {
+	return jvmsym.LoadPerfMap(int(p), nsPID)
+}
+
+func (p liveProcess) regions(text region.JVMText) (join.Regions, error) {
+	n, err := region.New(int(p), text)
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (p liveProcess) hostTID() func(uint32) (uint32, bool) { return newNSThreads(int(p)).host }
+
+func (p liveProcess) hasThread(tid uint32) bool { return threadOf(int(p), tid) }
+
+// threadOf reports whether tid (host namespace) is a thread of process pid.
+func threadOf(pid int, tid uint32) bool {
+	_, err := os.Lstat("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.FormatUint(uint64(tid), 10))
+	return err == nil
+}
+
+// procMem reads a process's memory with process_vm_readv: no file to hold
+// open, and a process that has exited reads as an error.
+type procMem int
+
+func (p procMem) ReadAt(b []byte, off int64) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	local := []unix.Iovec{{Base: &b[0], Len: uint64(len(b))}}
+	remote := []unix.RemoteIovec{{Base: uintptr(off), Len: len(b)}}
+	n, err := unix.ProcessVMReadv(int(p), local, remote, 0)
+	if err != nil {
+		return 0, fmt.Errorf("read pid %d memory at %#x: %w", int(p), off, err)
+	}
+	if n < len(b) {
+		return n, io.ErrUnexpectedEOF
+	}
+	return n, nil
+}

@@ -211,8 +211,14 @@ func TestLaunchChildHasNoTerminal(t *testing.T) {
 	}
 	text := strings.ReplaceAll(out.String(), "\r\n", "\n")
 	t.Logf("terminal:\n%s", text)
+	checkNoTerminal(t, text, parent.ProcessState.ExitCode())
+}
 
-	var parentSID, childSID, uid int
+// checkNoTerminal checks what TestLaunchChildHasNoTerminal's terminal
+// showed, and the exit code the parent passed on.
+func checkNoTerminal(t *testing.T, text string, code int) {
+	t.Helper()
+	var parentSID, childPID, childSID, uid int
 	fmt.Sscanf(text[strings.Index(text, "parent sid="):], "parent sid=%d", &parentSID)
 	fmt.Sscanf(text[strings.Index(text, "child pid="):], "child pid=%d sid=%d uid=%d", &childPID, &childSID, &uid)
 	if uid != 65534 {
@@ -232,7 +238,7 @@ func TestLaunchChildHasNoTerminal(t *testing.T) {
 			t.Errorf("terminal lacks %q", want)
 		}
 	}
-	if code := parent.ProcessState.ExitCode(); code != 7 {
+	if code != 7 {
 		t.Errorf("exit code %d, want the child's 7", code)
 	}
 }

@@ -80,91 +80,130 @@ func forwarded() []os.Signal {
 func startChild(path string, args []string, runAs *RunAs, stdin io.Reader, stdout, stderr io.Writer) (*child, error) {
 	cmd := &exec.Cmd{Path: path, Args: args, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	runAs.apply(cmd)
-	var theirs, ours []*os.File
-	closeAll := func(fs []*os.File) {
-		for _, f := range fs {
-			f.Close()
-		}
-	}
-	type relay struct {
-		from *os.File
-		to   io.Writer
-	}
-	var outs []relay
-	var stdinW *os.File
-	setup := func() error {
-		if stdin != nil {
-			r, w, err := os.Pipe()
-			if err != nil {
-				return err
-			}
-			theirs, ours = append(theirs, r), append(ours, w)
-			cmd.Stdin, stdinW = r, w
-		}
-		pipeTo := func(dst io.Writer) (*os.File, error) {
-			r, w, err := os.Pipe()
-			if err != nil {
-				return nil, err
-			}
-			theirs, ours = append(theirs, w), append(ours, r)
-			to, err := writerFor(dst)
-			if err != nil {
-				return nil, err
-			}
-			outs = append(outs, relay{r, to})
-			return w, nil
-		}
-		if stdout != nil {
-			w, err := pipeTo(stdout)
-			if err != nil {
-				return err
-			}
-			cmd.Stdout = w
-		}
-		if stderr != nil && sameDestination(stdout, stderr) {
-			// One pipe keeps the order in which the child wrote both.
-			cmd.Stderr = cmd.Stdout
-		} else if stderr != nil {
-			w, err := pipeTo(stderr)
-			if err != nil {
-				return err
-			}
-			cmd.Stderr = w
-		}
-		return nil
-	}
-	closeDups := func() {
-		for _, o := range outs {
-			if d, ok := o.to.(dupWriter); ok {
-				d.Close()
-			}
-		}
-	}
-	if err := setup(); err != nil {
-		closeAll(theirs)
-		closeAll(ours)
-		closeDups()
+	p, err := openPipes(cmd, stdin, stdout, stderr)
+	if err != nil {
 		return nil, err
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwarded()...) // before Start: none is missed
-	err := cmd.Start()
-	closeAll(theirs)
+	err = cmd.Start()
+	closeFiles(p.theirs)
 	if err != nil {
 		signal.Stop(sigs)
-		closeAll(ours)
-		closeDups()
+		closeFiles(p.ours)
+		p.closeDups()
 		return nil, err
 	}
 	c := &child{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{})}
 	stopSignals := make(chan struct{})
 	go c.forward(sigs, stopSignals)
 	stopInput := make(chan struct{})
-	if stdinW != nil {
-		go relayInput(stdin, stdinW, stopInput)
+	if p.stdinW != nil {
+		go relayInput(stdin, p.stdinW, stopInput)
 	}
+	copied := p.copyOutput()
+	go func() {
+		c.waitExit()
+		signal.Stop(sigs)
+		close(stopSignals)
+		c.err = cmd.Wait()
+		close(stopInput)
+		p.drain(copied)
+		p.closeDups()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// waitExit waits for the child to exit without reaping it: until it is
+// reaped, its pid and its process group's id cannot name another process,
+// so signals may go to them until exited is set.
+func (c *child) waitExit() {
+	var info unix.Siginfo
+	for unix.Waitid(unix.P_PID, c.pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+	}
+	c.mu.Lock()
+	c.exited = true
+	c.mu.Unlock()
+}
+
+// childPipes are the pipes of a child's standard streams: the child's
+// ends, ours, and where its output is copied.
+type childPipes struct {
+	theirs, ours []*os.File
+	outs         []outputRelay
+	stdinW       *os.File // nil: no input is relayed
+}
+
+// outputRelay copies the child's output from a pipe to a writer.
+type outputRelay struct {
+	from *os.File
+	to   io.Writer
+}
+
+// openPipes gives cmd a pipe for each stream that is set: stdin relayed
+// to it, its output to stdout and stderr.
+func openPipes(cmd *exec.Cmd, stdin io.Reader, stdout, stderr io.Writer) (*childPipes, error) {
+	p := &childPipes{}
+	if err := p.open(cmd, stdin, stdout, stderr); err != nil {
+		closeFiles(p.theirs)
+		closeFiles(p.ours)
+		p.closeDups()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *childPipes) open(cmd *exec.Cmd, stdin io.Reader, stdout, stderr io.Writer) error {
+	if stdin != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		p.theirs, p.ours = append(p.theirs, r), append(p.ours, w)
+		cmd.Stdin, p.stdinW = r, w
+	}
+	if stdout != nil {
+		w, err := p.pipeTo(stdout)
+		if err != nil {
+			return err
+		}
+		cmd.Stdout = w
+	}
+	if stderr != nil && sameDestination(stdout, stderr) {
+		// One pipe keeps the order in which the child wrote both.
+		cmd.Stderr = cmd.Stdout
+	} else if stderr != nil {
+		w, err := p.pipeTo(stderr)
+		if err != nil {
+			return err
+		}
+		cmd.Stderr = w
+	}
+	return nil
+}
+
+// pipeTo is a new pipe whose read end is copied to dst; it returns the
+// write end, the child's.
+func (p *childPipes) pipeTo(dst io.Writer) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	p.theirs, p.ours = append(p.theirs, w), append(p.ours, r)
+	to, err := writerFor(dst)
+	if err != nil {
+		return nil, err
+	}
+	p.outs = append(p.outs, outputRelay{r, to})
+	return w, nil
+}
+
+// copyOutput copies each output pipe until the child and its children
+// close it.
+func (p *childPipes) copyOutput() *sync.WaitGroup {
 	var copied sync.WaitGroup
-	for _, o := range outs {
+	for _, o := range p.outs {
 		copied.Add(1)
 		go func() {
 			defer copied.Done()
@@ -174,32 +213,36 @@ func startChild(path string, args []string, runAs *RunAs, stdin io.Reader, stdou
 			o.from.Close()
 		}()
 	}
-	go func() {
-		// Wait without reaping first: until the child is reaped, its pid
-		// and its process group's id cannot name another process.
-		var info unix.Siginfo
-		for unix.Waitid(unix.P_PID, c.pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+	return &copied
+}
+
+// drain waits for the output to be copied, at most outputGrace: a daemon
+// the child started may hold its stdout open for good.
+func (p *childPipes) drain(copied *sync.WaitGroup) {
+	drained := make(chan struct{})
+	go func() { copied.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(outputGrace):
+		for _, o := range p.outs {
+			o.from.Close()
 		}
-		c.mu.Lock()
-		c.exited = true
-		c.mu.Unlock()
-		signal.Stop(sigs)
-		close(stopSignals)
-		c.err = cmd.Wait()
-		close(stopInput)
-		drained := make(chan struct{})
-		go func() { copied.Wait(); close(drained) }()
-		select {
-		case <-drained:
-		case <-time.After(outputGrace):
-			for _, o := range outs {
-				o.from.Close()
-			}
+	}
+}
+
+// closeDups closes the duplicates of djx-bpf's files the output went to.
+func (p *childPipes) closeDups() {
+	for _, o := range p.outs {
+		if d, ok := o.to.(dupWriter); ok {
+			d.Close()
 		}
-		closeDups()
-		close(c.done)
-	}()
-	return c, nil
+	}
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
 }
 
 // forward relays the signals djx-bpf receives to the child's process group

@@ -134,7 +134,8 @@ func Scan(ctx context.Context, so ScanOptions) (*report.Scan, error) {
 		return nil, err
 	}
 	defer base.sampler.Close()
-	d := newDispatcher(base.sampler)
+	sr := &scanRun{so: &so, base: base, d: newDispatcher(base.sampler), results: make(chan scanResult),
+		known: make(map[int]bool), gate: newScanGate(so.MaxJVMs, so.MaxPerUser), sc: &report.Scan{Event: base.src.name}}
 	cost0 := base.costNow()
 
 	sctx, cancel := ctx, context.CancelFunc(func() {})
@@ -143,85 +144,114 @@ func Scan(ctx context.Context, so ScanOptions) (*report.Scan, error) {
 	}
 	defer cancel()
 	start := time.Now()
-	sc := &report.Scan{Event: base.src.name}
-	results := make(chan scanResult)
-	known := make(map[int]bool)
-	gate := newScanGate(so.MaxJVMs, so.MaxPerUser)
-	var wg sync.WaitGroup
-	look := func() {
-		jvms, err := discover.Find()
-		if err != nil {
-			sc.Notes = append(sc.Notes, err.Error())
-			return
-		}
-		for _, j := range so.admit(jvms, known, gate, sc) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r, err := base.member(sctx, d, j.PID)
-				results <- scanResult{j, r, err}
-			}()
-		}
-	}
-	collect := func(r scanResult) {
-		gate.release(r.jvm.UID)
-		if r.err != nil {
-			sc.Skipped = append(sc.Skipped, report.SkippedJVM{PID: r.jvm.PID, Main: r.jvm.Main, Reason: r.err.Error()})
-			return
-		}
-		sc.JVMs = append(sc.JVMs, r.rep)
-	}
-	look()
-	tick := time.NewTicker(so.Every)
+	sr.watch(sctx)
+	sr.drain()
+	sr.finish(time.Since(start), cost0)
+	return sr.sc, nil
+}
+
+// scanRun is a scan in progress: the JVMs seen, the sessions running and
+// what they reported.
+type scanRun struct {
+	so      *ScanOptions
+	base    *session // the shared sampler and settings
+	d       *dispatcher
+	sc      *report.Scan
+	results chan scanResult
+	known   map[int]bool // JVMs seen, started or not
+	gate    *scanGate
+	wg      sync.WaitGroup // the sessions running
+}
+
+// watch looks for JVMs every so.Every and starts their sessions, until
+// ctx ends; it collects the sessions that end meanwhile.
+func (sr *scanRun) watch(ctx context.Context) {
+	sr.look(ctx)
+	tick := time.NewTicker(sr.so.Every)
 	defer tick.Stop()
-loop:
 	for {
 		select {
 		case <-tick.C:
-			look()
-		case r := <-results:
-			collect(r)
-		case <-sctx.Done():
-			break loop
+			sr.look(ctx)
+		case r := <-sr.results:
+			sr.collect(r)
+		case <-ctx.Done():
+			return
 		}
 	}
-	go func() { wg.Wait(); close(results) }()
-	// A session stuck on its target (stopped, or hostile) must not hold
-	// the scan: the others are reported without it.
+}
+
+// look starts a session for each JVM found that admit lets in.
+func (sr *scanRun) look(ctx context.Context) {
+	jvms, err := discover.Find()
+	if err != nil {
+		sr.sc.Notes = append(sr.sc.Notes, err.Error())
+		return
+	}
+	for _, j := range sr.so.admit(jvms, sr.known, sr.gate, sr.sc) {
+		sr.wg.Add(1)
+		go func() {
+			defer sr.wg.Done()
+			r, err := sr.base.member(ctx, sr.d, j.PID)
+			sr.results <- scanResult{j, r, err}
+		}()
+	}
+}
+
+// collect takes the report, or the reason it has none, of a session that
+// ended.
+func (sr *scanRun) collect(r scanResult) {
+	sr.gate.release(r.jvm.UID)
+	if r.err != nil {
+		sr.sc.Skipped = append(sr.sc.Skipped, report.SkippedJVM{PID: r.jvm.PID, Main: r.jvm.Main, Reason: r.err.Error()})
+		return
+	}
+	sr.sc.JVMs = append(sr.sc.JVMs, r.rep)
+}
+
+// drain collects the sessions still running once the scan has ended. A
+// session stuck on its target (stopped, or hostile) must not hold the
+// scan: the others are reported without it.
+func (sr *scanRun) drain() {
+	go func() { sr.wg.Wait(); close(sr.results) }()
 	drainBy := time.NewTimer(scanDrain)
 	defer drainBy.Stop()
-drain:
 	for {
 		select {
-		case r, ok := <-results:
+		case r, ok := <-sr.results:
 			if !ok {
-				break drain
+				return
 			}
-			collect(r)
+			sr.collect(r)
 		case <-drainBy.C:
-			sc.Notes = append(sc.Notes, fmt.Sprintf("some JVM sessions did not end within %v of the scan's end; they are left out", scanDrain))
-			break drain
+			sr.sc.Notes = append(sr.sc.Notes, fmt.Sprintf("some JVM sessions did not end within %v of the scan's end; they are left out", scanDrain))
+			return
 		}
 	}
-	sc.DurationSec = time.Since(start).Seconds()
+}
+
+// finish adds the scan's duration, the shared sampler's counters and
+// costs, and the notes on them.
+func (sr *scanRun) finish(elapsed time.Duration, cost0 costMark) {
+	sc := sr.sc
+	sc.DurationSec = elapsed.Seconds()
 	sc.Stats.Profiled = len(sc.JVMs)
-	if c, err := base.sampler.Counters(); err == nil {
+	if c, err := sr.base.sampler.Counters(); err == nil {
 		sc.Stats.Dropped = c.Dropped
 		sc.Stats.StackSignals = c.Signaled
 	}
-	sc.Stats.Lost = d.lostSamples()
-	sc.Stats.CostBPFMs, sc.Stats.CostDjxCPUMs = base.costNow().since(cost0)
+	sc.Stats.Lost = sr.d.lostSamples()
+	sc.Stats.CostBPFMs, sc.Stats.CostDjxCPUMs = sr.base.costNow().since(cost0)
 	if sc.Stats.Dropped > 0 {
 		sc.Notes = append(sc.Notes, fmt.Sprintf("%d samples were dropped because the ring buffer was full; lower --freq", sc.Stats.Dropped))
 	}
-	if gate.unlisted > 0 {
-		sc.Notes = append(sc.Notes, fmt.Sprintf("%d more JVMs were skipped past the caps (--max-jvms, --max-jvms-per-user) and are not listed", gate.unlisted))
+	if sr.gate.unlisted > 0 {
+		sc.Notes = append(sc.Notes, fmt.Sprintf("%d more JVMs were skipped past the caps (--max-jvms, --max-jvms-per-user) and are not listed", sr.gate.unlisted))
 	}
 	if sc.Stats.Discovered == 0 {
 		sc.Notes = append(sc.Notes, "no JVM found to profile")
 	}
 	sc.Finish()
-	return sc, nil
 }
 
 // admit picks, among the JVMs found, those a scan starts a session for

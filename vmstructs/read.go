@@ -100,6 +100,7 @@ type reader struct {
 	pages    map[uint64][]byte // page address → its readable prefix (empty: unreadable)
 	strs     map[uint64]string
 	strBytes int
+	scratch  []byte // str's buffer
 
 	// gone is the Mem's error once the process has exited: whatever
 	// failed after it is no fault of the tables.
@@ -294,7 +295,8 @@ func (r *reader) str(addr uint64) (string, error) {
 	if s, ok := r.strs[addr]; ok {
 		return s, nil
 	}
-	var b []byte
+	b := r.scratch[:0]
+	defer func() { r.scratch = b[:0] }()
 	for a := addr; ; {
 		p := a &^ (pageSize - 1)
 		data, err := r.page(p)

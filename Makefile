@@ -81,7 +81,19 @@ generate:
 # alternating rounds; see docs/benchmarks.md. As root. BENCH_RUNS=N (default 3),
 # BENCH_WORKLOADS, BENCH_MODES, BENCH_VARIANTS, BENCH_DJX_FLAGS, BENCH_OUT
 # select what runs; BENCH_GO=1 also runs the Go hot-path benchmarks.
+# BENCH_TOGGLE=N or BENCH_SWITCH=N (pairs of windows on one JVM) or
+# BENCH_IRQ=1 run djxbench's toggle, switch or irq instead of its run.
 BENCH_JARS := /usr/share/java/h2.jar:/usr/share/java/xalan2.jar:/usr/share/java/serializer.jar:/usr/share/java/commons-math3.jar
+BENCH_WHERE = -bin $(BIN) -java $(JAVA_HOME)/bin/java -cp $(BUILD)/bench/java:$(BENCH_JARS)
+ifneq ($(filter-out 0,$(BENCH_IRQ)),)
+BENCH_CMD = irq
+else ifneq ($(filter-out 0,$(BENCH_SWITCH)),)
+BENCH_CMD = switch -pairs $(BENCH_SWITCH) $(BENCH_WHERE)
+else ifneq ($(filter-out 0,$(BENCH_TOGGLE)),)
+BENCH_CMD = toggle -pairs $(BENCH_TOGGLE) $(BENCH_WHERE)
+else
+BENCH_CMD = run $(BENCH_WHERE)
+endif
 
 bench: deps build
 	@test "$$(id -u)" = 0 || (echo "make bench: run as root (djx-bpf loads BPF programs and attaches to JVMs)"; exit 1)
@@ -90,7 +102,7 @@ bench: deps build
 	@mkdir -p $(BUILD)/bench/java
 	$(JAVA_HOME)/bin/javac -d $(BUILD)/bench/java -cp $(BENCH_JARS) bench/java/*.java $(JAVA_SRCS)
 	$(GO) build -o $(BUILD)/djxbench ./bench/cmd/djxbench
-	$(BUILD)/djxbench -bin $(BIN) -java $(JAVA_HOME)/bin/java -cp $(BUILD)/bench/java:$(BENCH_JARS)
+	$(BUILD)/djxbench $(BENCH_CMD)
 	@if [ -n "$(BENCH_GO)" ]; then $(GO) test -run '^$$' -bench . -benchtime 1s -benchmem ./decode/ ./join/ ./jvmsym/ ./reloc/ && \
 		$(GO) test -run '^$$' -bench 'Lookup|Insert|Remove' -benchtime 200000x -benchmem ./objindex/ && \
 		$(GO) test -run '^$$' -bench 'ApplyMoves' -benchtime 2000x -benchmem ./objindex/; fi

@@ -5,7 +5,7 @@
 # share of the JVM's CPU samples by class. Run `make bench` once first (it
 # builds djx-bpf and the workloads). As root.
 # Usage: scripts/perfshare.sh [RUNS] [WORKLOAD...]   (default: 2 h2 xalan fft;
-# the workloads are djxbench's, which prints their command lines)
+# the workloads are djxbench's; `djxbench cmdline` prints their command lines)
 set -eu
 cd "$(dirname "$0")/.."
 RUNS=${1:-2}
@@ -30,7 +30,7 @@ for r in $(seq "$RUNS"); do
 			jfr) flags="-XX:StartFlightRecording=settings=profile,filename=$o.jfr" ;;
 			jfr-default) flags="-XX:StartFlightRecording=settings=default,filename=$o.jfr" ;;
 			esac
-			cmd=$(build/djxbench -java "$JAVA" -cp "$CP" -jvm-flags "$flags" -print "$wl")
+			cmd=$(build/djxbench cmdline -java "$JAVA" -cp "$CP" -jvm-flags "$flags" "$wl")
 			[ $mode = djx ] && cmd="build/djx-bpf profile --quiet --format json -o $o.json -- $cmd"
 			perf record -q -a -g -F 1999 -o "$o.data" -- $cmd >"$o.out" 2>&1
 			perf script -i "$o.data" -F comm,pid,tid,ip,sym,dso 2>/dev/null |

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"time"
 	"unsafe"
@@ -10,14 +11,43 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The irq probe measures what the sampling interrupt alone costs a thread
-// on this machine, which no cost line can: the kernel's timer interrupt
-// for decode's cpu-clock event, and what it leaves behind in the thread's
-// TLB and caches. A thread does random loads over a buffer, with a
-// cpu-clock perf event on itself at freq Hz (no BPF program, no ring
+// The irq subcommand measures what the sampling interrupt alone costs a
+// thread on this machine, which no cost line can: the kernel's timer
+// interrupt for decode's cpu-clock event, and what it leaves behind in the
+// thread's TLB and caches. A thread does random loads over a buffer, with
+// a cpu-clock perf event on itself at freq Hz (no BPF program, no ring
 // buffer) switched on and off every window; the ratio compares its load
 // rate with the event on to the windows around it. The buffer's size sets
 // how much the loads depend on the TLB and caches.
+
+const irqAbout = `Measures what the sampling interrupt alone costs a thread doing random
+loads over a buffer: a cpu-clock perf event on the thread at 499 and 999
+Hz (no BPF program, no ring buffer), switched on and off every 500 ms, 40
+pairs, over buffers of 256 KiB and 16 MiB.`
+
+func cmdIRQ(args []string) int {
+	fs := newFlagSet("irq", "", irqAbout)
+	var out string
+	registerOut(fs, &out, "irq-")
+	if code, ok := parse(fs, args, 0); !ok {
+		return code
+	}
+	if os.Geteuid() != 0 {
+		fatal("must run as root: the probe's perf event counts in the kernel too (sudo make bench)")
+	}
+	res := newResult(&harness{})
+	for _, f := range []int{499, 999} {
+		for _, size := range []int{256 << 10, 16 << 20} {
+			r := irqProbe(f, size, 40, 500*time.Millisecond)
+			fmt.Fprintf(os.Stderr, "djxbench: irq %d Hz %s: %.4f\n", f, bytesStr(size), r.Geomean)
+			res.IRQ = append(res.IRQ, r)
+		}
+	}
+	res.Seconds = time.Since(res.Started).Seconds()
+	printIRQ(os.Stdout, res.IRQ)
+	save(res, out, "irq-")
+	return 0
+}
 
 type irqResult struct {
 	Freq    int     `json:"freq"`

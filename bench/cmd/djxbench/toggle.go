@@ -4,238 +4,63 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/attach"
 )
 
-// The toggle mode measures the steady-state cost of a profile on one
+// The toggle subcommand measures the steady-state cost of a profile on one
 // long-running JVM: its work rate while djx-bpf is attached (--pid,
 // --duration) against the windows just before and after, without it,
-// alternating. Each JVM is its own control, with the same JIT state, heap
-// and CPU placement, so the slow drifts of a shared machine that make
-// separate runs differ by ±15–20% cancel out. Start-up (JIT warm-up,
-// djx-bpf's own start, the agent's attach) is left out of the windows.
+// alternating. Start-up (JIT warm-up, djx-bpf's own start, the agent's
+// attach) is left out of the windows, and measured apart.
 
-// longArgs are the workloads' arguments for a run that lasts until killed.
-var longArgs = map[string][]string{
-	"h2":         {"60000", "100000000"},
-	"xalan":      {"20000", "100000000"},
-	"fft":        {"64", "14", "100000000"},
-	"allocheavy": {"0"},
-	"gchot":      {"0"},
-	"hotarrays":  {"0"},
-}
+const toggleAbout = `Runs each workload once, for as long as it takes, and after the warm-up
+attaches djx-bpf to it for one window at a time, each between two windows
+without it. The ratio compares the work rate in the profiled window with
+the mean of the two around it, on the same JVM, JIT state and heap;
+control is how far those two differ. The profiled window starts 1.5 s
+after djx-bpf does and ends 1 s before its profile does; the work lost to
+the attach and to the end of the profile is measured apart.`
 
-// opsLog records the workload's "ops N" lines, as cumulative counts, with
-// the time each arrived. Fixed-time workloads print the count of each
-// second (perSecond), the others a running total.
-type opsLog struct {
-	mu        sync.Mutex
-	t         []time.Time
-	ops       []float64
-	perSecond bool
-}
+const toggleTitle = "toggle: one JVM per workload, profiled and unprofiled windows alternating; ratio = time per unit of work profiled / unprofiled around it: median [min–max]"
 
-func (l *opsLog) follow(ch <-chan string) {
-	total := 0.0
-	for line := range ch {
-		f := strings.Fields(line)
-		if len(f) != 2 || f[0] != "ops" {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[1], 64)
-		if err != nil {
-			continue
-		}
-		if l.perSecond {
-			total += v
-			v = total
-		}
-		l.mu.Lock()
-		l.t = append(l.t, time.Now())
-		l.ops = append(l.ops, v)
-		l.mu.Unlock()
-	}
-}
+const (
+	toggleSettle  = 1500 * time.Millisecond // djx-bpf's start and the attach; the agent's detach
+	toggleOverrun = time.Second             // the profile runs on past the window
+)
 
-// rate is the work per second between the first and the last ops line
-// inside [from, to]; ok is false with fewer than two lines there.
-func (l *opsLog) rate(from, to time.Time) (float64, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	first, last := -1, -1
-	for i, t := range l.t {
-		if t.Before(from) || t.After(to) {
-			continue
-		}
-		if first < 0 {
-			first = i
-		}
-		last = i
+func cmdToggle(args []string) int {
+	o := windows{jfr: true}
+	if code, ok := o.parse(args, "toggle", toggleAbout, 8, 10*time.Second); !ok {
+		return code
 	}
-	if first < 0 || last <= first {
-		return 0, false
-	}
-	return (l.ops[last] - l.ops[first]) / l.t[last].Sub(l.t[first]).Seconds(), true
-}
-
-// at is the cumulative work at t, interpolated between the lines around it;
-// ok is false outside the lines received.
-func (l *opsLog) at(t time.Time) (float64, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	i := sort.Search(len(l.t), func(i int) bool { return !l.t[i].Before(t) })
-	if i == len(l.t) || (i == 0 && l.t[0].After(t)) {
-		return 0, false
-	}
-	if l.t[i].Equal(t) {
-		return l.ops[i], true
-	}
-	f := t.Sub(l.t[i-1]).Seconds() / l.t[i].Sub(l.t[i-1]).Seconds()
-	return l.ops[i-1] + f*(l.ops[i]-l.ops[i-1]), true
-}
-
-// lost is the work time missing between from and to at base work per
-// second: the span less the time the work done there takes at base.
-func (l *opsLog) lost(from, to time.Time, base float64) (float64, bool) {
-	a, ok1 := l.at(from)
-	b, ok2 := l.at(to)
-	if !ok1 || !ok2 || base <= 0 {
-		return 0, false
-	}
-	return to.Sub(from).Seconds() - (b-a)/base, true
-}
-
-// startLong starts w to run until killed, following its work rate; stop
-// kills it.
-func (h *harness) startLong(w workload) (*exec.Cmd, *opsLog, func(), error) {
-	wl := w
-	wl.Args = longArgs[w.Name]
-	pr, pw := io.Pipe()
-	jvm, err := start(h.javaArgs(wl, false), nil, pw, io.Discard)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	stop := func() {
-		syscall.Kill(-jvm.Process.Pid, syscall.SIGKILL) // our own group, by pid
-		jvm.Wait()
-		started.done(jvm.Process.Pid)
-		pw.Close()
-	}
-	log := &opsLog{perSecond: w.FixedTime}
-	go log.follow(lines(pr))
-	return jvm, log, stop, nil
-}
-
-// togglePair is one profiled window and the unprofiled ones around it.
-type togglePair struct {
-	Before, On, After float64 // work per second
-	Ratio             float64 // time per unit of work, on / mean(before, after)
-	Control           float64 // after / before: the same quantity with no profile in between
-	// LostAttach and LostEnd (toggle): seconds of work lost from djx-bpf's
-	// start to the window, and from the window to the settle after its exit.
-	LostAttach float64        `json:",omitempty"`
-	LostEnd    float64        `json:",omitempty"`
-	Stats      map[string]any `json:"stats,omitempty"`
-}
-
-// newPair is the pair of a window with the profile (on) between two
-// without it.
-func newPair(before, on, after float64) togglePair {
-	return togglePair{Before: before, On: on, After: after, Ratio: (before + after) / 2 / on, Control: after / before}
-}
-
-type toggleResult struct {
-	Workload string       `json:"workload"`
-	Window   float64      `json:"window_s"`
-	Pairs    []togglePair `json:"pairs"`
-	Ratio    spread       `json:"ratio"`
-	// Geomean is the geometric mean of the ratios, with the 95% confidence
-	// interval of its log (normal approximation): what the pairs can
-	// resolve, which the spread of single pairs hides.
-	Geomean  float64 `json:"geomean"`
-	CILow    float64 `json:"ci95_low,omitempty"`
-	CIHigh   float64 `json:"ci95_high,omitempty"`
-	Control  spread  `json:"control"` // |after/before - 1|
-	AgentPct spread  `json:"agent_pct"`
-	BPFPct   spread  `json:"bpf_pct"`
-	// LostAttach and LostEnd (toggle): the pairs' work seconds lost around
-	// the window, to the attach and to the end of the profile and detach;
-	// their means, with 95% confidence intervals.
-	LostAttach meanCI `json:"lost_attach_s"`
-	LostEnd    meanCI `json:"lost_end_s"`
-	Err        string `json:"error,omitempty"`
-}
-
-type meanCI struct {
-	Mean float64 `json:"mean"`
-	Lo   float64 `json:"ci95_low"`
-	Hi   float64 `json:"ci95_high"`
-}
-
-// meanCIOf is the mean of v with the 95% confidence interval of the mean
-// (normal approximation; none below two values).
-func meanCIOf(v []float64) meanCI {
-	if len(v) == 0 {
-		return meanCI{}
-	}
-	var sum, sq float64
-	for _, x := range v {
-		sum += x
-	}
-	m := sum / float64(len(v))
-	if len(v) < 2 {
-		return meanCI{Mean: m}
-	}
-	for _, x := range v {
-		sq += (x - m) * (x - m)
-	}
-	h := 1.96 * math.Sqrt(sq/float64(len(v)-1)/float64(len(v)))
-	return meanCI{m, m - h, m + h}
-}
-
-// summarize derives the spreads and the geometric mean from the pairs.
-func (r *toggleResult) summarize() {
-	var ratios, ctl, la, le []float64
-	for _, p := range r.Pairs {
-		ratios, ctl = append(ratios, p.Ratio), append(ctl, abs(p.Control-1))
-		if p.LostAttach != 0 || p.LostEnd != 0 {
-			la, le = append(la, p.LostAttach), append(le, p.LostEnd)
-		}
-	}
-	r.Ratio, r.Control = spreadOf(ratios), spreadOf(ctl)
-	r.LostAttach, r.LostEnd = meanCIOf(la), meanCIOf(le)
-	r.Geomean, r.CILow, r.CIHigh = geomeanCI(ratios)
+	slot := func(r *result) *[]toggleResult { return &r.Toggle }
+	return o.run(toggleTitle, slot, func(h *harness, w workload) toggleResult {
+		return h.toggle(w, o.pairs, o.win, o.warm, o.variant)
+	})
 }
 
 // toggle runs w until killed and alternates unprofiled and profiled windows
 // of win, pairs times, after warm of warm-up. The profiled window is the
-// steady state: it starts settle after djx-bpf does and ends overrun before
-// the profile does; the work lost outside it, to the attach and to the end
-// of the profile, is measured apart.
+// steady state: it starts toggleSettle after djx-bpf does and ends
+// toggleOverrun before the profile does; the work lost outside it, to the
+// attach and to the end of the profile, is measured apart.
 func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant string) toggleResult {
 	res := toggleResult{Workload: w.Name, Window: win.Seconds()}
-	jvm, log, stop, err := h.startLong(w)
-	if err != nil {
-		res.Err = err.Error()
+	fail := func(format string, args ...any) toggleResult {
+		res.Err = fmt.Sprintf(format, args...)
 		return res
 	}
+	jvm, log, stop, err := h.startLong(w)
+	if err != nil {
+		return fail("%v", err)
+	}
 	defer stop()
-
-	const (
-		settle  = 1500 * time.Millisecond // djx-bpf's start and the attach; the agent's detach
-		overrun = time.Second             // the profile runs on past the window
-	)
 	time.Sleep(warm)
 	var agt, bpf []float64
 	prevStart := time.Now()
@@ -243,45 +68,25 @@ func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant
 	for i := 0; i < pairs; i++ {
 		before, ok := log.rate(prevStart, time.Now())
 		if !ok {
-			res.Err = fmt.Sprintf("no work reported in an unprofiled window (pair %d)", i+1)
-			return res
+			return fail("no work reported in an unprofiled window (pair %d)", i+1)
 		}
 		report := filepath.Join(h.tmp, fmt.Sprintf("toggle-%s-%d.json", w.Name, i))
 		t0 := time.Now()
-		onFrom := t0.Add(settle)
+		onFrom := t0.Add(toggleSettle)
 		onTo := onFrom.Add(win)
-		if settings, jfr := jfrSettings[variant]; jfr {
-			if err := jfrWindow(jvm.Process.Pid, settings, onTo.Add(overrun)); err != nil {
-				res.Err = err.Error()
-				return res
-			}
-		} else {
-			argv := []string{h.bin, "profile", "--pid", strconv.Itoa(jvm.Process.Pid), "--duration", (win + settle + overrun).String(), "--quiet", "--format", "json", "-o", report}
-			argv = append(append(argv, variants[variant]...), h.djxFlags...)
-			var stderr strings.Builder
-			djx, err := start(argv, nil, io.Discard, &stderr)
-			if err != nil {
-				res.Err = err.Error()
-				return res
-			}
-			time.Sleep(time.Until(onTo))
-			if err := waitCmd(djx, time.Now().Add(overrun+30*time.Second)); err != nil {
-				res.Err = fmt.Sprintf("djx-bpf: %v: %s", err, tail(stderr.String()))
-				return res
-			}
+		if err := h.profileWindow(jvm.Process.Pid, variant, report, win, onTo); err != nil {
+			return fail("%v", err)
 		}
 		on, ok := log.rate(onFrom, onTo)
 		if !ok {
-			res.Err = fmt.Sprintf("no work reported in a profiled window (pair %d)", i+1)
-			return res
+			return fail("no work reported in a profiled window (pair %d)", i+1)
 		}
-		time.Sleep(settle)
+		time.Sleep(toggleSettle)
 		prevStart = time.Now()
 		time.Sleep(win)
 		after, ok := log.rate(prevStart, time.Now())
 		if !ok {
-			res.Err = fmt.Sprintf("no work reported in an unprofiled window (pair %d)", i+1)
-			return res
+			return fail("no work reported in an unprofiled window (pair %d)", i+1)
 		}
 		p := newPair(before, on, after)
 		base := (before + after) / 2
@@ -309,6 +114,27 @@ func (h *harness) toggle(w workload, pairs int, win, warm time.Duration, variant
 	return res
 }
 
+// profileWindow profiles the JVM pid from now until toggleOverrun past
+// onTo, the end of the window of win: with a JFR recording for a JFR
+// variant, else with djx-bpf, which writes its report to report.
+func (h *harness) profileWindow(pid int, variant, report string, win time.Duration, onTo time.Time) error {
+	if settings, jfr := jfrSettings[variant]; jfr {
+		return jfrWindow(pid, settings, onTo.Add(toggleOverrun))
+	}
+	argv := []string{h.bin, "profile", "--pid", strconv.Itoa(pid), "--duration", (win + toggleSettle + toggleOverrun).String(), "--quiet", "--format", "json", "-o", report}
+	argv = append(append(argv, variants[variant]...), h.djxFlags...)
+	var stderr strings.Builder
+	djx, err := start(argv, nil, io.Discard, &stderr)
+	if err != nil {
+		return err
+	}
+	time.Sleep(time.Until(onTo))
+	if err := waitCmd(djx, time.Now().Add(toggleOverrun+30*time.Second)); err != nil {
+		return fmt.Errorf("djx-bpf: %w: %s", err, tail(stderr.String()))
+	}
+	return nil
+}
+
 // jfrWindow records the JVM pid with JFR (settings profile or default) until
 // end, started and stopped through the attach API as jcmd would, without a
 // jcmd JVM of its own on the 2 CPUs; the recording is discarded.
@@ -327,57 +153,4 @@ func jfrWindow(pid int, settings string, end time.Time) error {
 		return fmt.Errorf("jfr stop: %w", err)
 	}
 	return nil
-}
-
-// geomeanCI returns the geometric mean of v and its 95% confidence
-// interval (normal approximation on the logs; none below two values).
-func geomeanCI(v []float64) (g, lo, hi float64) {
-	if len(v) == 0 {
-		return 0, 0, 0
-	}
-	logs := make([]float64, len(v))
-	for i, x := range v {
-		logs[i] = math.Log(x)
-	}
-	m := meanCIOf(logs)
-	if len(v) < 2 {
-		return math.Exp(m.Mean), 0, 0
-	}
-	return math.Exp(m.Mean), math.Exp(m.Lo), math.Exp(m.Hi)
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
-const toggleTitle = "toggle: one JVM per workload, profiled and unprofiled windows alternating; ratio = time per unit of work profiled / unprofiled around it: median [min–max]"
-
-func printToggle(w io.Writer, title string, rs []toggleResult) {
-	fmt.Fprintln(w, title)
-	fmt.Fprintf(w, "%-10s %5s %8s  %-22s %-22s %-22s %-19s %6s  %-20s %-20s\n", "workload", "pairs", "window", "runtime ratio", "geomean [95% CI]", "control |after/before-1|", "agent% of JVM CPU", "bpf%", "lost s: attach", "lost s: end+detach")
-	for _, r := range rs {
-		if r.Err != "" {
-			fmt.Fprintf(w, "%-10s error: %s\n", r.Workload, r.Err)
-			continue
-		}
-		agent, bpf := "-", "-" // the switch mode has none
-		if r.AgentPct.Median > 0 || r.BPFPct.Median > 0 {
-			agent = fmt.Sprintf("%.2f [%.2f–%.2f]", r.AgentPct.Median, r.AgentPct.Min, r.AgentPct.Max)
-			bpf = fmt.Sprintf("%.2f", r.BPFPct.Median)
-		}
-		lost := func(m meanCI) string {
-			if m == (meanCI{}) {
-				return "-" // the switch mode and older files have none
-			}
-			return fmt.Sprintf("%.2f [%.2f–%.2f]", m.Mean, m.Lo, m.Hi)
-		}
-		fmt.Fprintf(w, "%-10s %5d %7.0fs  %-22s %-22s %-22s %-19s %6s  %-20s %-20s\n", r.Workload, len(r.Pairs), r.Window,
-			fmt.Sprintf("%.3f [%.3f–%.3f]", r.Ratio.Median, r.Ratio.Min, r.Ratio.Max),
-			fmt.Sprintf("%.3f [%.3f–%.3f]", r.Geomean, r.CILow, r.CIHigh),
-			fmt.Sprintf("%.3f [%.3f–%.3f]", r.Control.Median, r.Control.Min, r.Control.Max),
-			agent, bpf, lost(r.LostAttach), lost(r.LostEnd))
-	}
 }

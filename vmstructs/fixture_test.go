@@ -74,19 +74,27 @@ func listingPath(jdk string) string { return filepath.Join("testdata", jdk+".txt
 
 func loadFixture(t testing.TB, jdk string) *fixture {
 	t.Helper()
+	f, err := loadFixtureFile(jdk)
+	if err != nil {
+		t.Fatalf("%v (go test ./vmstructs -run TestRecord -record makes it)", err)
+	}
+	return f
+}
+
+func loadFixtureFile(jdk string) (*fixture, error) {
 	raw, err := os.ReadFile(fixturePath(jdk))
 	if err != nil {
-		t.Fatalf("fixture: %v (go test ./vmstructs -run TestRecord -record makes it)", err)
+		return nil, err
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(raw))
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("%s: %w", fixturePath(jdk), err)
 	}
 	var f fixture
 	if err := json.NewDecoder(zr).Decode(&f); err != nil {
-		t.Fatalf("%s: %v", fixturePath(jdk), err)
+		return nil, fmt.Errorf("%s: %w", fixturePath(jdk), err)
 	}
-	return &f
+	return &f, nil
 }
 
 // fixtureTable reads the table of a fixture.

@@ -197,8 +197,8 @@ func (r *reader) entries(l *layout, vals map[string]uint64) ([]row, error) {
 			return nil, malformed("%s is %d, past the end of a %d-byte entry", c.sym, offs[i], stride)
 		}
 	}
-	var rows []row
 	addr, chunk := start, uint64(1024)
+	rows := make([]row, 0, chunk)
 	for {
 		n := min(chunk, uint64(MaxEntries+1-len(rows)), uint64(r.budget)/stride)
 		if n == 0 {
@@ -373,7 +373,7 @@ func (r *reader) table(syms Symbols) (*Table, error) {
 	}
 	// Every name is in libjvm's .rodata: read their pages in a few calls
 	// before reading the strings one by one from them.
-	var addrs []uint64
+	addrs := make([]uint64, 0, 3*len(tables[0])+2*len(tables[1])+len(tables[2])+len(tables[3]))
 	for i, l := range layouts {
 		for _, rw := range tables[i] {
 			for c, col := range l.cols {
@@ -413,26 +413,28 @@ func isName(l *layout, c int) bool {
 
 // fill decodes the rows' strings and indexes the entries.
 func (t *Table) fill(r *reader, tables [4][]row) error {
-	strs := func(table string, i int, addrs ...uint64) ([]string, error) {
-		out := make([]string, len(addrs))
-		for j, a := range addrs {
-			s, err := r.str(a)
-			if err != nil {
-				return nil, fmt.Errorf("%s entry %d: %w", table, i, err)
-			}
-			out[j] = s
+	var err error
+	// str reads the string at a for entry i of table, keeping the first
+	// failure in err.
+	str := func(table string, i int, a uint64) string {
+		if err != nil {
+			return ""
 		}
-		return out, nil
+		s, e := r.str(a)
+		if e != nil {
+			err = fmt.Errorf("%s entry %d: %w", table, i, e)
+		}
+		return s
 	}
 	for i, rw := range tables[0] {
 		if rw[0] == 0 {
 			return malformed("gHotSpotVMStructs entry %d has a field name but no type name", i)
 		}
-		s, err := strs("gHotSpotVMStructs", i, rw[0], rw[1], rw[2])
+		f := Field{Type: str("gHotSpotVMStructs", i, rw[0]), Name: str("gHotSpotVMStructs", i, rw[1]),
+			TypeString: str("gHotSpotVMStructs", i, rw[2]), Static: uint32(rw[3]) != 0}
 		if err != nil {
 			return err
 		}
-		f := Field{Type: s[0], Name: s[1], TypeString: s[2], Static: uint32(rw[3]) != 0}
 		if f.Static {
 			f.Address = rw[5]
 		} else {
@@ -447,12 +449,11 @@ func (t *Table) fill(r *reader, tables [4][]row) error {
 		t.fields = append(t.fields, f)
 	}
 	for i, rw := range tables[1] {
-		s, err := strs("gHotSpotVMTypes", i, rw[0], rw[1])
+		ty := Type{Name: str("gHotSpotVMTypes", i, rw[0]), Superclass: str("gHotSpotVMTypes", i, rw[1]),
+			Oop: uint32(rw[2]) != 0, Integer: uint32(rw[3]) != 0, Unsigned: uint32(rw[4]) != 0, Size: rw[5]}
 		if err != nil {
 			return err
 		}
-		ty := Type{Name: s[0], Superclass: s[1], Oop: uint32(rw[2]) != 0, Integer: uint32(rw[3]) != 0,
-			Unsigned: uint32(rw[4]) != 0, Size: rw[5]}
 		if _, dup := t.typeIdx[ty.Name]; dup {
 			r.stats.Duplicates++
 			continue
@@ -461,26 +462,26 @@ func (t *Table) fill(r *reader, tables [4][]row) error {
 		t.types = append(t.types, ty)
 	}
 	for i, rw := range tables[2] {
-		s, err := strs("gHotSpotVMIntConstants", i, rw[0])
+		name := str("gHotSpotVMIntConstants", i, rw[0])
 		if err != nil {
 			return err
 		}
-		if _, dup := t.ints[s[0]]; dup {
+		if _, dup := t.ints[name]; dup {
 			r.stats.Duplicates++
 			continue
 		}
-		t.ints[s[0]] = int32(uint32(rw[1]))
+		t.ints[name] = int32(uint32(rw[1]))
 	}
 	for i, rw := range tables[3] {
-		s, err := strs("gHotSpotVMLongConstants", i, rw[0])
+		name := str("gHotSpotVMLongConstants", i, rw[0])
 		if err != nil {
 			return err
 		}
-		if _, dup := t.longs[s[0]]; dup {
+		if _, dup := t.longs[name]; dup {
 			r.stats.Duplicates++
 			continue
 		}
-		t.longs[s[0]] = rw[1]
+		t.longs[name] = rw[1]
 	}
 	return nil
 }

@@ -53,7 +53,8 @@ FUZZTIME ?= 20000x
 FUZZ_TARGETS := agentwire:FuzzReader pprofile:FuzzRead attach:FuzzParseReply openj9:FuzzParseProperties \
 	heap:FuzzParseJavacore heap:FuzzParseVMInfo jvmsym:FuzzParsePerfMap cmd/djx-bpf:FuzzReadJSONReport decode:FuzzDecode \
 	region:FuzzParse procfs:FuzzParse agentwire:FuzzReaderLimits join:FuzzQueueOrder control:FuzzReadLines \
-	elfsafe:FuzzNewFile jvmsym:FuzzLoadELFSyms jvmsym:FuzzParsePerfMapCaps reloc:FuzzLibJVM termsafe:FuzzString
+	elfsafe:FuzzNewFile jvmsym:FuzzLoadELFSyms jvmsym:FuzzParsePerfMapCaps reloc:FuzzLibJVM termsafe:FuzzString \
+	vmstructs:FuzzRead
 
 fuzz:
 	@mkdir -p $(BUILD)

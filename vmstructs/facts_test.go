@@ -227,7 +227,7 @@ func TestRequire(t *testing.T) {
 	}
 	for _, want := range []string{"JVM 17.0.15+6-Debian-1deb12u1", "field G1HeapRegion::_bottom,", "field Universe::_collectedHeap,",
 		"static Klass::_layout_helper,", "type NoSuchType or NoSuchTypeEither,", "int constant no_such_int,",
-		"long constant no_such_long,", "field no separator;"} {
+		"long constant no_such_long,", "field no separator: this HotSpot release"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Require's error lacks %q: %v", want, err)
 		}

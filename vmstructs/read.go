@@ -134,7 +134,7 @@ func (r *reader) read(p []byte, addr uint64) (int, error) {
 	r.stats.Reads++
 	r.stats.Bytes += len(p)
 	n, err := r.mem.ReadAt(p, int64(addr))
-	n = max(0, min(n, len(p))) // a Mem's word is the target's too, in tests
+	n = max(0, min(n, len(p))) // a Mem's count is not trusted either
 	if n < len(p) && err == nil {
 		err = errors.New("short read")
 	}
@@ -185,7 +185,7 @@ func (r *reader) words(syms Symbols, names []string) (map[string]uint64, error) 
 func (r *reader) entries(l *layout, vals map[string]uint64) ([]row, error) {
 	start, stride := vals[l.array], vals[l.stride]
 	if start == 0 {
-		return nil, malformed("%s is null: the JVM has not initialized its tables", l.array)
+		return nil, malformed("%s is null: a JVM still starting (try again) or a forged table", l.array)
 	}
 	if stride == 0 || stride > MaxStride {
 		return nil, malformed("%s is %d, not in 1..%d", l.stride, stride, MaxStride)

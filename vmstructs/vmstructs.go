@@ -310,6 +310,6 @@ func (t *Table) Require(needs ...Need) error {
 	if t.Release != "" {
 		jvm = "JVM " + t.Release
 	}
-	return fmt.Errorf("%w: %s lacks %s; a HotSpot release this code does not know yet renamed them: update the names",
+	return fmt.Errorf("%w: %s lacks %s: this HotSpot release renamed or removed them, and djx-bpf does not know its names yet",
 		ErrMissing, jvm, strings.Join(missing, ", "))
 }

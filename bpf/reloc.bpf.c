@@ -23,16 +23,18 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define MAX_RANGES 4
 
-// Event kinds; keep in sync with reloc.Kind.
-enum {
+// Event kinds and flags: enums in struct reloc_event, so that bpf2go
+// generates them for Go (a reloc test holds reloc.Kind to them).
+enum reloc_kind {
 	KIND_GC_BEGIN = 1,
 	KIND_GC_END = 2,
 	KIND_COPY = 3,
 };
 
-// Event flags.
-#define FLAG_FULL 1     // gc__begin: the probe's argument says full GC
-#define FLAG_ARG_OK 2   // gc__begin: the argument could be read
+enum reloc_flag {
+	FLAG_FULL = 1,   // gc__begin: the probe's argument says full GC
+	FLAG_ARG_OK = 2, // gc__begin: the argument could be read
+};
 
 struct reloc_event {
 	__u64 time; // bpf_ktime_get_ns: CLOCK_MONOTONIC
@@ -41,9 +43,8 @@ struct reloc_event {
 	__u64 src;
 	__u64 dst;
 	__u64 len;
-	__u8 kind;
-	__u8 flags;
-	__u8 pad[6];
+	enum reloc_kind kind; // 4 bytes each: the 8 that kind, flags and pad took
+	enum reloc_flag flags;
 };
 
 struct range {

@@ -35,10 +35,24 @@ type RelocRelocEvent struct {
 	Src   uint64
 	Dst   uint64
 	Len   uint64
-	Kind  uint8
-	Flags uint8
-	Pad   [6]uint8
+	Kind  RelocRelocKind
+	Flags RelocRelocFlag
 }
+
+type RelocRelocFlag uint32
+
+const (
+	RelocRelocFlagFLAG_FULL   RelocRelocFlag = 1
+	RelocRelocFlagFLAG_ARG_OK RelocRelocFlag = 2
+)
+
+type RelocRelocKind uint32
+
+const (
+	RelocRelocKindKIND_GC_BEGIN RelocRelocKind = 1
+	RelocRelocKindKIND_GC_END   RelocRelocKind = 2
+	RelocRelocKindKIND_COPY     RelocRelocKind = 3
+)
 
 type RelocTarget struct {
 	_       structs.HostLayout

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/djx-bpf/djx-bpf/bpf"
 	"github.com/djx-bpf/djx-bpf/elfsafe"
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
 )
@@ -246,7 +247,7 @@ func TestParseEvent(t *testing.T) {
 	le.PutUint64(b[24:], 5)
 	le.PutUint64(b[32:], 6)
 	b[40] = byte(GCBegin)
-	b[41] = flagFull | flagArgOK
+	le.PutUint32(b[44:], uint32(flagFull|flagArgOK))
 	var ev Event
 	parseEvent(b, &ev)
 	want := Event{Kind: GCBegin, Time: 1, PID: 2, TID: 3, Src: 4, Dst: 5, Len: 6, Full: true, FullKnown: true}
@@ -258,6 +259,18 @@ func TestParseEvent(t *testing.T) {
 	parseEvent(append([]byte{0}, b...)[1:], &ev)
 	if ev != want {
 		t.Errorf("unaligned: parseEvent = %+v, want %+v", ev, want)
+	}
+}
+
+// TestKindsMatchBPF: Kind restates reloc.bpf.c's enum reloc_kind, which
+// bpf2go generates.
+func TestKindsMatchBPF(t *testing.T) {
+	for k, want := range map[Kind]bpf.RelocRelocKind{
+		GCBegin: bpf.RelocRelocKindKIND_GC_BEGIN, GCEnd: bpf.RelocRelocKindKIND_GC_END, Copy: bpf.RelocRelocKindKIND_COPY,
+	} {
+		if uint32(k) != uint32(want) {
+			t.Errorf("%v = %d, reloc.bpf.c says %d", k, k, want)
+		}
 	}
 }
 

@@ -40,7 +40,7 @@ import (
 // Kind is the kind of an Event.
 type Kind uint8
 
-// Event kinds; the values are reloc.bpf.c's.
+// Event kinds: reloc.bpf.c's enum reloc_kind (TestKindsMatchBPF).
 const (
 	GCBegin Kind = 1 // a GC operation starts (hotspot:gc__begin)
 	GCEnd   Kind = 2 // it ends (hotspot:gc__end)
@@ -338,10 +338,10 @@ func (t *Tracker) removeLocked(pid int) error {
 // eventSize is sizeof(struct reloc_event), as bpf2go generated it.
 const eventSize = int(unsafe.Sizeof(bpf.RelocRelocEvent{}))
 
-// Event flags, as set by reloc.bpf.c.
+// Event flags: reloc.bpf.c's enum reloc_flag, as bpf2go generated it.
 const (
-	flagFull  = 1
-	flagArgOK = 2
+	flagFull  = bpf.RelocRelocFlagFLAG_FULL
+	flagArgOK = bpf.RelocRelocFlagFLAG_ARG_OK
 )
 
 // Read blocks until the next event. It returns ErrFlushed after Flush once

@@ -1,0 +1,402 @@
+package profiler
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"flag"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
+	"github.com/djx-bpf/djx-bpf/join"
+	"github.com/djx-bpf/djx-bpf/jvmsym"
+	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/pmu"
+	"github.com/djx-bpf/djx-bpf/region"
+	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sample"
+)
+
+var record = flag.Bool("record", false, "profile a real JVM and rewrite the replay fixture in "+replayDir+" (root, JDK 17)")
+
+// The recorded profile: short and at a low rate, so that the fixture
+// holds a few hundred samples.
+const (
+	recordFreq     = 199
+	recordDuration = 3 * time.Second
+)
+
+// TestRecord profiles testdata/java/HotArrays.java in launch mode with
+// recorders around the session's seams and writes what they saw as the
+// replay fixture; then it replays the fixture and compares the replay's
+// report with the run's own. Run it as root with -record, then
+// TestReplay with -update.
+func TestRecord(t *testing.T) {
+	if !*record {
+		t.Skip("rewrites the replay fixture: go test -run TestRecord -record ./profiler (root, JDK 17)")
+	}
+	testenv.Root(t)
+	if err := loader.Preflight(); err != nil {
+		testenv.Skip(t, "needs BPF privileges: %v", err)
+	}
+	jdk := testenv.JDKs(t)[0]
+	classes := t.TempDir()
+	javac := filepath.Join(jdk.Home, "bin", "javac")
+	if out, err := exec.Command(javac, "-d", classes, "../testdata/java/HotArrays.java").CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	argv := []string{jdk.Java(), "-cp", classes, "HotArrays", "60"}
+	rec, live := recordLaunch(t, argv, Options{Event: pmu.NameDecode, Freq: recordFreq, Duration: recordDuration, AllocBudget: DefaultAllocBudget})
+	rec.fx.Comment = "made by TestRecord (record_test.go: go test -run TestRecord -record ./profiler, as root): " +
+		"a launch profile of testdata/java/HotArrays.java on " + jdk.Name + ", event decode at " +
+		strconv.Itoa(recordFreq) + " Hz for " + recordDuration.String()
+	if err := rec.save(replayDir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{fixtureFile, samplesFile, agentFile} {
+		if fi, err := os.Stat(filepath.Join(replayDir, f)); err == nil {
+			t.Logf("%s: %d bytes", f, fi.Size())
+		}
+	}
+	saved, err := loadRecording(replayDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := replay(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareLive(t, got, live)
+}
+
+// recordLaunch launches argv, profiles it with recorders around the
+// session's seams and kills it.
+func recordLaunch(t *testing.T, argv []string, opts Options) (*recording, *report.Report) {
+	s, err := newSession(opts, "launch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if err := s.openSampler(); err != nil {
+		t.Fatal(err)
+	}
+	exited, wait, err := s.launch(context.Background(), argv, nil, nil, nil)
+	if wait != nil {
+		defer func() {
+			unix.Kill(s.pid, unix.SIGKILL)
+			wait()
+		}()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{stopped: -1}
+	r.wrap(s)
+	rep, err := s.run(context.Background(), exited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.recording(s, rep), rep
+}
+
+// compareLive checks the replay of a recording against the run's own
+// report: the same samples, and the same objects charged with them. The
+// replay hands the streams to the loop in the order they were read, not
+// always the order the loop took them in, so counts may differ a little.
+func compareLive(t *testing.T, got, live *report.Report) {
+	t.Helper()
+	if got.Stats.Samples != live.Stats.Samples || got.Stats.InHeap != live.Stats.InHeap {
+		t.Errorf("replay: %d samples, %d in the heap; the run: %d, %d", got.Stats.Samples, got.Stats.InHeap, live.Stats.Samples, live.Stats.InHeap)
+	}
+	t.Logf("attributed: replay %d, run %d", got.Stats.Attributed, live.Stats.Attributed)
+	if len(got.Objects) == 0 || len(live.Objects) == 0 {
+		t.Fatalf("objects: replay %d, run %d", len(got.Objects), len(live.Objects))
+	}
+	g, l := got.Objects[0], live.Objects[0]
+	if g.Type != l.Type || g.Site != l.Site {
+		t.Errorf("top object: replay %s at %s, run %s at %s", g.Type, g.Site, l.Type, l.Site)
+	}
+	t.Logf("top object %s at %s: replay %d samples, run %d", l.Type, l.Site, g.Samples, l.Samples)
+}
+
+// recorder numbers the batches the session's readers read, in the order
+// they read them, and keeps what else the session read.
+type recorder struct {
+	mu      sync.Mutex
+	seq     int
+	stopped int // the seq when sampling stopped; -1 before
+	samples []sampleEvent
+	agent   []agentEvent
+	pending []byte // the agent's bytes of a batch not yet whole
+	fx      fixture
+	syms    tape[uint64, nativeAnswer]
+	code    tape[codeKey, codeAnswer]
+	regs    tape[regionKey, region.Region]
+	tids    tape[uint32, tidAnswer]
+	threads tape[uint32, bool]
+}
+
+// wrap puts recorders around s's seams.
+func (r *recorder) wrap(s *session) {
+	s.sampler = recSampler{s.sampler, r}
+	s.conn = recConn{s.conn, r}
+	if h, ok := s.vm.(*hotspot); ok && h.l != nil {
+		r.fx.Jcmd = map[string]reply{}
+		h.l = recListener{h.l, r}
+	}
+	s.proc = recProcess{s.proc, r, s.pid}
+	s.clk = recClock{s.clk, r}
+}
+
+// recording is what r saw of s's run, which reported rep.
+func (r *recorder) recording(s *session, rep *report.Report) *recording {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fx := r.fx
+	fx.PID, fx.NSPID, fx.Mode, fx.Event = s.pid, s.vm.nsPID(), s.mode, s.src.name
+	fx.Options = optionsOf(s.opts)
+	fx.Duration = time.Duration(rep.DurationSec * float64(time.Second))
+	fx.Events, fx.Stopped = r.seq, r.stopped
+	if fx.Stopped < 0 {
+		fx.Stopped = r.seq
+	}
+	fx.Native = r.syms.entries(cmp.Compare[uint64])
+	fx.Code = r.code.entries(compareCodeKeys)
+	fx.Regions = r.regs.entries(compareRegionKeys)
+	fx.HostTIDs = r.tids.entries(cmp.Compare[uint32])
+	fx.Threads = r.threads.entries(cmp.Compare[uint32])
+	fx.Live = map[string]float64{"samples": float64(rep.Stats.Samples), "in_heap": float64(rep.Stats.InHeap),
+		"attributed": float64(rep.Stats.Attributed), "objects": float64(len(rep.Objects))}
+	return &recording{fx: fx, samples: r.samples, agent: r.agent}
+}
+
+func (r *recorder) addSamples(b []sample.Sample, complete uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.samples = append(r.samples, sampleEvent{r.seq, complete, append([]sample.Sample(nil), b...)})
+	r.seq++
+}
+
+// addAgentBytes cuts the agent's stream into its batches, each numbered
+// when its last byte was read.
+func (r *recorder) addAgentBytes(b []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = append(r.pending, b...)
+	for len(r.pending) >= agentwire.HeaderLen {
+		n := agentwire.HeaderLen + int(binary.LittleEndian.Uint32(r.pending[8:]))
+		if len(r.pending) < n {
+			return
+		}
+		r.agent = append(r.agent, agentEvent{r.seq, append([]byte(nil), r.pending[:n]...)})
+		r.seq++
+		r.pending = r.pending[n:]
+	}
+}
+
+func (r *recorder) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped < 0 {
+		r.stopped = r.seq
+	}
+}
+
+func (r *recorder) note(f func(fx *fixture)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(&r.fx)
+}
+
+func (r *recorder) noteErr(method string, err error) {
+	if err == nil {
+		return
+	}
+	r.note(func(fx *fixture) {
+		if fx.Errors == nil {
+			fx.Errors = map[string]string{}
+		}
+		if fx.Errors[method] == "" {
+			fx.Errors[method] = err.Error()
+		}
+	})
+}
+
+type recSampler struct {
+	sampler
+	r *recorder
+}
+
+func (s recSampler) ReadBatch(buf []sample.Sample) ([]sample.Sample, uint64, error) {
+	b, complete, err := s.sampler.ReadBatch(buf)
+	if len(b) > 0 || complete != 0 {
+		s.r.addSamples(b, complete)
+	}
+	return b, complete, err
+}
+
+func (s recSampler) Disable() {
+	s.r.stop()
+	s.sampler.Disable()
+}
+
+func (s recSampler) Counters() (loader.Counters, error) {
+	c, err := s.sampler.Counters()
+	if err == nil {
+		s.r.note(func(fx *fixture) { fx.Counters = c })
+	}
+	return c, err
+}
+
+func (s recSampler) RunTime() (time.Duration, bool) {
+	d, ok := s.sampler.RunTime()
+	s.r.note(func(fx *fixture) { fx.RunTime = append(fx.RunTime, runTime{d, ok}) })
+	return d, ok
+}
+
+func (s recSampler) SetHeap(pid int, lo, hi, base uint64, shift uint) error {
+	err := s.sampler.SetHeap(pid, lo, hi, base, shift)
+	s.r.noteErr("SetHeap", err)
+	return err
+}
+
+func (s recSampler) SetStackSignal(pid, sig int) error {
+	err := s.sampler.SetStackSignal(pid, sig)
+	s.r.noteErr("SetStackSignal", err)
+	return err
+}
+
+func (s recSampler) NoJavaThread(pid int, tid uint32) error {
+	err := s.sampler.NoJavaThread(pid, tid)
+	s.r.noteErr("NoJavaThread", err)
+	return err
+}
+
+type recConn struct {
+	agentConn
+	r *recorder
+}
+
+func (c recConn) Read(p []byte) (int, error) {
+	n, err := c.agentConn.Read(p)
+	c.r.addAgentBytes(p[:n])
+	return n, err
+}
+
+type recListener struct {
+	attachListener
+	r *recorder
+}
+
+func (l recListener) Jcmd(ctx context.Context, command string) (string, error) {
+	out, err := l.attachListener.Jcmd(ctx, command)
+	rep := replyOf(out, err)
+	if command == "VM.info" {
+		rep.Out = "" // only the region namer reads it, whose answers are kept
+	}
+	l.r.note(func(fx *fixture) { fx.Jcmd[command] = rep })
+	return out, err
+}
+
+type recProcess struct {
+	process
+	r   *recorder
+	pid int
+}
+
+func (p recProcess) native() join.NativeSymbols { return recNative{p.process.native(), p.r} }
+func (p recProcess) codeMem() io.ReaderAt       { return recMem{p.process.codeMem(), p.r} }
+
+func (p recProcess) perfMap(nsPID int) (*jvmsym.PerfMap, error) {
+	pm, err := p.process.perfMap(nsPID)
+	rep := replyOf("", err)
+	if pm != nil {
+		path := filepath.Join("/proc", strconv.Itoa(p.pid), "root", "tmp", "perf-"+strconv.Itoa(nsPID)+".map")
+		text, rerr := os.ReadFile(path)
+		rep = replyOf(string(text), rerr)
+	}
+	p.r.note(func(fx *fixture) { fx.PerfMap = rep })
+	return pm, err
+}
+
+func (p recProcess) regions(text region.JVMText) (join.Regions, error) {
+	n, err := p.process.regions(text)
+	if err != nil {
+		p.r.note(func(fx *fixture) { fx.RegionsErr = err.Error() })
+		return nil, err
+	}
+	return recRegions{n, p.r}, nil
+}
+
+func (p recProcess) hostTID() func(uint32) (uint32, bool) {
+	f := p.process.hostTID()
+	return func(tid uint32) (uint32, bool) {
+		h, ok := f(tid)
+		p.r.tids.record(tid, tidAnswer{h, ok})
+		return h, ok
+	}
+}
+
+func (p recProcess) hasThread(tid uint32) bool {
+	ok := p.process.hasThread(tid)
+	p.r.threads.record(tid, ok)
+	return ok
+}
+
+type recNative struct {
+	join.NativeSymbols
+	r *recorder
+}
+
+func (n recNative) Lookup(ip uint64) (jvmsym.NativeFrame, bool) {
+	f, ok := n.NativeSymbols.Lookup(ip)
+	n.r.syms.record(ip, nativeAnswer{f, ok})
+	return f, ok
+}
+
+type recMem struct {
+	io.ReaderAt
+	r *recorder
+}
+
+func (m recMem) ReadAt(b []byte, off int64) (int, error) {
+	n, err := m.ReaderAt.ReadAt(b, off)
+	a := codeAnswer{Data: append([]byte(nil), b[:n]...), N: n}
+	if err != nil {
+		a.Err = err.Error()
+	}
+	m.r.code.record(codeKey{off, len(b)}, a)
+	return n, err
+}
+
+type recRegions struct {
+	join.Regions
+	r *recorder
+}
+
+func (g recRegions) Name(addr uint64, tid uint32, rsp uint64) region.Region {
+	reg := g.Regions.Name(addr, tid, rsp)
+	g.r.regs.record(regionKey{addr, tid, rsp}, reg)
+	return reg
+}
+
+type recClock struct {
+	clock
+	r *recorder
+}
+
+func (c recClock) Mono() uint64 {
+	v := c.clock.Mono()
+	c.r.note(func(fx *fixture) { fx.Mono = append(fx.Mono, v) })
+	return v
+}

@@ -383,6 +383,9 @@ func (r *reader) table(syms Symbols) (*Table, error) {
 			}
 		}
 	}
+	// Sized for the names, most of which are distinct: growing the map
+	// was a third of Read's time.
+	r.strs = make(map[uint64]string, min(len(addrs), 1<<16))
 	r.prefetch(addrs)
 
 	t := &Table{

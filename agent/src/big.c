@@ -26,7 +26,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "djx.h"
+#include "big.h"
+#include "emit.h"
+#include "epoch.h"
+#include "stats.h"
+#include "util.h"
+#include "writer.h"
 
 #define BIG_MAX 65536u /* beyond this, objects are tagged as usual */
 
@@ -35,21 +40,22 @@ struct big {
 	int gone; /* a later object overlapped it: FREE sent, entry not yet removed */
 };
 
-/* Guarded by djx.mu; only the writer removes entries. */
+/* Under the session lock; only the writer thread removes entries. */
 static struct {
 	struct big *v;
 	size_t n, cap;
-	uint64_t checked; /* djx.gc_finishes at the last check */
+	uint64_t checked; /* the GCs finished at the last check */
 } bigs;
 
-static int memfd = -1; /* /proc/self/mem; opened per session, closed at its end */
+static int memfd = -1;     /* /proc/self/mem; opened per session, closed at its end */
+static uint64_t untag_min; /* atomic; 0: tag every object */
 
 static int read_word(uint64_t addr, uint64_t *out)
 {
 	return pread(memfd, out, sizeof *out, (off_t)addr) == (ssize_t)sizeof *out ? 0 : -1;
 }
 
-int djx_big_init(void)
+int djx_big_enable(uint64_t min)
 {
 	uint64_t probe = 0x4a5844, got = 0;
 
@@ -57,12 +63,13 @@ int djx_big_init(void)
 		memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
 	if (memfd < 0 || read_word((uint64_t)(uintptr_t)&probe, &got) != 0 || got != probe)
 		return -1;
+	__atomic_store_n(&untag_min, min, __ATOMIC_RELAXED);
 	return 0;
 }
 
 int djx_big_wants(uint64_t size)
 {
-	uint64_t min = __atomic_load_n(&djx.untag_min, __ATOMIC_RELAXED);
+	uint64_t min = __atomic_load_n(&untag_min, __ATOMIC_RELAXED);
 
 	return min != 0 && size >= min && memfd >= 0 &&
 	       __atomic_load_n(&bigs.n, __ATOMIC_RELAXED) < BIG_MAX;
@@ -79,8 +86,8 @@ int djx_big_add_locked(uint64_t tag, uint64_t addr, uint64_t size)
 		struct big *b = &bigs.v[i];
 		if (!b->gone && b->addr < addr + size && addr < b->addr + b->size) {
 			b->gone = 1;
-			djx_free_locked(b->tag);
-			__atomic_add_fetch(&djx.n_big_freed, 1, __ATOMIC_RELAXED);
+			djx_emit_free_locked(b->tag, djx_now_ns());
+			djx_count(&djx_stats.untagged_freed, 1);
 		}
 	}
 
@@ -99,7 +106,7 @@ int djx_big_add_locked(uint64_t tag, uint64_t addr, uint64_t size)
 	bigs.v[bigs.n].gone = 0;
 	bigs.v[bigs.n].word = *(const volatile uint64_t *)(uintptr_t)(addr + 8);
 	__atomic_store_n(&bigs.n, bigs.n + 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&djx.n_big, 1, __ATOMIC_RELAXED);
+	djx_count(&djx_stats.untagged, 1);
 	return 0;
 }
 
@@ -110,20 +117,20 @@ int djx_big_check(void)
 	size_t n;
 	int rc = 0;
 
-	pthread_mutex_lock(&djx.mu);
+	djx_lock();
 	/* After a GC finished, and not while another runs. */
-	if (bigs.n == 0 || djx.detached || djx.gc_finishes == bigs.checked ||
-	    djx.gc_starts != djx.gc_finishes) {
-		pthread_mutex_unlock(&djx.mu);
+	if (bigs.n == 0 || djx_detached_locked() || djx_epoch_finishes_locked() == bigs.checked ||
+	    !djx_epoch_idle_locked()) {
+		djx_unlock();
 		return 0;
 	}
-	bigs.checked = djx.gc_finishes;
+	bigs.checked = djx_epoch_finishes_locked();
 	n = bigs.n;
 	snap = malloc(n * sizeof *snap);
 	dead = calloc(n, 1);
 	if (snap != NULL && dead != NULL)
 		memcpy(snap, bigs.v, n * sizeof *snap);
-	pthread_mutex_unlock(&djx.mu);
+	djx_unlock();
 	if (snap == NULL || dead == NULL)
 		goto out; /* checked after the next GC */
 
@@ -134,23 +141,23 @@ int djx_big_check(void)
 		dead[i] = read_word(snap[i].addr + 8, &w) != 0 || w != snap[i].word;
 	}
 
-	pthread_mutex_lock(&djx.mu);
-	if (!djx.detached) {
+	djx_lock();
+	if (!djx_detached_locked()) {
 		/* Downwards: the entry swapped into i is either checked and live or
 		 * added after the snapshot. */
 		for (size_t i = n; i-- > 0;) {
 			if (!dead[i] && !bigs.v[i].gone)
 				continue;
 			if (!bigs.v[i].gone) {
-				if (djx_free_at_locked(bigs.v[i].tag, djx.last_gc_end) != 0)
+				if (djx_emit_free_locked(bigs.v[i].tag, djx_epoch_last_end_locked()) != 0)
 					rc = -1;
-				__atomic_add_fetch(&djx.n_big_freed, 1, __ATOMIC_RELAXED);
+				djx_count(&djx_stats.untagged_freed, 1);
 			}
 			bigs.v[i] = bigs.v[bigs.n - 1];
 			__atomic_store_n(&bigs.n, bigs.n - 1, __ATOMIC_RELAXED);
 		}
 	}
-	pthread_mutex_unlock(&djx.mu);
+	djx_unlock();
 out:
 	free(snap);
 	free(dead);
@@ -159,14 +166,14 @@ out:
 
 int djx_big_pending_locked(void)
 {
-	return bigs.n != 0 && djx.gc_finishes != bigs.checked;
+	return bigs.n != 0 && djx_epoch_finishes_locked() != bigs.checked;
 }
 
 void djx_big_reset_locked(void)
 {
 	/* Each attach loads a new copy of the library, which opens its own:
 	 * one left open per session would pile up in the JVM. Callbacks only
-	 * read it under mu (djx_big_add_locked) or once untag_min is set. */
+	 * read it under the lock (djx_big_add_locked) or once untag_min is set. */
 	if (memfd >= 0)
 		close(memfd);
 	memfd = -1;
@@ -174,6 +181,7 @@ void djx_big_reset_locked(void)
 	bigs.v = NULL;
 	bigs.n = bigs.cap = 0;
 	bigs.checked = 0;
+	__atomic_store_n(&untag_min, 0, __ATOMIC_RELAXED);
 }
 
 size_t djx_big_count_locked(void)

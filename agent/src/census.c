@@ -17,13 +17,33 @@
  * Heap callbacks may not call JNI or JVMTI (but memory): names are resolved
  * after the walks (hopname.c). docs/census.md has the whole design. */
 #include <malloc.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
+#include "alloc.h"
+#include "big.h"
 #include "census.h"
+#include "census_state.h"
+#include "config.h"
+#include "djx.h"
+#include "emit.h"
+#include "epoch.h"
+#include "stats.h"
+#include "track.h"
+#include "writer.h"
+
+/* The holder walks' pause per heap object, measured on JDK 17 and 25 with
+ * 1M to 50M objects (docs/census.md: 310-620 ns): a walk estimated past
+ * the budget is skipped. */
+#define HOLDER_NS 500u
+/* Censuses after GCs take at most RECENSUS_START_NS plus 1/RECENSUS_SHARE
+ * of the session, pauses and the writer's work together. Their pause
+ * grows with the whole heap, so a big heap gets them rarely; the first few
+ * come at once, when the objects a short profile is after were just
+ * allocated. */
+#define RECENSUS_SHARE 400u
+#define RECENSUS_START_NS 20000000ull
 
 struct census cs;
 
@@ -33,15 +53,11 @@ int census_over(void)
 		cs.aborted = 1;
 		return 1;
 	}
-	/* The loader asked to stop (Ctrl-C) or went away: peek, the writer
+	/* The loader asked to stop (Ctrl-C) or went away: the writer thread
 	 * reads the command later. */
-	if (djx.sock >= 0) {
-		char b[64];
-		ssize_t n = recv(djx.sock, b, sizeof b, MSG_PEEK | MSG_DONTWAIT);
-		if (n == 0 || (n > 0 && memchr(b, 'Q', (size_t)n) != NULL)) {
-			cs.cancelled = 1;
-			return 1;
-		}
+	if (djx_writer_quit_pending()) {
+		cs.cancelled = 1;
+		return 1;
 	}
 	return 0;
 }
@@ -68,50 +84,24 @@ static jint JNICALL iter_cb(jlong class_tag, jlong size, jlong *tag_ptr, jint le
 	return 0;
 }
 
-/* Appends rec to the batch under mu, flushing once when it lacks room.
- * Returns 0, 1 session over, -1 connection failed. */
-static int append_rec(const uint8_t *p, size_t len, int (*flush)(void))
-{
-	for (int attempt = 0;; attempt++) {
-		int rc;
-		pthread_mutex_lock(&djx.mu);
-		rc = djx.detached ? 1 : djx_append_locked(p, len, 1) == 0 ? 0 : 2;
-		pthread_mutex_unlock(&djx.mu);
-		if (rc != 2)
-			return rc;
-		if (attempt > 0 || flush() != 0)
-			return -1;
-	}
-}
-
 /* CENSUS_PATH records for every chain a target uses, parents first (a
  * parent's id is always lower than its children's). */
-static int emit_paths(int (*flush)(void))
+static int emit_paths(void)
 {
-	uint8_t mem[1024];
 	char text[768];
-	struct wbuf w;
 	int rc = 0;
 
 	for (size_t id = cs.npaths; id >= 1; id--)
 		if (cs.used[id] && cs.parent[id] != 0)
 			cs.used[cs.parent[id]] = 1;
 	for (size_t id = 1; id <= cs.npaths && rc == 0; id++) {
-		size_t start;
 		if (!cs.used[id])
 			continue;
 		if (id == PATH_UNKNOWN)
 			snprintf(text, sizeof text, "?");
 		else
 			census_hop_name(cs.hop[id], text, sizeof text);
-		wb_init(&w, mem, sizeof mem, 1);
-		start = wb_begin(&w, REC_CENSUS_PATH);
-		wb_u32(&w, (uint32_t)id);
-		wb_u32(&w, cs.parent[id]);
-		wb_str(&w, text);
-		wb_end(&w, start);
-		if (!w.err)
-			rc = append_rec(w.p, w.len, flush);
+		rc = djx_emit_census_path_flushing((uint32_t)id, cs.parent[id], text);
 	}
 	return rc;
 }
@@ -139,7 +129,7 @@ static void target_type(jobject o, struct target *t)
 }
 
 /* Addresses of the objects already tracked, sorted, for a census after a
- * GC; rebuilt under mu whenever a GC has happened since. */
+ * GC; rebuilt under the lock whenever a GC has happened since. */
 static struct {
 	uint64_t *v;
 	size_t n;
@@ -157,7 +147,7 @@ static int tracked_refresh_locked(void)
 {
 	size_t n;
 
-	if (seen.valid && seen.epoch == djx.gc_starts)
+	if (seen.valid && seen.epoch == djx_epoch_starts_locked())
 		return 0;
 	n = djx_track_count_locked() + djx_big_count_locked();
 	free(seen.v);
@@ -168,7 +158,7 @@ static int tracked_refresh_locked(void)
 	seen.n = (size_t)djx_track_addrs_locked(seen.v, n);
 	seen.n += djx_big_addrs_locked(seen.v + seen.n, n - seen.n);
 	qsort(seen.v, seen.n, sizeof *seen.v, cmp_addr);
-	seen.epoch = djx.gc_starts;
+	seen.epoch = djx_epoch_starts_locked();
 	seen.valid = 1;
 	return 0;
 }
@@ -178,38 +168,58 @@ static int tracked(uint64_t addr)
 	return bsearch(&addr, seen.v, seen.n, sizeof *seen.v, cmp_addr) != NULL;
 }
 
-/* Phase 3: weak references for the targets, then their CENSUS records,
- * a chunk per lock hold with no GC in progress (the addresses are read
- * then). Returns 0, or -1 when the connection failed. */
-static int emit_targets(struct target *tv, size_t n, uint32_t kind, uint64_t t_begin, int (*flush)(void),
-			uint64_t *objects, uint64_t *bytes)
+/* Tracks the targets [*i, end) and appends their CENSUS records; lock
+ * held, no GC in progress (the addresses are read now). */
+static void emit_chunk_locked(struct target *tv, size_t *i, size_t end, uint64_t when, int dedupe,
+			      uint64_t *objects, uint64_t *bytes)
 {
-	int dedupe = kind != DJX_CENSUS_ATTACH;
-	uint8_t *mem = malloc(EMIT_ROOM);
-	struct wbuf w;
+	for (; *i < end; (*i)++) {
+		struct target *t = &tv[*i];
+		struct djx_census_obj o = {.time = when, .size = t->size, .path = t->path, .kind = cs.kind};
+		o.addr = djx_weak_addr(t->ref);
+		if (o.addr == 0 || (dedupe && tracked(o.addr)))
+			continue; /* died since: its reference is deleted later */
+		o.tag = djx_track_next_tag();
+		if (djx_big_wants(t->size)) {
+			if (djx_big_add_locked(o.tag, o.addr, t->size) != 0)
+				continue;
+		} else if (djx_track_add_locked(o.tag, t->ref, o.addr) != 0) {
+			continue;
+		} else {
+			t->ref = NULL; /* the tracking table owns it now */
+		}
+		o.type = t->cls >= 0 ? cs.cls[t->cls].sig : t->sig;
+		djx_emit_census_locked(&o);
+		(*objects)++;
+		*bytes += t->size;
+	}
+}
+
+/* Phase 3: weak references for the targets, then their CENSUS records,
+ * a chunk per lock hold with no GC in progress. Returns 0, or -1 when the
+ * connection failed. */
+static int emit_targets(struct target *tv, size_t n, uint64_t t_begin, uint64_t *objects, uint64_t *bytes)
+{
+	int dedupe = cs.kind != DJX_CENSUS_ATTACH;
 	size_t i = 0;
 	int rc = 0;
 
-	if (mem == NULL)
-		return 0;
 	while (i < n && rc == 0) {
-		size_t end = i + EMIT_CHUNK < n ? i + EMIT_CHUNK : n, start;
-		uint32_t nrec = 0;
-		int wait = 0;
-		wb_init(&w, mem, EMIT_ROOM, 0);
-		pthread_mutex_lock(&djx.mu);
-		if (djx.detached) {
-			pthread_mutex_unlock(&djx.mu);
+		size_t end = i + EMIT_CHUNK < n ? i + EMIT_CHUNK : n;
+		uint64_t when;
+		int gc;
+		djx_lock();
+		if (djx_detached_locked()) {
+			djx_unlock();
 			break;
 		}
-		if (djx.gc_starts != djx.gc_finishes || djx.cur == NULL ||
-		    djx.cur_len + EMIT_ROOM > DJX_BUF_CAP - DJX_BUF_RESERVE) {
-			wait = djx.gc_starts != djx.gc_finishes;
-			pthread_mutex_unlock(&djx.mu);
-			if (wait) {
+		gc = !djx_epoch_idle_locked();
+		if (gc || !djx_room_locked(EMIT_ROOM)) {
+			djx_unlock();
+			if (gc) {
 				struct timespec ts = {0, 1000000};
 				nanosleep(&ts, NULL);
-			} else if (flush() != 0) {
+			} else if (djx_flush(NULL) != 0) {
 				rc = -1;
 			}
 			continue;
@@ -217,44 +227,10 @@ static int emit_targets(struct target *tv, size_t n, uint32_t kind, uint64_t t_b
 		if (dedupe && tracked_refresh_locked() != 0)
 			dedupe = 0; /* out of memory: the loader drops duplicates */
 		/* The addresses hold from the last GC on (or the census start). */
-		uint64_t when = djx.last_gc_end > t_begin ? djx.last_gc_end : t_begin;
-		for (; i < end; i++) {
-			struct target *t = &tv[i];
-			uint64_t addr = djx_weak_addr(t->ref), tag;
-			if (addr == 0 || (dedupe && tracked(addr)))
-				continue; /* died since: its reference is deleted below */
-			tag = __atomic_add_fetch(&djx.next_tag, 1, __ATOMIC_RELAXED);
-			if (djx_big_wants(t->size)) {
-				if (djx_big_add_locked(tag, addr, t->size) != 0)
-					continue;
-			} else if (djx_track_add_locked(tag, t->ref, addr) != 0) {
-				continue;
-			} else {
-				t->ref = NULL; /* the tracking table owns it now */
-			}
-			start = wb_begin(&w, REC_CENSUS);
-			wb_u64(&w, when);
-			wb_u64(&w, addr);
-			wb_u64(&w, t->size);
-			wb_u64(&w, tag);
-			wb_u32(&w, t->path);
-			wb_u32(&w, kind);
-			if (t->cls >= 0) {
-				wb_str(&w, cs.cls[t->cls].sig);
-			} else {
-				wb_str(&w, t->sig);
-			}
-			wb_end(&w, start);
-			nrec++;
-			(*objects)++;
-			*bytes += t->size;
-		}
-		if (!w.err && nrec > 0)
-			djx_append_locked(w.p, w.len, nrec);
-		pthread_mutex_unlock(&djx.mu);
-		wb_free(&w);
+		when = djx_epoch_last_end_locked() > t_begin ? djx_epoch_last_end_locked() : t_begin;
+		emit_chunk_locked(tv, &i, end, when, dedupe, objects, bytes);
+		djx_unlock();
 	}
-	free(mem);
 	return rc;
 }
 
@@ -290,8 +266,9 @@ static jvmtiEnv *private_env(int lines)
 {
 	jvmtiCapabilities caps;
 	jvmtiEnv *e = NULL;
+	JavaVM *vm = djx_cfg->vm;
 
-	if ((*djx_cfg->vm)->GetEnv(djx_cfg->vm, (void **)&e, JVMTI_VERSION_11) != JNI_OK || e == NULL)
+	if ((*vm)->GetEnv(vm, (void **)&e, JVMTI_VERSION_11) != JNI_OK || e == NULL)
 		return NULL;
 	memset(&caps, 0, sizeof caps);
 	caps.can_tag_objects = 1;
@@ -307,20 +284,6 @@ static jvmtiEnv *private_env(int lines)
 		(*e)->AddCapabilities(e, &caps);
 	}
 	return e;
-}
-
-static int append_start(uint32_t kind, uint64_t t, int (*flush)(void))
-{
-	uint8_t mem[64];
-	struct wbuf w;
-	size_t start;
-
-	wb_init(&w, mem, sizeof mem, 1);
-	start = wb_begin(&w, REC_CENSUS_START);
-	wb_u64(&w, t);
-	wb_u32(&w, kind);
-	wb_end(&w, start);
-	return append_rec(w.p, w.len, flush);
 }
 
 /* One object GetObjectsWithTags returned for group g: into *tg, counted
@@ -367,197 +330,215 @@ static void take_target(jobject o, jlong g, uint32_t status, struct target *tg, 
 	(*ntv)++;
 }
 
-int djx_census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, int (*flush)(void))
+/* One census's outcome and costs, for its CENSUS_END. */
+struct run {
+	uint32_t status;
+	char note[200];
+	uint64_t t_begin, t_iter, t_max, t_hold, t_emit;
+	uint64_t objects, bytes, unreached, passes;
+};
+
+/* Phase 1: tags the targets, in passes of at most budget_ns. 0 go on, 1
+ * the census ends (the status says why), -1 the connection failed. */
+static int walk_heap(uint64_t budget_ns, struct run *r)
 {
 	jvmtiHeapCallbacks cb;
-	uint64_t t_begin = djx_now_ns(), t, t_iter = 0, t_max = 0, t_hold = 0, t_emit = 0, objects = 0, bytes = 0,
-		 unreached = 0, passes = 0;
-	uint32_t status = 0;
-	char note[200] = "";
-	jint cnt = 0;
-	jobject *objs = NULL;
-	struct target *tv = NULL;
-	size_t ntv = 0;
-	int rc = 0, framed = 0;
-	jvmtiError e;
 
-	memset(&cs, 0, sizeof cs);
-	cs.jni = jni;
-	cs.kind = kind;
-	cs.minsize = djx_cfg->opt.minsize ? djx_cfg->opt.minsize : 1;
-	if (append_start(kind, t_begin, flush) < 0 || flush() != 0)
-		return -1;
-	cs.et = private_env(0);
-	if (cs.et == NULL) {
-		status |= DJX_CENSUS_FAILED;
-		snprintf(note, sizeof note, "no JVMTI environment with can_tag_objects for the heap walk");
-		goto end;
-	}
-
-	/* Phase 1. */
 	memset(&cb, 0, sizeof cb);
 	cb.heap_iteration_callback = iter_cb;
 	for (;;) {
-		uint64_t before = cs.targets, dt;
+		uint64_t before = cs.targets, t = djx_now_ns(), dt;
+		jvmtiError e;
 		cs.aborted = 0;
 		cs.heap_objects = cs.heap_bytes = 0;
-		t = djx_now_ns();
 		cs.deadline = budget_ns ? t + budget_ns : 0;
 		e = (*cs.et)->IterateThroughHeap(cs.et, 0, NULL, &cb, NULL);
 		dt = djx_now_ns() - t;
-		t_iter += dt;
-		t_max = dt > t_max ? dt : t_max;
-		passes++;
+		r->t_iter += dt;
+		r->t_max = dt > r->t_max ? dt : r->t_max;
+		r->passes++;
 		if (e != JVMTI_ERROR_NONE || cs.cancelled) {
-			status |= cs.cancelled ? DJX_CENSUS_CANCELLED : DJX_CENSUS_FAILED;
+			r->status |= cs.cancelled ? DJX_CENSUS_CANCELLED : DJX_CENSUS_FAILED;
 			if (e != JVMTI_ERROR_NONE)
-				snprintf(note, sizeof note, "IterateThroughHeap: error %d", (int)e);
-			goto end;
+				snprintf(r->note, sizeof r->note, "IterateThroughHeap: error %d", (int)e);
+			return 1;
 		}
 		if (!cs.aborted)
-			break;
+			return 0;
 		/* A pass costs ~50 ns an object, ~400 more a target it tags: a
 		 * pass that tagged little stopped for the heap's size, and the
 		 * next would stop at the same place. The pause is paid: what it
 		 * tagged is kept, and a holder walk, which costs several times a
 		 * heap walk per object, is not tried. */
-		if ((cs.targets - before) * 400 < budget_ns / 4 || passes >= MAX_PASSES) {
+		if ((cs.targets - before) * 400 < budget_ns / 4 || r->passes >= MAX_PASSES) {
 			if (cs.targets == 0) {
-				status |= DJX_CENSUS_OVER_BUDGET;
-				goto end;
+				r->status |= DJX_CENSUS_OVER_BUDGET;
+				return 1;
 			}
-			status |= DJX_CENSUS_PARTIAL;
-			break;
+			r->status |= DJX_CENSUS_PARTIAL;
+			return 0;
 		}
 		/* The application runs as long as the pause took; the records
 		 * it made meanwhile go out. */
 		struct timespec ts = {(time_t)(dt / 1000000000u), (long)(dt % 1000000000u)};
 		nanosleep(&ts, NULL);
-		if (flush() != 0) {
-			rc = -1;
-			goto end;
-		}
+		if (djx_flush(NULL) != 0)
+			return -1;
 	}
+}
 
-	/* Phase 2: its pause grows with the objects it reaches, at about
-	 * DJX_HOLDER_NS each (measured, docs/census.md). The heap walk counted
-	 * garbage too, often most of the heap: the walk is skipped only when
-	 * even a quarter of the heap would not fit the budget, and otherwise
-	 * stops at it. */
-	if (holders && kind == DJX_CENSUS_ATTACH) {
-		if ((status & DJX_CENSUS_PARTIAL) || (budget_ns != 0 && cs.heap_objects * DJX_HOLDER_NS > 4 * budget_ns)) {
-			status |= DJX_CENSUS_HOLDERS_SKIPPED;
-		} else if ((cs.ec = private_env(1)) == NULL || census_prepare_walk(jni) != 0) {
-			status |= DJX_CENSUS_HOLDERS_FAILED;
-		} else {
-			memset(&cb, 0, sizeof cb);
-			cb.heap_reference_callback = census_ref_cb;
-			cs.calls = 0;
-			census_intern(0, HOP(H_UNKNOWN, 0, 0)); /* PATH_UNKNOWN */
-			t = djx_now_ns();
-			cs.deadline = budget_ns ? t + budget_ns : 0;
-			cs.walk = 1;
-			e = (*cs.ec)->FollowReferences(cs.ec, 0, NULL, NULL, &cb, NULL);
-			if (e == JVMTI_ERROR_NONE && !cs.aborted && !cs.cancelled) {
-				cs.walk = 2;
-				cs.cur_class = -1;
-				e = (*cs.ec)->FollowReferences(cs.ec, 0, NULL, NULL, &cb, NULL);
-			}
-			t_hold = djx_now_ns() - t;
-			t_max = t_hold > t_max ? t_hold : t_max;
-			if (cs.cancelled) {
-				status |= DJX_CENSUS_CANCELLED;
-				goto end;
-			}
-			if (e != JVMTI_ERROR_NONE)
-				status |= DJX_CENSUS_HOLDERS_FAILED;
-			else if (cs.aborted || cs.oom)
-				status |= DJX_CENSUS_HOLDERS_PARTIAL;
-			else
-				status |= DJX_CENSUS_HOLDERS;
-		}
-	}
-	if (flush() != 0) {
-		rc = -1;
-		goto end;
-	}
+/* Phase 2: its pause grows with the objects it reaches, at about
+ * HOLDER_NS each (measured, docs/census.md). The heap walk counted garbage
+ * too, often most of the heap: the walk is skipped only when even a
+ * quarter of the heap would not fit the budget, and otherwise stops at
+ * it. 0 go on, 1 the census ends (cancelled). */
+static int walk_holders(JNIEnv *jni, uint64_t budget_ns, struct run *r)
+{
+	jvmtiHeapCallbacks cb;
+	jvmtiError e;
+	uint64_t t;
 
-	/* Phase 3. */
+	if ((r->status & DJX_CENSUS_PARTIAL) || (budget_ns != 0 && cs.heap_objects * HOLDER_NS > 4 * budget_ns)) {
+		r->status |= DJX_CENSUS_HOLDERS_SKIPPED;
+		return 0;
+	}
+	if ((cs.ec = private_env(1)) == NULL || census_prepare_walk(jni) != 0) {
+		r->status |= DJX_CENSUS_HOLDERS_FAILED;
+		return 0;
+	}
+	memset(&cb, 0, sizeof cb);
+	cb.heap_reference_callback = census_ref_cb;
+	cs.calls = 0;
+	census_intern(0, HOP(H_UNKNOWN, 0, 0)); /* PATH_UNKNOWN */
 	t = djx_now_ns();
-	tv = calloc((size_t)cs.targets + 1, sizeof *tv);
-	cs.used = calloc(cs.npaths + 2, 1);
-	if (tv == NULL || cs.used == NULL) {
-		status |= DJX_CENSUS_FAILED;
-		snprintf(note, sizeof note, "out of memory for %llu objects", (unsigned long long)cs.targets);
-		goto end;
+	cs.deadline = budget_ns ? t + budget_ns : 0;
+	cs.walk = 1;
+	e = (*cs.ec)->FollowReferences(cs.ec, 0, NULL, NULL, &cb, NULL);
+	if (e == JVMTI_ERROR_NONE && !cs.aborted && !cs.cancelled) {
+		cs.walk = 2;
+		cs.cur_class = -1;
+		e = (*cs.ec)->FollowReferences(cs.ec, 0, NULL, NULL, &cb, NULL);
 	}
+	r->t_hold = djx_now_ns() - t;
+	r->t_max = r->t_hold > r->t_max ? r->t_hold : r->t_max;
+	if (cs.cancelled) {
+		r->status |= DJX_CENSUS_CANCELLED;
+		return 1;
+	}
+	if (e != JVMTI_ERROR_NONE)
+		r->status |= DJX_CENSUS_HOLDERS_FAILED;
+	else if (cs.aborted || cs.oom)
+		r->status |= DJX_CENSUS_HOLDERS_PARTIAL;
+	else
+		r->status |= DJX_CENSUS_HOLDERS;
+	return 0;
+}
+
+/* The tagged objects back from env T, a group per local frame, into tv
+ * with a weak reference each. 0, or 1 the census ends (failed). */
+static int collect_targets(JNIEnv *jni, struct target *tv, size_t *ntv, struct run *r)
+{
 	for (jlong g = 1; g <= (jlong)((cs.targets + GROUP - 1) / GROUP); g++) {
+		jobject *objs = NULL;
+		jint cnt = 0;
+		jvmtiError e;
 		if ((*jni)->PushLocalFrame(jni, 64) != 0) {
 			(*jni)->ExceptionClear(jni);
-			status |= DJX_CENSUS_FAILED;
-			goto end;
+			r->status |= DJX_CENSUS_FAILED;
+			return 1;
 		}
-		framed = 1;
 		e = (*cs.et)->GetObjectsWithTags(cs.et, 1, &g, &cnt, &objs, NULL);
 		if (e != JVMTI_ERROR_NONE) {
-			status |= DJX_CENSUS_FAILED;
-			snprintf(note, sizeof note, "GetObjectsWithTags: error %d", (int)e);
-			goto end;
+			r->status |= DJX_CENSUS_FAILED;
+			snprintf(r->note, sizeof r->note, "GetObjectsWithTags: error %d", (int)e);
 		}
-		for (jint i = 0; i < cnt && ntv < cs.targets; i++)
-			take_target(objs[i], g, status, &tv[ntv], &ntv, &unreached);
+		for (jint i = 0; e == JVMTI_ERROR_NONE && i < cnt && *ntv < cs.targets; i++)
+			take_target(objs[i], g, r->status, &tv[*ntv], ntv, &r->unreached);
 		djx_dealloc(cs.et, objs);
-		objs = NULL;
 		(*jni)->PopLocalFrame(jni, NULL);
-		framed = 0;
+		if (e != JVMTI_ERROR_NONE)
+			return 1;
 	}
+	return 0;
+}
+
+/* Phase 3, no pause: the targets, their paths and their CENSUS records.
+ * 0, 1 the census ends (failed), -1 the connection failed. */
+static int send_targets(JNIEnv *jni, struct target **tvp, size_t *ntv, struct run *r)
+{
+	uint64_t t = djx_now_ns();
+	int rc;
+
+	*tvp = calloc((size_t)cs.targets + 1, sizeof **tvp);
+	cs.used = calloc(cs.npaths + 2, 1);
+	if (*tvp == NULL || cs.used == NULL) {
+		r->status |= DJX_CENSUS_FAILED;
+		snprintf(r->note, sizeof r->note, "out of memory for %llu objects", (unsigned long long)cs.targets);
+		return 1;
+	}
+	if (collect_targets(jni, *tvp, ntv, r) != 0)
+		return 1;
 	/* Env T's tags have served: dispose it before the records go out. */
 	(*cs.et)->DisposeEnvironment(cs.et);
 	cs.et = NULL;
-	if (emit_paths(flush) < 0 || emit_targets(tv, ntv, kind, t_begin, flush, &objects, &bytes) < 0)
-		rc = -1;
-	t_emit = djx_now_ns() - t;
+	rc = emit_paths() < 0 || emit_targets(*tvp, *ntv, r->t_begin, &r->objects, &r->bytes) < 0 ? -1 : 0;
+	r->t_emit = djx_now_ns() - t;
+	return rc;
+}
 
-end:
-	if (objs != NULL)
-		djx_dealloc(cs.et, objs);
-	if (framed)
-		(*jni)->PopLocalFrame(jni, NULL);
+static int send_end(const struct run *r)
+{
+	struct djx_census_end e = {
+		.kind = cs.kind, .status = r->status, .objects = r->objects, .bytes = r->bytes,
+		.heap_objects = cs.heap_objects, .heap_bytes = cs.heap_bytes, .heap_walk_ns = r->t_iter,
+		.holder_walk_ns = r->t_hold, .emit_ns = r->t_emit, .paths = cs.npaths, .reached = cs.reached,
+		.unreachable = r->unreached, .unplaced = cs.unplaced + cs.capped, .strays = cs.strays,
+		.passes = r->passes, .pause_max_ns = r->t_max, .note = r->note,
+	};
+	return djx_emit_census_end_flushing(&e) < 0 ? -1 : 0;
+}
+
+/* One census: CENSUS_START, its phases, CENSUS_END. 0, or -1 the
+ * connection failed; *pause is the time the JVM stood still. */
+static int census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, uint64_t *pause)
+{
+	struct target *tv = NULL;
+	size_t ntv = 0;
+	struct run r;
+	int end;
+
+	memset(&r, 0, sizeof r);
+	memset(&cs, 0, sizeof cs);
+	*pause = 0;
+	cs.jni = jni;
+	cs.kind = kind;
+	cs.minsize = djx_cfg->opt.minsize ? djx_cfg->opt.minsize : 1;
+	r.t_begin = djx_now_ns();
+	if (djx_emit_census_start_flushing(kind, r.t_begin) < 0 || djx_flush(NULL) != 0)
+		return -1;
+	cs.et = private_env(0);
+	if (cs.et == NULL) {
+		r.status |= DJX_CENSUS_FAILED;
+		snprintf(r.note, sizeof r.note, "no JVMTI environment with can_tag_objects for the heap walk");
+		end = 1;
+	} else {
+		end = walk_heap(budget_ns, &r);
+	}
+	if (end == 0 && holders && kind == DJX_CENSUS_ATTACH)
+		end = walk_holders(jni, budget_ns, &r);
+	if (end == 0 && djx_flush(NULL) != 0)
+		end = -1;
+	if (end == 0)
+		end = send_targets(jni, &tv, &ntv, &r);
+
 	for (size_t i = 0; i < ntv; i++) {
 		if (tv[i].ref != NULL)
 			(*jni)->DeleteWeakGlobalRef(jni, tv[i].ref);
-		if (tv[i].sig != NULL)
-			free(tv[i].sig);
+		free(tv[i].sig);
 	}
 	free(tv);
-	if (rc == 0) {
-		uint8_t mem[512];
-		struct wbuf w;
-		size_t start;
-		wb_init(&w, mem, sizeof mem, 1);
-		start = wb_begin(&w, REC_CENSUS_END);
-		wb_u64(&w, djx_now_ns());
-		wb_u32(&w, kind);
-		wb_u32(&w, status);
-		wb_u64(&w, objects);
-		wb_u64(&w, bytes);
-		wb_u64(&w, cs.heap_objects);
-		wb_u64(&w, cs.heap_bytes);
-		wb_u64(&w, t_iter);
-		wb_u64(&w, t_hold);
-		wb_u64(&w, t_emit);
-		wb_u64(&w, cs.npaths);
-		wb_u64(&w, cs.reached);
-		wb_u64(&w, unreached);
-		wb_u64(&w, cs.unplaced + cs.capped);
-		wb_str(&w, note);
-		wb_u64(&w, cs.strays);
-		wb_u64(&w, passes);
-		wb_u64(&w, t_max);
-		wb_end(&w, start);
-		if (!w.err)
-			rc = append_rec(w.p, w.len, flush) < 0 ? -1 : 0;
-	}
+	if (end >= 0)
+		end = send_end(&r);
 	free_state();
 	if (cs.ec != NULL)
 		(*cs.ec)->DisposeEnvironment(cs.ec);
@@ -566,6 +547,104 @@ end:
 	/* The walks' tables and HotSpot's tag maps were megabytes of malloc:
 	 * give the JVM's RSS back what they took. */
 	malloc_trim(0);
-	__atomic_add_fetch(&djx.ns_census, t_iter + t_hold, __ATOMIC_RELAXED);
+	*pause = r.t_iter + r.t_hold;
+	djx_count(&djx_stats.census_ns, *pause);
+	return end < 0 ? -1 : 0;
+}
+
+/* The heap's used bytes, from java.lang.Runtime; 0 if unknown. The writer
+ * is a Java thread in native: the calls run Java code, never a pause. */
+static uint64_t heap_used(JNIEnv *env)
+{
+	static jclass rt_class;
+	static jmethodID get, total, free_;
+	jobject rt;
+	jlong t, f;
+
+	if (rt_class == NULL) {
+		jclass c = (*env)->FindClass(env, "java/lang/Runtime");
+		if (c != NULL) {
+			get = (*env)->GetStaticMethodID(env, c, "getRuntime", "()Ljava/lang/Runtime;");
+			total = (*env)->GetMethodID(env, c, "totalMemory", "()J");
+			free_ = (*env)->GetMethodID(env, c, "freeMemory", "()J");
+			if (get != NULL && total != NULL && free_ != NULL)
+				rt_class = (*env)->NewGlobalRef(env, c);
+			(*env)->DeleteLocalRef(env, c);
+		}
+		if (rt_class == NULL) {
+			(*env)->ExceptionClear(env);
+			return 0;
+		}
+	}
+	rt = (*env)->CallStaticObjectMethod(env, rt_class, get);
+	if (rt == NULL || (*env)->ExceptionCheck(env)) {
+		(*env)->ExceptionClear(env);
+		return 0;
+	}
+	t = (*env)->CallLongMethod(env, rt, total);
+	f = (*env)->CallLongMethod(env, rt, free_);
+	(*env)->DeleteLocalRef(env, rt);
+	if ((*env)->ExceptionCheck(env)) {
+		(*env)->ExceptionClear(env);
+		return 0;
+	}
+	return t > f ? (uint64_t)(t - f) : 0;
+}
+
+/* When the last census ended; for the censuses after GCs, their cost
+ * (pause and writer work) so far, and the last one's cost and the heap's
+ * used bytes then. Writer thread only. */
+static struct {
+	uint64_t last, spent, cost, heap;
+} sched;
+
+/* A census of large objects after a GC, when the allocation budget has
+ * raised the sampling interval so far that an object of min size would be
+ * missed more than one time in ten (p = 1 - e^(-s/I) < 0.9, I > s/2.3).
+ * At most once per recensus_ms, within the time share above, counting the
+ * one it would start: its cost grows with the heap (H2's second one took
+ * 53-75 ms, past the share, after its heap had grown). */
+static int recensus_due(JNIEnv *env, uint64_t since, uint64_t *used)
+{
+	const struct djx_options *o = &djx_cfg->opt;
+	uint64_t now = djx_now_ns(), iv = djx_alloc_interval(), next = 0;
+
+	*used = 0;
+	if (o->recensus_ms == 0 || o->census == 0 || iv * 23 < o->minsize * 10)
+		return 0;
+	if (now - sched.last < o->recensus_ms * 1000000ull)
+		return 0;
+	*used = heap_used(env);
+	if (sched.heap != 0 && *used != 0)
+		next = (uint64_t)((double)sched.cost * (double)*used / (double)sched.heap);
+	return sched.spent + next <= RECENSUS_START_NS + (now - since) / RECENSUS_SHARE;
+}
+
+static int run(JNIEnv *env, uint32_t kind, uint64_t used)
+{
+	uint64_t pause, cpu = djx_thread_ns();
+	int rc = census(env, kind, kind == DJX_CENSUS_ATTACH && djx_cfg->opt.census == 2,
+			djx_cfg->opt.census_budget_us * 1000ull, &pause);
+
+	sched.last = djx_now_ns();
+	/* Its cost is the pause and this thread's work on what it found,
+	 * which on a heap of many large objects is more than the pause. */
+	if (kind == DJX_CENSUS_AFTER_GC) {
+		sched.cost = pause + (djx_thread_ns() - cpu);
+		sched.heap = used;
+		sched.spent += sched.cost;
+	}
 	return rc;
+}
+
+int djx_census_run(JNIEnv *jni)
+{
+	return run(jni, DJX_CENSUS_ATTACH, 0);
+}
+
+int djx_census_after_gc(JNIEnv *jni, uint64_t since)
+{
+	uint64_t used;
+
+	return recensus_due(jni, since, &used) ? run(jni, DJX_CENSUS_AFTER_GC, used) : 0;
 }

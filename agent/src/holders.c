@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "census.h"
+#include "census_state.h"
 
 static size_t hslot(uint32_t parent, uint64_t hop, size_t cap)
 {

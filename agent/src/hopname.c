@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "census.h"
+#include "census_state.h"
 
 /* "Ljava/util/HashMap$Node;" -> "java.util.HashMap$Node", "[J" -> "long[]". */
 static void java_name(const char *sig, char *out, size_t n)

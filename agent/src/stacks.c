@@ -33,7 +33,14 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "djx.h"
+#include "emit.h"
+#include "stacks.h"
+#include "stats.h"
+#include "writer.h"
+
+#define RING_SLOTS 128u /* power of two */
 
 /* AsyncGetCallTrace's ABI (HotSpot forte.cpp); not in any JDK header. */
 typedef struct {
@@ -60,7 +67,7 @@ struct slot {
 /* Written before the handler is installed or before active is set, read by
  * the handler afterwards. */
 static struct {
-	struct slot *ring; /* DJX_RING_SLOTS slots, freed by djx_stacks_release */
+	struct slot *ring; /* RING_SLOTS slots, freed by djx_stacks_release */
 	uint64_t head;     /* next position to claim (handlers, CAS) */
 	uint64_t tail;     /* next position to drain (writer only) */
 	asgct_fn asgct;
@@ -173,12 +180,12 @@ static void record(void *uc)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO; async-signal-safe (POSIX) */
 	t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	__atomic_add_fetch(&djx.n_stack_signals, 1, RELAXED);
+	__atomic_add_fetch(&djx_stats.stack_signals, 1, RELAXED);
 
 	pos = __atomic_load_n(&stk.head, RELAXED);
 	for (;;) {
 		uint64_t seq;
-		s = &stk.ring[pos & (DJX_RING_SLOTS - 1)];
+		s = &stk.ring[pos & (RING_SLOTS - 1)];
 		seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
 		if (seq == pos) {
 			if (__atomic_compare_exchange_n(&stk.head, &pos, pos + 1, 1, RELAXED, RELAXED))
@@ -186,7 +193,7 @@ static void record(void *uc)
 			/* pos now holds the current head: retry there. */
 		} else if ((int64_t)(seq - pos) < 0) {
 			/* The slot still holds a stack from a lap ago: full. */
-			__atomic_add_fetch(&djx.n_stacks_dropped, 1, RELAXED);
+			__atomic_add_fetch(&djx_stats.stacks_dropped, 1, RELAXED);
 			kick();
 			return;
 		} else {
@@ -207,10 +214,10 @@ static void record(void *uc)
 		s->status = tr.num_frames;
 	}
 	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
-	if (pos + 1 - __atomic_load_n(&stk.tail, RELAXED) >= DJX_RING_SLOTS / 2)
+	if (pos + 1 - __atomic_load_n(&stk.tail, RELAXED) >= RING_SLOTS / 2)
 		kick();
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	__atomic_add_fetch(&djx.ns_stack, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - t, RELAXED);
+	__atomic_add_fetch(&djx_stats.stack_ns, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - t, RELAXED);
 }
 
 /* Not ours, or no session: hand the signal to whoever had it before us. A
@@ -223,13 +230,13 @@ static void chain(int sig, siginfo_t *si, void *uc)
 	if (p->sa_flags & SA_SIGINFO) {
 		if (p->sa_sigaction == NULL)
 			return;
-		__atomic_add_fetch(&djx.n_chained, 1, RELAXED);
+		__atomic_add_fetch(&djx_stats.signals_chained, 1, RELAXED);
 		p->sa_sigaction(sig, si, uc);
 		return;
 	}
 	if (p->sa_handler == SIG_DFL || p->sa_handler == SIG_IGN || p->sa_handler == NULL)
 		return;
-	__atomic_add_fetch(&djx.n_chained, 1, RELAXED);
+	__atomic_add_fetch(&djx_stats.signals_chained, 1, RELAXED);
 	p->sa_handler(sig);
 }
 
@@ -302,14 +309,14 @@ int djx_stacks_install(int sig, char *err, size_t errlen)
 		return -1;
 	}
 	/* Prefaulted: the handler never takes a page fault on the ring. */
-	stk.ring = mmap(NULL, DJX_RING_SLOTS * sizeof(struct slot), PROT_READ | PROT_WRITE,
+	stk.ring = mmap(NULL, RING_SLOTS * sizeof(struct slot), PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (stk.ring == MAP_FAILED) {
 		stk.ring = NULL;
 		snprintf(err, errlen, "stacks: mmap ring: %s: no access stacks", strerror(errno));
 		return -1;
 	}
-	for (uint32_t i = 0; i < DJX_RING_SLOTS; i++)
+	for (uint32_t i = 0; i < RING_SLOTS; i++)
 		stk.ring[i].seq = i;
 install:
 	if (stk.evfd < 0)
@@ -318,7 +325,7 @@ install:
 	{
 		/* On the session's thread, a JavaThread, before the handler runs. */
 		JNIEnv *env = NULL;
-		if ((*djx_cfg->vm)->GetEnv(djx_cfg->vm, (void **)&env, JNI_VERSION_1_6) == JNI_OK && env != NULL)
+		if ((*stk.vm)->GetEnv(stk.vm, (void **)&env, JNI_VERSION_1_6) == JNI_OK && env != NULL)
 			find_thread_key(env);
 	}
 	/* Read the previous action before ours can run: a signal arriving
@@ -370,12 +377,12 @@ int djx_stacks_confirm(JNIEnv *env)
 
 void djx_stacks_start(void)
 {
-	/* Under mu, as teardown stops it: a session torn down before this
-	 * runs must not leave the handler recording for good. */
-	pthread_mutex_lock(&djx.mu);
-	if (stk.sig != 0 && !djx.detached)
+	/* Under the lock, as the session's end stops it: a session torn down
+	 * before this runs must not leave the handler recording for good. */
+	djx_lock();
+	if (stk.sig != 0 && !djx_detached_locked())
 		__atomic_store_n(&stk.active, 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&djx.mu);
+	djx_unlock();
 }
 
 /* At a session's end (writer thread, after djx_stacks_stop): frees the
@@ -395,7 +402,7 @@ void djx_stacks_release(void)
 			return;
 		nanosleep(&nap, NULL);
 	}
-	munmap(stk.ring, DJX_RING_SLOTS * sizeof(struct slot));
+	munmap(stk.ring, RING_SLOTS * sizeof(struct slot));
 	stk.ring = NULL;
 	stk.head = stk.tail = 0;
 	if (stk.evfd >= 0)
@@ -443,31 +450,20 @@ int djx_stacks_evfd(void)
 /* Turns one committed slot into a STACK record (preceded by METHODs). */
 static int emit_slot(JNIEnv *jni, const struct slot *s)
 {
-	uint8_t rec[DJX_REC_HDR + 28 + DJX_STACK_FRAMES * 16];
-	uint64_t ids[DJX_STACK_FRAMES];
-	int nf = s->status > 0 ? s->status : 0;
-	size_t len;
+	jvmtiFrameInfo frames[DJX_STACK_FRAMES];
+	struct djx_stack st = {.time = s->time, .pc = s->pc, .tid = s->tid, .status = s->status, .frames = frames};
 	int rc;
 
-	if (nf > DJX_STACK_FRAMES)
-		nf = DJX_STACK_FRAMES;
-	len = DJX_REC_HDR + 28 + (size_t)nf * 16;
-	put_rec_hdr(rec, REC_STACK, (uint32_t)(len - DJX_REC_HDR));
-	put_u64(rec + DJX_REC_HDR, s->time);
-	put_u32(rec + DJX_REC_HDR + 8, s->tid);
-	put_u32(rec + DJX_REC_HDR + 12, (uint32_t)s->status);
-	put_u64(rec + DJX_REC_HDR + 16, s->pc);
-	put_u32(rec + DJX_REC_HDR + 24, (uint32_t)nf);
-	/* Frame layout as in ALLOC: u64 jmethodID, u64 bci (signed; -3 native). */
-	for (int i = 0; i < nf; i++) {
-		uint8_t *f = rec + DJX_REC_HDR + 28 + (size_t)i * 16;
-		ids[i] = (uint64_t)(uintptr_t)s->frames[i].method_id;
-		put_u64(f, ids[i]);
-		put_u64(f + 8, (uint64_t)(int64_t)s->frames[i].lineno);
+	st.nframes = s->status > 0 ? s->status : 0;
+	if (st.nframes > DJX_STACK_FRAMES)
+		st.nframes = DJX_STACK_FRAMES;
+	for (int i = 0; i < st.nframes; i++) {
+		frames[i].method = s->frames[i].method_id;
+		frames[i].location = s->frames[i].lineno;
 	}
-	rc = djx_emit(jni, ids, (size_t)nf, rec, len, DJX_NO_TIME);
+	rc = djx_emit_stack(jni, &st);
 	if (rc == 0)
-		__atomic_add_fetch(&djx.n_stacks_sent, 1, RELAXED);
+		__atomic_add_fetch(&djx_stats.stacks_sent, 1, RELAXED);
 	return rc;
 }
 
@@ -481,7 +477,7 @@ int djx_stacks_drain(JNIEnv *jni)
 	__atomic_store_n(&stk.kicked, 0, RELAXED);
 	for (;;) {
 		uint64_t pos = stk.tail;
-		struct slot *s = &stk.ring[pos & (DJX_RING_SLOTS - 1)];
+		struct slot *s = &stk.ring[pos & (RING_SLOTS - 1)];
 		int rc;
 
 		if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != pos + 1)
@@ -489,7 +485,7 @@ int djx_stacks_drain(JNIEnv *jni)
 		rc = emit_slot(jni, s);
 		if (rc < 0)
 			return -1; /* keep the slot; the caller flushes and retries */
-		__atomic_store_n(&s->seq, pos + DJX_RING_SLOTS, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->seq, pos + RING_SLOTS, __ATOMIC_RELEASE);
 		__atomic_store_n(&stk.tail, pos + 1, RELAXED);
 		if (rc > 0)
 			return 1;

@@ -7,12 +7,19 @@
  * GetObjectsWithTags costs O(tagged x requested). The slot is read raw, as
  * the old reconciliation read handles: right for Serial, Parallel and G1,
  * whose moves all happen inside the pauses the GC events bracket; reads
- * happen under djx.mu with no GC in progress, and GarbageCollectionStart
- * takes djx.mu before anything moves. */
+ * happen under the session lock with no GC in progress, and
+ * GarbageCollectionStart takes the lock before anything moves. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "djx.h"
+#include "emit.h"
+#include "epoch.h"
+#include "stats.h"
+#include "track.h"
+#include "util.h"
+#include "writer.h"
 
 #define SCAN_CHUNK 2048u /* entries per lock hold */
 
@@ -22,12 +29,25 @@ struct trk {
 	uint64_t addr; /* as last reported to the loader */
 };
 
-/* Guarded by djx.mu; only the writer removes entries. */
+/* Under the session lock; only the writer thread removes entries. */
 static struct {
 	struct trk *v;
 	size_t n, cap;
-	uint64_t scanned; /* djx.gc_finishes at the last complete scan */
+	uint64_t scanned; /* the GCs finished at the last complete scan */
 } trk;
+
+static uint64_t next_tag; /* atomic; the last tag issued */
+
+uint64_t djx_track_next_tag(void)
+{
+	return __atomic_add_fetch(&next_tag, 1, __ATOMIC_RELAXED);
+}
+
+/* STATS reports the table's size; the writer reads it under the lock. */
+static void set_live_locked(void)
+{
+	__atomic_store_n(&djx_stats.tracked_live, trk.n, __ATOMIC_RELAXED);
+}
 
 uint64_t djx_weak_addr(jweak ref)
 {
@@ -49,7 +69,8 @@ int djx_track_add_locked(uint64_t tag, jweak ref, uint64_t addr)
 	trk.v[trk.n].ref = ref;
 	trk.v[trk.n].addr = addr;
 	trk.n++;
-	__atomic_add_fetch(&djx.n_tracked, 1, __ATOMIC_RELAXED);
+	set_live_locked();
+	djx_count(&djx_stats.tracked, 1);
 	return 0;
 }
 
@@ -60,7 +81,7 @@ size_t djx_track_count_locked(void)
 
 int djx_track_pending_locked(void)
 {
-	return trk.n != 0 && djx.gc_finishes != trk.scanned;
+	return trk.n != 0 && djx_epoch_finishes_locked() != trk.scanned;
 }
 
 int djx_track_addrs_locked(uint64_t *out, size_t max)
@@ -76,85 +97,77 @@ int djx_track_addrs_locked(uint64_t *out, size_t max)
  * caller to delete outside the lock), moved ones go into one RECONCILE
  * record. Returns 0 done with the chunk, 1 stop (a GC started or the
  * session ended), 2 the batch lacks room (the caller flushes and retries). */
-static int scan_chunk(size_t *pos, uint64_t epoch, jweak *dead, size_t *ndead, struct wbuf *w)
+static int scan_chunk(size_t *pos, uint64_t epoch, jweak *dead, size_t *ndead, uint64_t *moves)
 {
-	size_t end, start, nmoved = 0, countoff;
+	size_t end;
+	uint32_t nmoved = 0;
 
-	pthread_mutex_lock(&djx.mu);
-	if (djx.detached || djx.gc_starts != epoch || djx.gc_starts != djx.gc_finishes) {
-		pthread_mutex_unlock(&djx.mu);
+	djx_lock();
+	if (djx_detached_locked() || djx_epoch_starts_locked() != epoch || !djx_epoch_idle_locked()) {
+		djx_unlock();
 		return 1;
 	}
 	/* Worst case: every entry freed (24 bytes) or moved (16). */
-	if (djx.cur == NULL || djx.cur_len + SCAN_CHUNK * 24 + 64 > DJX_BUF_CAP - DJX_BUF_RESERVE) {
-		pthread_mutex_unlock(&djx.mu);
+	if (!djx_room_locked(SCAN_CHUNK * 24 + 64)) {
+		djx_unlock();
 		return 2;
 	}
-	w->len = 0;
-	w->err = 0;
-	start = wb_begin(w, REC_RECONCILE);
-	wb_u64(w, 0); /* time, stamped when appended */
-	countoff = w->len;
-	wb_u32(w, 0);
 	end = *pos + SCAN_CHUNK;
 	for (size_t i = *pos; i < trk.n && i < end;) {
 		struct trk *t = &trk.v[i];
 		uint64_t a = djx_weak_addr(t->ref);
 		if (a == 0) {
-			djx_free_at_locked(t->tag, djx.last_gc_end);
-			__atomic_add_fetch(&djx.n_frees, 1, __ATOMIC_RELAXED);
+			djx_emit_free_locked(t->tag, djx_epoch_last_end_locked());
+			djx_count(&djx_stats.frees, 1);
 			dead[(*ndead)++] = t->ref;
 			*t = trk.v[--trk.n];
 			end--; /* the entry swapped in counts against this chunk */
 			continue;
 		}
 		if (a != t->addr && djx_cfg->opt.reconcile) {
-			wb_u64(w, t->tag);
-			wb_u64(w, a);
+			moves[2 * nmoved] = t->tag;
+			moves[2 * nmoved + 1] = a;
 			nmoved++;
 		}
 		t->addr = a;
 		i++;
 	}
 	*pos = end < trk.n ? end : trk.n;
-	wb_end(w, start);
-	put_u32(w->p + countoff, (uint32_t)nmoved);
+	set_live_locked();
 	/* The last chunk's record goes out even when empty: it tells the
-	 * loader that the scan after this GC is complete. */
-	if ((nmoved > 0 || (*pos >= trk.n && djx_cfg->opt.reconcile)) && !w->err) {
-		/* Stamped last: the FREE records of this chunk went out first. */
-		put_u64(w->p + start + DJX_REC_HDR, djx_now_ns());
-		djx_append_locked(w->p, w->len, 1);
-		__atomic_add_fetch(&djx.n_reconciled, nmoved, __ATOMIC_RELAXED);
+	 * loader that the scan after this GC is complete. Stamped last: the
+	 * FREE records of this chunk went out first. */
+	if (nmoved > 0 || (*pos >= trk.n && djx_cfg->opt.reconcile)) {
+		djx_emit_reconcile_locked(moves, nmoved);
+		djx_count(&djx_stats.reconciled, nmoved);
 	}
-	pthread_mutex_unlock(&djx.mu);
+	djx_unlock();
 	return 0;
 }
 
-int djx_track_scan(JNIEnv *jni, int (*flush)(void))
+int djx_track_scan(JNIEnv *jni)
 {
 	uint64_t t0 = djx_now_ns(), epoch;
 	jweak dead[SCAN_CHUNK];
-	uint8_t mem[SCAN_CHUNK * 16 + 64];
-	struct wbuf w;
+	uint64_t moves[2 * SCAN_CHUNK];
 	size_t pos = 0;
 	int rc = 0, tries = 0;
 
-	pthread_mutex_lock(&djx.mu);
-	epoch = djx.gc_starts;
-	if (trk.n == 0 || djx.detached || djx.gc_finishes == trk.scanned || djx.gc_starts != djx.gc_finishes) {
-		pthread_mutex_unlock(&djx.mu);
+	djx_lock();
+	epoch = djx_epoch_starts_locked();
+	if (trk.n == 0 || djx_detached_locked() || djx_epoch_finishes_locked() == trk.scanned ||
+	    !djx_epoch_idle_locked()) {
+		djx_unlock();
 		return 0;
 	}
-	pthread_mutex_unlock(&djx.mu);
-	wb_init(&w, mem, sizeof mem, 1);
+	djx_unlock();
 	for (;;) {
 		size_t ndead = 0;
-		int r = scan_chunk(&pos, epoch, dead, &ndead, &w);
+		int r = scan_chunk(&pos, epoch, dead, &ndead, moves);
 		for (size_t i = 0; i < ndead; i++)
 			(*jni)->DeleteWeakGlobalRef(jni, dead[i]);
 		if (r == 2) {
-			if (tries++ > 0 || flush() != 0) {
+			if (tries++ > 0 || djx_flush(NULL) != 0) {
 				rc = -1;
 				break;
 			}
@@ -163,19 +176,19 @@ int djx_track_scan(JNIEnv *jni, int (*flush)(void))
 		tries = 0;
 		if (r == 1) {
 			/* A new GC (its finish asks for another scan) or the end. */
-			__atomic_add_fetch(&djx.n_rec_skipped, 1, __ATOMIC_RELAXED);
+			djx_count(&djx_stats.reconcile_skipped, 1);
 			break;
 		}
-		pthread_mutex_lock(&djx.mu);
+		djx_lock();
 		if (pos >= trk.n) {
 			trk.scanned = epoch;
-			pthread_mutex_unlock(&djx.mu);
-			__atomic_add_fetch(&djx.n_reconciles, 1, __ATOMIC_RELAXED);
+			djx_unlock();
+			djx_count(&djx_stats.reconciles, 1);
 			break;
 		}
-		pthread_mutex_unlock(&djx.mu);
+		djx_unlock();
 	}
-	__atomic_add_fetch(&djx.ns_reconcile, djx_now_ns() - t0, __ATOMIC_RELAXED);
+	djx_count(&djx_stats.reconcile_ns, djx_now_ns() - t0);
 	return rc;
 }
 
@@ -184,13 +197,13 @@ void djx_track_release(JNIEnv *jni)
 	struct trk *v;
 	size_t n;
 
-	pthread_mutex_lock(&djx.mu);
+	djx_lock();
 	v = trk.v;
 	n = trk.n;
 	trk.v = NULL;
 	trk.n = trk.cap = 0;
 	trk.scanned = 0;
-	pthread_mutex_unlock(&djx.mu);
+	djx_unlock();
 	if (jni != NULL)
 		for (size_t i = 0; i < n; i++)
 			(*jni)->DeleteWeakGlobalRef(jni, v[i].ref);

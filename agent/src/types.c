@@ -23,7 +23,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "djx.h"
+#include "emit.h"
+#include "epoch.h"
+#include "mset.h"
+#include "stats.h"
+#include "types.h"
+#include "util.h"
+#include "vmstructs.h"
+#include "writer.h"
 
 #define RELAXED __ATOMIC_RELAXED
 
@@ -35,8 +44,8 @@ static struct {
 	int klass_off;
 	uint32_t kbytes, kshift;
 	uint64_t kbase;
-	struct mset sent; /* guarded by djx.mu: (klass, signature) keys sent */
-	/* Guarded by djx.mu: klass words sent. A resend skips them without
+	struct mset sent; /* under the session lock: (klass, signature) keys sent */
+	/* Under the session lock: klass words sent. A resend skips them without
 	 * asking their signatures, most of its cost; a klass word reused after
 	 * an unloading is described again by its ClassPrepare. */
 	struct mset sent_klass;
@@ -44,31 +53,10 @@ static struct {
 
 /* Raw oop reads (a local handle's slot, the words of the object it holds)
  * are trusted only between two reads of the GC counters showing that no
- * stop-the-world GC ran or started meanwhile: HotSpot posts
- * GarbageCollectionStart in the pause before any object moves, and
- * collectors that move objects concurrently (ZGC, Shenandoah) are refused.
- * The local references keep the objects alive. */
-static int epoch_begin(uint64_t *s)
-{
-	int idle;
-
-	pthread_mutex_lock(&djx.mu);
-	*s = djx.gc_starts;
-	idle = djx.gc_starts == djx.gc_finishes && !djx.detached;
-	pthread_mutex_unlock(&djx.mu);
-	return idle ? 0 : -1;
-}
-
-static int epoch_same(uint64_t s)
-{
-	int same;
-
-	pthread_mutex_lock(&djx.mu);
-	same = djx.gc_starts == s && !djx.detached;
-	pthread_mutex_unlock(&djx.mu);
-	return same;
-}
-
+ * stop-the-world GC ran or started meanwhile (djx_epoch_begin and
+ * djx_epoch_same): HotSpot posts GarbageCollectionStart in the pause before
+ * any object moves, and collectors that move objects concurrently (ZGC,
+ * Shenandoah) are refused. The local references keep the objects alive. */
 static uintptr_t oop_of(jobject h)
 {
 	return h ? __atomic_load_n((uintptr_t *)h, RELAXED) : 0;
@@ -123,18 +111,18 @@ static int klasses_of(const jclass *ks, size_t n, uint64_t *out)
 
 	for (int tries = 0; tries < 20 && addr != NULL; tries++) {
 		uint64_t s;
-		if (epoch_begin(&s) == 0) {
+		if (djx_epoch_begin(&s) == 0) {
 			for (size_t i = 0; i < n; i++) {
 				uintptr_t m = oop_of(ks[i]);
 				addr[i] = m ? m + (uintptr_t)ty.klass_off : 0;
 			}
 			read_words(addr, n, out);
-			if (epoch_same(s)) {
+			if (djx_epoch_same(s)) {
 				rc = 0;
 				break;
 			}
 		}
-		if (__atomic_load_n(&djx.detached, __ATOMIC_ACQUIRE))
+		if (djx_detached())
 			break;
 		nanosleep(&nap, NULL);
 	}
@@ -165,13 +153,6 @@ static void *static_either(const char *type, const char *a, const char *b)
 	void *p = djx_vm_static(type, a);
 	return p ? p : djx_vm_static(type, b);
 }
-
-struct info {
-	int ok, fields;
-	char reason[200];
-	uint64_t oop_base, kbase;
-	uint32_t oop_shift, oop_bytes, kshift, kbytes;
-};
 
 static jclass find(jvmtiEnv *j, jclass *ks, char **sigs, jint n, const char *sig)
 {
@@ -244,35 +225,32 @@ static int box_fields_hold(jvmtiEnv *j, jclass *ks, char **sigs, jint n, uint32_
 	return checked > 0;
 }
 
-static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n, struct info *in)
+/* The JVM's layout from vmStructs: the mirror's klass offset, the
+ * compressed oops and klass encodings. 0, or -1 with in->reason. */
+static int vm_layout(jclass bk, struct djx_types_info *in)
 {
 	const int *koff = djx_vm_static("java_lang_Class", "_klass_offset");
 	const uint64_t *ob = static_either("CompressedOops", "_base", "_narrow_oop._base");
 	const int *os = static_either("CompressedOops", "_shift", "_narrow_oop._shift");
 	const uint64_t *kb = static_either("CompressedKlassPointers", "_base", "_narrow_klass._base");
 	const int *ksh = static_either("CompressedKlassPointers", "_shift", "_narrow_klass._shift");
-	int coops = djx_vm_flag("UseCompressedOops"), ccp = djx_vm_flag("UseCompressedClassPointers");
-	int compact = djx_vm_flag("UseCompactObjectHeaders");
-	jclass bk = find(j, ks, sigs, n, "[B"), ik = find(j, ks, sigs, n, "Ljava/lang/Integer;");
-	jobject arr = NULL, box = NULL;
-	jint st = 0;
-	uint32_t hdr;
+	int coops = djx_vm_flag("UseCompressedOops");
 
 	if (koff == NULL || ob == NULL || os == NULL || kb == NULL || ksh == NULL) {
 		snprintf(in->reason, sizeof in->reason, "vmStructs: java_lang_Class::_klass_offset or the compressed oops/klass bases not found");
-		return;
+		return -1;
 	}
 	if (djx_vm_flag("UseZGC") == 1 || djx_vm_flag("UseShenandoahGC") == 1) {
 		snprintf(in->reason, sizeof in->reason, "ZGC and Shenandoah move objects concurrently: the agent cannot read class mirrors safely");
-		return;
+		return -1;
 	}
-	if (!djx.gc_events) {
+	if (!djx_epoch_events()) {
 		snprintf(in->reason, sizeof in->reason, "no GC events: the agent cannot read class mirrors safely");
-		return;
+		return -1;
 	}
 	if (*koff <= 0 || *koff > 4096 || bk == NULL) {
 		snprintf(in->reason, sizeof in->reason, "java_lang_Class::_klass_offset %d or [B unusable", *koff);
-		return;
+		return -1;
 	}
 	ty.klass_off = *koff;
 	in->oop_bytes = coops == 0 ? 8 : 4;
@@ -280,6 +258,19 @@ static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n
 	in->oop_shift = coops == 0 ? 0 : (uint32_t)*os;
 	in->kbase = *kb;
 	in->kshift = (uint32_t)*ksh;
+	return 0;
+}
+
+/* The klass word's width in an object header: 4 or 8 bytes, found by
+ * decoding a byte[]'s (and an Integer's) header word both ways and
+ * comparing with their mirrors' Klass*; 0 when neither matches. */
+static uint32_t klass_width(jvmtiEnv *j, JNIEnv *jni, jclass bk, jclass ik, const struct djx_types_info *in)
+{
+	int ccp = djx_vm_flag("UseCompressedClassPointers");
+	jobject arr = NULL, box = NULL;
+	uint32_t kbytes = 0;
+	jint st = 0;
+
 	arr = (*jni)->NewByteArray(jni, 16);
 	/* AllocObject runs no constructor; an uninitialized class would run
 	 * its <clinit>, so only an initialized Integer is used. */
@@ -291,7 +282,7 @@ static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n
 		uint64_t s, kB, kI = 0, wB, wI = 0;
 		uint32_t nB, nI = 0;
 		int n4, n8;
-		if (epoch_begin(&s) != 0) {
+		if (djx_epoch_begin(&s) != 0) {
 			struct timespec nap = {.tv_nsec = 1000000};
 			nanosleep(&nap, NULL);
 			continue;
@@ -304,22 +295,34 @@ static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n
 			wI = read_word(oop_of(box) + 8);
 			nI = (uint32_t)wI;
 		}
-		if (!epoch_same(s))
+		if (!djx_epoch_same(s))
 			continue;
 		n4 = kB != 0 && in->kbase + ((uint64_t)nB << in->kshift) == kB &&
 		     (box == NULL || in->kbase + ((uint64_t)nI << in->kshift) == kI);
 		n8 = kB != 0 && wB == kB && (box == NULL || wI == kI);
 		/* Try the width the flag says first: a low Klass* could match both. */
 		if (ccp == 0 ? n8 : n4)
-			in->kbytes = ccp == 0 ? 8 : 4;
+			kbytes = ccp == 0 ? 8 : 4;
 		else if (ccp == 0 ? n4 : n8)
-			in->kbytes = ccp == 0 ? 4 : 8;
+			kbytes = ccp == 0 ? 4 : 8;
 		break;
 	}
 	if (arr != NULL)
 		(*jni)->DeleteLocalRef(jni, arr);
 	if (box != NULL)
 		(*jni)->DeleteLocalRef(jni, box);
+	return kbytes;
+}
+
+static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n, struct djx_types_info *in)
+{
+	int compact = djx_vm_flag("UseCompactObjectHeaders");
+	jclass bk = find(j, ks, sigs, n, "[B"), ik = find(j, ks, sigs, n, "Ljava/lang/Integer;");
+	uint32_t hdr;
+
+	if (vm_layout(bk, in) != 0)
+		return;
+	in->kbytes = klass_width(j, jni, bk, ik, in);
 	if (in->kbytes == 0) {
 		snprintf(in->reason, sizeof in->reason,
 			 "self-check: the word at object+8 is not the class mirror's Klass*%s",
@@ -339,42 +342,15 @@ static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n
 		snprintf(in->reason, sizeof in->reason, "self-check: jfieldIDs do not hold field offsets: class names only, no fields");
 }
 
-static void send_info(const struct info *in)
-{
-	uint8_t mem[512];
-	struct wbuf w;
-	size_t start;
-
-	wb_init(&w, mem, sizeof mem, 1);
-	start = wb_begin(&w, REC_TYPES_INFO);
-	wb_u32(&w, (in->ok ? 1u : 0u) | (in->fields ? 2u : 0u));
-	wb_str(&w, in->reason);
-	wb_u64(&w, in->oop_base);
-	wb_u32(&w, in->oop_shift);
-	wb_u32(&w, in->oop_bytes);
-	wb_u64(&w, in->kbase);
-	wb_u32(&w, in->kshift);
-	wb_u32(&w, in->kbytes);
-	wb_end(&w, start);
-	pthread_mutex_lock(&djx.mu);
-	if (!djx.detached && !w.err && djx_append_locked(w.p, w.len, 1) != 0)
-		__atomic_add_fetch(&djx.n_dropped, 1, RELAXED);
-	pthread_mutex_unlock(&djx.mu);
-}
-
-struct fld {
-	uint32_t off;
-	char *name, *sig;
-};
-
 static int cmp_fld(const void *a, const void *b)
 {
-	uint32_t x = ((const struct fld *)a)->off, y = ((const struct fld *)b)->off;
+	uint32_t x = ((const struct djx_field *)a)->off, y = ((const struct djx_field *)b)->off;
 	return x < y ? -1 : x > y;
 }
 
-/* Adds c's instance fields to *fs; -1 when c is not prepared. */
-static int class_fields(jvmtiEnv *j, jclass c, struct fld **fs, size_t *n, size_t *cap)
+/* Adds c's instance fields to *fs; -1 when c is not prepared. The names
+ * are JVMTI's, for the caller to deallocate. */
+static int class_fields(jvmtiEnv *j, jclass c, struct djx_field **fs, size_t *n, size_t *cap)
 {
 	jfieldID *ids = NULL;
 	jint nids = 0;
@@ -382,35 +358,37 @@ static int class_fields(jvmtiEnv *j, jclass c, struct fld **fs, size_t *n, size_
 	if ((*j)->GetClassFields(j, c, &nids, &ids) != JVMTI_ERROR_NONE)
 		return -1;
 	for (jint i = 0; i < nids && *n < DJX_CLASS_MAX_FIELDS; i++) {
-		struct fld f = {0, NULL, NULL};
+		char *name = NULL, *sig = NULL;
+		uint32_t off;
 		jint mods = 0;
 		if ((*j)->GetFieldModifiers(j, c, ids[i], &mods) != JVMTI_ERROR_NONE || (mods & 0x0008))
 			continue;
-		if (fid_offset(ids[i], &f.off) != 0 || (*j)->GetFieldName(j, c, ids[i], &f.name, &f.sig, NULL) != JVMTI_ERROR_NONE)
+		if (fid_offset(ids[i], &off) != 0 || (*j)->GetFieldName(j, c, ids[i], &name, &sig, NULL) != JVMTI_ERROR_NONE)
 			continue;
 		if (*n == *cap) {
 			size_t nc = *cap ? *cap * 2 : 16;
-			struct fld *p = realloc(*fs, nc * sizeof *p);
+			struct djx_field *p = realloc(*fs, nc * sizeof *p);
 			if (p == NULL) {
-				djx_dealloc(j, f.name);
-				djx_dealloc(j, f.sig);
+				djx_dealloc(j, name);
+				djx_dealloc(j, sig);
 				break;
 			}
 			*fs = p;
 			*cap = nc;
 		}
-		(*fs)[(*n)++] = f;
+		(*fs)[(*n)++] = (struct djx_field){off, name, sig};
 	}
 	djx_dealloc(j, ids);
 	return 0;
 }
 
-/* Builds the CLASS record of k (signature sig, Klass* klass) into w:
- * 0, or -1 when k is not prepared yet (its ClassPrepare comes later). */
-static int build_class(jvmtiEnv *j, JNIEnv *jni, jclass k, const char *sig, uint64_t klass, struct wbuf *w)
+/* Sends the CLASS record of k (signature sig, Klass* klass), flushing
+ * only on the writer thread: djx_emit_class's 0, 1 or -1, or 2 when k is
+ * not prepared yet (its ClassPrepare comes later). */
+static int send_class(jvmtiEnv *j, JNIEnv *jni, jclass k, const char *sig, uint64_t klass, int flushing)
 {
-	struct fld *fs = NULL;
-	size_t n = 0, cap = 0, start;
+	struct djx_field *fs = NULL;
+	size_t n = 0, cap = 0;
 	uint64_t nk = 0;
 	jboolean iface = 0;
 	int rc = 0;
@@ -434,22 +412,14 @@ static int build_class(jvmtiEnv *j, JNIEnv *jni, jclass k, const char *sig, uint
 	if (ty.kbytes == 4 && klass >= ty.kbase && ((klass - ty.kbase) >> ty.kshift) <= 0xffffffffull)
 		nk = (klass - ty.kbase) >> ty.kshift;
 	if (rc == 0) {
-		start = wb_begin(w, REC_CLASS);
-		wb_u64(w, 0); /* time, stamped when appended */
-		wb_u64(w, klass);
-		wb_u32(w, (uint32_t)nk);
-		wb_str(w, sig);
-		wb_u32(w, (uint32_t)n);
-		for (size_t i = 0; i < n; i++) {
-			wb_u32(w, fs[i].off);
-			wb_str(w, fs[i].name);
-			wb_str(w, fs[i].sig);
-		}
-		wb_end(w, start);
+		struct djx_class c = {.klass = klass, .narrow = (uint32_t)nk, .sig = sig, .nfields = n, .fields = fs};
+		rc = djx_emit_class(&c, flushing);
+	} else {
+		rc = 2;
 	}
 	for (size_t i = 0; i < n; i++) {
-		djx_dealloc(j, fs[i].name);
-		djx_dealloc(j, fs[i].sig);
+		djx_dealloc(j, (char *)fs[i].name);
+		djx_dealloc(j, (char *)fs[i].sig);
 	}
 	free(fs);
 	return rc;
@@ -460,44 +430,20 @@ static int sent_in(const struct mset *s, uint64_t key)
 {
 	int has;
 
-	pthread_mutex_lock(&djx.mu);
+	djx_lock();
 	has = mset_has(s, key);
-	pthread_mutex_unlock(&djx.mu);
+	djx_unlock();
 	return has;
 }
 
 static void mark_sent(uint64_t key, uint64_t klass)
 {
-	pthread_mutex_lock(&djx.mu);
-	if (!djx.detached) {
+	djx_lock();
+	if (!djx_detached_locked()) {
 		mset_add(&ty.sent, key); /* on OOM it is just resent */
 		mset_add(&ty.sent_klass, klass);
 	}
-	pthread_mutex_unlock(&djx.mu);
-}
-
-/* The writer appends, flushing when the batch is full: 0, -1 session over. */
-static int append_flushing(struct wbuf *w, int (*flush)(void))
-{
-	for (int tries = 0; tries < 2; tries++) {
-		int room;
-		pthread_mutex_lock(&djx.mu);
-		if (djx.detached || djx.cur == NULL) {
-			pthread_mutex_unlock(&djx.mu);
-			return -1;
-		}
-		room = djx.cur_len + w->len <= DJX_BUF_CAP - DJX_BUF_RESERVE;
-		if (room) {
-			put_u64(w->p + DJX_REC_HDR, djx_now_ns());
-			djx_append_locked(w->p, w->len, 1);
-		}
-		pthread_mutex_unlock(&djx.mu);
-		if (room)
-			return 0;
-		if (flush() != 0)
-			return -1;
-	}
-	return -1;
+	djx_unlock();
 }
 
 /* Loaded classes and their signatures; frees with free_loaded. */
@@ -536,50 +482,43 @@ static void free_loaded(jvmtiEnv *j, JNIEnv *jni, struct loaded *l)
 }
 
 /* Sends a CLASS for every loaded class not sent yet; -1 session over. */
-static int send_unsent(JNIEnv *jni, int (*flush)(void))
+static int send_unsent(JNIEnv *jni)
 {
 	jvmtiEnv *j = djx_cfg->jvmti;
 	struct loaded l;
 	uint64_t *kl = NULL;
-	uint8_t mem[4096];
-	struct wbuf w;
 	int rc = 0;
 
 	if (get_loaded(j, &l, 0) != 0 || (kl = malloc(((size_t)l.n + 1) * sizeof *kl)) == NULL ||
 	    klasses_of(l.ks, (size_t)l.n, kl) != 0)
 		goto out;
-	wb_init(&w, mem, sizeof mem, 0);
 	for (jint i = 0; i < l.n && rc == 0; i++) {
 		uint64_t key;
+		int sent;
 		if (kl[i] == 0 || sent_in(&ty.sent_klass, kl[i]) ||
 		    (*j)->GetClassSignature(j, l.ks[i], &l.sigs[i], NULL) != JVMTI_ERROR_NONE || l.sigs[i] == NULL ||
 		    sent_in(&ty.sent, key = key_of(kl[i], l.sigs[i])))
 			continue;
-		w.len = 0;
-		if (build_class(j, jni, l.ks[i], l.sigs[i], kl[i], &w) != 0)
-			continue;
-		if (w.err) {
-			__atomic_add_fetch(&djx.n_classes_dropped, 1, RELAXED);
-			w.err = 0;
-			continue;
-		}
-		rc = append_flushing(&w, flush);
-		if (rc == 0) {
+		sent = send_class(j, jni, l.ks[i], l.sigs[i], kl[i], 1);
+		if (sent == 0) {
 			mark_sent(key, kl[i]);
-			__atomic_add_fetch(&djx.n_classes_sent, 1, RELAXED);
+			djx_count(&djx_stats.classes_sent, 1);
+		} else if (sent == 1) {
+			djx_count(&djx_stats.classes_dropped, 1);
+		} else if (sent < 0) {
+			rc = -1;
 		}
 	}
-	wb_free(&w);
 out:
 	free(kl);
 	free_loaded(j, jni, &l);
 	return rc;
 }
 
-int djx_types_start(JNIEnv *jni, int (*flush)(void))
+int djx_types_start(JNIEnv *jni)
 {
 	jvmtiEnv *j = djx_cfg->jvmti;
-	struct info in;
+	struct djx_types_info in;
 	struct loaded l;
 	uint64_t t0 = djx_now_ns();
 	jvmtiError e;
@@ -607,24 +546,24 @@ int djx_types_start(JNIEnv *jni, int (*flush)(void))
 			ty.events = 1;
 		}
 	}
-	send_info(&in);
+	djx_emit_types_info(&in);
 	if (!in.ok)
 		return 0;
 	__atomic_store_n(&ty.on, 1, __ATOMIC_RELEASE);
-	rc = send_unsent(jni, flush);
-	__atomic_add_fetch(&djx.ns_types, djx_now_ns() - t0, RELAXED);
+	rc = send_unsent(jni);
+	djx_count(&djx_stats.types_ns, djx_now_ns() - t0);
 	return rc;
 }
 
-int djx_types_resend(JNIEnv *jni, int (*flush)(void))
+int djx_types_resend(JNIEnv *jni)
 {
 	uint64_t t0 = djx_now_ns();
 	int rc;
 
 	if (!__atomic_load_n(&ty.on, __ATOMIC_ACQUIRE))
 		return 0;
-	rc = send_unsent(jni, flush);
-	__atomic_add_fetch(&djx.ns_types, djx_now_ns() - t0, RELAXED);
+	rc = send_unsent(jni);
+	djx_count(&djx_stats.types_ns, djx_now_ns() - t0);
 	return rc;
 }
 
@@ -633,9 +572,8 @@ int djx_types_resend(JNIEnv *jni, int (*flush)(void))
 void djx_types_prepare(jvmtiEnv *j, JNIEnv *jni, jclass k)
 {
 	uint64_t t0 = djx_now_ns(), klass = 0;
-	uint8_t mem[2048];
-	struct wbuf w;
 	char *sig = NULL;
+	int sent;
 
 	__atomic_add_fetch(&ty.inflight, 1, __ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(&ty.on, __ATOMIC_SEQ_CST) || jni == NULL)
@@ -643,37 +581,34 @@ void djx_types_prepare(jvmtiEnv *j, JNIEnv *jni, jclass k)
 	if ((*j)->GetClassSignature(j, k, &sig, NULL) != JVMTI_ERROR_NONE || sig == NULL ||
 	    klasses_of(&k, 1, &klass) != 0 || klass == 0)
 		goto out;
-	wb_init(&w, mem, sizeof mem, 0);
-	if (build_class(j, jni, k, sig, klass, &w) == 0) {
-		if (!w.err && djx_emit(jni, NULL, 0, w.p, w.len, DJX_REC_HDR) == 0) {
-			mark_sent(key_of(klass, sig), klass);
-			__atomic_add_fetch(&djx.n_classes_sent, 1, RELAXED);
-		} else {
-			__atomic_add_fetch(&djx.n_classes_dropped, 1, RELAXED);
-		}
+	sent = send_class(j, jni, k, sig, klass, 0);
+	if (sent == 0) {
+		mark_sent(key_of(klass, sig), klass);
+		djx_count(&djx_stats.classes_sent, 1);
+	} else if (sent != 2) {
+		djx_count(&djx_stats.classes_dropped, 1);
 	}
-	wb_free(&w);
 out:
 	djx_dealloc(j, sig);
-	__atomic_add_fetch(&djx.ns_types, djx_now_ns() - t0, RELAXED);
+	djx_count(&djx_stats.types_ns, djx_now_ns() - t0);
 	__atomic_sub_fetch(&ty.inflight, 1, __ATOMIC_ACQ_REL);
 }
 
 /* Session end, on the writer before the GC events go off: no callback may
  * still be reading oops when the GC counters stop moving. */
-void djx_types_release(jvmtiEnv *j)
+void djx_types_release(jvmtiEnv *j, int keep_class_prepare)
 {
 	struct timespec nap = {.tv_nsec = 1000000};
 
 	__atomic_store_n(&ty.on, 0, __ATOMIC_SEQ_CST);
-	if (ty.events && !djx.class_events)
+	if (ty.events && !keep_class_prepare)
 		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_CLASS_PREPARE, NULL);
 	ty.events = 0;
 	for (int i = 0; i < 1000 && __atomic_load_n(&ty.inflight, __ATOMIC_SEQ_CST) > 0; i++)
 		nanosleep(&nap, NULL);
 }
 
-/* teardown, mu held. */
+/* Session end, lock held. */
 void djx_types_reset_locked(void)
 {
 	mset_free(&ty.sent);

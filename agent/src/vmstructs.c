@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "djx.h"
+#include "vmstructs.h"
 
 #define VM_MAX_ENTRIES 100000 /* JDK 25 has ~3000 structs entries: a bound against a bad table */
 

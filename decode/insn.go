@@ -78,7 +78,7 @@ type insn struct {
 	deadREX bool
 }
 
-// Immediate kinds of the one-byte opcode map.
+// Immediate kinds of the legacy opcode maps.
 const (
 	imNone  = iota
 	im8     // 1 byte
@@ -88,6 +88,7 @@ const (
 	imMoffs // 8 bytes, 4 with 0x67
 	imV     // MOV r, imm: 8 with REX.W, else Z
 	imGrp3  // F6/F7: imm only for /0 and /1
+	imSSE4a // 0F 78: EXTRQ/INSERTQ (66, F2) carry two imm8, VMREAD none
 	imBad   // invalid in 64-bit mode
 )
 
@@ -99,100 +100,115 @@ var (
 	tab0F [256]uint8 // 0F map
 )
 
-func init() {
-	set := func(t *[256]uint8, lo, hi int, v uint8) {
-		for i := lo; i <= hi; i++ {
-			t[i] = v
-		}
-	}
-	// One-byte map. ALU blocks 00-3F: x0-x3 ModRM, x4 imm8, x5 immz.
-	for b := 0; b < 0x40; b += 8 {
-		set(&tab1, b, b+3, hasModRM)
-		tab1[b+4] = im8
-		tab1[b+5] = imZ
-		tab1[b+6] = imBad
-		tab1[b+7] = imBad
-	}
-	for _, b := range []int{0x26, 0x2e, 0x36, 0x3e} { // prefixes, never reached
-		tab1[b] = imBad
-	}
-	tab1[0x0f] = imBad // escape, handled separately
-	set(&tab1, 0x60, 0x62, imBad)
-	tab1[0x63] = hasModRM
-	tab1[0x68] = imZ
-	tab1[0x69] = hasModRM | imZ
-	tab1[0x6a] = im8
-	tab1[0x6b] = hasModRM | im8
-	set(&tab1, 0x70, 0x7f, im8)
-	tab1[0x80] = hasModRM | im8
-	tab1[0x81] = hasModRM | imZ
-	tab1[0x82] = imBad
-	tab1[0x83] = hasModRM | im8
-	set(&tab1, 0x84, 0x8f, hasModRM)
-	tab1[0x9a] = imBad
-	set(&tab1, 0xa0, 0xa3, imMoffs)
-	tab1[0xa8] = im8
-	tab1[0xa9] = imZ
-	set(&tab1, 0xb0, 0xb7, im8)
-	set(&tab1, 0xb8, 0xbf, imV)
-	tab1[0xc0] = hasModRM | im8
-	tab1[0xc1] = hasModRM | im8
-	tab1[0xc2] = im16
-	tab1[0xc4] = imBad // VEX, handled separately
-	tab1[0xc5] = imBad
-	tab1[0xc6] = hasModRM | im8
-	tab1[0xc7] = hasModRM | imZ
-	tab1[0xc8] = im16_8
-	tab1[0xca] = im16
-	tab1[0xcd] = im8
-	tab1[0xce] = imBad
-	set(&tab1, 0xd0, 0xd3, hasModRM)
-	set(&tab1, 0xd4, 0xd6, imBad)
-	set(&tab1, 0xd8, 0xdf, hasModRM)
-	set(&tab1, 0xe0, 0xe7, im8)
-	tab1[0xe8] = imZ // rel32 (0x66 handled in decode)
-	tab1[0xe9] = imZ
-	tab1[0xea] = imBad
-	tab1[0xeb] = im8
-	tab1[0xf6] = hasModRM | imGrp3
-	tab1[0xf7] = hasModRM | imGrp3
-	tab1[0xfe] = hasModRM
-	tab1[0xff] = hasModRM
+// opRange gives the opcodes lo..hi one property byte.
+type opRange struct {
+	lo, hi uint8
+	props  uint8
+}
 
-	// 0F map.
-	set(&tab0F, 0x00, 0x03, hasModRM)
-	tab0F[0x04] = imBad
-	tab0F[0x0a] = imBad
-	set(&tab0F, 0x0c, 0x0c, imBad)
-	tab0F[0x0d] = hasModRM
-	tab0F[0x0f] = hasModRM | im8 // 3DNow!: opcode suffix byte
-	set(&tab0F, 0x10, 0x23, hasModRM)
-	set(&tab0F, 0x24, 0x27, imBad)
-	set(&tab0F, 0x28, 0x2f, hasModRM)
-	tab0F[0x36] = imBad
-	set(&tab0F, 0x38, 0x3f, imBad) // 38/3A escapes handled separately
-	set(&tab0F, 0x40, 0x6f, hasModRM)
-	set(&tab0F, 0x70, 0x73, hasModRM|im8)
-	set(&tab0F, 0x74, 0x76, hasModRM)
-	set(&tab0F, 0x78, 0x79, hasModRM)
-	set(&tab0F, 0x7a, 0x7b, imBad)
-	set(&tab0F, 0x7c, 0x7f, hasModRM)
-	set(&tab0F, 0x80, 0x8f, imZ) // jcc rel32
-	set(&tab0F, 0x90, 0x9f, hasModRM)
-	tab0F[0xa3] = hasModRM
-	tab0F[0xa4] = hasModRM | im8
-	tab0F[0xa5] = hasModRM
-	set(&tab0F, 0xa6, 0xa7, imBad)
-	tab0F[0xab] = hasModRM
-	tab0F[0xac] = hasModRM | im8
-	set(&tab0F, 0xad, 0xb9, hasModRM)
-	tab0F[0xba] = hasModRM | im8
-	set(&tab0F, 0xbb, 0xc1, hasModRM)
-	tab0F[0xc2] = hasModRM | im8
-	tab0F[0xc3] = hasModRM
-	set(&tab0F, 0xc4, 0xc6, hasModRM|im8)
-	tab0F[0xc7] = hasModRM
-	set(&tab0F, 0xd0, 0xff, hasModRM)
+// props1 and props0F fill tab1 (after its ALU blocks) and tab0F in order,
+// so a later range overrides an earlier one; opcodes listed nowhere are 0:
+// no ModRM, no immediate.
+var (
+	props1 = [...]opRange{
+		{0x26, 0x26, imBad}, {0x2e, 0x2e, imBad}, {0x36, 0x36, imBad}, {0x3e, 0x3e, imBad}, // prefixes, never reached
+		{0x0f, 0x0f, imBad}, // escape, handled separately
+		{0x60, 0x62, imBad},
+		{0x63, 0x63, hasModRM},
+		{0x68, 0x68, imZ},
+		{0x69, 0x69, hasModRM | imZ},
+		{0x6a, 0x6a, im8},
+		{0x6b, 0x6b, hasModRM | im8},
+		{0x70, 0x7f, im8},
+		{0x80, 0x80, hasModRM | im8},
+		{0x81, 0x81, hasModRM | imZ},
+		{0x82, 0x82, imBad},
+		{0x83, 0x83, hasModRM | im8},
+		{0x84, 0x8f, hasModRM},
+		{0x9a, 0x9a, imBad},
+		{0xa0, 0xa3, imMoffs},
+		{0xa8, 0xa8, im8},
+		{0xa9, 0xa9, imZ},
+		{0xb0, 0xb7, im8},
+		{0xb8, 0xbf, imV},
+		{0xc0, 0xc1, hasModRM | im8},
+		{0xc2, 0xc2, im16},
+		{0xc4, 0xc5, imBad}, // VEX, handled separately
+		{0xc6, 0xc6, hasModRM | im8},
+		{0xc7, 0xc7, hasModRM | imZ},
+		{0xc8, 0xc8, im16_8},
+		{0xca, 0xca, im16},
+		{0xcd, 0xcd, im8},
+		{0xce, 0xce, imBad},
+		{0xd0, 0xd3, hasModRM},
+		{0xd4, 0xd6, imBad},
+		{0xd8, 0xdf, hasModRM},
+		{0xe0, 0xe7, im8},
+		{0xe8, 0xe9, imZ}, // rel32 (0x66 handled in decode)
+		{0xea, 0xea, imBad},
+		{0xeb, 0xeb, im8},
+		{0xf6, 0xf7, hasModRM | imGrp3},
+		{0xfe, 0xff, hasModRM},
+	}
+	props0F = [...]opRange{
+		{0x00, 0x03, hasModRM},
+		{0x04, 0x04, imBad},
+		{0x0a, 0x0a, imBad},
+		{0x0c, 0x0c, imBad},
+		{0x0d, 0x0d, hasModRM},
+		{0x0f, 0x0f, hasModRM | im8}, // 3DNow!: opcode suffix byte
+		{0x10, 0x23, hasModRM},
+		{0x24, 0x27, imBad},
+		{0x28, 0x2f, hasModRM},
+		{0x36, 0x36, imBad},
+		{0x38, 0x3f, imBad}, // 38/3A escapes handled separately
+		{0x40, 0x6f, hasModRM},
+		{0x70, 0x73, hasModRM | im8},
+		{0x74, 0x76, hasModRM},
+		{0x78, 0x78, hasModRM | imSSE4a},
+		{0x79, 0x79, hasModRM},
+		{0x7a, 0x7b, imBad},
+		{0x7c, 0x7f, hasModRM},
+		{0x80, 0x8f, imZ}, // jcc rel32
+		{0x90, 0x9f, hasModRM},
+		{0xa3, 0xa3, hasModRM},
+		{0xa4, 0xa4, hasModRM | im8},
+		{0xa5, 0xa5, hasModRM},
+		{0xa6, 0xa7, imBad},
+		{0xab, 0xab, hasModRM},
+		{0xac, 0xac, hasModRM | im8},
+		{0xad, 0xb9, hasModRM},
+		{0xba, 0xba, hasModRM | im8},
+		{0xbb, 0xc1, hasModRM},
+		{0xc2, 0xc2, hasModRM | im8},
+		{0xc3, 0xc3, hasModRM},
+		{0xc4, 0xc6, hasModRM | im8},
+		{0xc7, 0xc7, hasModRM},
+		{0xd0, 0xff, hasModRM},
+	}
+)
+
+func init() {
+	// One-byte map, ALU blocks 00-3F: x0-x3 ModRM, x4 imm8, x5 immz, x6-x7
+	// invalid in 64-bit mode.
+	for b := 0; b < 0x40; b += 8 {
+		for i := b; i <= b+3; i++ {
+			tab1[i] = hasModRM
+		}
+		tab1[b+4], tab1[b+5], tab1[b+6], tab1[b+7] = im8, imZ, imBad, imBad
+	}
+	for _, r := range props1 {
+		fill(&tab1, r)
+	}
+	for _, r := range props0F {
+		fill(&tab0F, r)
+	}
+}
+
+func fill(t *[256]uint8, r opRange) {
+	for i := int(r.lo); i <= int(r.hi); i++ {
+		t[i] = r.props
+	}
 }
 
 // decode decodes the first instruction in b. It reports false for invalid,
@@ -202,33 +218,7 @@ func (x *insn) decode(b []byte) bool {
 	if len(b) > 15 {
 		b = b[:15]
 	}
-	var rex, rep byte
-	lock := false
-	i := 0
-prefixes:
-	for ; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case c == 0x26 || c == 0x2e || c == 0x36 || c == 0x3e || c == 0x64 || c == 0x65:
-			x.seg = c
-		case c == 0x66:
-			x.has66 = true
-		case c == 0x67:
-			x.addr32 = true
-		case c == 0xf0:
-			lock = true
-		case c == 0xf2 || c == 0xf3:
-			rep = c
-		case c&0xf0 == 0x40:
-			x.deadREX = x.deadREX || rex != 0
-			rex = c
-			continue // a REX byte counts only if the opcode follows it
-		default:
-			break prefixes
-		}
-		x.deadREX = x.deadREX || rex != 0
-		rex = 0
-	}
+	i, rex, rep, lock := x.prefixes(b)
 	if i >= len(b) {
 		return false
 	}
@@ -259,45 +249,94 @@ prefixes:
 	}
 	i++
 	x.op = c
-	var props uint8
+	props, ok := tab1[c], true
 	if c == 0x0f {
-		if i >= len(b) {
+		if i, props, ok = x.escape(b, i); !ok {
 			return false
 		}
-		c = b[i]
-		i++
-		switch c {
-		case 0x38:
-			x.mapSel = map38
-			props = hasModRM
-		case 0x3a:
-			x.mapSel = map3A
-			props = hasModRM | im8
-		default:
-			x.mapSel = map0F
-			props = tab0F[c]
-		}
-		if x.mapSel != map0F {
-			if i >= len(b) {
-				return false
-			}
-			c = b[i]
-			i++
-		}
-		x.op = c
-	} else {
-		props = tab1[c]
 	}
 	imm := props &^ hasModRM
 	if imm == imBad {
 		return false
 	}
 	if props&hasModRM != 0 {
-		var ok bool
 		if i, ok = x.modRM(b, i, rex&4 != 0, rex&2 != 0, rex&1 != 0); !ok {
 			return false
 		}
 	}
+	if imm != imNone {
+		if i, ok = x.immediate(b, i, imm); !ok {
+			return false
+		}
+	}
+	x.n = i
+	x.implicitOperands(rex)
+	x.legacySize()
+	return true
+}
+
+// prefixes reads the legacy prefixes and a REX byte; i is where the opcode
+// starts.
+func (x *insn) prefixes(b []byte) (i int, rex, rep byte, lock bool) {
+prefixes:
+	for ; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == 0x26 || c == 0x2e || c == 0x36 || c == 0x3e || c == 0x64 || c == 0x65:
+			x.seg = c
+		case c == 0x66:
+			x.has66 = true
+		case c == 0x67:
+			x.addr32 = true
+		case c == 0xf0:
+			lock = true
+		case c == 0xf2 || c == 0xf3:
+			rep = c
+		case c&0xf0 == 0x40:
+			x.deadREX = x.deadREX || rex != 0
+			rex = c
+			continue // a REX byte counts only if the opcode follows it
+		default:
+			break prefixes
+		}
+		x.deadREX = x.deadREX || rex != 0
+		rex = 0
+	}
+	return i, rex, rep, lock
+}
+
+// escape reads the opcode after 0F at b[i], through the 38 and 3A escapes;
+// it sets mapSel and op and returns the opcode's properties.
+func (x *insn) escape(b []byte, i int) (int, uint8, bool) {
+	if i >= len(b) {
+		return 0, 0, false
+	}
+	c := b[i]
+	i++
+	var props uint8
+	switch c {
+	case 0x38:
+		x.mapSel = map38
+		props = hasModRM
+	case 0x3a:
+		x.mapSel = map3A
+		props = hasModRM | im8
+	default:
+		x.mapSel = map0F
+		x.op = c
+		return i, tab0F[c], true
+	}
+	if i >= len(b) {
+		return 0, 0, false
+	}
+	x.op = b[i]
+	return i + 1, props, true
+}
+
+// immediate skips the immediate of kind imm at b[i] (a moffs is the memory
+// operand's address) and returns the instruction's end.
+func (x *insn) immediate(b []byte, i int, imm uint8) (int, bool) {
+	c := x.op
 	switch imm {
 	case im8:
 		i++
@@ -317,7 +356,7 @@ prefixes:
 			n = 4
 		}
 		if i+n > len(b) {
-			return false
+			return 0, false
 		}
 		var v uint64
 		for k := n - 1; k >= 0; k-- {
@@ -345,16 +384,19 @@ prefixes:
 				i += 4
 			}
 		}
+	case imSSE4a:
+		if x.pp == 1 || x.pp == 3 {
+			i += 2
+		}
 	}
-	// SSE4a EXTRQ/INSERTQ carry two imm8.
-	if x.mapSel == map0F && c == 0x78 && (x.pp == 1 || x.pp == 3) {
-		i += 2
-	}
-	if i > len(b) {
-		return false
-	}
-	x.n = i
-	if !x.modrm { // opcode-embedded register (push, xchg, bswap, ...)
+	return i, i <= len(b)
+}
+
+// implicitOperands sets the register an opcode embeds (push, xchg, bswap,
+// ...) and the implicit memory operand of string instructions.
+func (x *insn) implicitOperands(rex byte) {
+	c := x.op
+	if !x.modrm {
 		x.rm = c & 7
 		if rex&1 != 0 {
 			x.rm |= 8
@@ -370,8 +412,6 @@ prefixes:
 			x.base = 7
 		}
 	}
-	x.legacySize()
-	return true
 }
 
 // modRM parses ModRM, SIB and displacement starting at b[i].

@@ -31,6 +31,7 @@
 #include "epoch.h"
 #include "stats.h"
 #include "track.h"
+#include "util.h"
 #include "writer.h"
 
 /* The holder walks' pause per heap object, measured on JDK 17 and 25 with
@@ -44,23 +45,6 @@
  * allocated. */
 #define RECENSUS_SHARE 400u
 #define RECENSUS_START_NS 20000000ull
-
-struct census cs;
-
-int census_over(void)
-{
-	if (cs.deadline != 0 && djx_now_ns() > cs.deadline) {
-		cs.aborted = 1;
-		return 1;
-	}
-	/* The loader asked to stop (Ctrl-C) or went away: the writer thread
-	 * reads the command later. */
-	if (djx_writer_quit_pending()) {
-		cs.cancelled = 1;
-		return 1;
-	}
-	return 0;
-}
 
 /* Phase 1. */
 static jint JNICALL iter_cb(jlong class_tag, jlong size, jlong *tag_ptr, jint length, void *ud)

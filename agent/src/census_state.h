@@ -89,7 +89,7 @@ struct census {
 	/* Counters. */
 	uint64_t heap_objects, heap_bytes, targets, reached, unplaced, capped, strays;
 };
-extern struct census cs;
+extern struct census cs; /* census_state.c */
 
 int census_over(void); /* the pause budget passed, or the loader asked to stop */
 

@@ -15,6 +15,7 @@
 #include "mset.h"
 #include "stats.h"
 #include "util.h"
+#include "wbuf.h"
 #include "writer.h"
 
 #define MAX_ERRORS 32                /* ERROR records per session */

@@ -19,7 +19,7 @@ struct djx_stats {
 	uint64_t census_ns;
 	uint64_t classes_sent, classes_dropped, types_ns;
 };
-extern struct djx_stats djx_stats; /* writer.c */
+extern struct djx_stats djx_stats;
 
 static inline uint64_t djx_count(uint64_t *c, uint64_t n)
 {

@@ -4,16 +4,15 @@
  * weak reference. After each GC the writer reads every reference's slot:
  * a cleared slot is a dead object (FREE), a changed one a move (RECONCILE).
  * That is O(tracked) per GC with a few ns per object, where HotSpot's
- * GetObjectsWithTags costs O(tagged x requested). The slot is read raw, as
- * the old reconciliation read handles: right for Serial, Parallel and G1,
- * whose moves all happen inside the pauses the GC events bracket; reads
+ * GetObjectsWithTags costs O(tagged x requested). The slot is read raw:
+ * right for Serial, Parallel and G1, whose moves all happen inside the
+ * pauses the GC events bracket; reads
  * happen under the session lock with no GC in progress, and
  * GarbageCollectionStart takes the lock before anything moves. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
-#include "djx.h"
 #include "emit.h"
 #include "epoch.h"
 #include "stats.h"

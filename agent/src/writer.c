@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "djx.h"
 #include "stats.h"
 #include "util.h"
 #include "wbuf.h"
@@ -24,8 +25,6 @@
 #define STOP_DEADLINE_NS 1500000000ull /* VMDeath waits 2 s for the final flush */
 #define SEND_SLOW_NS 100000000ull      /* callbacks stop waiting for buffer space */
 #define SEND_STALL_NS 5000000000ull    /* the session ends */
-
-struct djx_stats djx_stats;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 

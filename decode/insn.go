@@ -486,86 +486,34 @@ func (x *insn) modRM(b []byte, i int, r, xb, bb bool) (int, bool) {
 	return i + dispLen, true
 }
 
+// vexBits are the VEX/EVEX prefix bits decodeVEX applies after ModRM:
+// the inverted R, X, B (and EVEX R') extensions and the vector length code.
+type vexBits struct {
+	r, xb, bb, rp bool
+	lcode         uint8
+}
+
 // decodeVEX decodes a VEX (C4/C5) or EVEX (62) instruction whose prefix is at
 // b[i].
 func (x *insn) decodeVEX(b []byte, i int) bool {
-	var r, xb, bb, rp, vp bool
-	var lcode uint8
-	switch b[i] {
-	case 0xc5:
-		if i+1 >= len(b) {
-			return false
-		}
-		p := b[i+1]
-		x.enc = encVEX
-		r = p&0x80 == 0
-		x.vvvv = (^p >> 3) & 15
-		lcode = (p >> 2) & 1
-		x.pp = p & 3
-		x.mapSel = map0F
-		i += 2
-	case 0xc4:
-		if i+2 >= len(b) {
-			return false
-		}
-		p1, p2 := b[i+1], b[i+2]
-		x.enc = encVEX
-		r, xb, bb = p1&0x80 == 0, p1&0x40 == 0, p1&0x20 == 0
-		x.mapSel = p1 & 0x1f
-		if x.mapSel < map0F || x.mapSel > map3A {
-			return false
-		}
-		x.w = p2&0x80 != 0
-		x.vvvv = (^p2 >> 3) & 15
-		lcode = (p2 >> 2) & 1
-		x.pp = p2 & 3
-		i += 3
-	default: // 0x62
-		if i+3 >= len(b) {
-			return false
-		}
-		p0, p1, p2 := b[i+1], b[i+2], b[i+3]
-		// Bits that must be fixed outside APX; APX reuses them to reach r16-r31.
-		if p0&0x08 != 0 || p1&0x04 == 0 {
-			return false
-		}
-		x.enc = encEVEX
-		r, xb, bb, rp = p0&0x80 == 0, p0&0x40 == 0, p0&0x20 == 0, p0&0x10 == 0
-		x.mapSel = p0 & 7
-		switch x.mapSel {
-		case map0F, map38, map3A, mapFP5, mapFP6:
-		default:
-			return false
-		}
-		x.w = p1&0x80 != 0
-		x.vvvv = (^p1 >> 3) & 15
-		x.pp = p1 & 3
-		lcode = (p2 >> 5) & 3
-		x.bcst = p2&0x10 != 0
-		vp = p2&0x08 == 0
-		if vp {
-			x.vvvv |= 16
-		}
-		i += 4
-	}
-	if i >= len(b) {
+	i, v, ok := x.vexPrefix(b, i)
+	if !ok || i >= len(b) {
 		return false
 	}
 	x.op = b[i]
 	i++
-	x.vl = 16 << lcode
+	x.vl = 16 << v.lcode
 	if x.enc == encVEX && x.mapSel == map0F && x.op == 0x77 { // vzeroupper/vzeroall
 		x.n = i
 		return true
 	}
-	var ok bool
-	if i, ok = x.modRM(b, i, r, xb, bb); !ok {
+	if i, ok = x.modRM(b, i, v.r, v.xb, v.bb); !ok {
 		return false
 	}
-	if rp {
+	if v.rp {
 		x.reg |= 16
 	}
-	if x.enc == encEVEX && x.mod == 3 && xb {
+	if x.enc == encEVEX && x.mod == 3 && v.xb {
 		x.rm |= 16 // EVEX.X extends a register rm to zmm16-31
 	}
 	if x.isVSIB() {
@@ -586,6 +534,74 @@ func (x *insn) decodeVEX(b []byte, i int) bool {
 	if !x.mem {
 		return true
 	}
+	return x.vexMem()
+}
+
+// vexPrefix decodes the VEX or EVEX prefix at b[i] into enc, mapSel, w,
+// vvvv, pp and bcst, and returns where the opcode starts.
+func (x *insn) vexPrefix(b []byte, i int) (int, vexBits, bool) {
+	var v vexBits
+	switch b[i] {
+	case 0xc5:
+		if i+1 >= len(b) {
+			return 0, v, false
+		}
+		p := b[i+1]
+		x.enc = encVEX
+		v.r = p&0x80 == 0
+		x.vvvv = (^p >> 3) & 15
+		v.lcode = (p >> 2) & 1
+		x.pp = p & 3
+		x.mapSel = map0F
+		return i + 2, v, true
+	case 0xc4:
+		if i+2 >= len(b) {
+			return 0, v, false
+		}
+		p1, p2 := b[i+1], b[i+2]
+		x.enc = encVEX
+		v.r, v.xb, v.bb = p1&0x80 == 0, p1&0x40 == 0, p1&0x20 == 0
+		x.mapSel = p1 & 0x1f
+		if x.mapSel < map0F || x.mapSel > map3A {
+			return 0, v, false
+		}
+		x.w = p2&0x80 != 0
+		x.vvvv = (^p2 >> 3) & 15
+		v.lcode = (p2 >> 2) & 1
+		x.pp = p2 & 3
+		return i + 3, v, true
+	}
+	// 0x62
+	if i+3 >= len(b) {
+		return 0, v, false
+	}
+	p0, p1, p2 := b[i+1], b[i+2], b[i+3]
+	// Bits that must be fixed outside APX; APX reuses them to reach r16-r31.
+	if p0&0x08 != 0 || p1&0x04 == 0 {
+		return 0, v, false
+	}
+	x.enc = encEVEX
+	v.r, v.xb, v.bb, v.rp = p0&0x80 == 0, p0&0x40 == 0, p0&0x20 == 0, p0&0x10 == 0
+	x.mapSel = p0 & 7
+	switch x.mapSel {
+	case map0F, map38, map3A, mapFP5, mapFP6:
+	default:
+		return 0, v, false
+	}
+	x.w = p1&0x80 != 0
+	x.vvvv = (^p1 >> 3) & 15
+	x.pp = p1 & 3
+	v.lcode = (p2 >> 5) & 3
+	x.bcst = p2&0x10 != 0
+	if p2&0x08 == 0 { // EVEX.V'
+		x.vvvv |= 16
+	}
+	return i + 4, v, true
+}
+
+// vexMem sizes a VEX/EVEX memory operand from its tuple type and scales an
+// EVEX compressed disp8 by it; it rejects the encodings EVEX reserves.
+func (x *insn) vexMem() bool {
 	if x.enc == encEVEX && x.vl == 64*2 { // L'L = 11 is reserved with memory
 		return false
 	}

@@ -100,42 +100,55 @@ func (x *insn) loadDest() (dst uint64, ok bool) {
 	if !x.mem || x.str || !x.access() || x.vsib || x.store() {
 		return 0, false
 	}
+	if x.enc != encLegacy {
+		return x.vexLoadDest()
+	}
+	return x.legacyLoadDest()
+}
+
+// vexLoadDest is loadDest of a VEX/EVEX load: a vector register unless the
+// opcode writes a GPR or the flags.
+func (x *insn) vexLoadDest() (uint64, bool) {
+	op := x.op
+	reg := gprBit(x.reg)
+	switch x.mapSel {
+	case map0F:
+		switch op {
+		case 0xae, 0x50, 0xd7, 0xc5, 0x77:
+			return 0, false
+		case 0x2c, 0x2d:
+			return reg, true
+		case 0x2e, 0x2f:
+			return flagsBit, true
+		}
+	case map38:
+		switch op {
+		case 0x17:
+			return flagsBit, true
+		case 0xf2:
+			return reg | flagsBit, true // ANDN
+		case 0xf3:
+			return gprBit(x.vvvv) | flagsBit, true // BLSR/BLSMSK/BLSI
+		case 0xf5, 0xf7:
+			return reg, true
+		case 0xf6:
+			return reg | gprBit(x.vvvv), true // MULX
+		case 0xf0, 0xf1, 0xf4:
+			return 0, false
+		}
+	case map3A:
+		if op == 0xf0 {
+			return reg, true // RORX
+		}
+	}
+	return vecBit(x.reg), true
+}
+
+// legacyLoadDest is loadDest of a legacy load.
+func (x *insn) legacyLoadDest() (uint64, bool) {
 	op, pp := x.op, x.pp
 	reg := gprBit(x.reg)
 	vreg := vecBit(x.reg)
-	if x.enc != encLegacy {
-		switch x.mapSel {
-		case map0F:
-			switch op {
-			case 0xae, 0x50, 0xd7, 0xc5, 0x77:
-				return 0, false
-			case 0x2c, 0x2d:
-				return reg, true
-			case 0x2e, 0x2f:
-				return flagsBit, true
-			}
-		case map38:
-			switch op {
-			case 0x17:
-				return flagsBit, true
-			case 0xf2:
-				return reg | flagsBit, true // ANDN
-			case 0xf3:
-				return gprBit(x.vvvv) | flagsBit, true // BLSR/BLSMSK/BLSI
-			case 0xf5, 0xf7:
-				return reg, true
-			case 0xf6:
-				return reg | gprBit(x.vvvv), true // MULX
-			case 0xf0, 0xf1, 0xf4:
-				return 0, false
-			}
-		case map3A:
-			if op == 0xf0 {
-				return reg, true // RORX
-			}
-		}
-		return vreg, true
-	}
 	switch x.mapSel {
 	case map1:
 		switch op {
@@ -200,6 +213,71 @@ func (x *insn) reads() uint64 {
 	if x.mem {
 		s |= x.addrRegs()
 	}
+	if x.enc != encLegacy {
+		s |= vecBit(x.vvvv) | gprBit(x.vvvv) | vecBit(x.reg) | gprBit(x.reg)
+		if x.modrm && x.mod == 3 {
+			s |= vecBit(x.rm) | gprBit(x.rm)
+		}
+		return s
+	}
+	if x.modrm {
+		s |= x.modrmReads()
+	}
+	return s | x.implicitReads()
+}
+
+// modrmReads returns the registers a legacy instruction reads through its
+// ModRM reg and register rm fields, leaving out those it only writes.
+func (x *insn) modrmReads() uint64 {
+	op, pp := x.op, x.pp
+	intOp := x.mapSel == map1 || x.mapSel == map0F && (op >= 0x40 && op <= 0x4f ||
+		op >= 0x90 && op <= 0xbf || op == 0xc0 || op == 0xc1 || op == 0xc7) ||
+		x.mapSel == map38 && op >= 0xf0
+	set := func(r uint8) uint64 {
+		if intOp {
+			return gprBit(r)
+		}
+		return gprBit(r) | vecBit(r)
+	}
+	regWriteOnly, rmWriteOnly := false, false
+	switch x.mapSel {
+	case map1:
+		switch op {
+		case 0x8a, 0x8b, 0x8d, 0x63:
+			regWriteOnly = true
+		case 0x88, 0x89, 0xc6, 0xc7:
+			rmWriteOnly = true
+		}
+		// Group opcodes use reg as an opcode extension.
+		if op >= 0x80 && op <= 0x83 || op == 0x8f || op == 0xc0 || op == 0xc1 || op == 0xc6 ||
+			op == 0xc7 || op >= 0xd0 && op <= 0xd3 || op == 0xf6 || op == 0xf7 || op == 0xfe || op == 0xff {
+			regWriteOnly = true
+		}
+	case map0F:
+		switch {
+		case op == 0xb6, op == 0xb7, op == 0xbe, op == 0xbf, op == 0x10 && pp < 2, op == 0x28,
+			op == 0x6f, op == 0x6e, op == 0x2c, op == 0x2d, op == 0xb8, op == 0xbc, op == 0xbd:
+			regWriteOnly = true
+		case op >= 0x90 && op <= 0x9f:
+			rmWriteOnly = true
+			regWriteOnly = true
+		case op == 0xba || op == 0xae || op == 0x18 || op == 0x0d || op == 0x1f:
+			regWriteOnly = true
+		}
+	}
+	var s uint64
+	if !regWriteOnly {
+		s |= set(x.reg)
+	}
+	if x.mod == 3 && !rmWriteOnly {
+		s |= set(x.rm)
+	}
+	return s
+}
+
+// implicitReads returns the registers and flags a legacy instruction reads
+// without naming them in ModRM: the stack pointer, rax, rcx, ...
+func (x *insn) implicitReads() uint64 {
 	const (
 		rax = 1 << 0
 		rcx = 1 << 1
@@ -209,57 +287,8 @@ func (x *insn) reads() uint64 {
 		rsi = 1 << 6
 		rdi = 1 << 7
 	)
-	if x.enc != encLegacy {
-		s |= vecBit(x.vvvv) | gprBit(x.vvvv) | vecBit(x.reg) | gprBit(x.reg)
-		if x.modrm && x.mod == 3 {
-			s |= vecBit(x.rm) | gprBit(x.rm)
-		}
-		return s
-	}
-	op, pp := x.op, x.pp
-	if x.modrm {
-		intOp := x.mapSel == map1 || x.mapSel == map0F && (op >= 0x40 && op <= 0x4f ||
-			op >= 0x90 && op <= 0xbf || op == 0xc0 || op == 0xc1 || op == 0xc7) ||
-			x.mapSel == map38 && op >= 0xf0
-		set := func(r uint8) uint64 {
-			if intOp {
-				return gprBit(r)
-			}
-			return gprBit(r) | vecBit(r)
-		}
-		regWriteOnly, rmWriteOnly := false, false
-		switch x.mapSel {
-		case map1:
-			switch op {
-			case 0x8a, 0x8b, 0x8d, 0x63:
-				regWriteOnly = true
-			case 0x88, 0x89, 0xc6, 0xc7:
-				rmWriteOnly = true
-			}
-			// Group opcodes use reg as an opcode extension.
-			if op >= 0x80 && op <= 0x83 || op == 0x8f || op == 0xc0 || op == 0xc1 || op == 0xc6 ||
-				op == 0xc7 || op >= 0xd0 && op <= 0xd3 || op == 0xf6 || op == 0xf7 || op == 0xfe || op == 0xff {
-				regWriteOnly = true
-			}
-		case map0F:
-			switch {
-			case op == 0xb6, op == 0xb7, op == 0xbe, op == 0xbf, op == 0x10 && pp < 2, op == 0x28,
-				op == 0x6f, op == 0x6e, op == 0x2c, op == 0x2d, op == 0xb8, op == 0xbc, op == 0xbd:
-				regWriteOnly = true
-			case op >= 0x90 && op <= 0x9f:
-				rmWriteOnly = true
-				regWriteOnly = true
-			case op == 0xba || op == 0xae || op == 0x18 || op == 0x0d || op == 0x1f:
-				regWriteOnly = true
-			}
-		}
-		if !regWriteOnly {
-			s |= set(x.reg)
-		}
-		if x.mod == 3 && !rmWriteOnly {
-			s |= set(x.rm)
-		}
-	}
+	op := x.op
+	var s uint64
 	switch x.mapSel {
 	case map1:
 		switch {

@@ -225,12 +225,80 @@ static __always_inline void count(__u32 slot)
 		*v += 1;
 }
 
+// read_insns copies the 16 bytes before and at ip, in two reads: the bytes
+// before ip may sit on an unmapped page even when the instruction at ip is
+// readable, and vice versa.
+static __always_inline __u32 read_insns(struct sample *s, __u64 ip)
+{
+	__u32 flags = 0;
+	if (bpf_probe_read_user(s->before, INSN_BYTES, (void *)(ip - INSN_BYTES)) == 0)
+		flags |= SAMPLE_BEFORE_OK;
+	else
+		__builtin_memset(s->before, 0, INSN_BYTES);
+	if (bpf_probe_read_user(s->at, INSN_BYTES, (void *)ip) == 0)
+		flags |= SAMPLE_AT_OK;
+	else
+		__builtin_memset(s->at, 0, INSN_BYTES);
+	return flags;
+}
+
+// read_mem copies a hardware sample's data source and weight, as far as
+// sample_flags (6.1+) says the PMU driver filled them.
+static __always_inline __u32 read_mem(struct bpf_perf_event_data *ctx, struct sample *s)
+{
+	struct bpf_perf_event_data_kern___djx *k = bpf_cast_to_kern_ctx(ctx);
+	struct perf_sample_data___djx *d = BPF_CORE_READ(k, data);
+	__u64 sf = BPF_CORE_READ(d, sample_flags);
+	if (sf & PERF_SAMPLE_DATA_SRC_)
+		s->data_src = BPF_CORE_READ(d, data_src.val);
+	if (sf & (PERF_SAMPLE_WEIGHT_ | PERF_SAMPLE_WEIGHT_STRUCT_))
+		s->weight = BPF_CORE_READ(d, weight.full);
+	return SAMPLE_MEM_OK;
+}
+
+// stack_signal says which signal asks the thread for its stack: none when
+// one was sent a moment ago, the thread is young, or it runs no Java code
+// (then *flags gets SAMPLE_NO_STACK).
+static __always_inline __u8 stack_signal(const struct target *tg, __u32 tgid, __u32 tid, __u64 now, __u32 *flags)
+{
+	__u8 signo = tg->signo;
+	if (!signo)
+		return 0;
+	__u64 *last = bpf_map_lookup_elem(&sig_last, &tid);
+	struct task_struct___djx *task = (void *)bpf_get_current_task();
+	__u64 born = BPF_CORE_READ(task, start_time);
+	if ((last && now - *last < sig_gap_ns) || now - born < SIG_MIN_AGE_NS) {
+		count(CNT_SIGNAL_SKIP);
+		*flags |= SAMPLE_NO_STACK;
+		return 0;
+	}
+	if (bpf_map_lookup_elem(&no_java, &(struct thread_key){.tgid = tgid, .tid = tid})) {
+		count(CNT_SIGNAL_NOJAVA);
+		*flags |= SAMPLE_NO_STACK;
+		return 0;
+	}
+	return signo;
+}
+
+// send_stack_signal runs after the sample is in the ring: the handler runs
+// when the thread returns to user mode, at the same ip, and stamps a later
+// time.
+static __always_inline void send_stack_signal(__u8 signo, __u32 tid, __u64 now)
+{
+	if (bpf_send_signal_thread(signo) == 0) {
+		bpf_map_update_elem(&sig_last, &tid, &now, BPF_ANY);
+		count(CNT_SIGNALED);
+	} else {
+		count(CNT_SIGNAL_FAIL);
+	}
+}
+
 // sample fills and submits one sample; mem says whether to read the data
 // source and weight from the kernel's sample data.
 static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
+	__u32 tgid = id >> 32, tid = (__u32)id;
 
 	struct target *tg = bpf_map_lookup_elem(&targets, &tgid);
 	if (!tg)
@@ -249,10 +317,10 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 		count(CNT_DROPPED);
 		return 0;
 	}
-	__u64 s_time = bpf_ktime_get_ns();
-	s->time = s_time;
+	__u64 now = bpf_ktime_get_ns();
+	s->time = now;
 	s->pid = tgid;
-	s->tid = (__u32)id;
+	s->tid = tid;
 	s->addr = ctx->addr;
 	s->period = ctx->sample_period;
 	s->cpu = bpf_get_smp_processor_id();
@@ -266,61 +334,17 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 		__builtin_memset(s->hdr, 0, sizeof(s->hdr));
 	}
 
-	__u64 ip = ctx->regs.rip;
-	__u32 flags = 0;
-	// Two reads: the bytes before ip may sit on an unmapped page even when
-	// the instruction at ip is readable, and vice versa.
-	if (bpf_probe_read_user(s->before, INSN_BYTES, (void *)(ip - INSN_BYTES)) == 0)
-		flags |= SAMPLE_BEFORE_OK;
-	else
-		__builtin_memset(s->before, 0, INSN_BYTES);
-	if (bpf_probe_read_user(s->at, INSN_BYTES, (void *)ip) == 0)
-		flags |= SAMPLE_AT_OK;
-	else
-		__builtin_memset(s->at, 0, INSN_BYTES);
+	__u32 flags = read_insns(s, ctx->regs.rip);
 	s->data_src = 0;
 	s->weight = 0;
-	if (mem) {
-		struct bpf_perf_event_data_kern___djx *k = bpf_cast_to_kern_ctx(ctx);
-		struct perf_sample_data___djx *d = BPF_CORE_READ(k, data);
-		// sample_flags (6.1+) says which fields the PMU driver filled.
-		__u64 sf = BPF_CORE_READ(d, sample_flags);
-		if (sf & PERF_SAMPLE_DATA_SRC_)
-			s->data_src = BPF_CORE_READ(d, data_src.val);
-		if (sf & (PERF_SAMPLE_WEIGHT_ | PERF_SAMPLE_WEIGHT_STRUCT_))
-			s->weight = BPF_CORE_READ(d, weight.full);
-		flags |= SAMPLE_MEM_OK;
-	}
-	__u8 signo = tg->signo;
-	__u32 tid = (__u32)id;
-	if (signo) {
-		__u64 *last = bpf_map_lookup_elem(&sig_last, &tid);
-		struct task_struct___djx *task = (void *)bpf_get_current_task();
-		__u64 born = BPF_CORE_READ(task, start_time);
-		if ((last && s_time - *last < sig_gap_ns) || s_time - born < SIG_MIN_AGE_NS) {
-			count(CNT_SIGNAL_SKIP);
-			flags |= SAMPLE_NO_STACK;
-			signo = 0;
-		} else if (bpf_map_lookup_elem(&no_java, &(struct thread_key){.tgid = tgid, .tid = tid})) {
-			count(CNT_SIGNAL_NOJAVA);
-			flags |= SAMPLE_NO_STACK;
-			signo = 0;
-		}
-	}
+	if (mem)
+		flags |= read_mem(ctx, s);
+	__u8 signo = stack_signal(tg, tgid, tid, now, &flags);
 	s->flags = flags;
 	__u64 pending = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA);
 	bpf_ringbuf_submit(s, pending >= WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
-
-	// After the sample is in the ring: the handler runs when the thread
-	// returns to user mode, at the same ip, and stamps a later time.
-	if (signo) {
-		if (bpf_send_signal_thread(signo) == 0) {
-			bpf_map_update_elem(&sig_last, &tid, &s_time, BPF_ANY);
-			count(CNT_SIGNALED);
-		} else {
-			count(CNT_SIGNAL_FAIL);
-		}
-	}
+	if (signo)
+		send_stack_signal(signo, tid, now);
 	return 0;
 }
 

@@ -54,7 +54,11 @@ func (j *JVM) attribute(p *pending) {
 		if p.probe != nil {
 			j.retype(p)
 		}
-		if typ, field, ok := j.untrackedType(p); ok {
+		typ, field, ok := j.untrackedType(p)
+		if j.chargeStructure(p, fr, typ, field, ok) {
+			return
+		}
+		if ok {
 			dtype = j.countType(typ, field, j.chargeOf(p), fr).name
 			switch p.typedBy {
 			case typedByAllocation:

@@ -153,6 +153,7 @@ func (j *JVM) CensusStats(st *report.Stats, note func(string, ...any)) {
 			note("census without holders: the JVM refused the holder walk")
 		}
 	}
+	j.walkStats(st, note)
 	if st.Recensuses > 0 {
 		note("%d censuses after GCs found %d large objects the budget-limited heap sampler missed", st.Recensuses, j.recensusObjects())
 	}

@@ -16,8 +16,8 @@
 //	mem.go       hardware memory metrics and NUMA placement
 //	report.go    Report: resolve names, build the object table and stats
 //
-// census.go and caps.go hold the census records and the per-JVM caps on
-// what a stream can make the join keep.
+// census.go holds the census records, structures.go what heap walks found,
+// and caps.go the per-JVM caps on what a stream can make the join keep.
 package join
 
 import (
@@ -38,14 +38,15 @@ type JVM struct {
 	heapKnown bool
 	stats     report.Stats
 
-	timeline    // queues of records, GC batches and samples waiting for the horizon
-	retries     // samples judged again after a grace (retry.go)
-	objectTable // tracked objects and their sites
-	stackStore  // stacks, JIT code and native symbols that name access paths
-	gcState     // relocation and rescans
-	agentState  // what the agent said of itself
-	censusState // holder chains and census runs
-	typeState   // data types and regions of the samples
+	timeline       // queues of records, GC batches and samples waiting for the horizon
+	retries        // samples judged again after a grace (retry.go)
+	objectTable    // tracked objects and their sites
+	stackStore     // stacks, JIT code and native symbols that name access paths
+	gcState        // relocation and rescans
+	agentState     // what the agent said of itself
+	censusState    // holder chains and census runs
+	structureState // what heap walks found of the small objects
+	typeState      // data types and regions of the samples
 
 	dec  decode.Decoder
 	regs decode.Regs

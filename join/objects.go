@@ -38,6 +38,7 @@ type site struct {
 	frames     []agentwire.Frame
 	census     agentwire.CensusKind // 0: sampled allocations
 	holder     uint32               // census: the holder chain (agentwire.CensusPath ID)
+	structure  bool                 // a heap walk's data structure: objects counted, not tracked
 	objects    uint64
 	bytes      uint64
 	estObjects float64

@@ -25,6 +25,9 @@ func (j *JVM) Report() []report.Object {
 		origin, holder := report.OriginAllocation, []string{}
 		if s.census != 0 {
 			origin, siteName = report.OriginCensus, censusSiteName(s.census)
+			if s.structure {
+				origin = report.OriginStructure
+			}
 			if h := j.holderChain(s.holder); h != nil {
 				holder = h
 			}
@@ -32,7 +35,7 @@ func (j *JVM) Report() []report.Object {
 		typ := jvmsym.TypeName(s.typeSig)
 		// Different bcis on one line name the same site, and chains that
 		// read the same the same holder: merge them.
-		key := typ + "\x00" + siteName + "\x00" + strings.Join(path, "\x00") + "\x01" + strings.Join(holder, "\x00")
+		key := origin + "\x00" + typ + "\x00" + siteName + "\x00" + strings.Join(path, "\x00") + "\x01" + strings.Join(holder, "\x00")
 		o := report.Object{
 			Type: typ, Site: siteName, AllocPath: path, Origin: origin, Holder: holder,
 			Objects: s.objects, Bytes: s.bytes, EstObjects: s.estObjects, EstBytes: s.estBytes,

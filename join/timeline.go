@@ -152,6 +152,9 @@ func (j *JVM) horizon() uint64 {
 	if j.censusHold != 0 && j.censusHold < h {
 		h = j.censusHold // samples from the census on meet its objects
 	}
+	if j.walkHold != 0 && j.walkHold < h {
+		h = j.walkHold // and those from a heap walk's start on, its structures
+	}
 	if j.rescanWait != 0 {
 		if j.watermark > j.rescanWait+rescanTimeout {
 			j.rescanWait = 0

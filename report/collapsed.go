@@ -23,7 +23,7 @@ const HolderFrame = "[held by]"
 // first: its allocation path, or for a census object with a known holder
 // its holder chain from the last hop up to the root, then HolderFrame.
 func (o *Object) Lineage() []string {
-	if o.Origin != OriginCensus || len(o.Holder) == 0 {
+	if !o.Held() {
 		return o.AllocPath
 	}
 	l := make([]string, 0, len(o.Holder)+1)

@@ -22,8 +22,10 @@ type Object struct {
 	Type      string   `json:"type"`
 	Site      string   `json:"site"`
 	AllocPath []string `json:"alloc_path"` // innermost frame first
-	// Origin is "allocation" (a sampled allocation) or "census" (an object
-	// that existed when the profile began, or that the heap sampler missed).
+	// Origin is "allocation" (a sampled allocation), "census" (an object
+	// that existed when the profile began, or that the heap sampler missed)
+	// or "structure" (small objects that existed when the profile began,
+	// by the data structure holding them).
 	Origin string `json:"origin"`
 	// Holder is the reference chain from a GC root to the objects, root
 	// first: "RealService.index (static)", "java.util.HashMap.table", "[]".
@@ -166,6 +168,9 @@ func HolderText(h []string, depth int) string {
 const (
 	OriginAllocation = "allocation"
 	OriginCensus     = "census"
+	// OriginStructure: the objects of one type that one holder chain
+	// reaches, found by a heap walk and counted, not tracked one by one.
+	OriginStructure = "structure"
 )
 
 // finishAccesses sets shares of total and orders paths, most sampled first
@@ -222,4 +227,9 @@ func (r *Report) top(n int) []Object {
 		return r.Objects[:n]
 	}
 	return r.Objects
+}
+
+// Held says o is named by its holder chain rather than its allocation site.
+func (o *Object) Held() bool {
+	return (o.Origin == OriginCensus || o.Origin == OriginStructure) && len(o.Holder) > 0
 }

@@ -54,7 +54,7 @@ func shortFrame(frame string) string {
 // siteLevels is how many ways o's site can be shown, from the shortest
 // (level 0) to every frame (the last).
 func (o *Object) siteLevels() int {
-	if o.Origin == OriginCensus && len(o.Holder) > 0 {
+	if o.Held() {
 		return len(o.Holder) + 1
 	}
 	return len(o.AllocPath) + 2
@@ -64,7 +64,7 @@ func (o *Object) siteLevels() int {
 // see siteLevels), census objects' holder chains cut to depth hops plus
 // level.
 func (o *Object) siteAt(depth, level int) string {
-	if o.Origin == OriginCensus && len(o.Holder) > 0 {
+	if o.Held() {
 		if depth <= 0 {
 			return HolderText(o.Holder, 0)
 		}

@@ -168,7 +168,18 @@ type CensusStats struct {
 	CensusUnreachable uint64  `json:"census_unreachable,omitempty" merge:"sum"`
 	CensusDuplicates  uint64  `json:"census_duplicates,omitempty" merge:"sum"` // found by a census but tracked already
 	CensusFillers     uint64  `json:"census_fillers,omitempty" merge:"sum"`    // dead space formatted as filler objects: left out
-	Recensuses        uint64  `json:"recensuses,omitempty" merge:"sum"`
+	// The heap walk from outside the JVM (no pause): the objects it
+	// visited, the data structures it grouped the small ones into, and the
+	// samples charged to those; stale ones met an object a GC had put
+	// where the walk saw another.
+	WalkMs           float64 `json:"walk_ms,omitempty" merge:"sum"`
+	WalkObjects      uint64  `json:"walk_objects,omitempty" merge:"sum"`
+	WalkBytes        uint64  `json:"walk_bytes,omitempty" merge:"sum"`
+	WalkStructures   uint64  `json:"walk_structures,omitempty" merge:"sum"`
+	WalkOverlapped   bool    `json:"walk_overlapped,omitempty" merge:"max"` // a GC ran during the walk
+	StructureSamples uint64  `json:"structure_samples,omitempty" merge:"sum"`
+	StructureStale   uint64  `json:"structure_stale,omitempty" merge:"sum"`
+	Recensuses       uint64  `json:"recensuses,omitempty" merge:"sum"`
 }
 
 // CapStats say what the per-JVM caps cut from the agent's stream: strings

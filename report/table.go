@@ -299,7 +299,7 @@ func writeAccesses(w io.Writer, objs []*Object, r *Report, opt TableOptions) {
 			fmt.Fprintln(w, "\naccess paths (share of the object's samples, innermost frame first):")
 			any = true
 		}
-		if o.Origin == OriginCensus && len(o.Holder) > 0 {
+		if o.Held() {
 			fmt.Fprintf(w, "#%d %s %s, held by %s\n", i+1, termsafe.String(o.Type), termsafe.String(o.Site), termsafe.String(HolderText(o.Holder, 0)))
 		} else {
 			fmt.Fprintf(w, "#%d %s allocated at %s\n", i+1, termsafe.String(o.Type), termsafe.String(o.Site))

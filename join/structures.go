@@ -1,0 +1,190 @@
+package join
+
+import (
+	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/jvmsym"
+	"github.com/djx-bpf/djx-bpf/report"
+)
+
+// A heap walk names the objects that existed when it ran: those of at least
+// min size one by one, as a census does, and the small ones by data
+// structure, a row of objects of one type reached by one holder chain.
+
+// HeapWalk is what a walk of the heap from outside the JVM found.
+type HeapWalk struct {
+	// Start and End bound the walk (CLOCK_MONOTONIC ns): samples from
+	// Start on wait for it, and meet its objects.
+	Start, End uint64
+	// Paths are the holder chains, parents first; their IDs are the walk's
+	// own (the join moves them out of the agent census's way).
+	Paths []agentwire.CensusPath
+	// Objects are the objects of at least min size, each with its chain.
+	Objects []agentwire.Census
+	// Rows are the data structures of the smaller objects.
+	Rows []StructureRow
+	// Index names a small object's row by an address inside it; nil when
+	// the walk kept no addresses.
+	Index StructureIndex
+	// Overlapped says a GC ran during the walk: what it found in memory
+	// the GC moved may be misnamed, which the samples' own headers catch.
+	Overlapped bool
+	// Stats of the walk, for the report.
+	Visited, Bytes, Skipped uint64
+	Note                    string // why the walk stopped short; "" when whole
+}
+
+// StructureRow is one data structure: objects of one type reached by one
+// holder chain.
+type StructureRow struct {
+	TypeSig string // "Ljava/util/TreeMap$Entry;"
+	Path    uint32 // holder chain, an ID of HeapWalk.Paths
+	Objects uint64
+	Bytes   uint64
+}
+
+// StructureIndex names the object holding a heap address.
+type StructureIndex interface {
+	// Lookup returns the row (an index of HeapWalk.Rows) of the object
+	// holding addr, and the object's start.
+	Lookup(addr uint64) (row int, start uint64, ok bool)
+}
+
+// walkPathBase moves a walk's chain IDs above the agent census's.
+const walkPathBase = 1 << 31
+
+// structureState is what the walks found of the small objects.
+type structureState struct {
+	walkHold  uint64 // a walk started then and has not ended: the join waits
+	walks     []walkRun
+	rowSites  []int32 // HeapWalk.Rows index → site, of the last walk
+	structIdx StructureIndex
+}
+
+type walkRun struct {
+	start, end              uint64
+	objects, rows           int
+	visited, bytes, skipped uint64
+	overlapped              bool
+	note                    string
+}
+
+// BeginHeapWalk holds samples from t on until the walk's result arrives.
+func (j *JVM) BeginHeapWalk(t uint64) { j.walkHold = t }
+
+// OnHeapWalk tracks what walk w found: its large objects as census objects
+// and its small ones by data structure.
+func (j *JVM) OnHeapWalk(w *HeapWalk) {
+	j.walkHold = 0
+	for i := range w.Paths {
+		p := w.Paths[i]
+		p.ID += walkPathBase
+		if p.Parent != 0 {
+			p.Parent += walkPathBase
+		}
+		j.onCensusRec(&p)
+	}
+	for i := range w.Objects {
+		c := w.Objects[i]
+		if c.Path != 0 {
+			c.Path += walkPathBase
+		}
+		c.Kind = agentwire.CensusAttach
+		j.onCensus(&c)
+	}
+	j.rowSites = j.rowSites[:0]
+	for _, r := range w.Rows {
+		path := r.Path
+		if path != 0 {
+			path += walkPathBase
+		}
+		si := j.structureSite(r.TypeSig, path)
+		if si >= 0 {
+			s := j.sites[si]
+			s.objects += r.Objects
+			s.bytes += r.Bytes
+			s.estObjects += float64(r.Objects)
+			s.estBytes += float64(r.Bytes)
+		}
+		j.rowSites = append(j.rowSites, si)
+	}
+	j.structIdx = w.Index
+	j.walks = append(j.walks, walkRun{start: w.Start, end: w.End, objects: len(w.Objects), rows: len(w.Rows),
+		visited: w.Visited, bytes: w.Bytes, skipped: w.Skipped, overlapped: w.Overlapped, note: w.Note})
+	j.Drain(false)
+}
+
+func (j *JVM) structureSite(sig string, path uint32) int32 {
+	k := append(j.keyBuf[:0], "structure\x00"...)
+	k = append(k, sig...)
+	k = append(k, 0, byte(path), byte(path>>8), byte(path>>16), byte(path>>24))
+	return j.internSite(k, func() *site {
+		return &site{typeSig: sig, census: agentwire.CensusAttach, holder: path, structure: true}
+	})
+}
+
+// chargeStructure charges sample p, in an untracked heap object, to the data
+// structure holding that object, unless the sample's own header read says
+// the object there now is another (the walk is older than a GC that moved
+// it). typed says the sample's type and field are known.
+func (j *JVM) chargeStructure(p *pending, fr []pathFrame, typ, field string, typed bool) bool {
+	if j.structIdx == nil {
+		return false
+	}
+	row, start, ok := j.structIdx.Lookup(p.addr)
+	if !ok || row < 0 || row >= len(j.rowSites) || j.rowSites[row] < 0 {
+		return false
+	}
+	if p.located && p.obj != start {
+		j.stats.StructureStale++
+		return false
+	}
+	s := j.sites[j.rowSites[row]]
+	if typed && typ != jvmsym.TypeName(s.typeSig) {
+		j.stats.StructureStale++
+		return false
+	}
+	c := j.chargeOf(p)
+	s.samples++
+	s.estSamples++
+	j.stats.Attributed++
+	j.stats.StructureSamples++
+	if s.accesses == nil {
+		s.accesses = make(accessSet)
+	}
+	j.pathKeyBuf = pathKey(j.pathKeyBuf, "", "", fr)
+	a := s.accesses.add(j.pathKeyBuf, "", "", fr)
+	j.charge(c, &s.mem, &s.numa)
+	j.charge(c, &a.mem, &a.numa)
+	if typed && field != "" && len(s.typeSig) > 0 && s.typeSig[0] != '[' {
+		if s.fields == nil {
+			s.fields = make(map[string]uint64)
+		}
+		s.fields[field]++
+	}
+	if typed {
+		j.countType(typ, field, c, fr)
+	} else {
+		j.countType(jvmsym.TypeName(s.typeSig), "", c, fr)
+	}
+	return true
+}
+
+// walkStats adds what the heap walks found and cost to st, and notes what
+// a user should know about them.
+func (j *JVM) walkStats(st *report.Stats, note func(string, ...any)) {
+	for _, w := range j.walks {
+		if w.end > w.start {
+			st.WalkMs += float64(w.end-w.start) / 1e6
+		}
+		st.WalkObjects += w.visited
+		st.WalkBytes += w.bytes
+		st.WalkStructures += uint64(w.rows)
+		st.WalkOverlapped = st.WalkOverlapped || w.overlapped
+		if w.note != "" {
+			note("heap walk: %s", w.note)
+		}
+	}
+	if j.walkHold != 0 {
+		note("the heap walk had not ended when the profile did: objects that existed before the attach are not named")
+	}
+}

@@ -1,0 +1,91 @@
+package join
+
+import (
+	"testing"
+
+	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sample"
+)
+
+// runs is a StructureIndex of address runs, each one object of 32 bytes.
+type runs []struct {
+	start uint64
+	row   int
+}
+
+func (r runs) Lookup(addr uint64) (int, uint64, bool) {
+	for _, x := range r {
+		if addr >= x.start && addr < x.start+32 {
+			return x.row, x.start, true
+		}
+	}
+	return 0, 0, false
+}
+
+// A heap walk's samples wait for it; then a sample in a small object is
+// charged to its data structure, one in a large object to that object, and
+// one elsewhere stays untracked.
+func TestHeapWalkStructures(t *testing.T) {
+	j := exactJVM(1)
+	j.heap, j.heapKnown = heap.Info{Ranges: []heap.Range{{Start: 0x5000_0000, End: 0x8000_0000}}}, true
+	j.OnBatch(batch(100, hello(10)))
+	j.BeginHeapWalk(120)
+	j.OnSample(fault(150, 0x5000_0008), sample.PageFaults) // a tree node
+	j.OnSample(fault(160, 0x5000_0028), sample.PageFaults) // another
+	j.OnSample(fault(170, 0x6000_0100), sample.PageFaults) // the table
+	j.OnSample(fault(180, 0x7000_0000), sample.PageFaults) // nothing the walk saw
+	j.SamplesComplete(1 << 40)
+	j.OnBatch(batch(500))
+	if j.stats.Attributed != 0 {
+		t.Fatalf("samples judged before the walk ended: %+v", j.stats)
+	}
+	j.OnHeapWalk(&HeapWalk{Start: 120, End: 400,
+		Paths: []agentwire.CensusPath{{ID: 1, Hop: "Service.tree (static)"}, {ID: 2, Parent: 1, Hop: "java.util.TreeMap.root"},
+			{ID: 3, Parent: 2, Hop: "java.util.TreeMap$Entry.left"}, {ID: 4, Hop: "Service.table (static)"}},
+		Objects: []agentwire.Census{{Time: 120, Addr: 0x6000_0000, Size: 1 << 20, Path: 4, TypeSig: "[J"}},
+		Rows:    []StructureRow{{TypeSig: "Ljava/util/TreeMap$Entry;", Path: 3, Objects: 1000, Bytes: 40000}},
+		Index:   runs{{0x5000_0000, 0}, {0x5000_0020, 0}},
+		Visited: 1001, Bytes: 40000 + 1<<20})
+	j.Drain(true)
+	if j.stats.Attributed != 3 || j.stats.StructureSamples != 2 || j.stats.InHeap != 4 {
+		t.Fatalf("stats %+v", j.stats)
+	}
+	byHolder := map[string]report.Object{}
+	for _, o := range j.Report() {
+		byHolder[report.HolderText(o.Holder, 0)] = o
+	}
+	tree := byHolder["Service.tree (static) → java.util.TreeMap.root → java.util.TreeMap$Entry.left"]
+	if tree.Origin != report.OriginStructure || tree.Objects != 1000 || tree.Bytes != 40000 || tree.Samples != 2 || tree.Type != "java.util.TreeMap$Entry" {
+		t.Errorf("tree row %+v", tree)
+	}
+	if tab := byHolder["Service.table (static)"]; tab.Origin != report.OriginCensus || tab.Samples != 1 || tab.Objects != 1 {
+		t.Errorf("table %+v", tab)
+	}
+	var st report.Stats
+	j.CensusStats(&st, func(string, ...any) {})
+	if st.WalkObjects != 1001 || st.WalkStructures != 1 || st.WalkMs != 280e-6 {
+		t.Errorf("walk stats %+v", st.CensusStats)
+	}
+}
+
+// A walk that never ends holds the samples only until the profile ends,
+// and says so.
+func TestHeapWalkUnfinished(t *testing.T) {
+	j := exactJVM(1)
+	j.OnBatch(batch(100, hello(10)))
+	j.BeginHeapWalk(120)
+	j.OnSample(fault(150, 0x5000_0008), sample.PageFaults)
+	j.SamplesComplete(1 << 40)
+	j.Drain(true)
+	if j.stats.Samples != 1 {
+		t.Fatalf("stats %+v", j.stats)
+	}
+	var notes []string
+	var st report.Stats
+	j.CensusStats(&st, func(f string, _ ...any) { notes = append(notes, f) })
+	if len(notes) != 1 {
+		t.Errorf("notes %q", notes)
+	}
+}

@@ -1,0 +1,46 @@
+package heapwalk
+
+// queue is the walk's FIFO of found objects not yet visited, in
+// segments so that its memory follows its length, not its history.
+type queue struct {
+	segs [][]uint64
+	head int // the next entry's index in segs[0]
+	n    int
+	free []uint64 // one spare segment
+}
+
+const segLen = 1 << 16
+
+func (q *queue) len() int { return q.n }
+
+func (q *queue) push(v uint64) {
+	if len(q.segs) == 0 || len(q.segs[len(q.segs)-1]) == segLen {
+		s := q.free
+		q.free = nil
+		if s == nil {
+			s = make([]uint64, 0, segLen)
+		}
+		q.segs = append(q.segs, s[:0])
+	}
+	last := len(q.segs) - 1
+	q.segs[last] = append(q.segs[last], v)
+	q.n++
+}
+
+// pop appends up to max entries to dst, oldest first.
+func (q *queue) pop(dst []uint64, max int) []uint64 {
+	for len(dst) < max && q.n > 0 {
+		s := q.segs[0]
+		k := min(max-len(dst), len(s)-q.head)
+		dst = append(dst, s[q.head:q.head+k]...)
+		q.head += k
+		q.n -= k
+		if q.head == len(s) && (len(s) == segLen || len(q.segs) > 1 || q.n == 0) {
+			q.free = s
+			q.segs[0] = nil
+			q.segs = q.segs[1:]
+			q.head = 0
+		}
+	}
+	return dst
+}

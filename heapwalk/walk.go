@@ -1,0 +1,790 @@
+package heapwalk
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Root is an object the caller knows is live, to walk from besides the
+// statics: a thread's local, say. Lower ranks name first: the statics
+// are rank 0, then rank 1, 2, ... each walked to the end before the
+// next, so an object gets the name of the lowest-ranked root that
+// reaches it (outer frames before inner ones, as the caller ranks them).
+type Root struct {
+	Addr uint64 // the object (a full address, not a narrow oop)
+	Hop  string // what the chain says for it: "Main.main:12 local #3"
+	Rank int
+}
+
+// FieldRef is a reference field the walk names: an instance field of a
+// class, or a static.
+type FieldRef struct {
+	// Klass is the Klass* of the object holding the field; for a
+	// static, of the class declaring it.
+	Klass uint64
+	// Declaring is the Klass* of the class declaring the field, found
+	// through the superclasses' oop maps; Class is its Java name.
+	Declaring uint64
+	Class     string
+	// Offset is the field's offset in the object; for a static, in the
+	// class's java.lang.Class instance.
+	Offset uint32
+	Static bool
+}
+
+// Object is one object of at least Config.MinSize bytes, given to
+// Config.OnObject as the walk finds it.
+type Object struct {
+	Addr, Size uint64
+	Klass      uint64
+	Class      string
+	Row        int // its row's index in Result.Rows
+	Chain      ChainID
+}
+
+// Config says what to walk from and how far. Zero caps take the
+// defaults (in brackets).
+type Config struct {
+	// Roots are walked after the statics, by rank.
+	Roots []Root
+	// FieldName, when set, names a reference field: it returns the
+	// hop's text ("java.util.TreeMap.root"), or "" if it does not know,
+	// and the walk then says Class+Offset ("java.util.TreeMap+24").
+	// It is called once per class and field.
+	FieldName func(FieldRef) string
+	// MinSize: objects of at least MinSize bytes go to OnObject and not
+	// into the address lookup. 0: none do.
+	MinSize  uint64
+	OnObject func(Object)
+	// StopOnGC stops the walk as soon as it sees that a collection ran.
+	StopOnGC bool
+
+	MaxObjects int64 // objects visited [1<<28]
+	MaxChains  int   // distinct chains [1<<20]
+	MaxRows    int   // distinct (chain, class) rows [1<<21]
+	MaxDepth   int   // hops of a chain [64]
+	MaxQueue   int   // objects found and not yet visited [1<<25, 256 MiB]
+	MaxRuns    int   // lookup runs [1<<22, 64 MiB]
+	MaxPages   int   // heap pages of the approximate lookup [1<<20]
+	MaxBitmap  int   // bytes of the visited bitmap [256 MiB: 32 GiB of used heap]
+	MaxKlasses int   // classes [1<<20]
+	MaxCLDs    int   // class loaders [1<<18]
+	MaxClasses int   // classes on the class loaders' lists [1<<22]
+	CacheBytes int   // the metadata chunk cache [8 MiB]
+	ChunkSize  int   // a chunk of it, a power of two [16 KiB]
+	Batch      int   // objects read in one vector [4096]
+	Sample     int   // addresses kept per row [8]
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if c.MaxObjects <= 0 {
+		c.MaxObjects = 1 << 28
+	}
+	def(&c.MaxChains, 1<<20)
+	def(&c.MaxRows, 1<<21)
+	def(&c.MaxDepth, 64)
+	def(&c.MaxQueue, 1<<25)
+	def(&c.MaxRuns, 1<<22)
+	def(&c.MaxPages, 1<<20)
+	def(&c.MaxBitmap, 256<<20)
+	def(&c.MaxKlasses, 1<<20)
+	def(&c.MaxCLDs, 1<<18)
+	def(&c.MaxClasses, 1<<22)
+	def(&c.CacheBytes, 8<<20)
+	def(&c.ChunkSize, 16<<10)
+	def(&c.Batch, 4096)
+	def(&c.Sample, 8)
+	if c.ChunkSize&(c.ChunkSize-1) != 0 || c.ChunkSize < 4096 {
+		c.ChunkSize = 16 << 10
+	}
+	c.MaxChains = min(c.MaxChains, 1<<31)
+	c.MaxRows = min(c.MaxRows, 1<<31)
+	c.MaxDepth = min(c.MaxDepth, 1<<16)
+	c.Batch = min(c.Batch, 1<<16)
+	return c
+}
+
+// Stats says what a walk did.
+type Stats struct {
+	Objects int64 // objects visited
+	Bytes   int64 // their shallow bytes
+	Large   int64 // objects given to OnObject
+
+	CLDs     int   // class loaders walked
+	Classes  int   // classes on their lists
+	Mirrors  int   // java.lang.Class instances taken as roots
+	Roots    int64 // the caller's roots taken
+	BadRoots int64 // the caller's roots outside the heap or misaligned
+	Klasses  int   // distinct valid classes read
+	Chains   int
+	Rows     int
+
+	Reads     int64 // read calls on the target's memory (one vector counts one)
+	BytesRead int64
+
+	Invalid    int64 // objects skipped: klass, size or length not valid
+	Unreadable int64 // objects skipped: memory unreadable
+	Forwarded  int64 // objects skipped: a GC's forwarding pointer in the mark word
+	OutOfHeap  int64 // references outside the heap or misaligned, not followed
+
+	ObjectsCapped int64 // objects found past MaxObjects, not visited
+	QueueDropped  int64 // objects found past MaxQueue, not visited
+	BitmapDropped int64 // objects found past MaxBitmap, not visited
+	KlassesCapped int64 // lookups of classes past MaxKlasses
+	ChainsCapped  int64 // hops not added past MaxChains (the objects keep the parent's chain)
+	DepthCapped   int64 // hops not added past MaxDepth
+	RowsCapped    int64 // objects put in a class's "(rows capped)" row
+	EdgesCapped   int64 // references not followed past the edge table's cap
+	ClassesCapped bool  // the class loaders' lists were cut at a cap or a cycle
+
+	// The address lookup: runs of consecutive objects of one row,
+	// merged; objects past MaxRuns are named by their page's majority
+	// row (approximate), and past MaxPages not at all.
+	Runs         int
+	LookupApprox int64
+	LookupLost   int64
+
+	MaxQueueLen int // the queue's longest
+	BitmapBytes int
+	Canceled    bool // the context ended the walk
+	StoppedOnGC bool // Config.StopOnGC saw a collection and stopped
+
+	RootsTime time.Duration // walking the class loaders
+	Time      time.Duration // the whole walk
+}
+
+// GCCheck compares CollectedHeap::_total_collections before and after a
+// walk: when a collection overlapped it, objects moved under the walk
+// and its result mixes two heaps (discard it, or walk again).
+type GCCheck struct {
+	Before, After             uint32
+	ActiveBefore, ActiveAfter bool
+	Overlapped                bool
+}
+
+// Row is what the walk found of one class on one holder chain.
+type Row struct {
+	Chain ChainID
+	Class string // Java name
+	Klass uint64 // its Klass*
+	Count uint64
+	Bytes uint64 // shallow
+	// Sample holds up to Config.Sample of its objects' addresses, a
+	// uniform sample.
+	Sample []uint64
+	// Recursive says some of its objects hang off another object of
+	// the same class (a linked list's nodes, a tree's): they share
+	// the chain of the first.
+	Recursive bool
+}
+
+// Result is one walk's rows, chains and address lookup.
+type Result struct {
+	Rows  []Row
+	Stats Stats
+	GC    GCCheck
+
+	chains []chainNode
+	texts  []string
+	runs   []run
+	pages  map[uint64]vote
+}
+
+// walker is one walk's state.
+type walker struct {
+	l     *Layout
+	r     *reader
+	cfg   Config
+	stats Stats
+	lo    uint64 // the heap span's start: queue entries are offsets from it
+
+	visited *bitmap
+	q       queue
+
+	klasses    map[uint64]*klass // nil: known bad
+	badKlasses int
+	klassList  []*klass
+	kbuf       []byte
+
+	texts    []string
+	textIdx  map[string]uint32
+	hops     []hop
+	hopIdx   map[[3]uint32]uint32
+	edges    []edge
+	edgeIdx  map[uint64]uint32
+	chains   []chainNode
+	chainIdx map[uint64]uint32
+	rows     []rowRec
+	rowIdx   map[uint64]uint32
+
+	cappedChain uint32
+	runs        []run
+	pages       map[uint64]vote
+	rng         uint64
+
+	found   int64 // objects found (marked) so far
+	stopped bool
+	gcSeen  uint32
+	batches int
+
+	// Per batch buffers.
+	batch []uint64
+	spans []Span
+	valid []int
+	buf   []byte
+	tails []tail
+	mbuf  []byte
+}
+
+// Header bytes read of each object at first: the header, and the
+// fields of most small objects.
+const (
+	headBytes = 64
+	mergeGap  = 256      // objects this close share a span
+	maxSpan   = 64 << 10 // bytes of one merged span
+	// tails larger than this are read on their own, in pieces.
+	bigTail   = 1 << 20
+	tailBatch = 4 << 20 // bytes of tails read in one vector
+	// maxMirrorSize caps a java.lang.Class instance (its statics).
+	maxMirrorSize = 1 << 24
+)
+
+// Walk walks the heap of the JVM l describes, reading mem while the JVM
+// runs: from every loaded class's statics, then from cfg.Roots by rank.
+// It errs only when the target cannot be read at all (it exited, or no
+// permission); what it cannot parse it skips and counts.
+func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) {
+	start := time.Now()
+	w := newWalker(l, mem, cfg.withDefaults())
+	before, activeB, err := l.collections(w.r)
+	if err != nil {
+		return nil, fmt.Errorf("walk: %w", err)
+	}
+	w.gcSeen = before
+
+	mirrors := w.classMirrors()
+	w.stats.RootsTime = time.Since(start)
+	if w.r.gone != nil {
+		return nil, fmt.Errorf("walk the class loaders: %w", w.r.gone)
+	}
+	loaded, _ := w.edgeOf(0, w.hopOf("(loaded classes)", "(loaded classes)", 0))
+	for _, m := range mirrors {
+		w.discover(m, loaded)
+	}
+	w.stats.Mirrors = len(mirrors)
+
+	roots := slices.Clone(cfg.Roots)
+	slices.SortStableFunc(roots, func(a, b Root) int { return a.Rank - b.Rank })
+	for i := 0; i < len(roots) && roots[i].Rank <= 0; i++ {
+		w.root(roots[i])
+	}
+	w.drain(ctx)
+	for i := 0; i < len(roots); {
+		j := i
+		for j < len(roots) && roots[j].Rank == roots[i].Rank {
+			if roots[j].Rank > 0 {
+				w.root(roots[j])
+			}
+			j++
+		}
+		w.drain(ctx)
+		i = j
+	}
+	if w.r.gone != nil {
+		return nil, fmt.Errorf("walk: %w", w.r.gone)
+	}
+	after, activeA, err := l.collections(w.r)
+	if err != nil {
+		return nil, fmt.Errorf("walk: %w", err)
+	}
+	res := w.result()
+	res.GC = GCCheck{Before: before, After: after, ActiveBefore: activeB, ActiveAfter: activeA,
+		Overlapped: before != after || activeB || activeA}
+	res.Stats.Time = time.Since(start)
+	return res, nil
+}
+
+func newWalker(l *Layout, mem Mem, cfg Config) *walker {
+	w := &walker{l: l, cfg: cfg, lo: l.Heap[0].Start}
+	w.r = &reader{mem: mem, stats: &w.stats, cache: newChunkCache(cfg.ChunkSize, cfg.CacheBytes)}
+	if v, ok := mem.(VectorMem); ok {
+		w.r.vec = v
+	}
+	w.visited = newBitmap(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxBitmap)
+	w.klasses = make(map[uint64]*klass)
+	w.kbuf = make([]byte, max(l.off.klassSize, l.off.ikSize))
+	w.textIdx = make(map[string]uint32)
+	w.hopIdx = make(map[[3]uint32]uint32)
+	w.edgeIdx = make(map[uint64]uint32)
+	w.chainIdx = make(map[uint64]uint32)
+	w.rowIdx = make(map[uint64]uint32)
+	w.pages = make(map[uint64]vote)
+	w.rng = 0x9e3779b97f4a7c15
+	// Id 0 of hops, edges and rows means none; chain 0 is the empty one.
+	w.intern("")
+	w.hops = append(w.hops, hop{})
+	w.edges = append(w.edges, edge{})
+	w.chains = append(w.chains, chainNode{})
+	w.rows = append(w.rows, rowRec{lastRun: -1})
+	w.cappedChain = w.extend(0, w.hopOf("(rows capped)", "(rows capped)", 0))
+	return w
+}
+
+// root takes one of the caller's roots.
+func (w *walker) root(r Root) {
+	e, ok := w.edgeOf(0, w.hopOf(r.Hop, r.Hop, 0))
+	if !ok {
+		w.stats.EdgesCapped++
+		return
+	}
+	if _, in := w.l.inHeap(r.Addr, 16); !in || r.Addr%8 != 0 {
+		w.stats.BadRoots++
+		return
+	}
+	w.stats.Roots++
+	w.discover(r.Addr, e)
+}
+
+// discover marks the object at a found over edge e and queues it, once.
+func (w *walker) discover(a uint64, e uint32) {
+	if a%8 != 0 {
+		w.stats.OutOfHeap++
+		return
+	}
+	if _, in := w.l.inHeap(a, 16); !in {
+		w.stats.OutOfHeap++
+		return
+	}
+	newly, ok := w.visited.testAndSet(a)
+	if !ok {
+		w.stats.BitmapDropped++
+		return
+	}
+	if !newly {
+		return
+	}
+	w.found++
+	switch {
+	case w.found > w.cfg.MaxObjects:
+		w.stats.ObjectsCapped++
+	case w.q.len() >= w.cfg.MaxQueue:
+		w.stats.QueueDropped++
+	default:
+		w.q.push((a-w.lo)>>3<<edgeBits | uint64(e))
+		w.stats.MaxQueueLen = max(w.stats.MaxQueueLen, w.q.len())
+	}
+}
+
+// drain visits the queue's objects breadth first, a batch at a time:
+// each batch sorted by address and read in one vector of spans.
+func (w *walker) drain(ctx context.Context) {
+	for !w.stopped && w.q.len() > 0 && w.r.gone == nil {
+		if ctx.Err() != nil {
+			w.stats.Canceled = true
+			w.stopped = true
+			return
+		}
+		w.batches++
+		if w.cfg.StopOnGC && w.batches%64 == 0 {
+			if n, active, err := w.l.collections(w.r); err == nil && (n != w.gcSeen || active) {
+				w.stats.StoppedOnGC = true
+				w.stopped = true
+				return
+			}
+		}
+		w.batch = w.q.pop(w.batch[:0], w.cfg.Batch)
+		slices.Sort(w.batch) // by address: the offset is the entry's high bits
+		w.readBatch()
+		w.tails = w.tails[:0]
+		off := 0
+		si := 0
+		for _, ent := range w.batch {
+			a := w.lo + ent>>edgeBits<<3
+			for si < len(w.spans) && w.spans[si].Addr+uint64(w.spans[si].Len) <= a {
+				off += w.spans[si].Len
+				si++
+			}
+			var view []byte
+			if si < len(w.spans) && a >= w.spans[si].Addr {
+				s := w.spans[si]
+				lo := off + int(a-s.Addr)
+				hi := off + w.valid[si]
+				if lo < hi {
+					view = w.buf[lo:hi]
+				}
+			}
+			w.visit(a, uint32(ent&maxEdges), view)
+		}
+		w.readTails()
+	}
+}
+
+// readBatch reads the first headBytes of each object of the batch,
+// merging neighbours into one span, into w.buf.
+func (w *walker) readBatch() {
+	w.spans = w.spans[:0]
+	for _, ent := range w.batch {
+		a := w.lo + ent>>edgeBits<<3
+		rg, _ := w.l.inHeap(a, 0)
+		end := min(a+headBytes, rg.End)
+		if n := len(w.spans); n > 0 {
+			s := &w.spans[n-1]
+			sEnd := s.Addr + uint64(s.Len)
+			if a <= sEnd+mergeGap && end-s.Addr <= maxSpan && rg.contains(s.Addr) {
+				if end > sEnd {
+					s.Len = int(end - s.Addr)
+				}
+				continue
+			}
+		}
+		w.spans = append(w.spans, Span{a, int(end - a)})
+	}
+	total := 0
+	for _, s := range w.spans {
+		total += s.Len
+	}
+	if cap(w.buf) < total {
+		w.buf = make([]byte, total)
+	}
+	w.buf = w.buf[:total]
+	if cap(w.valid) < len(w.spans) {
+		w.valid = make([]int, len(w.spans))
+	}
+	w.valid = w.valid[:len(w.spans)]
+	w.r.readSpans(w.buf, w.spans, w.valid)
+}
+
+// tail is the part of an object the first read did not cover and whose
+// references the walk needs.
+type tail struct {
+	addr  uint64 // where the bytes to read start
+	n     uint64
+	k     *klass
+	chain uint32
+	base  uint64 // the object's address
+}
+
+// visit validates the object at a, found over edge e, whose first
+// bytes are view, counts it in its row and follows its references.
+func (w *walker) visit(a uint64, e uint32, view []byte) {
+	l := w.l
+	if len(view) < int(l.HeaderSize)+4 {
+		w.stats.Unreadable++
+		return
+	}
+	if le64(view)&3 == 3 {
+		// marked: a forwarding pointer, only seen while a GC moves objects
+		w.stats.Forwarded++
+		return
+	}
+	k := w.klassAt(l.decodeKlass(view))
+	if k == nil || k.kind == kindNone {
+		w.stats.Invalid++
+		return
+	}
+	rg, _ := l.inHeap(a, 0)
+	room := rg.End - a
+	var size, length uint64
+	switch k.kind {
+	case kindInstance, kindOpaque:
+		size = k.size
+	case kindObjArray, kindTypeArray:
+		length = uint64(int64(int32(le32(view[l.HeaderSize:]))))
+		if length > room>>k.log2 {
+			w.stats.Invalid++
+			return
+		}
+		size = (k.hdr + length<<k.log2 + l.Alignment - 1) &^ (l.Alignment - 1)
+	case kindMirror:
+		w.visitMirror(a, e, k, view, room)
+		return
+	}
+	if size > room {
+		w.stats.Invalid++
+		return
+	}
+	ed := &w.edges[e]
+	chain, rec := w.childChain(ed, k)
+	row := w.rowOf(ed, chain, k)
+	w.count(row, a, size, rec, k, chain)
+
+	switch k.kind {
+	case kindInstance:
+		if len(k.oops) == 0 {
+			return
+		}
+		end := uint64(k.oops[len(k.oops)-1]) + l.OopSize
+		if end <= uint64(len(view)) {
+			w.scanFields(k, view, chain)
+		} else {
+			w.tails = append(w.tails, tail{addr: a, n: end, k: k, chain: chain, base: a})
+		}
+	case kindObjArray:
+		end := k.hdr + length*l.OopSize
+		if end <= uint64(len(view)) {
+			w.scanArray(k, view[k.hdr:end], chain)
+		} else if length > 0 {
+			w.tails = append(w.tails, tail{addr: a + k.hdr, n: length * l.OopSize, k: k, chain: chain, base: a})
+		}
+	}
+}
+
+// visitMirror visits a java.lang.Class instance: its size and its
+// statics are in it (java_lang_Class's offsets), and the statics are
+// roots of their own, named by the class they belong to.
+func (w *walker) visitMirror(a uint64, e uint32, k *klass, view []byte, room uint64) {
+	l, o := w.l, &w.l.off
+	fixed := k.size // java.lang.Class's own fields; the statics follow
+	buf := view
+	if uint64(len(buf)) < fixed {
+		if cap(w.mbuf) < int(fixed) {
+			w.mbuf = make([]byte, fixed)
+		}
+		buf = w.mbuf[:fixed]
+		if !w.r.readAt(buf, a) {
+			w.stats.Unreadable++
+			return
+		}
+	}
+	words := int64(int32(le32(buf[o.mirrorOopSize:])))
+	count := int64(int32(le32(buf[o.mirrorStaticCount:])))
+	size := uint64(words) * 8
+	if words <= 0 || size < fixed || size > maxMirrorSize || size > room || count < 0 ||
+		fixed+uint64(count)*l.OopSize > size {
+		w.stats.Invalid++
+		return
+	}
+	ed := &w.edges[e]
+	chain, rec := w.childChain(ed, k)
+	row := w.rowOf(ed, chain, k)
+	w.count(row, a, size, rec, k, chain)
+	if len(k.oops) > 0 && uint64(k.oops[len(k.oops)-1])+l.OopSize <= fixed {
+		w.scanFields(k, buf, chain)
+	}
+	if count == 0 {
+		return
+	}
+	// The class it mirrors names its statics; 0 for a primitive type's.
+	var mk *klass
+	if ka := le64(buf[o.mirrorKlass:]); ka != 0 {
+		if mk = w.klassAt(ka); mk == nil || mk.mirror != a {
+			mk = nil
+		}
+	}
+	n := uint64(count) * l.OopSize
+	st := buf[min(fixed, uint64(len(buf))):]
+	if uint64(len(st)) < n {
+		if cap(w.mbuf) < int(n) {
+			w.mbuf = make([]byte, n)
+		}
+		st = w.mbuf[:n]
+		if !w.r.readAt(st, a+fixed) {
+			w.stats.Unreadable++
+			return
+		}
+	}
+	for j := uint64(0); j < uint64(count); j++ {
+		v := w.slot(st[j*l.OopSize:])
+		if v == 0 {
+			continue
+		}
+		se, ok := w.staticEdge(mk, uint32(fixed+j*l.OopSize))
+		if !ok {
+			w.stats.EdgesCapped++
+			continue
+		}
+		w.discover(l.decodeOop(v), se)
+	}
+}
+
+// slot reads one reference slot's raw value.
+func (w *walker) slot(b []byte) uint64 {
+	if w.l.OopSize == 4 {
+		return uint64(le32(b))
+	}
+	return le64(b)
+}
+
+// count adds an object to its row, and to OnObject or the lookup.
+func (w *walker) count(row uint32, a, size uint64, rec bool, k *klass, chain uint32) {
+	r := &w.rows[row]
+	r.count++
+	r.bytes += size
+	r.recursive = r.recursive || rec
+	w.stats.Objects++
+	w.stats.Bytes += int64(size)
+	// Reservoir sampling keeps a uniform sample of the row's addresses.
+	if len(r.sample) < w.cfg.Sample {
+		r.sample = append(r.sample, a)
+	} else {
+		w.rng ^= w.rng << 13
+		w.rng ^= w.rng >> 7
+		w.rng ^= w.rng << 17
+		if j := w.rng % r.count; j < uint64(len(r.sample)) {
+			r.sample[j] = a
+		}
+	}
+	if w.cfg.MinSize > 0 && size >= w.cfg.MinSize {
+		w.stats.Large++
+		if w.cfg.OnObject != nil {
+			w.cfg.OnObject(Object{Addr: a, Size: size, Klass: k.addr, Class: k.name, Row: int(row) - 1, Chain: ChainID(chain)})
+		}
+		return
+	}
+	w.record(row, a, size)
+}
+
+// scanFields follows the oop fields of an instance of k, whose bytes
+// from its start are obj.
+func (w *walker) scanFields(k *klass, obj []byte, chain uint32) {
+	for i, off := range k.oops {
+		v := w.slot(obj[off:])
+		if v == 0 {
+			continue
+		}
+		a := w.l.decodeOop(v)
+		if !w.fresh(a) {
+			continue
+		}
+		e, ok := w.fieldEdge(k, i, chain)
+		if !ok {
+			w.stats.EdgesCapped++
+			continue
+		}
+		w.push(a, e)
+	}
+}
+
+// scanArray follows the elements of an object array of class k.
+func (w *walker) scanArray(k *klass, elems []byte, chain uint32) {
+	step := int(w.l.OopSize)
+	for i := 0; i+step <= len(elems); i += step {
+		v := w.slot(elems[i:])
+		if v == 0 {
+			continue
+		}
+		a := w.l.decodeOop(v)
+		if !w.fresh(a) {
+			continue
+		}
+		e, ok := w.arrayEdge(k, chain)
+		if !ok {
+			w.stats.EdgesCapped++
+			continue
+		}
+		w.push(a, e)
+	}
+}
+
+// fresh marks the object at a as found and says whether it is new and
+// may be queued; like discover, split so the edge is made only for new
+// objects.
+func (w *walker) fresh(a uint64) bool {
+	if a%8 != 0 {
+		w.stats.OutOfHeap++
+		return false
+	}
+	if _, in := w.l.inHeap(a, 16); !in {
+		w.stats.OutOfHeap++
+		return false
+	}
+	newly, ok := w.visited.testAndSet(a)
+	if !ok {
+		w.stats.BitmapDropped++
+		return false
+	}
+	if !newly {
+		return false
+	}
+	w.found++
+	switch {
+	case w.found > w.cfg.MaxObjects:
+		w.stats.ObjectsCapped++
+		return false
+	case w.q.len() >= w.cfg.MaxQueue:
+		w.stats.QueueDropped++
+		return false
+	}
+	return true
+}
+
+func (w *walker) push(a uint64, e uint32) {
+	w.q.push((a-w.lo)>>3<<edgeBits | uint64(e))
+	if n := w.q.len(); n > w.stats.MaxQueueLen {
+		w.stats.MaxQueueLen = n
+	}
+}
+
+// readTails reads what the batch's objects need beyond their first
+// bytes and follows their references: small tails together in vectors,
+// large arrays on their own, in pieces.
+func (w *walker) readTails() {
+	l := w.l
+	for i := 0; i < len(w.tails) && w.r.gone == nil; {
+		t := w.tails[i]
+		if t.n > bigTail {
+			w.readBig(t)
+			i++
+			continue
+		}
+		j, total := i, uint64(0)
+		w.spans = w.spans[:0]
+		for j < len(w.tails) && w.tails[j].n <= bigTail && total+w.tails[j].n <= tailBatch {
+			w.spans = append(w.spans, Span{w.tails[j].addr, int(w.tails[j].n)})
+			total += w.tails[j].n
+			j++
+		}
+		if cap(w.buf) < int(total) {
+			w.buf = make([]byte, total)
+		}
+		w.buf = w.buf[:total]
+		if cap(w.valid) < len(w.spans) {
+			w.valid = make([]int, len(w.spans))
+		}
+		w.valid = w.valid[:len(w.spans)]
+		w.r.readSpans(w.buf, w.spans, w.valid)
+		off := 0
+		for s := i; s < j; s++ {
+			t := w.tails[s]
+			b := w.buf[off : off+int(t.n)]
+			off += int(t.n)
+			if w.valid[s-i] < int(t.n) {
+				w.stats.Unreadable++
+				continue
+			}
+			if t.k.kind == kindObjArray {
+				w.scanArray(t.k, b, t.chain)
+			} else {
+				w.scanFields(t.k, b, t.chain)
+			}
+		}
+		i = j
+	}
+	_ = l
+}
+
+// readBig follows the elements of a large object array, a piece at a
+// time.
+func (w *walker) readBig(t tail) {
+	const piece = 1 << 20
+	if cap(w.mbuf) < piece {
+		w.mbuf = make([]byte, piece)
+	}
+	for off := uint64(0); off < t.n && w.r.gone == nil; off += piece {
+		b := w.mbuf[:min(piece, t.n-off)]
+		if !w.r.readAt(b, t.addr+off) {
+			w.stats.Unreadable++
+			return
+		}
+		if t.k.kind == kindObjArray {
+			w.scanArray(t.k, b, t.chain)
+		}
+	}
+}

@@ -15,9 +15,9 @@ type scene struct {
 	app, item, node, mapK, list, tree, treeNode, a, b, weak, str uint64
 	longs, objs, nodes                                           uint64
 
-	nodeF, treeF, weakF []uint32
-	table, shared, onlyRoot, onlyWeak, queued                    uint64
-	mapN, listN, treeN, arrN                                     int
+	nodeF, treeF, weakF                       []uint32
+	table, shared, onlyRoot, onlyWeak, queued uint64
+	mapN, listN, treeN, arrN                  int
 }
 
 // App's statics, by index.

@@ -215,69 +215,11 @@ func fill(t *[256]uint8, r opRange) {
 // unsupported or truncated encodings.
 func (x *insn) decode(b []byte) bool {
 	*x = insn{base: regNone, index: regNone, dispOK: true}
-	if len(b) > 15 {
-		b = b[:15]
-	}
-	i, rex, rep, lock := x.prefixes(b)
-	if i >= len(b) {
-		return false
-	}
-	c := b[i]
-	if c == 0xc4 || c == 0xc5 || c == 0x62 {
-		// VEX/EVEX forbid 66/F2/F3/LOCK/REX prefixes (#UD).
-		if x.has66 || rep != 0 || lock || rex != 0 {
-			return false
-		}
-		return x.decodeVEX(b, i)
-	}
-	if c == 0xd5 { // APX REX2: registers r16-r31 we do not have
-		return false
-	}
-	if c == 0x8f && i+1 < len(b) && b[i+1]&0x38 != 0 { // AMD XOP
-		return false
-	}
-	x.w = rex&8 != 0
-	switch rep {
-	case 0xf3:
-		x.pp = 2
-	case 0xf2:
-		x.pp = 3
-	default:
-		if x.has66 {
-			x.pp = 1
-		}
-	}
-	i++
-	x.op = c
-	props, ok := tab1[c], true
-	if c == 0x0f {
-		if i, props, ok = x.escape(b, i); !ok {
-			return false
-		}
-	}
-	imm := props &^ hasModRM
-	if imm == imBad {
-		return false
-	}
-	if props&hasModRM != 0 {
-		if i, ok = x.modRM(b, i, rex&4 != 0, rex&2 != 0, rex&1 != 0); !ok {
-			return false
-		}
-	}
-	if imm != imNone {
-		if i, ok = x.immediate(b, i, imm); !ok {
-			return false
-		}
-	}
-	x.n = i
-	x.implicitOperands(rex)
-	x.legacySize()
-	return true
-}
-
-// prefixes reads the legacy prefixes and a REX byte; i is where the opcode
-// starts.
-func (x *insn) prefixes(b []byte) (i int, rex, rep byte, lock bool) {
+	b = b[:min(len(b), 15)]
+	// The prefixes, inline: a call here would cost every decode.
+	var rex, rep byte
+	lock := false
+	i := 0
 prefixes:
 	for ; i < len(b); i++ {
 		c := b[i]
@@ -302,7 +244,67 @@ prefixes:
 		x.deadREX = x.deadREX || rex != 0
 		rex = 0
 	}
-	return i, rex, rep, lock
+	if i >= len(b) {
+		return false
+	}
+	c := b[i]
+	switch {
+	case c == 0xc4 || c == 0xc5 || c == 0x62:
+		// VEX/EVEX forbid 66/F2/F3/LOCK/REX prefixes (#UD).
+		return !(x.has66 || rep != 0 || lock || rex != 0) && x.decodeVEX(b, i)
+	case c == 0xd5: // APX REX2: registers r16-r31 we do not have
+		return false
+	case c == 0x8f && i+1 < len(b) && b[i+1]&0x38 != 0: // AMD XOP
+		return false
+	}
+	x.w = rex&8 != 0
+	x.setPP(rep)
+	i++
+	x.op = c
+	props, ok := tab1[c], true
+	if c == 0x0f {
+		if i, props, ok = x.escape(b, i); !ok {
+			return false
+		}
+	}
+	imm := props &^ hasModRM
+	if imm == imBad {
+		return false
+	}
+	if props&hasModRM != 0 {
+		if i, ok = x.modRM(b, i, rex&4 != 0, rex&2 != 0, rex&1 != 0); !ok {
+			return false
+		}
+	}
+	switch imm {
+	case imNone:
+	case im8: // the commonest immediate, without a call
+		if i++; i > len(b) {
+			return false
+		}
+	default:
+		if i, ok = x.immediate(b, i, imm); !ok {
+			return false
+		}
+	}
+	x.n = i
+	x.implicitOperands(rex)
+	x.legacySize()
+	return true
+}
+
+// setPP sets the mandatory prefix from the last F2/F3 (rep) and 0x66.
+func (x *insn) setPP(rep byte) {
+	switch rep {
+	case 0xf3:
+		x.pp = 2
+	case 0xf2:
+		x.pp = 3
+	default:
+		if x.has66 {
+			x.pp = 1
+		}
+	}
 }
 
 // escape reads the opcode after 0F at b[i], through the 38 and 3A escapes;
@@ -486,34 +488,38 @@ func (x *insn) modRM(b []byte, i int, r, xb, bb bool) (int, bool) {
 	return i + dispLen, true
 }
 
-// vexBits are the VEX/EVEX prefix bits decodeVEX applies after ModRM:
-// the inverted R, X, B (and EVEX R') extensions and the vector length code.
-type vexBits struct {
-	r, xb, bb, rp bool
-	lcode         uint8
-}
+// Register extensions of a VEX/EVEX prefix, as vexPrefix returns them: its
+// inverted R, X, B and EVEX R' bits (7-4) shifted down by 4 and set when they
+// extend. One byte, not a struct of bools, which the compiler returned
+// through a stack slot that stalled the load of the next field.
+const (
+	extR2 = 1 << iota // EVEX R'
+	extB
+	extX
+	extR
+)
 
 // decodeVEX decodes a VEX (C4/C5) or EVEX (62) instruction whose prefix is at
 // b[i].
 func (x *insn) decodeVEX(b []byte, i int) bool {
-	i, v, ok := x.vexPrefix(b, i)
+	i, ext, lcode, ok := x.vexPrefix(b, i)
 	if !ok || i >= len(b) {
 		return false
 	}
 	x.op = b[i]
 	i++
-	x.vl = 16 << v.lcode
+	x.vl = 16 << lcode
 	if x.enc == encVEX && x.mapSel == map0F && x.op == 0x77 { // vzeroupper/vzeroall
 		x.n = i
 		return true
 	}
-	if i, ok = x.modRM(b, i, v.r, v.xb, v.bb); !ok {
+	if i, ok = x.modRM(b, i, ext&extR != 0, ext&extX != 0, ext&extB != 0); !ok {
 		return false
 	}
-	if v.rp {
+	if ext&extR2 != 0 {
 		x.reg |= 16
 	}
-	if x.enc == encEVEX && x.mod == 3 && v.xb {
+	if x.enc == encEVEX && x.mod == 3 && ext&extX != 0 {
 		x.rm |= 16 // EVEX.X extends a register rm to zmm16-31
 	}
 	if x.isVSIB() {
@@ -534,78 +540,10 @@ func (x *insn) decodeVEX(b []byte, i int) bool {
 	if !x.mem {
 		return true
 	}
-	return x.vexMem()
-}
-
-// vexPrefix decodes the VEX or EVEX prefix at b[i] into enc, mapSel, w,
-// vvvv, pp and bcst, and returns where the opcode starts.
-func (x *insn) vexPrefix(b []byte, i int) (int, vexBits, bool) {
-	var v vexBits
-	switch b[i] {
-	case 0xc5:
-		if i+1 >= len(b) {
-			return 0, v, false
-		}
-		p := b[i+1]
-		x.enc = encVEX
-		v.r = p&0x80 == 0
-		x.vvvv = (^p >> 3) & 15
-		v.lcode = (p >> 2) & 1
-		x.pp = p & 3
-		x.mapSel = map0F
-		return i + 2, v, true
-	case 0xc4:
-		if i+2 >= len(b) {
-			return 0, v, false
-		}
-		p1, p2 := b[i+1], b[i+2]
-		x.enc = encVEX
-		v.r, v.xb, v.bb = p1&0x80 == 0, p1&0x40 == 0, p1&0x20 == 0
-		x.mapSel = p1 & 0x1f
-		if x.mapSel < map0F || x.mapSel > map3A {
-			return 0, v, false
-		}
-		x.w = p2&0x80 != 0
-		x.vvvv = (^p2 >> 3) & 15
-		v.lcode = (p2 >> 2) & 1
-		x.pp = p2 & 3
-		return i + 3, v, true
-	}
-	// 0x62
-	if i+3 >= len(b) {
-		return 0, v, false
-	}
-	p0, p1, p2 := b[i+1], b[i+2], b[i+3]
-	// Bits that must be fixed outside APX; APX reuses them to reach r16-r31.
-	if p0&0x08 != 0 || p1&0x04 == 0 {
-		return 0, v, false
-	}
-	x.enc = encEVEX
-	v.r, v.xb, v.bb, v.rp = p0&0x80 == 0, p0&0x40 == 0, p0&0x20 == 0, p0&0x10 == 0
-	x.mapSel = p0 & 7
-	switch x.mapSel {
-	case map0F, map38, map3A, mapFP5, mapFP6:
-	default:
-		return 0, v, false
-	}
-	x.w = p1&0x80 != 0
-	x.vvvv = (^p1 >> 3) & 15
-	x.pp = p1 & 3
-	v.lcode = (p2 >> 5) & 3
-	x.bcst = p2&0x10 != 0
-	if p2&0x08 == 0 { // EVEX.V'
-		x.vvvv |= 16
-	}
-	return i + 4, v, true
-}
-
-// vexMem sizes a VEX/EVEX memory operand from its tuple type and scales an
-// EVEX compressed disp8 by it; it rejects the encodings EVEX reserves.
-func (x *insn) vexMem() bool {
 	if x.enc == encEVEX && x.vl == 64*2 { // L'L = 11 is reserved with memory
 		return false
 	}
-	n := x.tupleN()
+	n := x.tupleN() // the operand's size, and EVEX's disp8 scale
 	if x.enc == encEVEX && x.bcst && !x.bcstOK() {
 		return false
 	}
@@ -618,6 +556,62 @@ func (x *insn) vexMem() bool {
 		}
 	}
 	return true
+}
+
+// vexPrefix decodes the VEX or EVEX prefix at b[i] into enc, mapSel, w,
+// vvvv, pp and bcst. It returns where the opcode starts, the register
+// extensions (ext*) and the vector length code.
+func (x *insn) vexPrefix(b []byte, i int) (next int, ext, lcode uint8, ok bool) {
+	switch b[i] {
+	case 0xc5:
+		if i+1 >= len(b) {
+			return 0, 0, 0, false
+		}
+		p := b[i+1]
+		x.enc = encVEX
+		x.vvvv = (^p >> 3) & 15
+		x.pp = p & 3
+		x.mapSel = map0F
+		return i + 2, (^p >> 4) & extR, (p >> 2) & 1, true
+	case 0xc4:
+		if i+2 >= len(b) {
+			return 0, 0, 0, false
+		}
+		p1, p2 := b[i+1], b[i+2]
+		x.enc = encVEX
+		x.mapSel = p1 & 0x1f
+		if x.mapSel < map0F || x.mapSel > map3A {
+			return 0, 0, 0, false
+		}
+		x.w = p2&0x80 != 0
+		x.vvvv = (^p2 >> 3) & 15
+		x.pp = p2 & 3
+		return i + 3, (^p1 >> 4) & (extR | extX | extB), (p2 >> 2) & 1, true
+	}
+	// 0x62
+	if i+3 >= len(b) {
+		return 0, 0, 0, false
+	}
+	p0, p1, p2 := b[i+1], b[i+2], b[i+3]
+	// Bits that must be fixed outside APX; APX reuses them to reach r16-r31.
+	if p0&0x08 != 0 || p1&0x04 == 0 {
+		return 0, 0, 0, false
+	}
+	x.enc = encEVEX
+	x.mapSel = p0 & 7
+	switch x.mapSel {
+	case map0F, map38, map3A, mapFP5, mapFP6:
+	default:
+		return 0, 0, 0, false
+	}
+	x.w = p1&0x80 != 0
+	x.vvvv = (^p1 >> 3) & 15
+	x.pp = p1 & 3
+	x.bcst = p2&0x10 != 0
+	if p2&0x08 == 0 { // EVEX.V'
+		x.vvvv |= 16
+	}
+	return i + 4, (^p0 >> 4) & (extR | extX | extB | extR2), (p2 >> 5) & 3, true
 }
 
 // isVSIB reports gathers/scatters, whose index is a vector register.

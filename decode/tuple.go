@@ -72,20 +72,29 @@ func (x *insn) tuple() tuple {
 	return tUnknown
 }
 
+// tuples0F is the tuple of the 0F opcodes whose tuple depends on neither
+// the mandatory prefix nor ModRM.reg; tuple0F handles the others.
+var tuples0F = [256]tuple{
+	0x13: tF8, 0x17: tF8, 0xd6: tF8,
+	0x2a: tT1S, 0x6e: tT1S, // CVTSI2SS/SD, MOVD/Q: integer size by W
+	0xc4: tF2,
+	0xd1: tF16, 0xd2: tF16, 0xd3: tF16, 0xe1: tF16, 0xe2: tF16, 0xf1: tF16, 0xf2: tF16, 0xf3: tF16, // shift count from xmm/m128
+	0x14: tFV, 0x15: tFV, 0x5b: tFV, 0x62: tFV, 0x66: tFV, 0x6a: tFV, 0x6b: tFV, 0x6c: tFV, 0x6d: tFV,
+	0x72: tFV, 0x76: tFV, 0xc6: tFV, 0xd4: tFV, 0xdb: tFV, 0xdf: tFV, 0xeb: tFV, 0xef: tFV, 0xf4: tFV,
+	0xfa: tFV, 0xfb: tFV, 0xfe: tFV,
+	0x28: tFVM, 0x29: tFVM, 0x2b: tFVM, 0x60: tFVM, 0x61: tFVM, 0x63: tFVM, 0x64: tFVM, 0x65: tFVM,
+	0x67: tFVM, 0x68: tFVM, 0x69: tFVM, 0x6f: tFVM, 0x71: tFVM, 0x74: tFVM, 0x75: tFVM, 0x7f: tFVM,
+	0xd5: tFVM, 0xd8: tFVM, 0xd9: tFVM, 0xda: tFVM, 0xdc: tFVM, 0xdd: tFVM, 0xde: tFVM, 0xe0: tFVM,
+	0xe3: tFVM, 0xe4: tFVM, 0xe5: tFVM, 0xe7: tFVM, 0xe8: tFVM, 0xe9: tFVM, 0xea: tFVM, 0xec: tFVM,
+	0xed: tFVM, 0xee: tFVM, 0xf0: tFVM, 0xf5: tFVM, 0xf6: tFVM, 0xf8: tFVM, 0xf9: tFVM, 0xfc: tFVM,
+	0xfd: tFVM,
+}
+
 func tuple0F(op, pp, regOp uint8) tuple {
-	scalar := func() tuple { // ss/sd forms by mandatory prefix
-		switch pp {
-		case 2:
-			return tF4
-		case 3:
-			return tF8
-		}
-		return tFV
-	}
 	switch op {
 	case 0x10, 0x11:
 		if pp >= 2 {
-			return scalar()
+			return scalarTuple(pp)
 		}
 		return tFVM
 	case 0x12:
@@ -101,23 +110,13 @@ func tuple0F(op, pp, regOp uint8) tuple {
 			return tFVM // MOVSHDUP
 		}
 		return tF8
-	case 0x13, 0x17:
-		return tF8
-	case 0x14, 0x15:
-		return tFV
-	case 0x28, 0x29, 0x2b:
-		return tFVM
-	case 0x2a:
-		return tT1S // CVTSI2SS/SD: source integer size by W
-	case 0x2c, 0x2d:
-		return scalar()
+	case 0x2c, 0x2d, 0x51, 0x54, 0x55, 0x56, 0x57, 0x58, 0x59, 0x5c, 0x5d, 0x5e, 0x5f, 0xc2:
+		return scalarTuple(pp)
 	case 0x2e, 0x2f:
 		if pp == 1 {
 			return tF8
 		}
 		return tF4
-	case 0x51, 0x54, 0x55, 0x56, 0x57, 0x58, 0x59, 0x5c, 0x5d, 0x5e, 0x5f, 0xc2:
-		return scalar()
 	case 0x5a:
 		switch pp {
 		case 0:
@@ -125,22 +124,12 @@ func tuple0F(op, pp, regOp uint8) tuple {
 		case 1:
 			return tFV
 		}
-		return scalar()
-	case 0x5b:
-		return tFV
-	case 0x60, 0x61, 0x63, 0x64, 0x65, 0x67, 0x68, 0x69, 0x74, 0x75, 0x71:
-		return tFVM
-	case 0x62, 0x66, 0x6a, 0x6b, 0x6c, 0x6d, 0x76, 0x72:
-		return tFV
-	case 0x6e:
-		return tT1S
+		return scalarTuple(pp)
 	case 0x7e:
 		if pp == 2 {
 			return tF8
 		}
 		return tT1S
-	case 0x6f, 0x7f:
-		return tFVM
 	case 0x70:
 		if pp == 1 {
 			return tFV
@@ -151,28 +140,25 @@ func tuple0F(op, pp, regOp uint8) tuple {
 			return tFVM // PSRLDQ/PSLLDQ
 		}
 		return tFV
-	case 0xc4:
-		return tF2
-	case 0xc6:
-		return tFV
-	case 0xd1, 0xd2, 0xd3, 0xe1, 0xe2, 0xf1, 0xf2, 0xf3:
-		return tF16 // shift count from xmm/m128
-	case 0xd6:
-		return tF8
-	case 0xd4, 0xdb, 0xdf, 0xeb, 0xef, 0xf4, 0xfa, 0xfb, 0xfe:
-		return tFV
-	case 0xd5, 0xd8, 0xd9, 0xda, 0xdc, 0xdd, 0xde, 0xe0, 0xe3, 0xe4, 0xe5, 0xe7,
-		0xe8, 0xe9, 0xea, 0xec, 0xed, 0xee, 0xf5, 0xf6, 0xf8, 0xf9, 0xfc, 0xfd:
-		return tFVM
 	case 0xe6:
 		if pp == 2 {
 			return tHV
 		}
 		return tFV
-	case 0xf0:
-		return tFVM // VLDDQU
 	}
-	return tUnknown
+	return tuples0F[op]
+}
+
+// scalarTuple is the tuple of an instruction whose F3 and F2 forms are
+// scalar (ss, sd) and whose others are packed.
+func scalarTuple(pp uint8) tuple {
+	switch pp {
+	case 2:
+		return tF4
+	case 3:
+		return tF8
+	}
+	return tFV
 }
 
 func tuple38(op uint8) tuple {
@@ -321,101 +307,121 @@ func (x *insn) bcstOK() bool {
 	return false
 }
 
-// legacySize sets the access size for common legacy instructions.
+// legacySize sets the access size for common legacy instructions. It is
+// small enough to inline into decode, which then calls only the map's part.
 func (x *insn) legacySize() {
 	if !x.mem && !x.str {
 		return
 	}
-	osz := 4
-	switch {
-	case x.w:
-		osz = 8
-	case x.has66:
-		osz = 2
-	}
-	op := x.op
 	switch x.mapSel {
 	case map1:
-		switch {
-		case op < 0x40 && op&7 <= 3, op >= 0x84 && op <= 0x8b, op >= 0xa0 && op <= 0xa7,
-			op >= 0xaa && op <= 0xaf, op == 0xc0, op == 0xc1, op == 0xc6, op == 0xc7,
-			op >= 0xd0 && op <= 0xd3, op == 0xf6, op == 0xf7, op == 0xfe, op == 0x80:
-			x.size = osz
-			if op&1 == 0 { // byte forms have an even opcode here
-				x.size = 1
-			}
-		case op == 0x69, op == 0x6b, op == 0x81, op == 0x83:
-			x.size = osz
-		case op == 0x63:
-			x.size = 4
-		case op == 0x8f:
-			x.size = 8
-		case op == 0xff:
-			switch x.regOp {
-			case 0, 1:
-				x.size = osz
-			case 2, 4, 6:
-				x.size = 8
-			}
-		}
+		x.legacySize1()
 	case map0F:
-		switch {
-		case op >= 0x40 && op <= 0x4f, op == 0xaf, op == 0xb0, op == 0xb1, op == 0xc0, op == 0xc1,
-			op == 0xa3, op == 0xab, op == 0xb3, op == 0xbb, op == 0xba, op == 0xbc, op == 0xbd, op == 0xb8:
-			x.size = osz
-			if op == 0xb0 || op == 0xc0 {
-				x.size = 1
-			}
-		case op >= 0x90 && op <= 0x9f, op == 0xb6, op == 0xbe:
-			x.size = 1
-		case op == 0xb7, op == 0xbf:
-			x.size = 2
-		case op == 0xc3:
-			x.size = 4
-			if x.w {
-				x.size = 8
-			}
-		case op == 0x10, op == 0x11, op >= 0x51 && op <= 0x5f && op != 0x5a && op != 0x5b:
-			x.size = [...]int{16, 16, 4, 8}[x.pp]
-		case op == 0x28, op == 0x29, op == 0x2b, op == 0x6f && x.pp != 0, op == 0x7f && x.pp != 0, op == 0xe7 && x.pp == 1:
-			x.size = 16
-		case op == 0x12, op == 0x13, op == 0x16, op == 0x17, op == 0xd6:
-			x.size = 8
-		case op == 0x2e, op == 0x2f:
-			x.size = 4
-			if x.pp == 1 {
-				x.size = 8
-			}
-		case op == 0x6e, op == 0x7e:
-			switch {
-			case x.pp == 2 && op == 0x7e:
-				x.size = 8
-			case x.pp == 1:
-				x.size = 4
-				if x.w {
-					x.size = 8
-				}
-			}
-		case op == 0x2a && x.pp >= 2:
-			x.size = 4
-			if x.w {
-				x.size = 8
-			}
-		case op == 0x2c, op == 0x2d:
-			x.size = [...]int{0, 0, 4, 8}[x.pp]
-		case x.pp == 1 && (op >= 0x60 && op <= 0x76 || op >= 0xd1 && op <= 0xfe):
-			x.size = 16
-		}
+		x.legacySize0F()
 	case map38:
-		if op == 0xf0 || op == 0xf1 {
-			if x.pp == 3 { // CRC32
-				x.size = 1
-				if op == 0xf1 {
-					x.size = osz
-				}
-			} else {
-				x.size = osz // MOVBE
+		x.legacySize38()
+	}
+}
+
+// legacySize38 is legacySize for the 0F 38 map: MOVBE and CRC32.
+func (x *insn) legacySize38() {
+	switch op := x.op; {
+	case op != 0xf0 && op != 0xf1:
+	case x.pp != 3:
+		x.size = x.opSize() // MOVBE
+	case op == 0xf1: // CRC32
+		x.size = x.opSize()
+	default:
+		x.size = 1
+	}
+}
+
+// opSize is the operand size by REX.W and 0x66.
+func (x *insn) opSize() int {
+	switch {
+	case x.w:
+		return 8
+	case x.has66:
+		return 2
+	}
+	return 4
+}
+
+// legacySize1 is legacySize for the one-byte map.
+func (x *insn) legacySize1() {
+	op := x.op
+	switch {
+	case op < 0x40 && op&7 <= 3, op >= 0x84 && op <= 0x8b, op >= 0xa0 && op <= 0xa7,
+		op >= 0xaa && op <= 0xaf, op == 0xc0, op == 0xc1, op == 0xc6, op == 0xc7,
+		op >= 0xd0 && op <= 0xd3, op == 0xf6, op == 0xf7, op == 0xfe, op == 0x80:
+		x.size = x.opSize()
+		if op&1 == 0 { // byte forms have an even opcode here
+			x.size = 1
+		}
+	case op == 0x69, op == 0x6b, op == 0x81, op == 0x83:
+		x.size = x.opSize()
+	case op == 0x63:
+		x.size = 4
+	case op == 0x8f:
+		x.size = 8
+	case op == 0xff:
+		switch x.regOp {
+		case 0, 1:
+			x.size = x.opSize()
+		case 2, 4, 6:
+			x.size = 8
+		}
+	}
+}
+
+// legacySize0F is legacySize for the 0F map.
+func (x *insn) legacySize0F() {
+	op := x.op
+	switch {
+	case op >= 0x40 && op <= 0x4f, op == 0xaf, op == 0xb0, op == 0xb1, op == 0xc0, op == 0xc1,
+		op == 0xa3, op == 0xab, op == 0xb3, op == 0xbb, op == 0xba, op == 0xbc, op == 0xbd, op == 0xb8:
+		x.size = x.opSize()
+		if op == 0xb0 || op == 0xc0 {
+			x.size = 1
+		}
+	case op >= 0x90 && op <= 0x9f, op == 0xb6, op == 0xbe:
+		x.size = 1
+	case op == 0xb7, op == 0xbf:
+		x.size = 2
+	case op == 0xc3:
+		x.size = 4
+		if x.w {
+			x.size = 8
+		}
+	case op == 0x10, op == 0x11, op >= 0x51 && op <= 0x5f && op != 0x5a && op != 0x5b:
+		x.size = [...]int{16, 16, 4, 8}[x.pp]
+	case op == 0x28, op == 0x29, op == 0x2b, op == 0x6f && x.pp != 0, op == 0x7f && x.pp != 0, op == 0xe7 && x.pp == 1:
+		x.size = 16
+	case op == 0x12, op == 0x13, op == 0x16, op == 0x17, op == 0xd6:
+		x.size = 8
+	case op == 0x2e, op == 0x2f:
+		x.size = 4
+		if x.pp == 1 {
+			x.size = 8
+		}
+	case op == 0x6e, op == 0x7e:
+		switch {
+		case x.pp == 2 && op == 0x7e:
+			x.size = 8
+		case x.pp == 1:
+			x.size = 4
+			if x.w {
+				x.size = 8
 			}
 		}
+	case op == 0x2a && x.pp >= 2:
+		x.size = 4
+		if x.w {
+			x.size = 8
+		}
+	case op == 0x2c, op == 0x2d:
+		x.size = [...]int{0, 0, 4, 8}[x.pp]
+	case x.pp == 1 && (op >= 0x60 && op <= 0x76 || op >= 0xd1 && op <= 0xfe):
+		x.size = 16
 	}
 }

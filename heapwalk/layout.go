@@ -429,7 +429,8 @@ func (l *Layout) fromFlags(flags map[string]flag, opts Options) error {
 	}
 	l.Alignment = 8
 	if f, ok := flags["ObjectAlignmentInBytes"]; ok {
-		l.Alignment = f.val
+		// An intx in JDK 17, an int in JDK 25: the low 32 bits either way.
+		l.Alignment = uint64(uint32(f.val))
 	}
 	if l.Alignment < 8 || l.Alignment > 256 || l.Alignment&(l.Alignment-1) != 0 {
 		return fmt.Errorf("%w: ObjectAlignmentInBytes %d", ErrUnsupported, l.Alignment)

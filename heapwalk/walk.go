@@ -235,12 +235,14 @@ type walker struct {
 	batches int
 
 	// Per batch buffers.
-	batch []uint64
-	spans []Span
-	valid []int
-	buf   []byte
-	tails []tail
-	mbuf  []byte
+	batch  []uint64
+	spans  []Span
+	spanOf []int // for each object of the batch, the span holding it
+	spanAt []int // for each span, its offset in buf
+	valid  []int
+	buf    []byte
+	tails  []tail
+	mbuf   []byte
 }
 
 // Header bytes read of each object at first: the header, and the
@@ -403,22 +405,15 @@ func (w *walker) drain(ctx context.Context) {
 		slices.Sort(w.batch) // by address: the offset is the entry's high bits
 		w.readBatch()
 		w.tails = w.tails[:0]
-		off := 0
-		si := 0
-		for _, ent := range w.batch {
+		for i, ent := range w.batch {
 			a := w.lo + ent>>edgeBits<<3
-			for si < len(w.spans) && w.spans[si].Addr+uint64(w.spans[si].Len) <= a {
-				off += w.spans[si].Len
-				si++
-			}
+			si := w.spanOf[i]
+			s := w.spans[si]
+			lo := w.spanAt[si] + int(a-s.Addr)
+			hi := w.spanAt[si] + w.valid[si]
 			var view []byte
-			if si < len(w.spans) && a >= w.spans[si].Addr {
-				s := w.spans[si]
-				lo := off + int(a-s.Addr)
-				hi := off + w.valid[si]
-				if lo < hi {
-					view = w.buf[lo:hi]
-				}
+			if lo < hi {
+				view = w.buf[lo:hi]
 			}
 			w.visit(a, uint32(ent&maxEdges), view)
 		}
@@ -427,9 +422,11 @@ func (w *walker) drain(ctx context.Context) {
 }
 
 // readBatch reads the first headBytes of each object of the batch,
-// merging neighbours into one span, into w.buf.
+// merging neighbours into one span, into w.buf; spanOf says which span
+// holds each object's start, spanAt where each span is in w.buf.
 func (w *walker) readBatch() {
 	w.spans = w.spans[:0]
+	w.spanOf = w.spanOf[:0]
 	for _, ent := range w.batch {
 		a := w.lo + ent>>edgeBits<<3
 		rg, _ := w.l.inHeap(a, 0)
@@ -441,13 +438,18 @@ func (w *walker) readBatch() {
 				if end > sEnd {
 					s.Len = int(end - s.Addr)
 				}
+				w.spanOf = append(w.spanOf, n-1)
 				continue
 			}
 		}
+		// A new span, even where the last one overlaps a's start.
 		w.spans = append(w.spans, Span{a, int(end - a)})
+		w.spanOf = append(w.spanOf, len(w.spans)-1)
 	}
 	total := 0
+	w.spanAt = w.spanAt[:0]
 	for _, s := range w.spans {
+		w.spanAt = append(w.spanAt, total)
 		total += s.Len
 	}
 	if cap(w.buf) < total {

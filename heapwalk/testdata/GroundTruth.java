@@ -1,0 +1,72 @@
+import java.lang.ref.WeakReference;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.TreeMap;
+
+// The ground truth of heapwalk's live test: data built at start-up, the
+// way services build theirs, held by statics. It prints the offsets of
+// the reference fields the test names (the test's stand-in for the
+// agent's field names), says "ready", and exits when its stdin closes.
+//
+// Arguments: map entries, map value length, tree entries, list entries,
+// list element length, table MiB.
+public class GroundTruth {
+    static HashMap<Long, long[]> map;
+    static TreeMap<Integer, Small> tree;
+    static ArrayList<long[]> list;
+    static WeakReference<long[]> weak;
+    static long[] table;
+
+    static final class Small {
+        final int a;
+        final long b;
+
+        Small(int a) {
+            this.a = a;
+            this.b = a * 3L;
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        int mapN = Integer.parseInt(args[0]), mapLen = Integer.parseInt(args[1]);
+        int treeN = Integer.parseInt(args[2]);
+        int listN = Integer.parseInt(args[3]), listLen = Integer.parseInt(args[4]);
+        int tableMiB = Integer.parseInt(args[5]);
+
+        map = new HashMap<>();
+        for (int i = 0; i < mapN; i++) {
+            map.put(1000L + i, new long[mapLen]); // keys past Long's cache
+        }
+        tree = new TreeMap<>();
+        for (int i = 0; i < treeN; i++) {
+            tree.put(1000 + i, new Small(i));
+        }
+        list = new ArrayList<>();
+        for (int i = 0; i < listN; i++) {
+            list.add(new long[listLen]);
+        }
+        weak = new WeakReference<>(new long[1_000_003]); // held by nothing else
+        table = new long[tableMiB << 17]; // allocated last
+
+        Field f = sun.misc.Unsafe.class.getDeclaredField("theUnsafe");
+        f.setAccessible(true);
+        sun.misc.Unsafe u = (sun.misc.Unsafe) f.get(null);
+        for (Class<?> c : new Class<?>[] {GroundTruth.class, HashMap.class, Class.forName("java.util.HashMap$Node"),
+                TreeMap.class, Class.forName("java.util.TreeMap$Entry"), ArrayList.class, WeakReference.class}) {
+            for (Field fd : c.getDeclaredFields()) {
+                if (fd.getType().isPrimitive()) {
+                    continue;
+                }
+                boolean st = Modifier.isStatic(fd.getModifiers());
+                long off = st ? u.staticFieldOffset(fd) : u.objectFieldOffset(fd);
+                System.out.println("field " + c.getName() + " " + fd.getName() + " " + off + " " + (st ? "static" : "instance"));
+            }
+        }
+        System.out.println("ready " + ProcessHandle.current().pid());
+        System.out.flush();
+        while (System.in.read() >= 0) {
+        }
+    }
+}

@@ -27,7 +27,6 @@ const (
 	maxFlags     = 10_000  // JDK 17 has about 1300 flags, JDK 25 about 1400
 	maxFlagName  = 64      // the longest flag name read; the ones wanted are shorter
 	maxHeapSpan  = 1 << 38 // 256 GiB: the walk's queue packs heap offsets in 35 bits of words
-	minHeaderLen = 12
 )
 
 // Options are what the caller knows better than the tables, or what a
@@ -175,22 +174,31 @@ func NewLayout(tab *vmstructs.Table, mem Mem, opts Options) (*Layout, error) {
 	if err != nil {
 		return nil, fmt.Errorf("heap layout: %w", err)
 	}
-	if oopShift > 8 || klassShift > 32 {
-		return nil, fmt.Errorf("heap layout: %w: narrow oop shift %d, klass shift %d", ErrUnsupported, int64(oopShift), int64(klassShift))
-	}
-	l.OopShift, l.KlassShift = uint(oopShift), uint(klassShift)
-	for _, o := range []uint64{l.off.mirrorKlass, l.off.mirrorOopSize, l.off.mirrorStaticCount} {
-		if o < minHeaderLen || o > 4096 || o%4 != 0 {
-			return nil, fmt.Errorf("heap layout: %w: java.lang.Class field offset %d (is java.lang.Class loaded?)", ErrNotReady, int64(o))
-		}
-	}
-
+	// The flags first: they refuse the layouts the walk cannot parse,
+	// whatever the rest says.
 	flags, err := readFlags(r, tab)
 	if err != nil {
 		return nil, fmt.Errorf("heap layout: %w", err)
 	}
 	if err := l.fromFlags(flags, opts); err != nil {
 		return nil, fmt.Errorf("heap layout: %w", err)
+	}
+	// An encoding not in use may hold anything (JDK 25 leaves the klass
+	// shift at -1 without compressed class pointers).
+	if !l.CompressedOops {
+		l.OopBase, oopShift = 0, 0
+	}
+	if !l.CompressedClassPointers {
+		l.KlassBase, klassShift = 0, 0
+	}
+	if oopShift > 8 || klassShift > 32 {
+		return nil, fmt.Errorf("heap layout: %w: narrow oop shift %d, klass shift %d", ErrUnsupported, int64(oopShift), int64(klassShift))
+	}
+	l.OopShift, l.KlassShift = uint(oopShift), uint(klassShift)
+	for _, o := range []uint64{l.off.mirrorKlass, l.off.mirrorOopSize, l.off.mirrorStaticCount} {
+		if o < l.HeaderSize || o > 4096 || o%4 != 0 {
+			return nil, fmt.Errorf("heap layout: %w: java.lang.Class field offset %d (is java.lang.Class loaded?)", ErrNotReady, int64(o))
+		}
 	}
 
 	o := &l.off

@@ -40,12 +40,13 @@ func compileGroundTruth(t testing.TB, jdk testenv.JDK) string {
 }
 
 // startGroundTruth runs GroundTruth on jdk with the collector gc
-// ("Serial", "Parallel", "G1") and its arguments, and returns once it
+// ("Serial", "Parallel", "G1"), the JVM's flags and GroundTruth's
+// arguments, and returns once it
 // said ready. The JVM ends with the test, killed by its pid if it does
 // not exit when its stdin closes.
-func startGroundTruth(t testing.TB, jdk testenv.JDK, classes, gc, xmx string, args ...string) *groundTruth {
+func startGroundTruth(t testing.TB, jdk testenv.JDK, classes, gc string, flags []string, args ...string) *groundTruth {
 	t.Helper()
-	jargs := append([]string{"-Xmx" + xmx, "-Xms" + xmx, "-XX:+Use" + gc + "GC", "-cp", classes, "GroundTruth"}, args...)
+	jargs := append(append(flags, "-XX:+Use"+gc+"GC", "-cp", classes, "GroundTruth"), args...)
 	cmd := exec.Command(jdk.Java(), jargs...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -143,7 +144,7 @@ func TestLive(t *testing.T) {
 	for _, jdk := range jdks {
 		for _, gc := range []string{"Serial", "Parallel", "G1"} {
 			t.Run(jdk.Name+"/"+gc, func(t *testing.T) {
-				gt := startGroundTruth(t, jdk, classes, gc, "512m",
+				gt := startGroundTruth(t, jdk, classes, gc, []string{"-Xmx512m", "-Xms512m"},
 					strconv.Itoa(mapN), "16", strconv.Itoa(treeN), strconv.Itoa(listN), "2", "64")
 				var large []Object
 				l, res := liveWalk(t, gt.pid, Config{
@@ -160,9 +161,81 @@ func TestLive(t *testing.T) {
 				if l.GC != strings.ToLower(gc) {
 					t.Errorf("layout says GC %q", l.GC)
 				}
-				checkLive(t, res, large, mapN, treeN, listN)
+				checkLive(t, l, res, large, mapN, treeN, listN)
 				if t.Failed() {
 					logTop(t, res, 40)
+				}
+			})
+		}
+	}
+}
+
+// TestLiveGeometry walks G1 heaps of other oop and klass encodings:
+// narrow oops shifted, full-width oops, full-width klass pointers.
+func TestLiveGeometry(t *testing.T) {
+	testenv.Root(t)
+	jdks := testenv.JDKs(t)
+	classes := compileGroundTruth(t, jdks[0])
+	const mapN, treeN, listN = 2000, 5000, 100_000
+	for _, jdk := range jdks {
+		for _, tc := range []struct {
+			name  string
+			flags []string
+			check func(l *Layout) bool
+		}{
+			{"shift3", []string{"-Xmx6g"}, func(l *Layout) bool { return l.CompressedOops && l.OopShift == 3 }},
+			{"no-coops", []string{"-Xmx512m", "-XX:-UseCompressedOops"}, func(l *Layout) bool { return !l.CompressedOops && l.OopSize == 8 }},
+			{"no-ccp", []string{"-Xmx512m", "-XX:-UseCompressedClassPointers"},
+				func(l *Layout) bool { return !l.CompressedClassPointers && l.HeaderSize == 16 }},
+			{"align16", []string{"-Xmx512m", "-XX:ObjectAlignmentInBytes=16"}, func(l *Layout) bool { return l.Alignment == 16 }},
+		} {
+			t.Run(jdk.Name+"/"+tc.name, func(t *testing.T) {
+				gt := startGroundTruth(t, jdk, classes, "G1", tc.flags,
+					strconv.Itoa(mapN), "16", strconv.Itoa(treeN), strconv.Itoa(listN), "2", "64")
+				var large []Object
+				l, res := liveWalk(t, gt.pid, Config{
+					FieldName: gt.fieldName,
+					MinSize:   1 << 20,
+					OnObject:  func(o Object) { large = append(large, o) },
+				})
+				t.Logf("%s: %s: %d objects, %v", l.Release, heapDesc(l), res.Stats.Objects, res.Stats.Time.Round(time.Millisecond))
+				if !tc.check(l) {
+					t.Errorf("layout %+v", l)
+				}
+				checkLive(t, l, res, large, mapN, treeN, listN)
+				if t.Failed() {
+					logTop(t, res, 20)
+				}
+			})
+		}
+	}
+}
+
+// TestLiveRefuses: the layouts the walk cannot parse are refused with
+// the reason.
+func TestLiveRefuses(t *testing.T) {
+	testenv.Root(t)
+	jdks := testenv.JDKs(t)
+	classes := compileGroundTruth(t, jdks[0])
+	for _, jdk := range jdks {
+		cases := []struct{ name, gc, want string }{{"zgc", "Z", "ZGC"}}
+		if jdk.Name == "jdk25" {
+			cases = append(cases, struct{ name, gc, want string }{"compact", "G1", "UseCompactObjectHeaders"})
+		}
+		for _, tc := range cases {
+			t.Run(jdk.Name+"/"+tc.name, func(t *testing.T) {
+				flags := []string{"-Xmx256m"}
+				if tc.name == "compact" {
+					flags = append(flags, "-XX:+UseCompactObjectHeaders")
+				}
+				gt := startGroundTruth(t, jdk, classes, tc.gc, flags, "10", "2", "10", "10", "2", "1")
+				tab, err := vmstructs.Open(gt.pid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = NewLayout(tab, ProcessMem(gt.pid), Options{})
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("NewLayout: %v, want an error saying %s", err, tc.want)
 				}
 			})
 		}
@@ -180,8 +253,10 @@ func heapDesc(l *Layout) string {
 	return s
 }
 
-func checkLive(t *testing.T, res *Result, large []Object, mapN, treeN, listN int) {
+func checkLive(t *testing.T, l *Layout, res *Result, large []Object, mapN, treeN, listN int) {
 	t.Helper()
+	// long[]'s elements start after the length, at a word.
+	longBase := (l.HeaderSize + 4 + 7) &^ 7
 	if res.GC.Overlapped {
 		t.Errorf("collections overlapped three walks: %+v", res.GC)
 	}
@@ -213,19 +288,19 @@ func checkLive(t *testing.T, res *Result, large []Object, mapN, treeN, listN int
 			t.Errorf("tree row named %q", got)
 		}
 	}
-	if lr.Bytes != lr.Count*32 {
-		t.Errorf("list arrays: %d bytes for %d, want 32 each", lr.Bytes, lr.Count)
+	if want := longBase + 16; lr.Bytes != lr.Count*want {
+		t.Errorf("list arrays: %d bytes for %d, want %d each", lr.Bytes, lr.Count, want)
 	}
 	var table []Object
 	for _, o := range large {
 		switch {
-		case o.Size == 16+8*1_000_003 || o.Size == 24+8*1_000_003:
+		case o.Size == (longBase+8*1_000_003+l.Alignment-1)&^(l.Alignment-1):
 			t.Errorf("found the weakly held array at %#x: %s", o.Addr, res.ChainString(o.Chain))
 		case o.Class == "long[]" && o.Size >= 64<<20:
 			table = append(table, o)
 		}
 	}
-	if len(table) != 1 || res.ChainString(table[0].Chain) != "GroundTruth.table (static)" || table[0].Size != 64<<20+16 {
+	if len(table) != 1 || res.ChainString(table[0].Chain) != "GroundTruth.table (static)" || table[0].Size != 64<<20+longBase {
 		t.Errorf("the table: %+v", table)
 	}
 	// A profiler's sample in a list element names the list.

@@ -24,9 +24,9 @@ func (r Range) contains(a uint64) bool { return a >= r.Start && a < r.End }
 
 // Caps on what a target's tables may make NewLayout accept.
 const (
-	maxFlags     = 10_000  // JDK 17 has about 1300 flags, JDK 25 about 1400
-	maxFlagName  = 64      // the longest flag name read; the ones wanted are shorter
-	maxHeapSpan  = 1 << 38 // 256 GiB: the walk's queue packs heap offsets in 35 bits of words
+	maxFlags    = 10_000  // JDK 17 has about 1300 flags, JDK 25 about 1400
+	maxFlagName = 64      // the longest flag name read; the ones wanted are shorter
+	maxHeapSpan = 1 << 38 // 256 GiB: the walk's queue packs heap offsets in 35 bits of words
 )
 
 // Options are what the caller knows better than the tables, or what a

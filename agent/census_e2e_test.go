@@ -315,3 +315,55 @@ func BenchmarkCensusPause(b *testing.B) {
 		}
 	}
 }
+
+// TestCensusOuterFrame: data that main holds in a local and passes down
+// to a deeper frame, which holds it in a local too, is named by main's
+// local, the caller that owns it: directly (main's data, hold's d), and
+// through an array main holds when the deeper frame holds an element
+// itself (main's rows, hold's r0 = rows[0]), also for what the element
+// holds (main's nest, hold's n0 = nest[0], and the byte[] in it).
+func TestCensusOuterFrame(t *testing.T) {
+	for _, j := range availableJDKs(t) {
+		t.Run(j.name, func(t *testing.T) {
+			v := startMain(t, j, "interval=1g,minsize=1024,census=2,census_budget=0", true, jvmFlags, "RootsSite")
+			v.ready()
+			recs, end := v.census()
+			if end.Status != agentwire.CensusHolders {
+				t.Fatalf("CENSUS_END status %#x (%q), want holders only", end.Status, end.Note)
+			}
+			objs, chains := censusObjects(t, recs)
+			call := siteLineIn(t, "RootsSite.java", "call")
+			local := func(slot int) string {
+				return fmt.Sprintf("RootsSite.main:%d local #%d (thread \"main\")", call, slot)
+			}
+			var data, rows, nest int
+			for _, o := range objs {
+				c := chains[o.Tag]
+				switch {
+				case o.TypeSig == "[J" && o.Size == 16+8<<15:
+					data++
+					if !slices.Equal(c, []string{local(1)}) {
+						t.Errorf("main's data is held by %q, want %q", c, local(1))
+					}
+				case o.TypeSig == "[D" && o.Size == 16+8*4096:
+					rows++
+					if want := []string{local(2), "[]"}; !slices.Equal(c, want) {
+						t.Errorf("a row of main's rows is held by %q, want %q", c, want)
+					}
+				case o.TypeSig == "[B" && o.Size == 16+40000:
+					nest++
+					// "[]" twice is a cycle to the census: it stops at the first.
+					if want := []string{local(3), "[]"}; !slices.Equal(c, want) {
+						t.Errorf("the byte[] in main's nest is held by %q, want %q", c, want)
+					}
+				}
+			}
+			if data != 1 || rows != 2 || nest != 1 {
+				t.Errorf("found %d data arrays, %d rows, %d nested arrays; want 1, 2, 1", data, rows, nest)
+			}
+			v.send("exit")
+			v.line("DONE")
+			v.exit()
+		})
+	}
+}

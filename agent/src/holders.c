@@ -174,6 +174,26 @@ static int local_only(jlong t)
 	return !(t & (T_CLASS | T_THREAD)) && p != 0 && p <= cs.npaths && HOP_KIND(cs.hop[p]) == H_LOCAL;
 }
 
+/* The frame root (cs.roots index) chain p starts at, or NO_CLASS. */
+static uint32_t chain_local(uint32_t p)
+{
+	for (int i = 0; p != 0 && p <= cs.npaths && i <= MAX_DEPTH; i++, p = cs.parent[p])
+		if (cs.parent[p] == 0)
+			return HOP_KIND(cs.hop[p]) == H_LOCAL && HOP_A(cs.hop[p]) < cs.nroots ? HOP_A(cs.hop[p]) : NO_CLASS;
+	return NO_CLASS;
+}
+
+/* Whether chain p starts at a local of a frame outside (deeper in the
+ * stack than) the frame whose local names the object tagged t, in the
+ * same thread. */
+static int outer_chain(uint32_t p, jlong t)
+{
+	uint32_t a = chain_local(p), b = chain_local((uint32_t)(t & T_ID));
+
+	return a != NO_CLASS && b != NO_CLASS && cs.roots[a].thread_tag == cs.roots[b].thread_tag &&
+	       cs.roots[a].depth > cs.roots[b].depth;
+}
+
 static int leaf(uint32_t k)
 {
 	return k != NO_CLASS && cs.cls[k].refs == 0;
@@ -225,6 +245,17 @@ jint JNICALL census_ref_cb(jvmtiHeapReferenceKind kind, const jvmtiHeapReference
 		return JVMTI_VISIT_ABORT;
 	if (cs.walk == 2) {
 		/* Only into what the first walk left to the locals. */
+		if (t != 0 && referrer_tag_ptr != NULL && local_only(t)) {
+			/* A frame's local names what it holds directly, but an
+			 * outer frame that reaches it through what it holds owns
+			 * it (FFT: transform's dataRI -> [], not transformInPlace's
+			 * dataR). HotSpot pops the outer frames' objects first. */
+			parent = referrer_path(referrer_tag_ptr, referrer_class_tag);
+			if (!outer_chain(parent, t))
+				return 0;
+			*tag_ptr = (t & T_TARGET) | census_intern(parent, edge_hop(kind, info, referrer_class_tag));
+			return leaf(k) ? 0 : JVMTI_VISIT_OBJECTS;
+		}
 		if (t != 0)
 			return root_local && local_only(t) && !leaf(k) ? JVMTI_VISIT_OBJECTS : 0;
 		if (root_local)

@@ -59,69 +59,28 @@ func (e *Encoder) WriteBatch(b *Batch) error {
 	return e.Flush(b.Watermark)
 }
 
+// le writes the wire's little-endian integers.
+var le = binary.LittleEndian
+
 // AppendRecord appends the encoding of rec (header and body) to dst.
 func AppendRecord(dst []byte, rec Record) ([]byte, error) {
-	le := binary.LittleEndian
 	start := len(dst)
 	dst = le.AppendUint32(dst, 0) // body_len, patched below
 	dst = le.AppendUint16(dst, uint16(rec.Type()))
 	dst = le.AppendUint16(dst, 0)
-	str := func(s string) {
-		dst = le.AppendUint32(dst, uint32(len(s)))
-		dst = append(dst, s...)
-	}
 	switch r := rec.(type) {
 	case *Hello:
-		dst = le.AppendUint32(dst, r.ProtoVersion)
-		dst = le.AppendUint32(dst, r.PID)
-		dst = le.AppendUint64(dst, r.Interval)
-		dst = le.AppendUint64(dst, r.MinSize)
-		dst = le.AppendUint64(dst, r.Monotonic)
-		str(r.VMName)
-		str(r.VMVersion)
-		str(r.Mode)
-		dst = le.AppendUint32(dst, r.StackSignal)
+		dst = appendHello(dst, r)
 	case *Method:
-		dst = le.AppendUint64(dst, r.ID)
-		str(r.ClassSig)
-		str(r.Name)
-		str(r.Sig)
-		str(r.SourceFile)
-		dst = le.AppendUint32(dst, uint32(len(r.Lines)))
-		for _, l := range r.Lines {
-			dst = le.AppendUint64(dst, uint64(l.Start))
-			dst = le.AppendUint32(dst, uint32(l.Line))
-		}
+		dst = appendMethod(dst, r)
 	case *Alloc:
-		dst = le.AppendUint64(dst, r.Time)
-		dst = le.AppendUint64(dst, r.Addr)
-		dst = le.AppendUint64(dst, r.Size)
-		dst = le.AppendUint32(dst, r.TID)
-		dst = le.AppendUint32(dst, uint32(len(r.Frames)))
-		str(r.TypeSig)
-		for _, f := range r.Frames {
-			dst = le.AppendUint64(dst, f.Method)
-			dst = le.AppendUint64(dst, uint64(f.BCI))
-		}
-		dst = le.AppendUint64(dst, r.Tag)
+		dst = appendAlloc(dst, r)
 	case *Stats:
-		dst = le.AppendUint64(dst, r.Callbacks)
-		dst = le.AppendUint64(dst, r.BelowMinSize)
-		dst = le.AppendUint64(dst, r.Dropped)
-		dst = le.AppendUint64(dst, r.StackErrors)
-		dst = le.AppendUint64(dst, r.AllocsSent)
-		for _, v := range []uint64{r.Frees, r.GCs, r.Reconciles, r.Reconciled,
-			r.ReconcileSkipped, r.ReconcileLimited, r.ReconcileNanos,
-			r.StackSignals, r.StacksSent, r.StacksDropped, r.CodeSent, r.CodeDropped, r.SignalsChained,
-			r.Untagged, r.UntaggedFreed, r.AllocNanos, r.StackNanos, r.CodeNanos, r.WriterCPUNanos,
-			r.ProcessCPUNanos, r.Tracked, r.TrackedLive, r.CensusNanos,
-			r.ClassesSent, r.ClassesDropped, r.TypesNanos} {
-			dst = le.AppendUint64(dst, v)
-		}
+		dst = appendStats(dst, r)
 	case *Bye:
-		str(r.Reason)
+		dst = appendStr(dst, r.Reason)
 	case *ErrorRec:
-		str(r.Message)
+		dst = appendStr(dst, r.Message)
 	case *Interval:
 		dst = le.AppendUint64(dst, r.Time)
 		dst = le.AppendUint64(dst, r.Interval)
@@ -133,90 +92,32 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 	case *GCFinish:
 		dst = le.AppendUint64(dst, r.Time)
 	case *Reconcile:
-		dst = le.AppendUint64(dst, r.Time)
-		dst = le.AppendUint32(dst, uint32(len(r.Objects)))
-		for _, o := range r.Objects {
-			dst = le.AppendUint64(dst, o.Tag)
-			dst = le.AppendUint64(dst, o.Addr)
-		}
+		dst = appendReconcile(dst, r)
 	case *Stack:
-		dst = le.AppendUint64(dst, r.Time)
-		dst = le.AppendUint32(dst, r.TID)
-		dst = le.AppendUint32(dst, uint32(r.Status))
-		dst = le.AppendUint64(dst, r.PC)
-		dst = appendFrames(dst, r.Frames)
+		dst = appendStack(dst, r)
 	case *Code:
-		dst = le.AppendUint64(dst, r.Time)
-		dst = le.AppendUint64(dst, r.Method)
-		dst = le.AppendUint64(dst, r.Start)
-		dst = le.AppendUint32(dst, r.Size)
-		dst = le.AppendUint32(dst, uint32(len(r.PCs)))
-		for _, p := range r.PCs {
-			dst = le.AppendUint64(dst, p.PC)
-			dst = appendFrames(dst, p.Frames)
-		}
+		dst = appendCode(dst, r)
 	case *CodeUnload:
 		dst = le.AppendUint64(dst, r.Time)
 		dst = le.AppendUint64(dst, r.Method)
 		dst = le.AppendUint64(dst, r.Start)
 	case *Stub:
-		dst = le.AppendUint64(dst, r.Time)
-		dst = le.AppendUint64(dst, r.Start)
-		dst = le.AppendUint32(dst, r.Size)
-		str(r.Name)
+		dst = appendStub(dst, r)
 	case *CensusStart:
 		dst = le.AppendUint64(dst, r.Time)
 		dst = le.AppendUint32(dst, uint32(r.Kind))
 	case *CensusPath:
 		dst = le.AppendUint32(dst, r.ID)
 		dst = le.AppendUint32(dst, r.Parent)
-		str(r.Hop)
+		dst = appendStr(dst, r.Hop)
 	case *Census:
-		for _, v := range []uint64{r.Time, r.Addr, r.Size, r.Tag} {
-			dst = le.AppendUint64(dst, v)
-		}
-		dst = le.AppendUint32(dst, r.Path)
-		dst = le.AppendUint32(dst, uint32(r.Kind))
-		str(r.TypeSig)
+		dst = appendCensus(dst, r)
 	case *CensusEnd:
-		dst = le.AppendUint64(dst, r.Time)
-		dst = le.AppendUint32(dst, uint32(r.Kind))
-		dst = le.AppendUint32(dst, uint32(r.Status))
-		for _, v := range []uint64{r.Objects, r.Bytes, r.HeapObjects, r.HeapBytes, r.HeapWalkNanos, r.HolderWalkNanos,
-			r.EmitNanos, r.Paths, r.Reached, r.Unreachable, r.Unplaced} {
-			dst = le.AppendUint64(dst, v)
-		}
-		str(r.Note)
-		dst = le.AppendUint64(dst, r.Strays)
-		dst = le.AppendUint64(dst, r.HeapWalkPasses)
-		dst = le.AppendUint64(dst, r.PauseMaxNanos)
+		dst = appendCensusEnd(dst, r)
 	case *TypesInfo:
-		var fl uint32
-		if r.OK {
-			fl |= 1
-		}
-		if r.Fields {
-			fl |= 2
-		}
-		dst = le.AppendUint32(dst, fl)
-		str(r.Reason)
-		dst = le.AppendUint64(dst, r.OopBase)
-		dst = le.AppendUint32(dst, r.OopShift)
-		dst = le.AppendUint32(dst, r.OopBytes)
-		dst = le.AppendUint64(dst, r.KlassBase)
-		dst = le.AppendUint32(dst, r.KlassShift)
-		dst = le.AppendUint32(dst, r.KlassBytes)
+		dst = appendTypesInfo(dst, r)
 	case *Class:
-		dst = le.AppendUint64(dst, r.Time)
-		dst = le.AppendUint64(dst, r.Klass)
-		dst = le.AppendUint32(dst, r.Narrow)
-		str(r.Sig)
-		dst = le.AppendUint32(dst, uint32(len(r.Fields)))
-		for _, f := range r.Fields {
-			dst = le.AppendUint32(dst, f.Offset)
-			str(f.Name)
-			str(f.Sig)
-		}
+		dst = appendClass(dst, r)
 	case *Unknown:
 		dst = append(dst, r.Body...)
 	default:
@@ -230,9 +131,163 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 	return dst, nil
 }
 
+func appendHello(dst []byte, r *Hello) []byte {
+	dst = le.AppendUint32(dst, r.ProtoVersion)
+	dst = le.AppendUint32(dst, r.PID)
+	dst = le.AppendUint64(dst, r.Interval)
+	dst = le.AppendUint64(dst, r.MinSize)
+	dst = le.AppendUint64(dst, r.Monotonic)
+	dst = appendStr(dst, r.VMName)
+	dst = appendStr(dst, r.VMVersion)
+	dst = appendStr(dst, r.Mode)
+	return le.AppendUint32(dst, r.StackSignal)
+}
+
+func appendMethod(dst []byte, r *Method) []byte {
+	dst = le.AppendUint64(dst, r.ID)
+	dst = appendStr(dst, r.ClassSig)
+	dst = appendStr(dst, r.Name)
+	dst = appendStr(dst, r.Sig)
+	dst = appendStr(dst, r.SourceFile)
+	dst = le.AppendUint32(dst, uint32(len(r.Lines)))
+	for _, l := range r.Lines {
+		dst = le.AppendUint64(dst, uint64(l.Start))
+		dst = le.AppendUint32(dst, uint32(l.Line))
+	}
+	return dst
+}
+
+func appendAlloc(dst []byte, r *Alloc) []byte {
+	dst = le.AppendUint64(dst, r.Time)
+	dst = le.AppendUint64(dst, r.Addr)
+	dst = le.AppendUint64(dst, r.Size)
+	dst = le.AppendUint32(dst, r.TID)
+	// The frame count comes before the type, the frames after it.
+	dst = le.AppendUint32(dst, uint32(len(r.Frames)))
+	dst = appendStr(dst, r.TypeSig)
+	for _, f := range r.Frames {
+		dst = le.AppendUint64(dst, f.Method)
+		dst = le.AppendUint64(dst, uint64(f.BCI))
+	}
+	return le.AppendUint64(dst, r.Tag)
+}
+
+func appendStats(dst []byte, r *Stats) []byte {
+	return appendU64s(dst, r.Callbacks, r.BelowMinSize, r.Dropped, r.StackErrors, r.AllocsSent,
+		r.Frees, r.GCs, r.Reconciles, r.Reconciled,
+		r.ReconcileSkipped, r.ReconcileLimited, r.ReconcileNanos,
+		r.StackSignals, r.StacksSent, r.StacksDropped, r.CodeSent, r.CodeDropped, r.SignalsChained,
+		r.Untagged, r.UntaggedFreed, r.AllocNanos, r.StackNanos, r.CodeNanos, r.WriterCPUNanos,
+		r.ProcessCPUNanos, r.Tracked, r.TrackedLive, r.CensusNanos,
+		r.ClassesSent, r.ClassesDropped, r.TypesNanos)
+}
+
+func appendReconcile(dst []byte, r *Reconcile) []byte {
+	dst = le.AppendUint64(dst, r.Time)
+	dst = le.AppendUint32(dst, uint32(len(r.Objects)))
+	for _, o := range r.Objects {
+		dst = le.AppendUint64(dst, o.Tag)
+		dst = le.AppendUint64(dst, o.Addr)
+	}
+	return dst
+}
+
+func appendStack(dst []byte, r *Stack) []byte {
+	dst = le.AppendUint64(dst, r.Time)
+	dst = le.AppendUint32(dst, r.TID)
+	dst = le.AppendUint32(dst, uint32(r.Status))
+	dst = le.AppendUint64(dst, r.PC)
+	return appendFrames(dst, r.Frames)
+}
+
+func appendCode(dst []byte, r *Code) []byte {
+	dst = le.AppendUint64(dst, r.Time)
+	dst = le.AppendUint64(dst, r.Method)
+	dst = le.AppendUint64(dst, r.Start)
+	dst = le.AppendUint32(dst, r.Size)
+	dst = le.AppendUint32(dst, uint32(len(r.PCs)))
+	for _, p := range r.PCs {
+		dst = le.AppendUint64(dst, p.PC)
+		dst = appendFrames(dst, p.Frames)
+	}
+	return dst
+}
+
+func appendStub(dst []byte, r *Stub) []byte {
+	dst = le.AppendUint64(dst, r.Time)
+	dst = le.AppendUint64(dst, r.Start)
+	dst = le.AppendUint32(dst, r.Size)
+	return appendStr(dst, r.Name)
+}
+
+func appendCensus(dst []byte, r *Census) []byte {
+	dst = appendU64s(dst, r.Time, r.Addr, r.Size, r.Tag)
+	dst = le.AppendUint32(dst, r.Path)
+	dst = le.AppendUint32(dst, uint32(r.Kind))
+	return appendStr(dst, r.TypeSig)
+}
+
+func appendCensusEnd(dst []byte, r *CensusEnd) []byte {
+	dst = le.AppendUint64(dst, r.Time)
+	dst = le.AppendUint32(dst, uint32(r.Kind))
+	dst = le.AppendUint32(dst, uint32(r.Status))
+	dst = appendU64s(dst, r.Objects, r.Bytes, r.HeapObjects, r.HeapBytes, r.HeapWalkNanos, r.HolderWalkNanos,
+		r.EmitNanos, r.Paths, r.Reached, r.Unreachable, r.Unplaced)
+	dst = appendStr(dst, r.Note)
+	dst = le.AppendUint64(dst, r.Strays)
+	dst = le.AppendUint64(dst, r.HeapWalkPasses)
+	return le.AppendUint64(dst, r.PauseMaxNanos)
+}
+
+func appendTypesInfo(dst []byte, r *TypesInfo) []byte {
+	var fl uint32
+	if r.OK {
+		fl |= 1
+	}
+	if r.Fields {
+		fl |= 2
+	}
+	dst = le.AppendUint32(dst, fl)
+	dst = appendStr(dst, r.Reason)
+	dst = le.AppendUint64(dst, r.OopBase)
+	dst = le.AppendUint32(dst, r.OopShift)
+	dst = le.AppendUint32(dst, r.OopBytes)
+	dst = le.AppendUint64(dst, r.KlassBase)
+	dst = le.AppendUint32(dst, r.KlassShift)
+	return le.AppendUint32(dst, r.KlassBytes)
+}
+
+func appendClass(dst []byte, r *Class) []byte {
+	dst = le.AppendUint64(dst, r.Time)
+	dst = le.AppendUint64(dst, r.Klass)
+	dst = le.AppendUint32(dst, r.Narrow)
+	dst = appendStr(dst, r.Sig)
+	dst = le.AppendUint32(dst, uint32(len(r.Fields)))
+	for _, f := range r.Fields {
+		dst = le.AppendUint32(dst, f.Offset)
+		dst = appendStr(dst, f.Name)
+		dst = appendStr(dst, f.Sig)
+	}
+	return dst
+}
+
+// appendStr appends u32 length, then the bytes.
+func appendStr(dst []byte, s string) []byte {
+	dst = le.AppendUint32(dst, uint32(len(s)))
+	return append(dst, s...)
+}
+
+// appendU64s appends each of vs: for long runs of fields, where the loop is
+// shorter than the calls and no slower.
+func appendU64s(dst []byte, vs ...uint64) []byte {
+	for _, v := range vs {
+		dst = le.AppendUint64(dst, v)
+	}
+	return dst
+}
+
 // appendFrames appends u32 n, n × {u64 jmethodid, u64 bci}.
 func appendFrames(dst []byte, fs []Frame) []byte {
-	le := binary.LittleEndian
 	dst = le.AppendUint32(dst, uint32(len(fs)))
 	for _, f := range fs {
 		dst = le.AppendUint64(dst, f.Method)

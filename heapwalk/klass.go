@@ -17,6 +17,14 @@ const (
 	maxBadKlasses   = 1 << 16 // bad klass pointers remembered, so a garbled heap costs one read each
 )
 
+const kcacheBits = 8
+
+// kcacheEntry is one entry of the walker's klass cache.
+type kcacheEntry struct {
+	addr uint64
+	k    *klass
+}
+
 // kind is what a klass's objects are, for the walk.
 type kind uint8
 
@@ -61,7 +69,16 @@ type klass struct {
 // klassAt returns the klass at addr, read and validated on first use;
 // nil if addr is not a valid klass.
 func (w *walker) klassAt(addr uint64) *klass {
+	// A direct-mapped cache in front of the map: most objects are of a
+	// few classes.
+	c := &w.kcache[(addr>>3)*0x9e3779b97f4a7c15>>(64-kcacheBits)]
+	if c.addr == addr && c.k != nil {
+		return c.k
+	}
 	if k, ok := w.klasses[addr]; ok {
+		if k != nil {
+			c.addr, c.k = addr, k
+		}
 		return k
 	}
 	k := w.readKlass(addr)

@@ -14,59 +14,135 @@ type run struct {
 
 const (
 	maxRunWords = 1<<32 - 1
+	runSeg      = 1 << 16 // runs are kept in segments while the walk grows them
 	pageShift   = 12
-	// maxPagesPerObject caps the pages one object votes for.
+	// pageRows rows are kept per heap page once the runs are full.
+	pageRows = 4
+	// maxPagesPerObject caps the pages one object is entered on.
 	maxPagesPerObject = 256
+	pagesPerBlock     = 1 << (blockShift - pageShift)
 )
 
-// vote is a page's running majority (Boyer-Moore) of the rows of the
-// small objects on it that the runs had no room for.
-type vote struct {
+// pageRow is one row on a page, with the bytes its objects have there.
+type pageRow struct {
 	row   uint32
-	votes int32
+	bytes uint32
+}
+
+// pageSet is one page's rows; dropped says a row did not fit, so a
+// class found among them may be another row's.
+type pageSet struct {
+	rows    [pageRows]pageRow
+	dropped bool
+}
+
+// pageTable holds, for each heap page with small objects that did not
+// fit in the runs, the rows with the most bytes on it: an approximate
+// lookup of bounded size, exact when the caller knows the object's
+// class and no two of the page's rows share it.
+type pageTable struct {
+	lo        uint64
+	top       []int32 // per MiB of the heap span: block index + 1
+	blocks    [][pagesPerBlock]pageSet
+	maxBlocks int
+}
+
+func newPageTable(lo, hi uint64, maxPages int) *pageTable {
+	n := (hi - lo + 1<<blockShift - 1) >> blockShift
+	return &pageTable{lo: lo, top: make([]int32, n), maxBlocks: max(1, maxPages/pagesPerBlock)}
+}
+
+// page returns the rows of the page holding a; nil when a's block is
+// not there and (alloc false, or the table is full) cannot be made.
+func (p *pageTable) page(a uint64, alloc bool) *pageSet {
+	if p == nil || a < p.lo {
+		return nil
+	}
+	off := a - p.lo
+	t := off >> blockShift
+	if t >= uint64(len(p.top)) {
+		return nil
+	}
+	bi := p.top[t]
+	if bi == 0 {
+		if !alloc || len(p.blocks) >= p.maxBlocks {
+			return nil
+		}
+		p.blocks = append(p.blocks, [pagesPerBlock]pageSet{})
+		bi = int32(len(p.blocks))
+		p.top[t] = bi
+	}
+	return &p.blocks[bi-1][(off>>pageShift)&(pagesPerBlock-1)]
+}
+
+// add enters bytes of row on the page: a row already there grows, a new
+// one takes an empty place or the smallest one's if it has more.
+func (ps *pageSet) add(row uint32, bytes uint32) {
+	pr := &ps.rows
+	small := 0
+	for i := range pr {
+		switch {
+		case pr[i].row == row:
+			pr[i].bytes = uint32(min(uint64(pr[i].bytes)+uint64(bytes), 1<<32-1))
+			return
+		case pr[i].row == 0:
+			pr[i] = pageRow{row, bytes}
+			return
+		case pr[i].bytes < pr[small].bytes:
+			small = i
+		}
+	}
+	ps.dropped = true
+	if bytes > pr[small].bytes {
+		pr[small] = pageRow{row, bytes}
+	}
 }
 
 // record adds a small object to the address lookup: it extends its
 // row's latest run when it follows it, else starts a run; past the
-// runs' cap its page votes for its row instead.
+// runs' cap it enters its row on its pages instead.
 func (w *walker) record(row uint32, a, size uint64) {
 	r := &w.rows[row]
 	words := size >> 3
 	if r.lastRun >= 0 {
-		ru := &w.runs[r.lastRun]
+		ru := w.run(int(r.lastRun))
 		if ru.start+uint64(ru.words)<<3 == a && uint64(ru.words)+words <= maxRunWords {
 			ru.words += uint32(words)
 			return
 		}
 	}
-	if len(w.runs) < w.cfg.MaxRuns {
-		r.lastRun = int32(len(w.runs))
-		w.runs = append(w.runs, run{a, uint32(words), row})
+	if w.nRuns < w.cfg.MaxRuns {
+		if w.nRuns%runSeg == 0 {
+			w.runSegs = append(w.runSegs, make([]run, 0, runSeg))
+		}
+		seg := &w.runSegs[len(w.runSegs)-1]
+		*seg = append(*seg, run{a, uint32(words), row})
+		r.lastRun = int32(w.nRuns)
+		w.nRuns++
 		return
 	}
 	w.stats.LookupApprox++
-	for p, i := a>>pageShift, 0; p <= (a+size-1)>>pageShift && i < maxPagesPerObject; p, i = p+1, i+1 {
-		v, ok := w.pages[p]
-		if !ok && len(w.pages) >= w.cfg.MaxPages {
-			if i == 0 {
-				w.stats.LookupLost++
-			}
+	end := a + size
+	for p, i := a&^(1<<pageShift-1), 0; p < end && i < maxPagesPerObject; p, i = p+1<<pageShift, i+1 {
+		pr := w.pages.page(p, true)
+		if pr == nil {
+			w.stats.LookupLost++
 			return
 		}
-		switch {
-		case v.votes == 0:
-			v = vote{row, 1}
-		case v.row == row:
-			v.votes++
-		default:
-			v.votes--
-		}
-		w.pages[p] = v
+		pr.add(row, uint32(min(end, p+1<<pageShift)-max(a, p)))
 	}
 }
 
-// finishRuns sorts the runs by address and merges neighbours of one row.
-func finishRuns(runs []run) []run {
+func (w *walker) run(i int) *run { return &w.runSegs[i/runSeg][i%runSeg] }
+
+// finishRuns gathers the runs, sorts them by address and merges
+// neighbours of one row.
+func (w *walker) finishRuns() []run {
+	runs := make([]run, 0, w.nRuns)
+	for _, s := range w.runSegs {
+		runs = append(runs, s...)
+	}
+	w.runSegs = nil
 	slices.SortFunc(runs, func(a, b run) int {
 		switch {
 		case a.start < b.start:
@@ -90,12 +166,19 @@ func finishRuns(runs []run) []run {
 	return slices.Clip(out)
 }
 
-// Lookup names the small object (under MinSize) at addr, or inside it:
-// the index of its row in Rows, and whether that is exact. An inexact
-// answer comes from the majority row of addr's page, for objects found
-// after the lookup's runs were full (Stats.LookupApprox). It returns -1
-// when the walk found no small object there.
-func (r *Result) Lookup(addr uint64) (row int, exact bool) {
+// Lookup names the small object (under MinSize) at addr, or holding
+// addr: the index of its row in Rows, and whether that is exact. An
+// inexact answer is the row with the most bytes on addr's page among
+// the objects found after the exact runs were full (Stats.LookupApprox);
+// LookupClass does better when the object's class is known. It returns
+// -1 when the walk found no small object there.
+func (r *Result) Lookup(addr uint64) (row int, exact bool) { return r.LookupClass(addr, 0) }
+
+// LookupClass is Lookup for an object whose Klass* the caller read
+// from its header (klass): among the rows on an approximate page, the
+// one of that class if only one is, exact if no row was dropped from
+// the page.
+func (r *Result) LookupClass(addr, klass uint64) (row int, exact bool) {
 	i := sort.Search(len(r.runs), func(i int) bool { return r.runs[i].start > addr }) - 1
 	if i >= 0 {
 		ru := r.runs[i]
@@ -103,8 +186,29 @@ func (r *Result) Lookup(addr uint64) (row int, exact bool) {
 			return int(ru.row) - 1, true
 		}
 	}
-	if v, ok := r.pages[addr>>pageShift]; ok && v.votes > 0 {
-		return int(v.row) - 1, false
+	ps := r.pages.page(addr, false)
+	if ps == nil {
+		return -1, false
+	}
+	pr := &ps.rows
+	best, match, matches := -1, -1, 0
+	for i, p := range pr {
+		if p.row == 0 {
+			continue
+		}
+		if best < 0 || p.bytes > pr[best].bytes {
+			best = i
+		}
+		if klass != 0 && r.Rows[p.row-1].Klass == klass {
+			match = int(p.row) - 1
+			matches++
+		}
+	}
+	switch {
+	case matches == 1:
+		return match, !ps.dropped
+	case best >= 0:
+		return int(pr[best].row) - 1, false
 	}
 	return -1, false
 }

@@ -67,7 +67,7 @@ type Config struct {
 	MaxDepth   int   // hops of a chain [64]
 	MaxQueue   int   // objects found and not yet visited [1<<25, 256 MiB]
 	MaxRuns    int   // lookup runs [1<<22, 64 MiB]
-	MaxPages   int   // heap pages of the approximate lookup [1<<20]
+	MaxPages   int   // heap pages of the approximate lookup [1<<20, 32 MiB]
 	MaxBitmap  int   // bytes of the visited bitmap [256 MiB: 32 GiB of used heap]
 	MaxKlasses int   // classes [1<<20]
 	MaxCLDs    int   // class loaders [1<<18]
@@ -145,8 +145,9 @@ type Stats struct {
 	ClassesCapped bool  // the class loaders' lists were cut at a cap or a cycle
 
 	// The address lookup: runs of consecutive objects of one row,
-	// merged; objects past MaxRuns are named by their page's majority
-	// row (approximate), and past MaxPages not at all.
+	// merged; objects past MaxRuns are entered on their pages (the four
+	// rows with most bytes on each: approximate), and past MaxPages not
+	// at all.
 	Runs         int
 	LookupApprox int64
 	LookupLost   int64
@@ -194,7 +195,7 @@ type Result struct {
 	chains []chainNode
 	texts  []string
 	runs   []run
-	pages  map[uint64]vote
+	pages  *pageTable
 }
 
 // walker is one walk's state.
@@ -209,6 +210,7 @@ type walker struct {
 	q       queue
 
 	klasses    map[uint64]*klass // nil: known bad
+	kcache     [1 << kcacheBits]kcacheEntry
 	badKlasses int
 	klassList  []*klass
 	kbuf       []byte
@@ -225,8 +227,9 @@ type walker struct {
 	rowIdx   map[uint64]uint32
 
 	cappedChain uint32
-	runs        []run
-	pages       map[uint64]vote
+	runSegs     [][]run
+	nRuns       int
+	pages       *pageTable
 	rng         uint64
 
 	found   int64 // objects found (marked) so far
@@ -327,7 +330,7 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 	w.edgeIdx = make(map[uint64]uint32)
 	w.chainIdx = make(map[uint64]uint32)
 	w.rowIdx = make(map[uint64]uint32)
-	w.pages = make(map[uint64]vote)
+	w.pages = newPageTable(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxPages)
 	w.rng = 0x9e3779b97f4a7c15
 	// Id 0 of hops, edges and rows means none; chain 0 is the empty one.
 	w.intern("")

@@ -8,7 +8,8 @@ import java.util.TreeMap;
 // The ground truth of heapwalk's live test: data built at start-up, the
 // way services build theirs, held by statics. It prints the offsets of
 // the reference fields the test names (the test's stand-in for the
-// agent's field names), says "ready", and exits when its stdin closes.
+// agent's field names), collects, says "ready", and exits when its
+// stdin closes.
 //
 // Arguments: map entries, map value length, tree entries, list entries,
 // list element length, table MiB.
@@ -64,6 +65,9 @@ public class GroundTruth {
                 System.out.println("field " + c.getName() + " " + fd.getName() + " " + off + " " + (st ? "static" : "instance"));
             }
         }
+        // A full collection, so that none the start-up left pending (G1's
+        // mixed collections after a marking) runs during the walk.
+        System.gc();
         System.out.println("ready " + ProcessHandle.current().pid());
         System.out.flush();
         while (System.in.read() >= 0) {

@@ -1,0 +1,231 @@
+package heapwalk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/djx-bpf/djx-bpf/procfs"
+)
+
+// Each cap stops what it caps, counted, and the walk goes on.
+func TestWalkCaps(t *testing.T) {
+	sc := buildScene(t, "jdk17", true, true)
+	full := walkScene(t, sc, sc.s.m, Config{FieldName: sc.names})
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		check func(r *Result) string
+	}{
+		{"objects", Config{MaxObjects: 100}, func(r *Result) string {
+			if r.Stats.ObjectsCapped == 0 || r.Stats.Objects > 100 {
+				return fmt.Sprintf("%d objects, %d capped", r.Stats.Objects, r.Stats.ObjectsCapped)
+			}
+			return ""
+		}},
+		{"queue", Config{MaxQueue: 10}, func(r *Result) string {
+			if r.Stats.QueueDropped == 0 || r.Stats.MaxQueueLen > 10 {
+				return fmt.Sprintf("queue %d, %d dropped", r.Stats.MaxQueueLen, r.Stats.QueueDropped)
+			}
+			return ""
+		}},
+		{"chains", Config{MaxChains: 3}, func(r *Result) string {
+			if r.Stats.ChainsCapped == 0 || r.Stats.Chains > 4 || r.Stats.Objects != full.Stats.Objects {
+				return fmt.Sprintf("%d chains, %d capped, %d objects", r.Stats.Chains, r.Stats.ChainsCapped, r.Stats.Objects)
+			}
+			return ""
+		}},
+		{"depth", Config{MaxDepth: 1}, func(r *Result) string {
+			for _, ro := range r.Rows {
+				if len(r.Hops(ro.Chain)) > 1 {
+					return "chain " + r.ChainString(ro.Chain)
+				}
+			}
+			if r.Stats.DepthCapped == 0 || r.Stats.Objects != full.Stats.Objects {
+				return fmt.Sprintf("%d capped, %d objects", r.Stats.DepthCapped, r.Stats.Objects)
+			}
+			return ""
+		}},
+		{"rows", Config{MaxRows: 5}, func(r *Result) string {
+			if r.Stats.RowsCapped == 0 || r.Stats.Objects != full.Stats.Objects || len(r.Rows) > 6+len(sc.s.order) {
+				return fmt.Sprintf("%d rows, %d capped, %d objects", len(r.Rows), r.Stats.RowsCapped, r.Stats.Objects)
+			}
+			return ""
+		}},
+		{"klasses", Config{MaxKlasses: 5}, func(r *Result) string {
+			if r.Stats.KlassesCapped == 0 || r.Stats.Klasses > 5 {
+				return fmt.Sprintf("%d klasses, %d capped", r.Stats.Klasses, r.Stats.KlassesCapped)
+			}
+			return ""
+		}},
+		{"clds", Config{MaxCLDs: 1}, func(r *Result) string {
+			if !r.Stats.ClassesCapped || r.Stats.CLDs != 1 {
+				return fmt.Sprintf("%d CLDs, capped %v", r.Stats.CLDs, r.Stats.ClassesCapped)
+			}
+			return ""
+		}},
+		{"classes", Config{MaxClasses: 3}, func(r *Result) string {
+			if !r.Stats.ClassesCapped || r.Stats.Classes > 3 {
+				return fmt.Sprintf("%d classes, capped %v", r.Stats.Classes, r.Stats.ClassesCapped)
+			}
+			return ""
+		}},
+		{"bitmap", Config{MaxBitmap: 1}, func(r *Result) string {
+			if r.Stats.BitmapDropped == 0 || r.Stats.BitmapBytes > len(newBitmap(heapLo, heapLo+heapBytes, 0).top)*4+blockWords*8 {
+				return fmt.Sprintf("%d dropped, %d bytes", r.Stats.BitmapDropped, r.Stats.BitmapBytes)
+			}
+			return ""
+		}},
+		{"sample", Config{Sample: 2}, func(r *Result) string {
+			for _, ro := range r.Rows {
+				if len(ro.Sample) > 2 {
+					return fmt.Sprintf("sample of %d", len(ro.Sample))
+				}
+			}
+			return ""
+		}},
+		{"tiny batches", Config{Batch: 1, CacheBytes: 1, ChunkSize: 4096}, func(r *Result) string {
+			if r.Stats.Objects != full.Stats.Objects || len(r.Rows) != len(full.Rows) {
+				return fmt.Sprintf("%d objects %d rows, want %d %d", r.Stats.Objects, len(r.Rows), full.Stats.Objects, len(full.Rows))
+			}
+			return ""
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := walkScene(t, sc, sc.s.m, tc.cfg)
+			if msg := tc.check(r); msg != "" {
+				t.Error(msg)
+			}
+			var sum uint64
+			for _, ro := range r.Rows {
+				sum += ro.Count
+			}
+			if int64(sum) != r.Stats.Objects {
+				t.Errorf("rows hold %d objects, stats %d", sum, r.Stats.Objects)
+			}
+		})
+	}
+}
+
+// Past MaxRuns the lookup is by page: the row with most bytes there,
+// or, given the object's class, that class's row.
+func TestLookupPages(t *testing.T) {
+	sc := buildScene(t, "jdk25", true, true)
+	full := walkScene(t, sc, sc.s.m, Config{FieldName: sc.names})
+	r := walkScene(t, sc, sc.s.m, Config{FieldName: sc.names, MaxRuns: 10})
+	if r.Stats.LookupApprox == 0 || r.Stats.Runs > 10 {
+		t.Fatalf("%d runs, %d approximate", r.Stats.Runs, r.Stats.LookupApprox)
+	}
+	exact, named, total := 0, 0, 0
+	for i, ro := range full.Rows {
+		for _, a := range ro.Sample {
+			want := rowsBy(r)[full.ChainString(ro.Chain)+" | "+ro.Class]
+			total++
+			if got, _ := r.Lookup(a); got >= 0 {
+				named++
+			}
+			got, ok := r.LookupClass(a, ro.Klass)
+			if ok && r.Rows[got].Klass == want.Klass && r.Rows[got].Chain == want.Chain {
+				exact++
+			} else if ok {
+				t.Errorf("LookupClass %#x (%s) says row %d exactly, wrong", a, full.Name(i), got)
+			}
+		}
+	}
+	t.Logf("of %d sampled objects: %d named, %d exactly by class", total, named, exact)
+	if named != total || exact < total*8/10 {
+		t.Errorf("of %d sampled objects %d named, %d exactly by class", total, named, exact)
+	}
+	lost := walkScene(t, sc, sc.s.m, Config{MaxRuns: 10, MaxPages: 1})
+	if lost.Stats.LookupLost == 0 {
+		t.Errorf("MaxPages 1 lost nothing")
+	}
+}
+
+// A collection during the walk is reported, and StopOnGC stops it.
+func TestWalkGC(t *testing.T) {
+	sc := buildScene(t, "jdk17", true, true)
+	m := sc.s.m
+	reads := 0
+	m.onRead = func() {
+		if reads++; reads == 50 {
+			m.put32(sc.s.gcCount, m.get32(sc.s.gcCount)+1)
+		}
+	}
+	r := walkScene(t, sc, m, Config{Batch: 16})
+	if !r.GC.Overlapped || r.GC.Before != 7 || r.GC.After != 8 || r.Stats.StoppedOnGC {
+		t.Errorf("gc %+v, stopped %v", r.GC, r.Stats.StoppedOnGC)
+	}
+	reads = 0
+	r = walkScene(t, sc, m, Config{Batch: 16, StopOnGC: true})
+	if !r.GC.Overlapped || !r.Stats.StoppedOnGC {
+		t.Errorf("StopOnGC: gc %+v, stopped %v", r.GC, r.Stats.StoppedOnGC)
+	}
+	m.onRead = nil
+	if sc.s.gcActive != 0 {
+		m.write(sc.s.gcActive, []byte{1})
+		r = walkScene(t, sc, m, Config{})
+		if !r.GC.Overlapped || !r.GC.ActiveBefore {
+			t.Errorf("active: gc %+v", r.GC)
+		}
+		m.write(sc.s.gcActive, []byte{0})
+	}
+}
+
+func TestWalkCancel(t *testing.T) {
+	sc := buildScene(t, "jdk17", true, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r, err := Walk(ctx, sc.l, sc.s.m, Config{})
+	if err != nil || !r.Stats.Canceled || r.Stats.Objects != 0 {
+		t.Errorf("canceled walk: %v, %+v", err, r.Stats)
+	}
+}
+
+// Cycles in the class loaders' lists end at the first repeat.
+func TestWalkClassGraphCycles(t *testing.T) {
+	sc := buildScene(t, "jdk17", true, true)
+	s := sc.s
+	head := s.m.get64(s.static("ClassLoaderDataGraph::_head"))
+	s.put64(head+s.f("ClassLoaderData::_next"), head) // the first CLD is its own next
+	k := s.m.get64(head + s.f("ClassLoaderData::_klasses"))
+	s.put64(k+s.f("Klass::_next_link"), k) // and its first class its own next
+	testWalkWithin(t, func() {
+		r := walkScene(t, sc, s.m, Config{})
+		if !r.Stats.ClassesCapped || r.Stats.CLDs != 1 || r.Stats.Classes != 1 {
+			t.Errorf("%d CLDs, %d classes, capped %v", r.Stats.CLDs, r.Stats.Classes, r.Stats.ClassesCapped)
+		}
+	})
+}
+
+// goneMem is a process that exited.
+type goneMem struct{ m *fakeMem }
+
+func (g goneMem) ReadAt(p []byte, off int64) (int, error) {
+	return 0, fmt.Errorf("read: %w: %w", procfs.ErrNoProcess, syscall.ESRCH)
+}
+
+func TestWalkProcessGone(t *testing.T) {
+	sc := buildScene(t, "jdk17", true, true)
+	_, err := Walk(context.Background(), sc.l, goneMem{sc.s.m}, Config{})
+	if !errors.Is(err, procfs.ErrNoProcess) {
+		t.Errorf("err %v, want ErrNoProcess", err)
+	}
+}
+
+func testWalkWithin(t *testing.T, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("walk still running after 30 s")
+	}
+}

@@ -59,11 +59,9 @@ func (e *Encoder) WriteBatch(b *Batch) error {
 	return e.Flush(b.Watermark)
 }
 
-// le writes the wire's little-endian integers.
-var le = binary.LittleEndian
-
 // AppendRecord appends the encoding of rec (header and body) to dst.
 func AppendRecord(dst []byte, rec Record) ([]byte, error) {
+	le := binary.LittleEndian
 	start := len(dst)
 	dst = le.AppendUint32(dst, 0) // body_len, patched below
 	dst = le.AppendUint16(dst, uint16(rec.Type()))
@@ -132,6 +130,7 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 }
 
 func appendHello(dst []byte, r *Hello) []byte {
+	le := binary.LittleEndian
 	dst = le.AppendUint32(dst, r.ProtoVersion)
 	dst = le.AppendUint32(dst, r.PID)
 	dst = le.AppendUint64(dst, r.Interval)
@@ -144,6 +143,7 @@ func appendHello(dst []byte, r *Hello) []byte {
 }
 
 func appendMethod(dst []byte, r *Method) []byte {
+	le := binary.LittleEndian
 	dst = le.AppendUint64(dst, r.ID)
 	dst = appendStr(dst, r.ClassSig)
 	dst = appendStr(dst, r.Name)
@@ -158,6 +158,7 @@ func appendMethod(dst []byte, r *Method) []byte {
 }
 
 func appendAlloc(dst []byte, r *Alloc) []byte {
+	le := binary.LittleEndian
 	dst = le.AppendUint64(dst, r.Time)
 	dst = le.AppendUint64(dst, r.Addr)
 	dst = le.AppendUint64(dst, r.Size)
@@ -183,6 +184,7 @@ func appendStats(dst []byte, r *Stats) []byte {
 }
 
 func appendReconcile(dst []byte, r *Reconcile) []byte {
+	le := binary.LittleEndian
 	dst = le.AppendUint64(dst, r.Time)
 	dst = le.AppendUint32(dst, uint32(len(r.Objects)))
 	for _, o := range r.Objects {
@@ -193,6 +195,7 @@ func appendReconcile(dst []byte, r *Reconcile) []byte {
 }
 
 func appendStack(dst []byte, r *Stack) []byte {
+	le := binary.LittleEndian
 	dst = le.AppendUint64(dst, r.Time)
 	dst = le.AppendUint32(dst, r.TID)
 	dst = le.AppendUint32(dst, uint32(r.Status))
@@ -201,6 +204,7 @@ func appendStack(dst []byte, r *Stack) []byte {
 }
 
 func appendCode(dst []byte, r *Code) []byte {
+	le := binary.LittleEndian
 	dst = le.AppendUint64(dst, r.Time)
 	dst = le.AppendUint64(dst, r.Method)
 	dst = le.AppendUint64(dst, r.Start)
@@ -214,6 +218,7 @@ func appendCode(dst []byte, r *Code) []byte {
 }
 
 func appendStub(dst []byte, r *Stub) []byte {
+	le := binary.LittleEndian
 	dst = le.AppendUint64(dst, r.Time)
 	dst = le.AppendUint64(dst, r.Start)
 	dst = le.AppendUint32(dst, r.Size)
@@ -221,6 +226,7 @@ func appendStub(dst []byte, r *Stub) []byte {
 }
 
 func appendCensus(dst []byte, r *Census) []byte {
+	le := binary.LittleEndian
 	dst = appendU64s(dst, r.Time, r.Addr, r.Size, r.Tag)
 	dst = le.AppendUint32(dst, r.Path)
 	dst = le.AppendUint32(dst, uint32(r.Kind))
@@ -228,6 +234,7 @@ func appendCensus(dst []byte, r *Census) []byte {
 }
 
 func appendCensusEnd(dst []byte, r *CensusEnd) []byte {
+	le := binary.LittleEndian
 	dst = le.AppendUint64(dst, r.Time)
 	dst = le.AppendUint32(dst, uint32(r.Kind))
 	dst = le.AppendUint32(dst, uint32(r.Status))
@@ -240,6 +247,7 @@ func appendCensusEnd(dst []byte, r *CensusEnd) []byte {
 }
 
 func appendTypesInfo(dst []byte, r *TypesInfo) []byte {
+	le := binary.LittleEndian
 	var fl uint32
 	if r.OK {
 		fl |= 1
@@ -258,6 +266,7 @@ func appendTypesInfo(dst []byte, r *TypesInfo) []byte {
 }
 
 func appendClass(dst []byte, r *Class) []byte {
+	le := binary.LittleEndian
 	dst = le.AppendUint64(dst, r.Time)
 	dst = le.AppendUint64(dst, r.Klass)
 	dst = le.AppendUint32(dst, r.Narrow)
@@ -273,6 +282,7 @@ func appendClass(dst []byte, r *Class) []byte {
 
 // appendStr appends u32 length, then the bytes.
 func appendStr(dst []byte, s string) []byte {
+	le := binary.LittleEndian
 	dst = le.AppendUint32(dst, uint32(len(s)))
 	return append(dst, s...)
 }
@@ -280,6 +290,7 @@ func appendStr(dst []byte, s string) []byte {
 // appendU64s appends each of vs: for long runs of fields, where the loop is
 // shorter than the calls and no slower.
 func appendU64s(dst []byte, vs ...uint64) []byte {
+	le := binary.LittleEndian
 	for _, v := range vs {
 		dst = le.AppendUint64(dst, v)
 	}
@@ -288,6 +299,7 @@ func appendU64s(dst []byte, vs ...uint64) []byte {
 
 // appendFrames appends u32 n, n × {u64 jmethodid, u64 bci}.
 func appendFrames(dst []byte, fs []Frame) []byte {
+	le := binary.LittleEndian
 	dst = le.AppendUint32(dst, uint32(len(fs)))
 	for _, f := range fs {
 		dst = le.AppendUint64(dst, f.Method)

@@ -225,131 +225,164 @@ func (d *dec) count(size int) int {
 	return int(n)
 }
 
+// recordDecoders decodes the body of each record type the package knows;
+// the others become Unknown records.
+var recordDecoders = [...]func(*dec) Record{
+	TypeHello:       decodeHello,
+	TypeMethod:      decodeMethod,
+	TypeAlloc:       decodeAlloc,
+	TypeStats:       decodeStats,
+	TypeBye:         func(d *dec) Record { return &Bye{Reason: d.str()} },
+	TypeError:       func(d *dec) Record { return &ErrorRec{Message: d.str()} },
+	TypeInterval:    func(d *dec) Record { return &Interval{Time: d.u64(), Interval: d.u64()} },
+	TypeFree:        func(d *dec) Record { return &Free{Time: d.u64(), Tag: d.u64()} },
+	TypeGCStart:     func(d *dec) Record { return &GCStart{Time: d.u64()} },
+	TypeGCFinish:    func(d *dec) Record { return &GCFinish{Time: d.u64()} },
+	TypeReconcile:   decodeReconcile,
+	TypeStack:       decodeStack,
+	TypeCode:        decodeCode,
+	TypeCodeUnload:  func(d *dec) Record { return &CodeUnload{Time: d.u64(), Method: d.u64(), Start: d.u64()} },
+	TypeStub:        func(d *dec) Record { return &Stub{Time: d.u64(), Start: d.u64(), Size: d.u32(), Name: d.str()} },
+	TypeCensusStart: func(d *dec) Record { return &CensusStart{Time: d.u64(), Kind: CensusKind(d.u32())} },
+	TypeCensusPath:  func(d *dec) Record { return &CensusPath{ID: d.u32(), Parent: d.u32(), Hop: d.str()} },
+	TypeCensus:      decodeCensus,
+	TypeCensusEnd:   decodeCensusEnd,
+	TypeTypesInfo:   decodeTypesInfo,
+	TypeClass:       decodeClass,
+}
+
 func (d *dec) decodeRecord(typ RecordType, body []byte) (Record, error) {
 	d.b, d.bad = body, false
-	var rec Record
-	switch typ {
-	case TypeHello:
-		rec = &Hello{
-			ProtoVersion: d.u32(),
-			PID:          d.u32(),
-			Interval:     d.u64(),
-			MinSize:      d.u64(),
-			Monotonic:    d.u64(),
-			VMName:       d.str(),
-			VMVersion:    d.str(),
-			Mode:         d.str(),
-		}
-		rec.(*Hello).StackSignal = d.opt32()
-	case TypeMethod:
-		m := &Method{ID: d.u64(), ClassSig: d.str(), Name: d.str(), Sig: d.str(), SourceFile: d.str()}
-		if n := d.count(12); n > 0 {
-			m.Lines = make([]LineEntry, d.keep(n, MaxLines))
-			for i := range m.Lines {
-				m.Lines[i] = LineEntry{Start: int64(d.u64()), Line: int32(d.u32())}
-			}
-			d.take(uint64(n-len(m.Lines)) * 12)
-		}
-		rec = m
-	case TypeAlloc:
-		a := &Alloc{Time: d.u64(), Addr: d.u64(), Size: d.u64(), TID: d.u32()}
-		nf := d.u32()
-		a.TypeSig = d.str()
-		if !d.bad && uint64(nf)*16 > uint64(len(d.b)) {
-			d.bad = true
-		}
-		if !d.bad {
-			a.Frames = d.frameList(int(nf))
-		}
-		a.Tag = d.opt64()
-		rec = a
-	case TypeStats:
-		rec = &Stats{Callbacks: d.u64(), BelowMinSize: d.u64(), Dropped: d.u64(), StackErrors: d.u64(), AllocsSent: d.u64(),
-			Frees: d.opt64(), GCs: d.opt64(), Reconciles: d.opt64(), Reconciled: d.opt64(),
-			ReconcileSkipped: d.opt64(), ReconcileLimited: d.opt64(), ReconcileNanos: d.opt64(),
-			StackSignals: d.opt64(), StacksSent: d.opt64(), StacksDropped: d.opt64(),
-			CodeSent: d.opt64(), CodeDropped: d.opt64(), SignalsChained: d.opt64(),
-			Untagged: d.opt64(), UntaggedFreed: d.opt64(),
-			AllocNanos: d.opt64(), StackNanos: d.opt64(), CodeNanos: d.opt64(), WriterCPUNanos: d.opt64(),
-			ProcessCPUNanos: d.opt64(), Tracked: d.opt64(), TrackedLive: d.opt64(), CensusNanos: d.opt64(),
-			ClassesSent: d.opt64(), ClassesDropped: d.opt64(), TypesNanos: d.opt64()}
-	case TypeBye:
-		rec = &Bye{Reason: d.str()}
-	case TypeError:
-		rec = &ErrorRec{Message: d.str()}
-	case TypeInterval:
-		rec = &Interval{Time: d.u64(), Interval: d.u64()}
-	case TypeFree:
-		rec = &Free{Time: d.u64(), Tag: d.u64()}
-	case TypeGCStart:
-		rec = &GCStart{Time: d.u64()}
-	case TypeGCFinish:
-		rec = &GCFinish{Time: d.u64()}
-	case TypeReconcile:
-		r := &Reconcile{Time: d.u64()}
-		if n := d.count(16); n > 0 {
-			r.Objects = make([]TagAddr, n)
-			for i := range r.Objects {
-				r.Objects[i] = TagAddr{Tag: d.u64(), Addr: d.u64()}
-			}
-		}
-		rec = r
-	case TypeStack:
-		st := &Stack{Time: d.u64(), TID: d.u32(), Status: int32(d.u32()), PC: d.u64()}
-		st.Frames = d.frames()
-		rec = st
-	case TypeCode:
-		c := &Code{Time: d.u64(), Method: d.u64(), Start: d.u64(), Size: d.u32()}
-		// Each PC takes at least 12 bytes (u64 pc, u32 nframes).
-		if n := d.count(12); n > 0 {
-			c.PCs = make([]PCInfo, n)
-			for i := range c.PCs {
-				c.PCs[i] = PCInfo{PC: d.u64(), Frames: d.frames()}
-				if d.bad {
-					break
-				}
-			}
-		}
-		rec = c
-	case TypeCodeUnload:
-		rec = &CodeUnload{Time: d.u64(), Method: d.u64(), Start: d.u64()}
-	case TypeStub:
-		rec = &Stub{Time: d.u64(), Start: d.u64(), Size: d.u32(), Name: d.str()}
-	case TypeCensusStart:
-		rec = &CensusStart{Time: d.u64(), Kind: CensusKind(d.u32())}
-	case TypeCensusPath:
-		rec = &CensusPath{ID: d.u32(), Parent: d.u32(), Hop: d.str()}
-	case TypeCensus:
-		rec = &Census{Time: d.u64(), Addr: d.u64(), Size: d.u64(), Tag: d.u64(), Path: d.u32(), Kind: CensusKind(d.u32()), TypeSig: d.str()}
-	case TypeCensusEnd:
-		rec = &CensusEnd{Time: d.u64(), Kind: CensusKind(d.u32()), Status: CensusStatus(d.u32()),
-			Objects: d.u64(), Bytes: d.u64(), HeapObjects: d.u64(), HeapBytes: d.u64(),
-			HeapWalkNanos: d.u64(), HolderWalkNanos: d.u64(), EmitNanos: d.u64(),
-			Paths: d.u64(), Reached: d.u64(), Unreachable: d.u64(), Unplaced: d.u64(), Note: d.str(), Strays: d.opt64(), HeapWalkPasses: d.opt64(), PauseMaxNanos: d.opt64()}
-	case TypeTypesInfo:
-		fl := d.u32()
-		rec = &TypesInfo{OK: fl&1 != 0, Fields: fl&2 != 0, Reason: d.str(),
-			OopBase: d.u64(), OopShift: d.u32(), OopBytes: d.u32(),
-			KlassBase: d.u64(), KlassShift: d.u32(), KlassBytes: d.u32()}
-	case TypeClass:
-		c := &Class{Time: d.u64(), Klass: d.u64(), Narrow: d.u32(), Sig: d.str()}
-		// Each field takes at least 12 bytes (u32 offset, two string lengths).
-		if n := d.count(12); n > 0 {
-			c.Fields = make([]Field, d.keep(n, MaxFields))
-			for i := 0; i < n && !d.bad; i++ {
-				f := Field{Offset: d.u32(), Name: d.str(), Sig: d.str()}
-				if i < len(c.Fields) {
-					c.Fields[i] = f
-				}
-			}
-		}
-		rec = c
-	default:
+	var decode func(*dec) Record
+	if int(typ) < len(recordDecoders) {
+		decode = recordDecoders[typ]
+	}
+	if decode == nil {
 		return &Unknown{RecType: typ, Body: append([]byte(nil), body...)}, nil
 	}
+	rec := decode(d)
 	if d.bad {
 		return nil, fmt.Errorf("truncated %v", typ)
 	}
 	// Trailing bytes are fields added by a newer agent: ignored.
 	return rec, nil
+}
+
+func decodeHello(d *dec) Record {
+	h := &Hello{
+		ProtoVersion: d.u32(),
+		PID:          d.u32(),
+		Interval:     d.u64(),
+		MinSize:      d.u64(),
+		Monotonic:    d.u64(),
+		VMName:       d.str(),
+		VMVersion:    d.str(),
+		Mode:         d.str(),
+	}
+	h.StackSignal = d.opt32()
+	return h
+}
+
+func decodeMethod(d *dec) Record {
+	m := &Method{ID: d.u64(), ClassSig: d.str(), Name: d.str(), Sig: d.str(), SourceFile: d.str()}
+	if n := d.count(12); n > 0 {
+		m.Lines = make([]LineEntry, d.keep(n, MaxLines))
+		for i := range m.Lines {
+			m.Lines[i] = LineEntry{Start: int64(d.u64()), Line: int32(d.u32())}
+		}
+		d.take(uint64(n-len(m.Lines)) * 12)
+	}
+	return m
+}
+
+func decodeAlloc(d *dec) Record {
+	a := &Alloc{Time: d.u64(), Addr: d.u64(), Size: d.u64(), TID: d.u32()}
+	// The frame count comes before the type, the frames after it.
+	nf := d.u32()
+	a.TypeSig = d.str()
+	if !d.bad && uint64(nf)*16 > uint64(len(d.b)) {
+		d.bad = true
+	}
+	if !d.bad {
+		a.Frames = d.frameList(int(nf))
+	}
+	a.Tag = d.opt64()
+	return a
+}
+
+func decodeStats(d *dec) Record {
+	return &Stats{Callbacks: d.u64(), BelowMinSize: d.u64(), Dropped: d.u64(), StackErrors: d.u64(), AllocsSent: d.u64(),
+		Frees: d.opt64(), GCs: d.opt64(), Reconciles: d.opt64(), Reconciled: d.opt64(),
+		ReconcileSkipped: d.opt64(), ReconcileLimited: d.opt64(), ReconcileNanos: d.opt64(),
+		StackSignals: d.opt64(), StacksSent: d.opt64(), StacksDropped: d.opt64(),
+		CodeSent: d.opt64(), CodeDropped: d.opt64(), SignalsChained: d.opt64(),
+		Untagged: d.opt64(), UntaggedFreed: d.opt64(),
+		AllocNanos: d.opt64(), StackNanos: d.opt64(), CodeNanos: d.opt64(), WriterCPUNanos: d.opt64(),
+		ProcessCPUNanos: d.opt64(), Tracked: d.opt64(), TrackedLive: d.opt64(), CensusNanos: d.opt64(),
+		ClassesSent: d.opt64(), ClassesDropped: d.opt64(), TypesNanos: d.opt64()}
+}
+
+func decodeReconcile(d *dec) Record {
+	r := &Reconcile{Time: d.u64()}
+	if n := d.count(16); n > 0 {
+		r.Objects = make([]TagAddr, n)
+		for i := range r.Objects {
+			r.Objects[i] = TagAddr{Tag: d.u64(), Addr: d.u64()}
+		}
+	}
+	return r
+}
+
+func decodeStack(d *dec) Record {
+	st := &Stack{Time: d.u64(), TID: d.u32(), Status: int32(d.u32()), PC: d.u64()}
+	st.Frames = d.frames()
+	return st
+}
+
+func decodeCode(d *dec) Record {
+	c := &Code{Time: d.u64(), Method: d.u64(), Start: d.u64(), Size: d.u32()}
+	// Each PC takes at least 12 bytes (u64 pc, u32 nframes).
+	if n := d.count(12); n > 0 {
+		c.PCs = make([]PCInfo, n)
+		for i := range c.PCs {
+			c.PCs[i] = PCInfo{PC: d.u64(), Frames: d.frames()}
+			if d.bad {
+				break
+			}
+		}
+	}
+	return c
+}
+
+func decodeCensus(d *dec) Record {
+	return &Census{Time: d.u64(), Addr: d.u64(), Size: d.u64(), Tag: d.u64(), Path: d.u32(), Kind: CensusKind(d.u32()), TypeSig: d.str()}
+}
+
+func decodeCensusEnd(d *dec) Record {
+	return &CensusEnd{Time: d.u64(), Kind: CensusKind(d.u32()), Status: CensusStatus(d.u32()),
+		Objects: d.u64(), Bytes: d.u64(), HeapObjects: d.u64(), HeapBytes: d.u64(),
+		HeapWalkNanos: d.u64(), HolderWalkNanos: d.u64(), EmitNanos: d.u64(),
+		Paths: d.u64(), Reached: d.u64(), Unreachable: d.u64(), Unplaced: d.u64(), Note: d.str(), Strays: d.opt64(), HeapWalkPasses: d.opt64(), PauseMaxNanos: d.opt64()}
+}
+
+func decodeTypesInfo(d *dec) Record {
+	fl := d.u32()
+	return &TypesInfo{OK: fl&1 != 0, Fields: fl&2 != 0, Reason: d.str(),
+		OopBase: d.u64(), OopShift: d.u32(), OopBytes: d.u32(),
+		KlassBase: d.u64(), KlassShift: d.u32(), KlassBytes: d.u32()}
+}
+
+func decodeClass(d *dec) Record {
+	c := &Class{Time: d.u64(), Klass: d.u64(), Narrow: d.u32(), Sig: d.str()}
+	// Each field takes at least 12 bytes (u32 offset, two string lengths).
+	if n := d.count(12); n > 0 {
+		c.Fields = make([]Field, d.keep(n, MaxFields))
+		for i := 0; i < n && !d.bad; i++ {
+			f := Field{Offset: d.u32(), Name: d.str(), Sig: d.str()}
+			if i < len(c.Fields) {
+				c.Fields[i] = f
+			}
+		}
+	}
+	return c
 }

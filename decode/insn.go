@@ -191,10 +191,8 @@ var (
 func init() {
 	// One-byte map, ALU blocks 00-3F: x0-x3 ModRM, x4 imm8, x5 immz, x6-x7
 	// invalid in 64-bit mode.
-	for b := 0; b < 0x40; b += 8 {
-		for i := b; i <= b+3; i++ {
-			tab1[i] = hasModRM
-		}
+	for b := uint8(0); b < 0x40; b += 8 {
+		fill(&tab1, opRange{b, b + 3, hasModRM})
 		tab1[b+4], tab1[b+5], tab1[b+6], tab1[b+7] = im8, imZ, imBad, imBad
 	}
 	for _, r := range props1 {
@@ -205,6 +203,7 @@ func init() {
 	}
 }
 
+// fill gives the opcodes of r their properties in t.
 func fill(t *[256]uint8, r opRange) {
 	for i := int(r.lo); i <= int(r.hi); i++ {
 		t[i] = r.props

@@ -45,8 +45,10 @@ type StructureRow struct {
 // StructureIndex names the object holding a heap address.
 type StructureIndex interface {
 	// Lookup returns the row (an index of HeapWalk.Rows) of the object
-	// holding addr, and the object's start.
-	Lookup(addr uint64) (row int, start uint64, ok bool)
+	// holding addr, or -1; klass is the object's Klass* when the sample
+	// read its header (it picks among rows where the index is not exact),
+	// else 0.
+	Lookup(addr, klass uint64) (row int)
 }
 
 // walkPathBase moves a walk's chain IDs above the agent census's.
@@ -130,12 +132,8 @@ func (j *JVM) chargeStructure(p *pending, fr []pathFrame, typ, field string, typ
 	if j.structIdx == nil {
 		return false
 	}
-	row, start, ok := j.structIdx.Lookup(p.addr)
-	if !ok || row < 0 || row >= len(j.rowSites) || j.rowSites[row] < 0 {
-		return false
-	}
-	if p.located && p.obj != start {
-		j.stats.StructureStale++
+	row := j.structIdx.Lookup(p.addr, j.klassPtr(p))
+	if row < 0 || row >= len(j.rowSites) || j.rowSites[row] < 0 {
 		return false
 	}
 	s := j.sites[j.rowSites[row]]
@@ -187,4 +185,16 @@ func (j *JVM) walkStats(st *report.Stats, note func(string, ...any)) {
 	if j.walkHold != 0 {
 		note("the heap walk had not ended when the profile did: objects that existed before the attach are not named")
 	}
+}
+
+// klassPtr is the Klass* of the object sample p located, or 0.
+func (j *JVM) klassPtr(p *pending) uint64 {
+	ti := j.typesInfo
+	if !p.located || ti == nil {
+		return 0
+	}
+	if ti.KlassBytes == 4 {
+		return ti.KlassBase + p.klass<<ti.KlassShift
+	}
+	return p.klass
 }

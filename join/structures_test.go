@@ -15,13 +15,13 @@ type runs []struct {
 	row   int
 }
 
-func (r runs) Lookup(addr uint64) (int, uint64, bool) {
+func (r runs) Lookup(addr, _ uint64) int {
 	for _, x := range r {
 		if addr >= x.start && addr < x.start+32 {
-			return x.row, x.start, true
+			return x.row
 		}
 	}
-	return 0, 0, false
+	return -1
 }
 
 // A heap walk's samples wait for it; then a sample in a small object is

@@ -155,6 +155,11 @@ func (w *walker) readKlass(addr uint64) *klass {
 		}
 		switch name {
 		case "java/lang/Class":
+			// Its instances hold their size, their statics' count and
+			// their class at these offsets: they must lie inside.
+			if k.size < o.mirrorKlass+8 || k.size < o.mirrorOopSize+4 || k.size < o.mirrorStaticCount+4 {
+				return nil
+			}
 			k.kind = kindMirror
 		case "jdk/internal/vm/StackChunk":
 			k.kind = kindOpaque

@@ -223,7 +223,7 @@ func NewLayout(tab *vmstructs.Table, mem Mem, opts Options) (*Layout, error) {
 		o.heapActive, o.hasActive = f.Offset, true
 	}
 	// Klass's fields must lie inside it, InstanceKlass's after them.
-	for _, v := range []uint64{o.klassLH, o.klassName, o.klassSuper, o.klassMirror, o.klassNextLink, o.klassVtableLen} {
+	for _, v := range []uint64{o.klassLH, o.klassName, o.klassSuper, o.klassMirror + o.oopHandleObj, o.klassNextLink, o.klassVtableLen} {
 		if v+8 > o.klassSize || o.klassSize > 4096 {
 			return nil, fmt.Errorf("heap layout: %w: Klass field at %d outside sizeof(Klass) %d", ErrUnsupported, v, o.klassSize)
 		}

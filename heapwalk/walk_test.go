@@ -200,15 +200,25 @@ func buildScene(t testing.TB, jdk string, coops, ccp bool) *scene {
 // names resolves the scene's fields as the agent would.
 func (sc *scene) names(f FieldRef) string {
 	s := sc.s
+	// The walk of a garbled heap (FuzzWalk) asks for any offset.
+	pick := func(names []string, i int) string {
+		if i < 0 || i >= len(names) {
+			return ""
+		}
+		return names[i]
+	}
 	if f.Static && f.Klass == sc.app {
-		return "App." + []string{"map", "list", "tree", "cyc", "table", "arr", "weak", "badKlass", "hole", "outside",
-			"huge", "forged", "forwarded", "shared"}[(f.Offset-classSize)/uint32(s.oop)]
+		if f.Offset < classSize {
+			return ""
+		}
+		return "App." + pick([]string{"map", "list", "tree", "cyc", "table", "arr", "weak", "badKlass", "hole", "outside",
+			"huge", "forged", "forwarded", "shared"}, int((f.Offset-classSize)/uint32(s.oop)))
 	}
 	switch f.Declaring {
 	case sc.node:
-		return "app.Node." + []string{"next", "key", "value"}[slices.Index(sc.nodeF, f.Offset)]
+		return "app.Node." + pick([]string{"next", "key", "value"}, slices.Index(sc.nodeF, f.Offset))
 	case sc.treeNode:
-		return "app.TreeNode." + []string{"left", "right", "parent", "key"}[slices.Index(sc.treeF, f.Offset)]
+		return "app.TreeNode." + pick([]string{"left", "right", "parent", "key"}, slices.Index(sc.treeF, f.Offset))
 	case sc.mapK:
 		return "app.Map.table"
 	case sc.list:

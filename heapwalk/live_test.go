@@ -242,6 +242,63 @@ func TestLiveRefuses(t *testing.T) {
 	}
 }
 
+// TestLiveChurn walks heaps that change and are collected during the
+// walks: each walk must end, say whether a collection overlapped it,
+// and skip what it could not parse; a walk no collection overlapped
+// must find the statics' data.
+func TestLiveChurn(t *testing.T) {
+	testenv.Root(t)
+	jdks := testenv.JDKs(t)
+	classes := compileGroundTruth(t, jdks[0])
+	const mapN, treeN, listN = 50_000, 20_000, 200_000
+	for _, jdk := range jdks {
+		for _, gc := range []string{"Parallel", "G1"} {
+			t.Run(jdk.Name+"/"+gc, func(t *testing.T) {
+				gt := startGroundTruth(t, jdk, classes, gc, []string{"-Xmx256m", "-Xmn32m"},
+					strconv.Itoa(mapN), "16", strconv.Itoa(treeN), strconv.Itoa(listN), "2", "16", "churn")
+				tab, err := vmstructs.Open(gt.pid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mem := ProcessMem(gt.pid)
+				l, err := NewLayout(tab, mem, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				clean, overlapped, stopped := 0, 0, 0
+				for i := range 12 {
+					time.Sleep(50 * time.Millisecond)
+					res, err := Walk(context.Background(), l, mem, Config{FieldName: gt.fieldName, StopOnGC: i%2 == 1})
+					if err != nil {
+						t.Fatal(err)
+					}
+					st := res.Stats
+					switch {
+					case st.StoppedOnGC:
+						stopped++
+					case res.GC.Overlapped:
+						overlapped++
+					default:
+						clean++
+						rows := rowsBy(res)
+						key := "GroundTruth.map (static) -> java.util.HashMap.table -> [] -> java.util.HashMap$Node.value | long[]"
+						if r := rows[key]; r.Count != mapN {
+							t.Errorf("walk %d, no collection: %d map values, want %d", i, r.Count, mapN)
+						}
+					}
+					t.Logf("walk %d: %d objects in %v, gc %d→%d, stopped %v; invalid %d, unreadable %d, forwarded %d, out of heap %d",
+						i, st.Objects, st.Time.Round(time.Millisecond), res.GC.Before, res.GC.After, st.StoppedOnGC,
+						st.Invalid, st.Unreadable, st.Forwarded, st.OutOfHeap)
+				}
+				t.Logf("%d walks clean, %d overlapped a collection, %d stopped at one", clean, overlapped, stopped)
+				if clean == 0 {
+					t.Errorf("no walk ran without a collection")
+				}
+			})
+		}
+	}
+}
+
 func heapDesc(l *Layout) string {
 	s := fmt.Sprintf("heap [%#x, %#x)", l.Heap[0].Start, l.Heap[len(l.Heap)-1].End)
 	if l.CompressedOops {

@@ -12,7 +12,8 @@ import java.util.TreeMap;
 // stdin closes.
 //
 // Arguments: map entries, map value length, tree entries, list entries,
-// list element length, table MiB.
+// list element length, table MiB, and "churn" for a thread that keeps
+// replacing the map's values and making garbage.
 public class GroundTruth {
     static HashMap<Long, long[]> map;
     static TreeMap<Integer, Small> tree;
@@ -68,6 +69,31 @@ public class GroundTruth {
         // A full collection, so that none the start-up left pending (G1's
         // mixed collections after a marking) runs during the walk.
         System.gc();
+        if (args.length > 6 && args[6].equals("churn")) {
+            // Keep changing the map and making garbage while the walk
+            // runs.
+            Thread churn = new Thread(() -> {
+                long[] junk = null;
+                for (long n = 0; ; n++) {
+                    map.put(1000L + (n % mapN), new long[mapLen]);
+                    for (int i = 0; i < 16; i++) {
+                        junk = new long[64];
+                    }
+                    if (n % 10 == 0) { // about 90 MB/s: a young collection every few tenths of a second
+                        try {
+                            Thread.sleep(1);
+                        } catch (InterruptedException e) {
+                            return;
+                        }
+                    }
+                    if (junk.length == 0) {
+                        System.out.println();
+                    }
+                }
+            });
+            churn.setDaemon(true);
+            churn.start();
+        }
         System.out.println("ready " + ProcessHandle.current().pid());
         System.out.flush();
         while (System.in.read() >= 0) {

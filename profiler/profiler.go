@@ -42,9 +42,13 @@ const (
 
 // Census modes (--census).
 const (
-	// CensusAuto: a census with holder chains at attach, degraded to one
-	// without holders, then to none, when a pause would pass the budget.
+	// CensusAuto: a walk of the heap from outside the JVM, with no pause
+	// (HotSpot with vmStructs; Serial, Parallel or G1), else as CensusJVMTI.
 	CensusAuto = "auto"
+	// CensusJVMTI: the agent's census with holder chains at attach,
+	// degraded to one without holders, then to none, when a pause would
+	// pass the budget.
+	CensusJVMTI = "jvmti"
 	// CensusOn: the full census whatever its pauses.
 	CensusOn = "on"
 	// CensusObjects: a census without holder chains.
@@ -185,10 +189,10 @@ func (o *Options) fill() {
 // CheckCensus says whether mode is a --census mode.
 func CheckCensus(mode string) error {
 	switch mode {
-	case "", CensusAuto, CensusOn, CensusObjects, CensusOff:
+	case "", CensusAuto, CensusJVMTI, CensusOn, CensusObjects, CensusOff:
 		return nil
 	}
-	return fmt.Errorf("unknown census mode %q: use auto, on, objects or off", mode)
+	return fmt.Errorf("unknown census mode %q: use auto, jvmti, on, objects or off", mode)
 }
 
 func (o *Options) note(format string, args ...any) {
@@ -213,7 +217,7 @@ func (o *Options) typesOpt() string {
 // censusOpt: the census runs when the loader sends agent.CommandCensus
 // (attached sessions only); the census after GCs in every mode.
 func (o *Options) censusOpt() string {
-	lvl := map[string]string{CensusAuto: "2", CensusOn: "2", CensusObjects: "1"}[o.Census]
+	lvl := map[string]string{CensusAuto: "2", CensusJVMTI: "2", CensusOn: "2", CensusObjects: "1"}[o.Census]
 	if lvl == "" {
 		return ""
 	}

@@ -23,6 +23,7 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	s.opts.note("profiling pid %d with event %s", s.pid, s.src.name)
 	s.loop(ctx, exited, st)
 	elapsed := s.clk.Now().Sub(s.start)
+	s.finishWalk()
 	s.stopSampling(st, rel)
 	s.detachAgent(st)
 	s.j.Drain(true)
@@ -50,7 +51,7 @@ func (s *session) prepare(ctx context.Context) *relocation {
 	cfg.PerfMap = s.loadPerfMap()
 	s.loadHeap(ctx)
 	s.untagHumongous()
-	s.askCensus()
+	s.prepareCensus()
 	rel, moves := s.startRelocation()
 	cfg.Heap, cfg.HeapKnown, cfg.Moves = s.heap, s.heapKnown, moves
 	cfg.Regions = s.loadRegions(ctx)
@@ -157,8 +158,13 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 				continue
 			}
 			s.j.OnBatch(b)
+			s.onWalkBatch(b)
 			s.askStacks()
 			s.useTypes()
+		case <-s.walkReady():
+			s.startWalk()
+		case hw := <-s.walkDone():
+			s.onWalk(hw)
 		case err := <-st.agentDone:
 			st.agentOpen = false
 			s.agentEnded(err, exited)

@@ -68,6 +68,7 @@ type session struct {
 	typesSet     bool
 	classesAsked time.Time
 	sw           switcher // Options.Control
+	walk         *walker  // the heap walk of an attached JVM (nil: none)
 }
 
 // noteExit records that the target ended before the profile did.

@@ -172,7 +172,7 @@ func TestCensusOffAndBudget(t *testing.T) {
 			t.Errorf("%v: notes %q lack %q", tc.flags, notes, tc.note)
 		}
 	}
-	if code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--census", "sometimes"); code == 0 || !strings.Contains(stderr, "use auto, on, objects or off") {
+	if code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--census", "sometimes"); code == 0 || !strings.Contains(stderr, "use auto, jvmti, on, objects or off") {
 		t.Errorf("--census sometimes: exit %d, %q", code, stderr)
 	}
 }

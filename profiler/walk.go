@@ -1,0 +1,300 @@
+package profiler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/heapwalk"
+	"github.com/djx-bpf/djx-bpf/join"
+	"github.com/djx-bpf/djx-bpf/vmstructs"
+)
+
+// The heap walk names the objects an attached JVM holds already, from
+// outside it and with no pause (package heapwalk), where the census would
+// stop the world for a time that grows with the heap.
+
+// walkStartAfter is how long after the agent's class descriptions begin a
+// walk starts without roots from the agent: long enough for the classes
+// loaded at the attach to arrive, so that fields are named.
+const walkStartAfter = 500 * time.Millisecond
+
+// walker drives one session's heap walk.
+type walker struct {
+	layout *heapwalk.Layout
+	mem    heapwalk.Mem
+	names  *fieldNames
+	roots  []heapwalk.Root
+
+	// ready fires when the walk should start: soon after the agent's
+	// class descriptions began, or after walkNoTypes without them.
+	ready    <-chan time.Time
+	typesSet bool
+	started  bool
+	finished bool
+	cancel   context.CancelFunc
+	done     chan *join.HeapWalk
+}
+
+// walkNoTypes is how long a walk waits for class descriptions that may
+// never come (--no-data-types, a JVM whose agent cannot describe classes).
+const walkNoTypes = 2 * time.Second
+
+// planWalk readies a heap walk of the attached JVM, or says why it cannot
+// (OpenJ9, a JVM without vmStructs, a heap layout heapwalk refuses).
+func (s *session) planWalk() (*walker, error) {
+	if s.opts.Census != CensusAuto || s.mode != "attach" {
+		return nil, nil
+	}
+	tab, err := vmstructs.Open(s.pid)
+	if err != nil {
+		return nil, fmt.Errorf("read the JVM's vmStructs: %w", err)
+	}
+	mem := heapwalk.ProcessMem(s.pid)
+	l, err := heapwalk.NewLayout(tab, mem, heapwalk.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("read the JVM's heap layout: %w", err)
+	}
+	return &walker{layout: l, mem: mem, names: newFieldNames(), done: make(chan *join.HeapWalk, 1)}, nil
+}
+
+// prepareCensus starts what names the objects that exist already: a heap
+// walk where one can run, else the agent's census.
+func (s *session) prepareCensus() {
+	if s.conn == nil || s.mode != "attach" || s.opts.Census == CensusOff {
+		return
+	}
+	w, err := s.planWalk()
+	if err != nil {
+		s.addNote("census in a pause instead of a heap walk: %v", err)
+	}
+	if w == nil {
+		s.askCensus()
+		return
+	}
+	w.ready = time.After(walkNoTypes)
+	s.walk = w
+}
+
+// onWalkBatch collects the class descriptions the walk names fields by;
+// the first makes the walk start soon.
+func (s *session) onWalkBatch(b *agentwire.Batch) {
+	w := s.walk
+	if w == nil {
+		return
+	}
+	for _, r := range b.Records {
+		switch r := r.(type) {
+		case *agentwire.TypesInfo:
+			if !w.typesSet && !w.started {
+				w.typesSet = true
+				w.ready = time.After(walkStartAfter)
+			}
+		case *agentwire.Class:
+			w.names.add(r)
+		}
+	}
+}
+
+// walkReady is the loop's channel that starts the walk (nil: none to start).
+func (s *session) walkReady() <-chan time.Time {
+	if s.walk == nil || s.walk.started {
+		return nil
+	}
+	return s.walk.ready
+}
+
+// startWalk starts the walk; samples from now on wait for its result.
+func (s *session) startWalk() {
+	w := s.walk
+	w.started = true
+	start := s.clk.Mono()
+	s.j.BeginHeapWalk(start)
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	s.opts.note("walking the heap of pid %d", s.pid)
+	go func() {
+		w.done <- w.run(ctx, start, s.opts.MinSize, s.clk)
+	}()
+}
+
+// run walks the heap and turns what it found into the join's terms.
+func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock) *join.HeapWalk {
+	var large []heapwalk.Object
+	cfg := heapwalk.Config{Roots: w.roots, FieldName: w.names.name, MinSize: minSize,
+		OnObject: func(o heapwalk.Object) { large = append(large, o) }}
+	res, err := heapwalk.Walk(ctx, w.layout, w.mem, cfg)
+	hw := &join.HeapWalk{Start: start, End: clk.Mono()}
+	if err != nil {
+		hw.Note = fmt.Sprintf("failed: %v", err)
+		return hw
+	}
+	paths := chainPaths{res: res, ids: map[heapwalk.ChainID]uint32{}}
+	for _, o := range large {
+		hw.Objects = append(hw.Objects, agentwire.Census{Time: start, Addr: o.Addr, Size: o.Size,
+			Path: paths.id(o.Chain), Kind: agentwire.CensusAttach, TypeSig: typeSig(o.Class)})
+	}
+	for _, r := range res.Rows {
+		hw.Rows = append(hw.Rows, join.StructureRow{TypeSig: typeSig(r.Class), Path: paths.id(r.Chain), Objects: r.Count, Bytes: r.Bytes})
+	}
+	hw.Paths = paths.out
+	hw.Index = structureIndex{res}
+	hw.Overlapped = res.GC.Overlapped
+	hw.Visited, hw.Bytes = uint64(res.Stats.Objects), uint64(res.Stats.Bytes)
+	hw.Skipped = uint64(res.Stats.Invalid + res.Stats.Unreadable + res.Stats.Forwarded)
+	hw.Note = walkNote(&res.Stats)
+	return hw
+}
+
+// walkDone is the loop's channel of the walk's result (nil: none to wait for).
+func (s *session) walkDone() <-chan *join.HeapWalk {
+	if s.walk == nil || !s.walk.started || s.walk.finished {
+		return nil
+	}
+	return s.walk.done
+}
+
+// onWalk hands the walk's result to the join.
+func (s *session) onWalk(hw *join.HeapWalk) {
+	s.walk.finished = true
+	s.j.OnHeapWalk(hw)
+	s.opts.note("heap walk of pid %d: %d objects in %.1fs", s.pid, hw.Visited, float64(hw.End-hw.Start)/1e9)
+}
+
+// walkGrace is how long a profile that ends during its walk waits for
+// what the cancelled walk found so far.
+const walkGrace = 2 * time.Second
+
+// finishWalk ends a walk still running when the profile ends, and keeps
+// what it found.
+func (s *session) finishWalk() {
+	ch := s.walkDone()
+	if ch == nil {
+		return
+	}
+	s.walk.cancel()
+	select {
+	case hw := <-ch:
+		s.onWalk(hw)
+	case <-time.After(walkGrace):
+	}
+}
+
+// walkNote says what a user should know of a walk cut short.
+func walkNote(st *heapwalk.Stats) string {
+	var cut []string
+	if st.Canceled {
+		cut = append(cut, "the profile ended before the walk did")
+	}
+	if n := st.ObjectsCapped + st.QueueDropped + st.BitmapDropped; n > 0 {
+		cut = append(cut, fmt.Sprintf("%d objects past its caps were not visited", n))
+	}
+	if st.LookupLost > 0 {
+		cut = append(cut, fmt.Sprintf("%d small objects have no address entry", st.LookupLost))
+	}
+	return strings.Join(cut, "; ")
+}
+
+// structureIndex is a walk's address lookup, as the join asks it.
+type structureIndex struct{ res *heapwalk.Result }
+
+func (x structureIndex) Lookup(addr, klass uint64) int {
+	row, _ := x.res.LookupClass(addr, klass)
+	return row
+}
+
+// chainPaths numbers a walk's chains as the join's holder chains, parents
+// first.
+type chainPaths struct {
+	res *heapwalk.Result
+	ids map[heapwalk.ChainID]uint32
+	out []agentwire.CensusPath
+	pre map[string]uint32 // a prefix of hops → its ID
+}
+
+// id interns chain c's hops, each prefix once.
+func (p *chainPaths) id(c heapwalk.ChainID) uint32 {
+	if id, ok := p.ids[c]; ok {
+		return id
+	}
+	if p.pre == nil {
+		p.pre = map[string]uint32{}
+	}
+	var parent uint32
+	key := ""
+	for _, h := range p.res.Hops(c) {
+		key += h + "\x00"
+		id, ok := p.pre[key]
+		if !ok {
+			id = uint32(len(p.out) + 1)
+			p.out = append(p.out, agentwire.CensusPath{ID: id, Parent: parent, Hop: h})
+			p.pre[key] = id
+		}
+		parent = id
+	}
+	p.ids[c] = parent
+	return parent
+}
+
+// typeSig is the JVM signature of a Java type name: long[] → [J,
+// java.util.HashMap$Node → Ljava/util/HashMap$Node;.
+func typeSig(name string) string {
+	dims := 0
+	for strings.HasSuffix(name, "[]") {
+		name = strings.TrimSuffix(name, "[]")
+		dims++
+	}
+	base, ok := primitiveSigs[name]
+	if !ok {
+		base = "L" + strings.ReplaceAll(name, ".", "/") + ";"
+	}
+	return strings.Repeat("[", dims) + base
+}
+
+var primitiveSigs = map[string]string{
+	"boolean": "Z", "byte": "B", "char": "C", "short": "S",
+	"int": "I", "long": "J", "float": "F", "double": "D",
+}
+
+// fieldNames are the reference fields of the classes the agent described,
+// by Klass* and offset, for the walk's goroutine to name hops by.
+type fieldNames struct {
+	mu     sync.RWMutex
+	fields map[uint64]map[uint32]string // Klass* → offset → field name
+}
+
+func newFieldNames() *fieldNames {
+	return &fieldNames{fields: map[uint64]map[uint32]string{}}
+}
+
+func (n *fieldNames) add(c *agentwire.Class) {
+	m := make(map[uint32]string, len(c.Fields))
+	for _, f := range c.Fields {
+		if len(f.Sig) > 0 && (f.Sig[0] == 'L' || f.Sig[0] == '[') {
+			m[f.Offset] = f.Name
+		}
+	}
+	n.mu.Lock()
+	n.fields[c.Klass] = m
+	n.mu.Unlock()
+}
+
+// name is heapwalk's Config.FieldName: "java.util.TreeMap.root".
+func (n *fieldNames) name(f heapwalk.FieldRef) string {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if f.Static {
+		return ""
+	}
+	name, ok := n.fields[f.Klass][f.Offset]
+	if !ok {
+		name, ok = n.fields[f.Declaring][f.Offset]
+	}
+	if !ok {
+		return ""
+	}
+	return f.Class + "." + name
+}

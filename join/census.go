@@ -3,6 +3,8 @@ package join
 import (
 	"strings"
 
+	"github.com/djx-bpf/djx-bpf/objindex"
+
 	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/report"
 )
@@ -59,22 +61,23 @@ type censusRun struct {
 // onCensus tracks an object the census found, unless it is tracked already
 // (an allocation sampled since the attach, or a census after a GC finding
 // one the sampler caught).
-func (j *JVM) onCensus(c *agentwire.Census) {
+func (j *JVM) onCensus(c *agentwire.Census) (objindex.ID, bool) {
 	if isFiller(c.TypeSig) {
 		j.stats.CensusFillers++
-		return
+		return 0, false
 	}
 	if o, ok := j.idx.Lookup(c.Addr); ok && j.objs[o.ID].start == c.Addr {
 		j.stats.CensusDuplicates++
-		return
+		return 0, false
 	}
 	si := j.censusSite(c)
 	if !j.roomForObject(si) {
-		return // past a per-JVM cap (caps.go)
+		return 0, false // past a per-JVM cap (caps.go)
 	}
-	j.track(si, c.Addr, c.Size, c.Tag, 1)
+	id := j.track(si, c.Addr, c.Size, c.Tag, 1)
 	j.stats.CensusObjects++
 	j.stats.CensusBytes += c.Size
+	return id, true
 }
 
 // isFiller says sig is one of the classes HotSpot (JDK 21+) formats dead

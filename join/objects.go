@@ -116,7 +116,7 @@ func (j *JVM) onAlloc(a *agentwire.Alloc) {
 }
 
 // track starts following an object of site si, weighted w (1/p).
-func (j *JVM) track(si int32, addr, size, tag uint64, w float64) {
+func (j *JVM) track(si int32, addr, size, tag uint64, w float64) objindex.ID {
 	s := j.sites[si]
 	s.objects++
 	s.bytes += size
@@ -136,6 +136,7 @@ func (j *JVM) track(si int32, addr, size, tag uint64, w float64) {
 	if tag != 0 {
 		j.tags[tag] = id
 	}
+	return id
 }
 
 // forget releases an object the index no longer holds.

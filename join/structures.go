@@ -3,6 +3,7 @@ package join
 import (
 	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
+	"github.com/djx-bpf/djx-bpf/objindex"
 	"github.com/djx-bpf/djx-bpf/report"
 )
 
@@ -60,6 +61,21 @@ type structureState struct {
 	walks     []walkRun
 	rowSites  []int32 // HeapWalk.Rows index → site, of the last walk
 	structIdx StructureIndex
+	// What the last walk added, which the next one replaces.
+	walkObjs []walkObj
+	walkRows []walkRowCount
+}
+
+// walkObj is an object a walk tracked: its ID, while it still is its.
+type walkObj struct {
+	id   objindex.ID
+	site int32
+	size uint64
+}
+
+type walkRowCount struct {
+	site           int32
+	objects, bytes uint64
 }
 
 type walkRun struct {
@@ -74,9 +90,11 @@ type walkRun struct {
 func (j *JVM) BeginHeapWalk(t uint64) { j.walkHold = t }
 
 // OnHeapWalk tracks what walk w found: its large objects as census objects
-// and its small ones by data structure.
+// and its small ones by data structure. A walk after another replaces
+// what the other found: a GC had moved the objects since.
 func (j *JVM) OnHeapWalk(w *HeapWalk) {
 	j.walkHold = 0
+	j.forgetWalk()
 	for i := range w.Paths {
 		p := w.Paths[i]
 		p.ID += walkPathBase
@@ -91,7 +109,9 @@ func (j *JVM) OnHeapWalk(w *HeapWalk) {
 			c.Path += walkPathBase
 		}
 		c.Kind = agentwire.CensusAttach
-		j.onCensus(&c)
+		if id, ok := j.onCensus(&c); ok {
+			j.walkObjs = append(j.walkObjs, walkObj{id, j.objs[id].site, c.Size})
+		}
 	}
 	j.rowSites = j.rowSites[:0]
 	for _, r := range w.Rows {
@@ -106,6 +126,7 @@ func (j *JVM) OnHeapWalk(w *HeapWalk) {
 			s.bytes += r.Bytes
 			s.estObjects += float64(r.Objects)
 			s.estBytes += float64(r.Bytes)
+			j.walkRows = append(j.walkRows, walkRowCount{si, r.Objects, r.Bytes})
 		}
 		j.rowSites = append(j.rowSites, si)
 	}
@@ -113,6 +134,34 @@ func (j *JVM) OnHeapWalk(w *HeapWalk) {
 	j.walks = append(j.walks, walkRun{start: w.Start, end: w.End, objects: len(w.Objects), rows: len(w.Rows),
 		visited: w.Visited, bytes: w.Bytes, skipped: w.Skipped, overlapped: w.Overlapped, note: w.Note})
 	j.Drain(false)
+}
+
+// forgetWalk takes back what the last walk added to the object table: its
+// objects still tracked, and its rows' counts. Their samples stay.
+func (j *JVM) forgetWalk() {
+	for _, o := range j.walkObjs {
+		obj := j.objs[o.id]
+		if obj.site != o.site {
+			continue // freed, and the ID taken by another object
+		}
+		if cur, ok := j.idx.Lookup(obj.start); !ok || cur.ID != o.id || !j.idx.Remove(obj.start) {
+			continue
+		}
+		j.forget(o.id)
+		s := j.sites[o.site]
+		s.objects--
+		s.bytes -= o.size
+		s.estObjects--
+		s.estBytes -= float64(o.size)
+	}
+	for _, r := range j.walkRows {
+		s := j.sites[r.site]
+		s.objects -= r.objects
+		s.bytes -= r.bytes
+		s.estObjects -= float64(r.objects)
+		s.estBytes -= float64(r.bytes)
+	}
+	j.walkObjs, j.walkRows = j.walkObjs[:0], j.walkRows[:0]
 }
 
 func (j *JVM) structureSite(sig string, path uint32) int32 {

@@ -89,3 +89,44 @@ func TestHeapWalkUnfinished(t *testing.T) {
 		t.Errorf("notes %q", notes)
 	}
 }
+
+// A second walk (after a GC moved the heap) replaces the first: the table
+// is tracked at its new address only, the rows count the second walk's
+// objects, and the samples charged before stay charged.
+func TestHeapWalkReplaced(t *testing.T) {
+	j := exactJVM(1)
+	j.heap, j.heapKnown = heap.Info{Ranges: []heap.Range{{Start: 0x5000_0000, End: 0x8000_0000}}}, true
+	j.OnBatch(batch(100, hello(10)))
+	paths := []agentwire.CensusPath{{ID: 1, Hop: "Service.tree (static)"}, {ID: 2, Hop: "Service.table (static)"}}
+	walk := func(start, table uint64, nodes uint64, idx runs) *HeapWalk {
+		return &HeapWalk{Start: start, End: start + 10, Paths: paths,
+			Objects: []agentwire.Census{{Time: start, Addr: table, Size: 1 << 20, Path: 2, TypeSig: "[J"}},
+			Rows:    []StructureRow{{TypeSig: "Ljava/util/TreeMap$Entry;", Path: 1, Objects: nodes, Bytes: nodes * 40}},
+			Index:   idx}
+	}
+	j.OnHeapWalk(walk(110, 0x6000_0000, 1000, runs{{0x5000_0000, 0}}))
+	j.OnSample(fault(150, 0x6000_0100), sample.PageFaults)
+	j.OnSample(fault(160, 0x5000_0008), sample.PageFaults)
+	j.SamplesComplete(1 << 40)
+	j.OnBatch(batch(300))
+	j.OnHeapWalk(walk(310, 0x7000_0000, 900, runs{{0x5800_0000, 0}}))
+	j.OnSample(fault(350, 0x6000_0100), sample.PageFaults) // where the table was
+	j.OnSample(fault(360, 0x7000_0100), sample.PageFaults) // where it is
+	j.OnSample(fault(370, 0x5000_0008), sample.PageFaults) // a node no longer there
+	j.OnSample(fault(380, 0x5800_0008), sample.PageFaults) // one there now
+	j.OnBatch(batch(1 << 40))
+	j.Drain(true)
+	byHolder := map[string]report.Object{}
+	for _, o := range j.Report() {
+		byHolder[report.HolderText(o.Holder, 0)] = o
+	}
+	if tab := byHolder["Service.table (static)"]; tab.Objects != 1 || tab.Bytes != 1<<20 || tab.Samples != 2 {
+		t.Errorf("table %+v, want 1 object with the samples at its old and new addresses", tab)
+	}
+	if tree := byHolder["Service.tree (static)"]; tree.Objects != 900 || tree.Bytes != 900*40 || tree.Samples != 2 {
+		t.Errorf("tree %+v, want the second walk's 900 nodes and 2 samples", tree)
+	}
+	if j.stats.Attributed != 4 || j.stats.CensusObjects != 2 {
+		t.Errorf("stats: %d attributed, %d census objects", j.stats.Attributed, j.stats.CensusObjects)
+	}
+}

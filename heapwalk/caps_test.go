@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -76,6 +77,29 @@ func TestWalkCaps(t *testing.T) {
 		{"bitmap", Config{MaxBitmap: 1}, func(r *Result) string {
 			if r.Stats.BitmapDropped == 0 || r.Stats.BitmapBytes > len(newBitmap(heapLo, heapLo+heapBytes, 0).top)*4+blockWords*8 {
 				return fmt.Sprintf("%d dropped, %d bytes", r.Stats.BitmapDropped, r.Stats.BitmapBytes)
+			}
+			return ""
+		}},
+		{"hops", Config{MaxHops: 8}, func(r *Result) string {
+			if r.Stats.HopsCapped == 0 || r.Stats.Objects != full.Stats.Objects {
+				return fmt.Sprintf("%d hops capped, %d objects", r.Stats.HopsCapped, r.Stats.Objects)
+			}
+			for _, ro := range r.Rows {
+				if strings.Contains(r.ChainString(ro.Chain), "(hops capped)") {
+					return ""
+				}
+			}
+			return "no chain says (hops capped)"
+		}},
+		{"edges", Config{MaxEdges: 8}, func(r *Result) string {
+			if r.Stats.EdgesCapped == 0 || r.Stats.Objects >= full.Stats.Objects {
+				return fmt.Sprintf("%d edges capped, %d objects", r.Stats.EdgesCapped, r.Stats.Objects)
+			}
+			return ""
+		}},
+		{"refs", Config{MaxRefs: 500}, func(r *Result) string {
+			if !r.Stats.RefsCapped || r.Stats.Objects >= full.Stats.Objects {
+				return fmt.Sprintf("refs capped %v, %d objects", r.Stats.RefsCapped, r.Stats.Objects)
 			}
 			return ""
 		}},

@@ -53,6 +53,17 @@ func (w *walker) intern(s string) uint32 {
 
 // hopOf interns a hop.
 func (w *walker) hopOf(text, fold string, from uint32) uint32 {
+	if len(w.hops) >= w.cfg.MaxHops && w.cappedHop != 0 {
+		// Past the cap every new hop is one, so that a forged heap's
+		// fields and statics cannot grow the tables without end.
+		ti, ok1 := w.textIdx[text]
+		fi, ok2 := w.textIdx[fold]
+		if id, ok := w.hopIdx[[3]uint32{ti, fi, from}]; ok1 && ok2 && ok {
+			return id
+		}
+		w.stats.HopsCapped++
+		return w.cappedHop
+	}
 	key := [3]uint32{w.intern(text), w.intern(fold), from}
 	if id, ok := w.hopIdx[key]; ok {
 		return id
@@ -70,7 +81,7 @@ func (w *walker) edgeOf(chain, h uint32) (uint32, bool) {
 	if id, ok := w.edgeIdx[key]; ok {
 		return id, true
 	}
-	if len(w.edges) >= maxEdges {
+	if len(w.edges) >= min(w.cfg.MaxEdges, maxEdges) {
 		return 0, false
 	}
 	id := uint32(len(w.edges))

@@ -15,6 +15,11 @@ const (
 	maxName         = 1024    // bytes of a class name kept (longer ones are cut)
 	maxSuperDepth   = 256     // superclasses followed
 	maxBadKlasses   = 1 << 16 // bad klass pointers remembered, so a garbled heap costs one read each
+	maxStatics      = 65535   // reference statics of one class: a class has at most 65535 fields
+	// In all classes of a walk: real JVMs have under 100k classes with
+	// a few fields each.
+	maxTotalOopFields = 1 << 22
+	maxNameBytes      = 1 << 26
 )
 
 const kcacheBits = 8
@@ -89,10 +94,14 @@ func (w *walker) klassAt(addr uint64) *klass {
 		}
 		return nil
 	}
-	if len(w.klassList) >= w.cfg.MaxKlasses {
+	// The classes, their names and their oop fields are bounded in
+	// all, as a forged heap could make up classes of its own.
+	if len(w.klassList) >= w.cfg.MaxKlasses || w.oopFields+len(k.oops) > maxTotalOopFields || w.nameBytes+len(k.name) > maxNameBytes {
 		w.stats.KlassesCapped++
 		return nil
 	}
+	w.oopFields += len(k.oops)
+	w.nameBytes += len(k.name)
 	k.idx = uint32(len(w.klassList) + 1)
 	w.klassList = append(w.klassList, k)
 	w.klasses[addr] = k

@@ -63,15 +63,18 @@ type Config struct {
 
 	MaxObjects int64 // objects visited [1<<28]
 	MaxChains  int   // distinct chains [1<<20]
-	MaxRows    int   // distinct (chain, class) rows [1<<21]
+	MaxRows    int   // distinct (chain, class) rows [1<<20]
+	MaxHops    int   // distinct hops: fields, statics, array classes, roots [1<<20]
+	MaxEdges   int   // distinct (chain, hop) pairs [1<<21]
+	MaxRefs    int64 // references read, a bound on the walk's work [1<<31]
 	MaxDepth   int   // hops of a chain [64]
 	MaxQueue   int   // objects found and not yet visited [1<<25, 256 MiB]
 	MaxRuns    int   // lookup runs [1<<22, 64 MiB]
 	MaxPages   int   // heap pages of the approximate lookup [1<<20, 32 MiB]
 	MaxBitmap  int   // bytes of the visited bitmap [256 MiB: 32 GiB of used heap]
-	MaxKlasses int   // classes [1<<20]
+	MaxKlasses int   // classes [1<<18]
 	MaxCLDs    int   // class loaders [1<<18]
-	MaxClasses int   // classes on the class loaders' lists [1<<22]
+	MaxClasses int   // classes on the class loaders' lists [1<<20]
 	CacheBytes int   // the metadata chunk cache [8 MiB]
 	ChunkSize  int   // a chunk of it, a power of two [16 KiB]
 	Batch      int   // objects read in one vector [4096]
@@ -88,15 +91,20 @@ func (c Config) withDefaults() Config {
 		c.MaxObjects = 1 << 28
 	}
 	def(&c.MaxChains, 1<<20)
-	def(&c.MaxRows, 1<<21)
+	def(&c.MaxRows, 1<<20)
+	def(&c.MaxHops, 1<<20)
+	def(&c.MaxEdges, 1<<21)
+	if c.MaxRefs <= 0 {
+		c.MaxRefs = 1 << 31
+	}
 	def(&c.MaxDepth, 64)
 	def(&c.MaxQueue, 1<<25)
 	def(&c.MaxRuns, 1<<22)
 	def(&c.MaxPages, 1<<20)
 	def(&c.MaxBitmap, 256<<20)
-	def(&c.MaxKlasses, 1<<20)
+	def(&c.MaxKlasses, 1<<18)
 	def(&c.MaxCLDs, 1<<18)
-	def(&c.MaxClasses, 1<<22)
+	def(&c.MaxClasses, 1<<20)
 	def(&c.CacheBytes, 8<<20)
 	def(&c.ChunkSize, 16<<10)
 	def(&c.Batch, 4096)
@@ -141,7 +149,9 @@ type Stats struct {
 	ChainsCapped  int64 // hops not added past MaxChains (the objects keep the parent's chain)
 	DepthCapped   int64 // hops not added past MaxDepth
 	RowsCapped    int64 // objects put in a class's "(rows capped)" row
-	EdgesCapped   int64 // references not followed past the edge table's cap
+	EdgesCapped   int64 // references not followed past MaxEdges
+	HopsCapped    int64 // hops named "(hops capped)" past MaxHops
+	RefsCapped    bool  // the walk stopped at MaxRefs references read
 	ClassesCapped bool  // the class loaders' lists were cut at a cap or a cycle
 
 	// The address lookup: runs of consecutive objects of one row,
@@ -227,6 +237,10 @@ type walker struct {
 	rowIdx   map[uint64]uint32
 
 	cappedChain uint32
+	cappedHop   uint32
+	oopFields   int // in all klasses read
+	nameBytes   int
+	refs        int64 // references read
 	runSegs     [][]run
 	nRuns       int
 	pages       *pageTable
@@ -339,6 +353,7 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 	w.chains = append(w.chains, chainNode{})
 	w.rows = append(w.rows, rowRec{lastRun: -1})
 	w.cappedChain = w.extend(0, w.hopOf("(rows capped)", "(rows capped)", 0))
+	w.cappedHop = w.hopOf("(hops capped)", "(hops capped)", 0)
 	return w
 }
 
@@ -561,7 +576,7 @@ func (w *walker) visitMirror(a uint64, e uint32, k *klass, view []byte, room uin
 	words := int64(int32(le32(buf[o.mirrorOopSize:])))
 	count := int64(int32(le32(buf[o.mirrorStaticCount:])))
 	size := uint64(words) * 8
-	if words <= 0 || size < fixed || size > maxMirrorSize || size > room || count < 0 ||
+	if words <= 0 || size < fixed || size > maxMirrorSize || size > room || count < 0 || count > maxStatics ||
 		fixed+uint64(count)*l.OopSize > size {
 		w.stats.Invalid++
 		return
@@ -582,6 +597,9 @@ func (w *walker) visitMirror(a uint64, e uint32, k *klass, view []byte, room uin
 		if mk = w.klassAt(ka); mk == nil || mk.mirror != a {
 			mk = nil
 		}
+	}
+	if !w.work(int(count)) {
+		return
 	}
 	n := uint64(count) * l.OopSize
 	st := buf[min(fixed, uint64(len(buf))):]
@@ -649,6 +667,9 @@ func (w *walker) count(row uint32, a, size uint64, rec bool, k *klass, chain uin
 // scanFields follows the oop fields of an instance of k, whose bytes
 // from its start are obj.
 func (w *walker) scanFields(k *klass, obj []byte, chain uint32) {
+	if !w.work(len(k.oops)) {
+		return
+	}
 	for i, off := range k.oops {
 		v := w.slot(obj[off:])
 		if v == 0 {
@@ -670,6 +691,9 @@ func (w *walker) scanFields(k *klass, obj []byte, chain uint32) {
 // scanArray follows the elements of an object array of class k.
 func (w *walker) scanArray(k *klass, elems []byte, chain uint32) {
 	step := int(w.l.OopSize)
+	if !w.work(len(elems) / step) {
+		return
+	}
 	for i := 0; i+step <= len(elems); i += step {
 		v := w.slot(elems[i:])
 		if v == 0 {
@@ -686,6 +710,18 @@ func (w *walker) scanArray(k *klass, elems []byte, chain uint32) {
 		}
 		w.push(a, e)
 	}
+}
+
+// work counts n references about to be read, and stops the walk past
+// MaxRefs.
+func (w *walker) work(n int) bool {
+	w.refs += int64(n)
+	if w.refs > w.cfg.MaxRefs {
+		w.stats.RefsCapped = true
+		w.stopped = true
+		return false
+	}
+	return true
 }
 
 // fresh marks the object at a as found and says whether it is new and

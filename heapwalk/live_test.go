@@ -115,12 +115,7 @@ func (gt *groundTruth) fieldName(f FieldRef) string {
 // collection overlapped the walk.
 func liveWalk(t testing.TB, pid int, cfg Config) (*Layout, *Result) {
 	t.Helper()
-	tab, err := vmstructs.Open(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem := ProcessMem(pid)
-	l, err := NewLayout(tab, mem, Options{})
+	l, mem, err := Open(pid, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

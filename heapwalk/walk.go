@@ -488,7 +488,6 @@ type tail struct {
 	n     uint64
 	k     *klass
 	chain uint32
-	base  uint64 // the object's address
 }
 
 // visit validates the object at a, found over edge e, whose first
@@ -544,14 +543,14 @@ func (w *walker) visit(a uint64, e uint32, view []byte) {
 		if end <= uint64(len(view)) {
 			w.scanFields(k, view, chain)
 		} else {
-			w.tails = append(w.tails, tail{addr: a, n: end, k: k, chain: chain, base: a})
+			w.tails = append(w.tails, tail{addr: a, n: end, k: k, chain: chain})
 		}
 	case kindObjArray:
 		end := k.hdr + length*l.OopSize
 		if end <= uint64(len(view)) {
 			w.scanArray(k, view[k.hdr:end], chain)
 		} else if length > 0 {
-			w.tails = append(w.tails, tail{addr: a + k.hdr, n: length * l.OopSize, k: k, chain: chain, base: a})
+			w.tails = append(w.tails, tail{addr: a + k.hdr, n: length * l.OopSize, k: k, chain: chain})
 		}
 	}
 }
@@ -767,7 +766,6 @@ func (w *walker) push(a uint64, e uint32) {
 // bytes and follows their references: small tails together in vectors,
 // large arrays on their own, in pieces.
 func (w *walker) readTails() {
-	l := w.l
 	for i := 0; i < len(w.tails) && w.r.gone == nil; {
 		t := w.tails[i]
 		if t.n > bigTail {
@@ -808,7 +806,6 @@ func (w *walker) readTails() {
 		}
 		i = j
 	}
-	_ = l
 }
 
 // readBig follows the elements of a large object array, a piece at a

@@ -165,6 +165,8 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 			s.startWalk()
 		case hw := <-s.walkDone():
 			s.onWalk(hw)
+		case <-s.walkCheck():
+			s.checkWalk()
 		case err := <-st.agentDone:
 			st.agentOpen = false
 			s.agentEnded(err, exited)

@@ -160,6 +160,7 @@ func (s *session) attach(ctx context.Context, pid int) (*report.Report, error) {
 		return nil, err
 	}
 	s.vm, s.proc = vm, liveProcess(pid)
+	s.planCensus()
 	lib, err := agent.Library()
 	if err != nil {
 		return nil, err
@@ -170,7 +171,7 @@ func (s *session) attach(ctx context.Context, pid int) (*report.Report, error) {
 	exited := watchExit(pid)
 	err = s.connectAgent(ctx, pid, exited, func(actx context.Context) error {
 		s.opts.note("attaching to %s", vm)
-		if err := vm.loadAgent(actx, s.ch.LibraryPath(), s.opts.agentOptions(s.ch.SocketPath())); err != nil {
+		if err := vm.loadAgent(actx, s.ch.LibraryPath(), s.agentOptions()); err != nil {
 			return fmt.Errorf("load agent into %s: %w", vm, err)
 		}
 		return nil

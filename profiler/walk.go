@@ -2,6 +2,7 @@ package profiler
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"sync"
@@ -37,7 +38,35 @@ type walker struct {
 	finished bool
 	cancel   context.CancelFunc
 	done     chan *join.HeapWalk
+
+	// paths numbers chains alike across walks, so that a walk after a
+	// GC meets the rows of the walk before.
+	paths chainPaths
+	// What tells whether a GC moved what the last walk found: the
+	// collection count it began at, and some of its objects' addresses
+	// and classes.
+	gcs    uint32
+	probes []probe
+	// checkAt fires the next check; a walk takes at most 1/walkShare of
+	// the time since the last one began.
+	checkAt   <-chan time.Time
+	lastStart time.Time
+	lastTook  time.Duration
+	walks     int
 }
+
+// probe is an object a walk found: where, and its Klass*.
+type probe struct{ addr, klass uint64 }
+
+// How a walk's result is checked against the heap, and how often a GC
+// that moved it may start another walk.
+const (
+	walkCheckEvery = 500 * time.Millisecond
+	maxProbes      = 4096
+	walkShare      = 4  // at most a quarter of the time walking
+	staleShare     = 10 // a walk again when 1/10 of the probes moved
+	minProbedRow   = 100
+)
 
 // walkNoTypes is how long a walk waits for class descriptions that may
 // never come (--no-data-types, a JVM whose agent cannot describe classes).
@@ -58,25 +87,41 @@ func (s *session) planWalk() (*walker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the JVM's heap layout: %w", err)
 	}
-	return &walker{layout: l, mem: mem, names: newFieldNames(), done: make(chan *join.HeapWalk, 1)}, nil
+	return &walker{layout: l, mem: mem, names: newFieldNames(), done: make(chan *join.HeapWalk, 1),
+		paths: chainPaths{ids: map[heapwalk.ChainID]uint32{}, pre: map[string]uint32{}}}, nil
 }
 
-// prepareCensus starts what names the objects that exist already: a heap
-// walk where one can run, else the agent's census.
-func (s *session) prepareCensus() {
-	if s.conn == nil || s.mode != "attach" || s.opts.Census == CensusOff {
-		return
-	}
+// planCensus picks, before the agent loads, what names the objects an
+// attached JVM holds already: a heap walk where one can run, else the
+// agent's census.
+func (s *session) planCensus() {
 	w, err := s.planWalk()
 	if err != nil {
 		s.addNote("census in a pause instead of a heap walk: %v", err)
 	}
-	if w == nil {
+	s.walk = w
+}
+
+// agentOptions are the agent's options for this session: with a heap
+// walk, no census of large objects after GCs (walks again follow them).
+func (s *session) agentOptions() string {
+	o := s.opts
+	if s.walk != nil {
+		o.Recensus = 0
+	}
+	return o.agentOptions(s.ch.SocketPath())
+}
+
+// prepareCensus starts what names the objects that exist already.
+func (s *session) prepareCensus() {
+	if s.conn == nil || s.mode != "attach" || s.opts.Census == CensusOff {
+		return
+	}
+	if s.walk == nil {
 		s.askCensus()
 		return
 	}
-	w.ready = time.After(walkNoTypes)
-	s.walk = w
+	s.walk.ready = time.After(walkNoTypes)
 }
 
 // onWalkBatch collects the class descriptions the walk names fields by;
@@ -107,15 +152,19 @@ func (s *session) walkReady() <-chan time.Time {
 	return s.walk.ready
 }
 
-// startWalk starts the walk; samples from now on wait for its result.
+// startWalk starts a walk; samples from now on wait for its result.
 func (s *session) startWalk() {
 	w := s.walk
-	w.started = true
+	w.started, w.finished = true, false
+	w.walks++
+	w.lastStart = s.clk.Now()
 	start := s.clk.Mono()
 	s.j.BeginHeapWalk(start)
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
-	s.opts.note("walking the heap of pid %d", s.pid)
+	if w.walks == 1 {
+		s.opts.note("walking the heap of pid %d", s.pid)
+	}
 	go func() {
 		w.done <- w.run(ctx, start, s.opts.MinSize, s.clk)
 	}()
@@ -132,15 +181,24 @@ func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock) *joi
 		hw.Note = fmt.Sprintf("failed: %v", err)
 		return hw
 	}
-	paths := chainPaths{res: res, ids: map[heapwalk.ChainID]uint32{}}
+	w.paths.res, w.paths.out = res, nil
+	clear(w.paths.ids)
+	w.probes = w.probes[:0]
 	for _, o := range large {
 		hw.Objects = append(hw.Objects, agentwire.Census{Time: start, Addr: o.Addr, Size: o.Size,
-			Path: paths.id(o.Chain), Kind: agentwire.CensusAttach, TypeSig: typeSig(o.Class)})
+			Path: w.paths.id(o.Chain), Kind: agentwire.CensusAttach, TypeSig: typeSig(o.Class)})
+		w.probe(o.Addr, o.Klass)
 	}
 	for _, r := range res.Rows {
-		hw.Rows = append(hw.Rows, join.StructureRow{TypeSig: typeSig(r.Class), Path: paths.id(r.Chain), Objects: r.Count, Bytes: r.Bytes})
+		hw.Rows = append(hw.Rows, join.StructureRow{TypeSig: typeSig(r.Class), Path: w.paths.id(r.Chain), Objects: r.Count, Bytes: r.Bytes})
+		if r.Count >= minProbedRow { // young garbage moves at every GC, and says nothing
+			for _, a := range r.Sample {
+				w.probe(a, r.Klass)
+			}
+		}
 	}
-	hw.Paths = paths.out
+	w.gcs = res.GC.Before
+	hw.Paths = w.paths.out
 	hw.Index = structureIndex{res}
 	hw.Overlapped = res.GC.Overlapped
 	hw.Visited, hw.Bytes = uint64(res.Stats.Objects), uint64(res.Stats.Bytes)
@@ -159,9 +217,71 @@ func (s *session) walkDone() <-chan *join.HeapWalk {
 
 // onWalk hands the walk's result to the join.
 func (s *session) onWalk(hw *join.HeapWalk) {
-	s.walk.finished = true
+	w := s.walk
+	w.finished = true
+	w.lastTook = s.clk.Now().Sub(w.lastStart)
+	w.checkAt = time.After(walkCheckEvery)
 	s.j.OnHeapWalk(hw)
-	s.opts.note("heap walk of pid %d: %d objects in %.1fs", s.pid, hw.Visited, float64(hw.End-hw.Start)/1e9)
+	if w.walks == 1 {
+		s.opts.note("heap walk of pid %d: %d objects in %.1fs", s.pid, hw.Visited, float64(hw.End-hw.Start)/1e9)
+	}
+}
+
+func (w *walker) probe(addr, klass uint64) {
+	if len(w.probes) < maxProbes {
+		w.probes = append(w.probes, probe{addr, klass})
+	}
+}
+
+// walkCheck is the loop's channel that checks the last walk against the
+// heap (nil: no walk to check).
+func (s *session) walkCheck() <-chan time.Time {
+	if s.walk == nil || !s.walk.finished {
+		return nil
+	}
+	return s.walk.checkAt
+}
+
+// checkWalk walks again when a GC moved what the last walk found, as far
+// as the walks' share of the time allows.
+func (s *session) checkWalk() {
+	w := s.walk
+	w.checkAt = time.After(walkCheckEvery)
+	if s.clk.Now().Sub(w.lastStart) < walkShare*w.lastTook {
+		return
+	}
+	n, _, err := w.layout.Collections(w.mem)
+	if err != nil || n == w.gcs {
+		return
+	}
+	if moved, all := w.moved(); moved*staleShare >= all && all > 0 {
+		s.startWalk()
+	} else {
+		w.gcs = n // GCs that left the last walk's objects where they were
+	}
+}
+
+// moved counts the probes whose object is no longer where the walk found
+// it: the klass word there is another.
+func (w *walker) moved() (moved, all int) {
+	l := w.layout
+	var b [16]byte
+	for _, p := range w.probes {
+		if n, _ := w.mem.ReadAt(b[:], int64(p.addr)); n < len(b) {
+			moved++
+			all++
+			continue
+		}
+		k := binary.LittleEndian.Uint64(b[8:])
+		if l.CompressedClassPointers {
+			k = l.KlassBase + uint64(binary.LittleEndian.Uint32(b[8:]))<<l.KlassShift
+		}
+		if k != p.klass {
+			moved++
+		}
+		all++
+	}
+	return moved, all
 }
 
 // walkGrace is how long a profile that ends during its walk waits for
@@ -206,22 +326,21 @@ func (x structureIndex) Lookup(addr, klass uint64) int {
 	return row
 }
 
-// chainPaths numbers a walk's chains as the join's holder chains, parents
-// first.
+// chainPaths numbers the walks' chains as the join's holder chains,
+// parents first: each prefix of hops once across walks, and out holds the
+// ones a walk added.
 type chainPaths struct {
-	res *heapwalk.Result
-	ids map[heapwalk.ChainID]uint32
-	out []agentwire.CensusPath
-	pre map[string]uint32 // a prefix of hops → its ID
+	res  *heapwalk.Result
+	ids  map[heapwalk.ChainID]uint32 // of res's chains
+	out  []agentwire.CensusPath
+	pre  map[string]uint32 // a prefix of hops → its ID
+	next uint32
 }
 
-// id interns chain c's hops, each prefix once.
+// id interns chain c's hops.
 func (p *chainPaths) id(c heapwalk.ChainID) uint32 {
 	if id, ok := p.ids[c]; ok {
 		return id
-	}
-	if p.pre == nil {
-		p.pre = map[string]uint32{}
 	}
 	var parent uint32
 	key := ""
@@ -229,7 +348,8 @@ func (p *chainPaths) id(c heapwalk.ChainID) uint32 {
 		key += h + "\x00"
 		id, ok := p.pre[key]
 		if !ok {
-			id = uint32(len(p.out) + 1)
+			p.next++
+			id = p.next
 			p.out = append(p.out, agentwire.CensusPath{ID: id, Parent: parent, Hop: h})
 			p.pre[key] = id
 		}

@@ -7,7 +7,8 @@ import java.util.concurrent.ThreadLocalRandom;
 // arrays, a tree of small rows and a table allocated last; main's local
 // holds a buffer that a deeper frame also holds while it serves.
 //
-// Arguments: list entries, tree entries, table MiB, seconds to run.
+// Arguments: list entries, tree entries, table MiB, seconds to run, and
+// "gc" for a full collection every second (the data moves).
 // About 6/10 of the loads hit the table, 3/10 the tree's rows and keys,
 // 1/10 main's buffer; the list is never read after start-up.
 public class ServiceTruth {
@@ -29,6 +30,7 @@ public class ServiceTruth {
         int listN = Integer.parseInt(args[0]), treeN = Integer.parseInt(args[1]);
         int tableMiB = Integer.parseInt(args[2]);
         long secs = Long.parseLong(args[3]);
+        boolean gc = args.length > 4 && args[4].equals("gc");
         list = new ArrayList<>(listN);
         for (int i = 0; i < listN; i++) {
             list.add(new long[2]);
@@ -43,9 +45,13 @@ public class ServiceTruth {
         System.out.println("ready");
         System.out.flush();
         long end = System.nanoTime() + secs * 1_000_000_000L;
-        long sum = 0;
+        long sum = 0, nextGC = System.nanoTime() + 1_000_000_000L;
         while (System.nanoTime() < end) {
             sum += serve(buffer, treeN);
+            if (gc && System.nanoTime() > nextGC) {
+                System.gc();
+                nextGC += 1_000_000_000L;
+            }
         }
         System.out.println(sum == 42 ? "!" : "done");
     }

@@ -41,7 +41,7 @@ const (
 
 func buildScene(t testing.TB, jdk string, coops, ccp bool) *scene {
 	s := newSynth(t, jdk, coops, ccp)
-	sc := &scene{s: s, mapN: 500, listN: 1000, treeN: 127, arrN: 100}
+	sc := &scene{s: s, mapN: 500, listN: 1000, treeN: 127, arrN: 4000} // the array's items span more than one read span (maxSpan)
 	_, itemSize := s.fields(0)
 	sc.item = s.class("app/Item", 0, itemSize+8, nil, 0)
 	sc.str = s.class("java/lang/String", 0, itemSize+8, nil, 0)

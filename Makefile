@@ -50,7 +50,7 @@ test: deps build vet fuzz
 # when the time is up failed the run with "context deadline exceeded", and
 # so did an input running at a -fuzztime deadline: a count has none.
 FUZZTIME ?= 20000x
-FUZZ_TARGETS := agentwire:FuzzReader pprofile:FuzzRead attach:FuzzParseReply openj9:FuzzParseProperties \
+FUZZ_TARGETS := heapwalk:FuzzWalk agentwire:FuzzReader pprofile:FuzzRead attach:FuzzParseReply openj9:FuzzParseProperties \
 	heap:FuzzParseJavacore heap:FuzzParseVMInfo jvmsym:FuzzParsePerfMap cmd/djx-bpf:FuzzReadJSONReport decode:FuzzDecode \
 	region:FuzzParse procfs:FuzzParse agentwire:FuzzReaderLimits join:FuzzQueueOrder control:FuzzReadLines \
 	elfsafe:FuzzNewFile jvmsym:FuzzLoadELFSyms jvmsym:FuzzParsePerfMapCaps reloc:FuzzLibJVM termsafe:FuzzString \

@@ -115,6 +115,10 @@ func (j *JVM) OnHeapWalk(w *HeapWalk) {
 	}
 	j.rowSites = j.rowSites[:0]
 	for _, r := range w.Rows {
+		if r.Objects == 0 { // its objects are all tracked one by one
+			j.rowSites = append(j.rowSites, -1)
+			continue
+		}
 		path := r.Path
 		if path != 0 {
 			path += walkPathBase
@@ -247,3 +251,7 @@ func (j *JVM) klassPtr(p *pending) uint64 {
 	}
 	return p.klass
 }
+
+// StructureStale counts the samples that met an object a GC had moved
+// since the walk that found it was there.
+func (j *JVM) StructureStale() uint64 { return j.stats.StructureStale }

@@ -53,6 +53,7 @@ type walker struct {
 	lastStart time.Time
 	lastTook  time.Duration
 	walks     int
+	staleAt   uint64 // the join's stale structure samples when the last walk ended
 }
 
 // probe is an object a walk found: where, and its Klass*.
@@ -66,6 +67,7 @@ const (
 	walkShare      = 4  // at most a quarter of the time walking
 	staleShare     = 10 // a walk again when 1/10 of the probes moved
 	minProbedRow   = 100
+	staleSamples   = 16 // a walk again after this many samples met moved objects
 )
 
 // walkNoTypes is how long a walk waits for class descriptions that may
@@ -170,32 +172,63 @@ func (s *session) startWalk() {
 	}()
 }
 
-// run walks the heap and turns what it found into the join's terms.
+// walkTries bounds the walks in a row that a GC moving the heap under
+// them makes start again.
+const walkTries = 3
+
+// overlapSkips: a walk a GC overlapped starts again when it skipped more
+// than one object in overlapSkips.
+const overlapSkips = 100
+
+// run walks the heap and turns what it found into the join's terms. A walk
+// that a GC overlapped, and whose objects the GC moved, starts again.
 func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock) *join.HeapWalk {
 	var large []heapwalk.Object
-	cfg := heapwalk.Config{Roots: w.roots, FieldName: w.names.name, MinSize: minSize,
-		OnObject: func(o heapwalk.Object) { large = append(large, o) }}
-	res, err := heapwalk.Walk(ctx, w.layout, w.mem, cfg)
+	var res *heapwalk.Result
+	var err error
+	for try := 1; ; try++ {
+		large = large[:0]
+		cfg := heapwalk.Config{Roots: w.roots, FieldName: w.names.name, MinSize: minSize,
+			OnObject: func(o heapwalk.Object) { large = append(large, o) }}
+		res, err = heapwalk.Walk(ctx, w.layout, w.mem, cfg)
+		if err != nil || !res.GC.Overlapped || try == walkTries || ctx.Err() != nil {
+			break
+		}
+		// A young GC moves what the walk skips anyway; one that moved the
+		// old objects under it leaves many it could not parse.
+		st := &res.Stats
+		if (st.Invalid+st.Unreadable+st.Forwarded)*overlapSkips < st.Objects {
+			w.setProbes(res, large)
+			if moved, all := w.moved(); moved*staleShare < all || all == 0 {
+				break
+			}
+		}
+	}
 	hw := &join.HeapWalk{Start: start, End: clk.Mono()}
 	if err != nil {
 		hw.Note = fmt.Sprintf("failed: %v", err)
 		return hw
 	}
+	w.setProbes(res, large)
 	w.paths.res, w.paths.out = res, nil
 	clear(w.paths.ids)
-	w.probes = w.probes[:0]
 	for _, o := range large {
 		hw.Objects = append(hw.Objects, agentwire.Census{Time: start, Addr: o.Addr, Size: o.Size,
 			Path: w.paths.id(o.Chain), Kind: agentwire.CensusAttach, TypeSig: typeSig(o.Class)})
-		w.probe(o.Addr, o.Klass)
 	}
-	for _, r := range res.Rows {
-		hw.Rows = append(hw.Rows, join.StructureRow{TypeSig: typeSig(r.Class), Path: w.paths.id(r.Chain), Objects: r.Count, Bytes: r.Bytes})
-		if r.Count >= minProbedRow { // young garbage moves at every GC, and says nothing
-			for _, a := range r.Sample {
-				w.probe(a, r.Klass)
-			}
+	// A row counts its large objects too; they are tracked one by one.
+	counts := make([][2]uint64, len(res.Rows))
+	for _, o := range large {
+		if o.Row >= 0 && o.Row < len(counts) {
+			counts[o.Row][0]++
+			counts[o.Row][1] += o.Size
 		}
+	}
+	// The join's rows are the walk's, index for index, as its lookup
+	// answers by index.
+	for i, r := range res.Rows {
+		hw.Rows = append(hw.Rows, join.StructureRow{TypeSig: typeSig(r.Class), Path: w.paths.id(r.Chain),
+			Objects: r.Count - min(r.Count, counts[i][0]), Bytes: r.Bytes - min(r.Bytes, counts[i][1])})
 	}
 	w.gcs = res.GC.Before
 	hw.Paths = w.paths.out
@@ -222,14 +255,31 @@ func (s *session) onWalk(hw *join.HeapWalk) {
 	w.lastTook = s.clk.Now().Sub(w.lastStart)
 	w.checkAt = time.After(walkCheckEvery)
 	s.j.OnHeapWalk(hw)
+	w.staleAt = s.j.StructureStale()
 	if w.walks == 1 {
 		s.opts.note("heap walk of pid %d: %d objects in %.1fs", s.pid, hw.Visited, float64(hw.End-hw.Start)/1e9)
 	}
 }
 
-func (w *walker) probe(addr, klass uint64) {
-	if len(w.probes) < maxProbes {
-		w.probes = append(w.probes, probe{addr, klass})
+// setProbes keeps some of what a walk found to check against the heap:
+// its large objects, and a sample of its larger rows (young garbage moves
+// at every GC, and says nothing).
+func (w *walker) setProbes(res *heapwalk.Result, large []heapwalk.Object) {
+	w.probes = w.probes[:0]
+	add := func(addr, klass uint64) {
+		if len(w.probes) < maxProbes {
+			w.probes = append(w.probes, probe{addr, klass})
+		}
+	}
+	for _, o := range large {
+		add(o.Addr, o.Klass)
+	}
+	for _, r := range res.Rows {
+		if r.Count >= minProbedRow {
+			for _, a := range r.Sample {
+				add(a, r.Klass)
+			}
+		}
 	}
 }
 
@@ -248,6 +298,12 @@ func (s *session) checkWalk() {
 	w := s.walk
 	w.checkAt = time.After(walkCheckEvery)
 	if s.clk.Now().Sub(w.lastStart) < walkShare*w.lastTook {
+		return
+	}
+	// The samples' own headers are the surest sign that a GC moved the
+	// walk's objects: a sample whose object is not of its row's class.
+	if s.j.StructureStale()-w.staleAt >= staleSamples {
+		s.startWalk()
 		return
 	}
 	n, _, err := w.layout.Collections(w.mem)

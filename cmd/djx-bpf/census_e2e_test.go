@@ -66,7 +66,8 @@ func checkCensusTruth(t *testing.T, r *report.Report) {
 }
 
 // TestCensusAttachGroundTruth: a service's data, allocated at start-up long
-// before the attach, is tracked and named by what holds it.
+// before the attach, is tracked and named by what holds it, by the agent's
+// census (--census jvmti; the default walks the heap, walk_e2e_test.go).
 func TestCensusAttachGroundTruth(t *testing.T) {
 	setup(t)
 	for name, home := range jdks() {
@@ -74,7 +75,7 @@ func TestCensusAttachGroundTruth(t *testing.T) {
 			j := startJVM(t, home, nil, "-main=CensusTruth", "30")
 			time.Sleep(time.Second) // start-up is long over when a user attaches
 			out := filepath.Join(t.TempDir(), "r.json")
-			code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--format", "json", "-o", out)
+			code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--census", "jvmti", "--format", "json", "-o", out)
 			if code != 0 {
 				t.Fatalf("profile exited %d:\n%s", code, stderr)
 			}
@@ -97,7 +98,7 @@ func TestCensusGCMoves(t *testing.T) {
 		t.Run(gc, func(t *testing.T) {
 			j := startJVM(t, jdks()["jdk17"], []string{"-XX:+Use" + gc + "GC"}, "-main=CensusTruth", "30", "gc", "churn")
 			out := filepath.Join(t.TempDir(), "r.json")
-			code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--format", "json", "-o", out)
+			code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--census", "jvmti", "--format", "json", "-o", out)
 			if code != 0 {
 				t.Fatalf("profile exited %d:\n%s", code, stderr)
 			}
@@ -126,7 +127,7 @@ func TestCensusScan(t *testing.T) {
 	}
 	b := startJVM(t, home, []string{marker, "-XX:+UseParallelGC"}, "-main=CensusTruth", "30", "gc")
 	out := filepath.Join(t.TempDir(), "scan.json")
-	cmd := exec.Command(binPath, "scan", "--duration", "6s", "--match", regexp.QuoteMeta(marker), "--format", "json", "-o", out)
+	cmd := exec.Command(binPath, "scan", "--duration", "6s", "--census", "jvmti", "--match", regexp.QuoteMeta(marker), "--format", "json", "-o", out)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("scan: %v\n%s", err, msg)
 	}
@@ -152,7 +153,7 @@ func TestCensusOffAndBudget(t *testing.T) {
 		note  string
 	}{
 		{[]string{"--census", "off"}, ""},
-		{[]string{"--census-budget", "1us"}, "the heap walk passed the pause budget"},
+		{[]string{"--census", "jvmti", "--census-budget", "1us"}, "the heap walk passed the pause budget"},
 	} {
 		out := filepath.Join(t.TempDir(), "r.json")
 		args := append([]string{"profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "2s", "--format", "json", "-o", out}, tc.flags...)
@@ -190,7 +191,7 @@ func TestCensusPartial(t *testing.T) {
 	// census then keeps nothing. Give such a run a larger budget.
 	for budget := 20; ; budget *= 2 {
 		out := filepath.Join(t.TempDir(), "r.json")
-		code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "2s", "--census-budget", fmt.Sprintf("%dms", budget), "--format", "json", "-o", out)
+		code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "2s", "--census", "jvmti", "--census-budget", fmt.Sprintf("%dms", budget), "--format", "json", "-o", out)
 		if code != 0 {
 			t.Fatalf("profile exited %d:\n%s", code, stderr)
 		}

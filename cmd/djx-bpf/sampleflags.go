@@ -36,7 +36,7 @@ func (f *sampleFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.stackSig, "stack-signal", profiler.DefaultStackSignal, "`SIGNAL` number that asks sampled threads for their Java stacks (0: no access stacks)")
 	fs.DurationVar(&f.stackIvl, "stack-interval", profiler.DefaultStackInterval, "least time between two Java stacks of one thread; samples in between take their callers from the thread's last stack (0: a stack with every sample)")
 	fs.StringVar(&f.census, "census", profiler.CensusAuto, "objects that exist when djx-bpf attaches: auto (a heap walk from outside the JVM, no pause; else as jvmti), jvmti (the agent's census in pauses within --census-budget), on (the agent's census whatever the pause), objects (no holders), off")
-	fs.DurationVar(&f.censusBudget, "census-budget", profiler.DefaultCensusBudget, "longest stop-the-world pause the census may cause (auto, objects); past it the census drops holders, then itself")
+	fs.DurationVar(&f.censusBudget, "census-budget", profiler.DefaultCensusBudget, "longest stop-the-world pause the agent's census may cause (jvmti, objects, and auto where it cannot walk the heap); past it the census drops holders, then itself")
 	f.minSize = profiler.DefaultMinSize
 	fs.Var(sizeFlag{&f.minSize}, "min-size", "track objects of at least this `SIZE` (e.g. 1KiB)")
 	fs.IntVar(&f.accTop, "access-top", report.DefaultTableOptions.AccessTop, "table: access paths shown under each object and in the remainder (0: none; json lists all)")

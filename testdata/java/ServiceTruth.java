@@ -9,8 +9,8 @@ import java.util.concurrent.ThreadLocalRandom;
 //
 // Arguments: list entries, tree entries, table MiB, seconds to run, and
 // "gc" for a full collection every second (the data moves).
-// About 6/10 of the loads hit the table, 3/10 the tree's rows and keys,
-// 1/10 main's buffer; the list is never read after start-up.
+// Most loads hit the table, about a fifth the tree's nodes, keys and rows,
+// a tenth main's buffer; the list is never read after start-up.
 public class ServiceTruth {
     static ArrayList<long[]> list;
     static TreeMap<Integer, Row> tree;
@@ -61,17 +61,17 @@ public class ServiceTruth {
         ThreadLocalRandom r = ThreadLocalRandom.current();
         long s = 0;
         long[] t = table;
-        for (int i = 0; i < 6000; i++) {
+        for (int i = 0; i < 12000; i++) {
             s += t[r.nextInt(t.length)];
         }
-        for (int i = 0; i < 300; i++) {
+        for (int i = 0; i < 100; i++) {
             Row row = tree.get(r.nextInt(treeN) * 7);
             if (row != null) {
                 row.hits++;
                 s += row.cols[i & 3] + row.id;
             }
         }
-        for (int i = 0; i < 1000; i++) {
+        for (int i = 0; i < 2000; i++) {
             s += buf[r.nextInt(buf.length)];
         }
         return s;

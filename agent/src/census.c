@@ -232,6 +232,7 @@ static void free_state(void)
 	for (jint i = 0; i < cs.nthr && cs.tnames != NULL; i++)
 		if (e != NULL)
 			djx_dealloc(e, cs.tnames[i]);
+	djx_names_free(cs.names);
 	free(cs.cls);
 	free(cs.tnames);
 	free(cs.roots);

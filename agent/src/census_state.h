@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "names.h"
 #include "util.h"
 
 #define T_CLASS (1ll << 62)
@@ -73,6 +74,7 @@ struct census {
 	/* Roots with a frame (stack and JNI locals). */
 	struct croot *roots;
 	size_t nroots, caproots;
+	struct djx_names *names; /* frames named so far (hopname.c) */
 	/* Chains: id >= 1; parent 0 ends a chain. */
 	uint32_t *parent;
 	uint64_t *hop;

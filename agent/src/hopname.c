@@ -1,43 +1,12 @@
 /* Names of the hops of holder chains, resolved after the walks with JVMTI:
- * field indices by JVMTI's rule, frames by line, locals by their table
- * where the JVM grants it. */
+ * field indices by JVMTI's rule; frames and locals as names.c writes them
+ * (the roots' hops are the same text). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "census_state.h"
-
-/* "Ljava/util/HashMap$Node;" -> "java.util.HashMap$Node", "[J" -> "long[]". */
-static void java_name(const char *sig, char *out, size_t n)
-{
-	static const char *prim[] = {"B", "byte", "C", "char", "D", "double", "F", "float", "I", "int",
-				     "J", "long", "S", "short", "Z", "boolean", "V", "void"};
-	int dims = 0;
-	size_t len = 0;
-
-	if (sig == NULL) {
-		snprintf(out, n, "?");
-		return;
-	}
-	while (sig[dims] == '[')
-		dims++;
-	sig += dims;
-	if (sig[0] == 'L') {
-		for (sig++; *sig && *sig != ';' && len + 1 < n; sig++)
-			out[len++] = *sig == '/' ? '.' : *sig;
-		out[len] = 0;
-	} else {
-		snprintf(out, n, "%s", sig);
-		for (size_t i = 0; i < sizeof prim / sizeof *prim; i += 2)
-			if (strcmp(sig, prim[i]) == 0)
-				snprintf(out, n, "%s", prim[i + 1]);
-		len = strlen(out);
-	}
-	while (dims-- > 0 && len + 3 < n) {
-		memcpy(out + len, "[]", 3);
-		len += 2;
-	}
-}
+#include "names.h"
 
 /* Appends "Declaring.name" for each field of k, and before them of its
  * superclasses (java.lang.Object's first), to list: the order of JVMTI's
@@ -59,7 +28,7 @@ static void chain_fields(jclass k, int iface, char ***list, int *n, int depth)
 	}
 	if ((*e)->GetClassSignature(e, k, &csig, NULL) != JVMTI_ERROR_NONE)
 		return;
-	java_name(csig, cname, sizeof cname);
+	djx_java_name(csig, cname, sizeof cname);
 	djx_dealloc(e, csig);
 	if ((*e)->GetClassFields(e, k, &nf, &f) != JVMTI_ERROR_NONE)
 		return;
@@ -152,88 +121,15 @@ static const char *thread_name(jlong tag, char *buf, size_t n)
 	return buf;
 }
 
-/* "Class.method:line". */
-static void frame_name(jmethodID m, jlocation loc, char *out, size_t n)
-{
-	jvmtiEnv *e = cs.ec;
-	char *name = NULL, *csig = NULL, cname[256];
-	jclass k = NULL;
-	jvmtiLineNumberEntry *lt = NULL;
-	jint nl = 0, line = -1;
-
-	if ((*e)->GetMethodName(e, m, &name, NULL, NULL) != JVMTI_ERROR_NONE)
-		name = NULL;
-	if ((*e)->GetMethodDeclaringClass(e, m, &k) == JVMTI_ERROR_NONE && k != NULL) {
-		if ((*e)->GetClassSignature(e, k, &csig, NULL) != JVMTI_ERROR_NONE)
-			csig = NULL;
-		(*cs.jni)->DeleteLocalRef(cs.jni, k);
-	}
-	if (loc >= 0 && (*e)->GetLineNumberTable(e, m, &nl, &lt) == JVMTI_ERROR_NONE) {
-		for (jint x = 0; x < nl; x++)
-			if (lt[x].start_location <= loc)
-				line = lt[x].line_number;
-		djx_dealloc(e, lt);
-	}
-	java_name(csig, cname, sizeof cname);
-	/* Names longer than out are cut, never overflow. */
-	if ((line >= 0 ? snprintf(out, n, "%s.%s:%d", cname, name ? name : "?", (int)line)
-		       : snprintf(out, n, "%s.%s", cname, name ? name : "?")) < 0)
-		out[0] = 0;
-	djx_dealloc(e, name);
-	djx_dealloc(e, csig);
-}
-
-/* The local variable's name, where the class has a LocalVariableTable and
- * the JVM lets us read it (can_access_local_variables). */
-static const char *local_name(jmethodID m, jlocation loc, jint slot, char *out, size_t n)
-{
-	jvmtiEnv *e = cs.ec;
-	jvmtiLocalVariableEntry *t = NULL;
-	jint nt = 0;
-	const char *r = NULL;
-
-	if ((*e)->GetLocalVariableTable(e, m, &nt, &t) != JVMTI_ERROR_NONE)
-		return NULL;
-	for (jint x = 0; x < nt; x++) {
-		if (t[x].slot == slot && t[x].start_location <= loc && loc <= t[x].start_location + t[x].length && !r) {
-			snprintf(out, n, "%s", t[x].name);
-			r = out;
-		}
-		djx_dealloc(e, t[x].name);
-		djx_dealloc(e, t[x].signature);
-		djx_dealloc(e, t[x].generic_signature);
-	}
-	djx_dealloc(e, t);
-	return r;
-}
-
-static const char *root_kind(uint32_t kind)
-{
-	switch (kind) {
-	case JVMTI_HEAP_REFERENCE_JNI_GLOBAL: return "JNI global";
-	case JVMTI_HEAP_REFERENCE_SYSTEM_CLASS: return "system class";
-	case JVMTI_HEAP_REFERENCE_MONITOR: return "monitor";
-	case JVMTI_HEAP_REFERENCE_THREAD: return "thread";
-	case JVMTI_HEAP_REFERENCE_CLASS: return "class";
-	case JVMTI_HEAP_REFERENCE_CLASS_LOADER: return "class loader";
-	case JVMTI_HEAP_REFERENCE_SIGNERS: return "signers";
-	case JVMTI_HEAP_REFERENCE_PROTECTION_DOMAIN: return "protection domain";
-	case JVMTI_HEAP_REFERENCE_INTERFACE: return "interface";
-	case JVMTI_HEAP_REFERENCE_CONSTANT_POOL: return "constant pool";
-	case JVMTI_HEAP_REFERENCE_SUPERCLASS: return "superclass";
-	default: return "VM root";
-	}
-}
-
 static void class_name(uint32_t i, char *out, size_t n)
 {
-	java_name(i < (uint32_t)cs.ncls ? cs.cls[i].sig : NULL, out, n);
+	djx_java_name(i < (uint32_t)cs.ncls ? cs.cls[i].sig : NULL, out, n);
 }
 
 /* The text of one hop, as the report shows it. */
 void census_hop_name(uint64_t h, char *out, size_t n)
 {
-	char a[256], b[256], t[160];
+	char a[256], t[160];
 	const char *f;
 
 	switch (HOP_KIND(h)) {
@@ -264,28 +160,27 @@ void census_hop_name(uint64_t h, char *out, size_t n)
 		}
 		{
 			struct croot *r = &cs.roots[HOP_A(h)];
-			frame_name(r->method, r->loc, a, sizeof a);
+			if (cs.names == NULL)
+				cs.names = djx_names_new(cs.ec, cs.jni);
 			thread_name(r->thread_tag, t, sizeof t);
-			if (HOP_KIND(h) == H_JNILOCAL)
-				snprintf(out, n, "%s JNI local (%s)", a, t);
-			else if (local_name(r->method, r->loc, r->slot, b, sizeof b) != NULL)
-				snprintf(out, n, "%s local %s (%s)", a, b, t);
+			if (cs.names != NULL)
+				djx_names_frame_root(cs.names, r->method, r->loc, r->slot, HOP_KIND(h) == H_JNILOCAL, t, out, n);
 			else
-				snprintf(out, n, "%s local #%d (%s)", a, (int)r->slot, t);
+				snprintf(out, n, "stack local (%s)", t);
 		}
 		return;
 	case H_THREADOBJ:
 		thread_name(T_THREAD | HOP_A(h), out, n);
 		return;
 	case H_ROOT:
-		snprintf(out, n, "%s", root_kind(HOP_A(h)));
+		snprintf(out, n, "%s", djx_root_kind(HOP_A(h)));
 		return;
 	case H_EDGE:
 		if (HOP_A(h) == NO_CLASS) {
-			snprintf(out, n, "(%s)", root_kind(HOP_B(h)));
+			snprintf(out, n, "(%s)", djx_root_kind(HOP_B(h)));
 		} else {
 			class_name(HOP_A(h), a, sizeof a);
-			snprintf(out, n, "%s (%s)", a, root_kind(HOP_B(h)));
+			snprintf(out, n, "%s (%s)", a, djx_root_kind(HOP_B(h)));
 		}
 		return;
 	default:

@@ -307,8 +307,7 @@ func (x *insn) bcstOK() bool {
 	return false
 }
 
-// legacySize sets the access size for common legacy instructions. It is
-// small enough to inline into decode, which then calls only the map's part.
+// legacySize sets the access size for common legacy instructions.
 func (x *insn) legacySize() {
 	if !x.mem && !x.str {
 		return

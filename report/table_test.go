@@ -97,3 +97,27 @@ func TestCostLineShared(t *testing.T) {
 		}
 	}
 }
+
+// A heap walk's data structure is a row named by its holder chain, and the
+// first line says what the walk found and that it paused nothing.
+func TestTableStructureRow(t *testing.T) {
+	r := &Report{PID: 1, Mode: "attach", Event: "decode", MinSize: 1024,
+		Objects: []Object{{Type: "java.util.TreeMap$Entry", Site: "[allocated before attach]", Origin: OriginStructure,
+			Holder:  []string{"Service.tree (static)", "java.util.TreeMap.root"},
+			Objects: 200000, Bytes: 8000000, Samples: 10,
+			Accesses: []Access{{Path: []string{"Service.serve:61"}, Samples: 10}}}},
+		Stats: Stats{SampleStats: SampleStats{Samples: 10, Attributed: 10},
+			CensusStats: CensusStats{WalkObjects: 1808688, WalkMs: 312, WalkStructures: 1046}}}
+	r.Finish()
+	var b bytes.Buffer
+	if err := WriteTable(&b, r, TableOptions{Top: 5, AccessTop: 3, Depth: 2}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"heap walk 1.8M objects in 0.3s (1046 data structures), no pause", "Service.tree (static) → java.util.TreeMap.root",
+		"#1 java.util.TreeMap$Entry [allocated before attach], held by Service.tree (static) → java.util.TreeMap.root"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}

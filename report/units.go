@@ -50,3 +50,16 @@ func percent(a, b uint64) string {
 	}
 	return fmt.Sprintf("%.1f%%", 100*float64(a)/float64(b))
 }
+
+// Count formats a count with decimal units (3208613 → "3.2M").
+func Count(n uint64) string {
+	switch {
+	case n >= 1e9:
+		return strconv.FormatFloat(float64(n)/1e9, 'f', 1, 64) + "G"
+	case n >= 1e6:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + "M"
+	case n >= 1e4:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', 0, 64) + "k"
+	}
+	return strconv.FormatUint(n, 10)
+}

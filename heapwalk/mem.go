@@ -2,7 +2,6 @@ package heapwalk
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"syscall"
 
@@ -38,23 +37,12 @@ const maxIov = 1024
 
 // ProcessMem reads the memory of process pid with process_vm_readv: an
 // unmapped page is an error, never a fault, and the process runs on.
-func ProcessMem(pid int) VectorMem { return processMem(pid) }
+func ProcessMem(pid int) VectorMem { return processMem{vmstructs.ProcessMem(pid), pid} }
 
-type processMem int
-
-func (m processMem) ReadAt(p []byte, off int64) (int, error) {
-	done := 0
-	for done < len(p) {
-		local := []unix.Iovec{{Base: &p[done]}}
-		local[0].SetLen(len(p) - done)
-		remote := []unix.RemoteIovec{{Base: uintptr(off) + uintptr(done), Len: len(p) - done}}
-		n, err := unix.ProcessVMReadv(int(m), local, remote, 0)
-		if err != nil || n <= 0 {
-			return done, m.err(uint64(off)+uint64(done), err)
-		}
-		done += n
-	}
-	return done, nil
+// processMem reads one range a call as vmstructs does, and vectors too.
+type processMem struct {
+	vmstructs.Mem
+	pid int
 }
 
 func (m processMem) ReadVector(dst []byte, spans []Span) (int, error) {
@@ -73,7 +61,7 @@ func (m processMem) ReadVector(dst []byte, spans []Span) (int, error) {
 		}
 		local := []unix.Iovec{{Base: &dst[done]}}
 		local[0].SetLen(total)
-		n, err := unix.ProcessVMReadv(int(m), local, remote[:k], 0)
+		n, err := unix.ProcessVMReadv(m.pid, local, remote[:k], 0)
 		if n > 0 {
 			done += n
 		}
@@ -87,24 +75,11 @@ func (m processMem) ReadVector(dst []byte, spans []Span) (int, error) {
 				}
 				left -= s.Len
 			}
-			return done, m.err(at, err)
+			return done, vmstructs.ReadError(m.pid, at, err)
 		}
 		spans = spans[k:]
 	}
 	return done, nil
-}
-
-// err says why reading at addr failed, and what to do about it.
-func (m processMem) err(addr uint64, err error) error {
-	switch {
-	case err == nil:
-		return fmt.Errorf("memory at %#x of pid %d is unreadable", addr, int(m))
-	case errors.Is(err, syscall.ESRCH):
-		return fmt.Errorf("read pid %d: %w: %w", int(m), procfs.ErrNoProcess, err)
-	case errors.Is(err, syscall.EPERM):
-		return fmt.Errorf("read memory of pid %d: %w (run as root, or as the JVM's user with kernel.yama.ptrace_scope at 0)", int(m), err)
-	}
-	return fmt.Errorf("read memory at %#x of pid %d: %w", addr, int(m), err)
 }
 
 // fatal reports errors after which no read will work: the process is

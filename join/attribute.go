@@ -12,27 +12,10 @@ func (j *JVM) attribute(p *pending) {
 	}
 	if p.addr != 0 {
 		if o, ok := j.idx.Lookup(p.addr); ok {
-			c := j.chargeOf(p)
 			obj := j.objs[o.ID]
 			s := j.sites[obj.site]
-			s.samples++
-			s.estSamples += float64(obj.weight)
-			j.stats.Attributed++
-			if s.accesses == nil {
-				s.accesses = make(accessSet)
-			}
-			j.pathKeyBuf = pathKey(j.pathKeyBuf, "", "", fr)
-			a := s.accesses.add(j.pathKeyBuf, "", "", fr)
-			j.charge(c, &s.mem, &s.numa)
-			j.charge(c, &a.mem, &a.numa)
 			typ, field := j.trackedType(s.typeSig, p.addr-o.Start)
-			if len(s.typeSig) > 0 && s.typeSig[0] != '[' && field != "" {
-				if s.fields == nil {
-					s.fields = make(map[string]uint64)
-				}
-				s.fields[field]++
-			}
-			j.countType(typ, field, c, fr)
+			j.chargeSite(s, p, fr, float64(obj.weight), typ, field)
 			return
 		}
 	}
@@ -79,4 +62,27 @@ func (j *JVM) attribute(p *pending) {
 	if p.memOK {
 		a.mem = j.addMem(a.mem, p)
 	}
+}
+
+// chargeSite charges sample p, with access path fr, to site s, weighted
+// w for the estimate, and to the data type (typ, field) it touched.
+func (j *JVM) chargeSite(s *site, p *pending, fr []pathFrame, w float64, typ, field string) {
+	c := j.chargeOf(p)
+	s.samples++
+	s.estSamples += w
+	j.stats.Attributed++
+	if s.accesses == nil {
+		s.accesses = make(accessSet)
+	}
+	j.pathKeyBuf = pathKey(j.pathKeyBuf, "", "", fr)
+	a := s.accesses.add(j.pathKeyBuf, "", "", fr)
+	j.charge(c, &s.mem, &s.numa)
+	j.charge(c, &a.mem, &a.numa)
+	if len(s.typeSig) > 0 && s.typeSig[0] != '[' && field != "" {
+		if s.fields == nil {
+			s.fields = make(map[string]uint64)
+		}
+		s.fields[field]++
+	}
+	j.countType(typ, field, c, fr)
 }

@@ -194,29 +194,11 @@ func (j *JVM) chargeStructure(p *pending, fr []pathFrame, typ, field string, typ
 		j.stats.StructureStale++
 		return false
 	}
-	c := j.chargeOf(p)
-	s.samples++
-	s.estSamples++
-	j.stats.Attributed++
 	j.stats.StructureSamples++
-	if s.accesses == nil {
-		s.accesses = make(accessSet)
+	if !typed {
+		typ, field = jvmsym.TypeName(s.typeSig), ""
 	}
-	j.pathKeyBuf = pathKey(j.pathKeyBuf, "", "", fr)
-	a := s.accesses.add(j.pathKeyBuf, "", "", fr)
-	j.charge(c, &s.mem, &s.numa)
-	j.charge(c, &a.mem, &a.numa)
-	if typed && field != "" && len(s.typeSig) > 0 && s.typeSig[0] != '[' {
-		if s.fields == nil {
-			s.fields = make(map[string]uint64)
-		}
-		s.fields[field]++
-	}
-	if typed {
-		j.countType(typ, field, c, fr)
-	} else {
-		j.countType(jvmsym.TypeName(s.typeSig), "", c, fr)
-	}
+	j.chargeSite(s, p, fr, 1, typ, field)
 	return true
 }
 

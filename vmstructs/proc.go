@@ -167,6 +167,10 @@ func (m processMem) ReadAt(p []byte, off int64) (int, error) {
 	return done, nil
 }
 
+// ReadError says why reading pid's memory at addr failed (err from
+// process_vm_readv; nil: a short read), and what to do about it.
+func ReadError(pid int, addr uint64, err error) error { return processMem(pid).err(addr, err) }
+
 // err says why reading at addr failed, and what to do about it.
 func (m processMem) err(addr uint64, err error) error {
 	switch {

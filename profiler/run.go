@@ -409,6 +409,10 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 	st.RelocDropped = s.relocC.Dropped
 	s.cost(&st, s.j.AgentStats())
 	s.j.CensusStats(&st, func(format string, args ...any) { s.notes = append(s.notes, fmt.Sprintf(format, args...)) })
+	if b := float64(s.opts.CensusBudget.Milliseconds()); s.opts.Census != CensusOn && b > 0 && st.CensusPauseMaxMs > 1.1*b {
+		s.notes = append(s.notes, fmt.Sprintf("the census paused the JVM %.0f ms at once, %.0f%% past --census-budget %v: HotSpot steps over the rest of the heap after a walk asks to stop",
+			st.CensusPauseMaxMs, 100*(st.CensusPauseMaxMs/b-1), s.opts.CensusBudget))
+	}
 	if st.Dropped > 0 {
 		s.notes = append(s.notes, fmt.Sprintf("%d samples were dropped because the ring buffer was full; lower --freq", st.Dropped))
 	}

@@ -51,6 +51,9 @@ func TestConstantsMatchAgentHeader(t *testing.T) {
 		"REC_CENSUS_START": int64(TypeCensusStart), "REC_CENSUS_PATH": int64(TypeCensusPath),
 		"REC_CENSUS": int64(TypeCensus), "REC_CENSUS_END": int64(TypeCensusEnd),
 		"REC_TYPES_INFO": int64(TypeTypesInfo), "REC_CLASS": int64(TypeClass),
+		"REC_ROOT": int64(TypeRoot), "REC_ROOTS_END": int64(TypeRootsEnd),
+		"DJX_ROOTS_FAILED": int64(RootsFailed), "DJX_ROOTS_CAPPED": int64(RootsCapped),
+		"DJX_ROOTS_REFUSED": int64(RootsRefused), "DJX_ROOTS_NO_VM": int64(RootsNoVM),
 	}
 	for name, want := range same {
 		got, ok := c[name]
@@ -61,7 +64,8 @@ func TestConstantsMatchAgentHeader(t *testing.T) {
 		}
 	}
 	for name := range c {
-		if _, ok := same[name]; !ok && (strings.HasPrefix(name, "REC_") || strings.HasPrefix(name, "DJX_CENSUS_")) {
+		if _, ok := same[name]; !ok && (strings.HasPrefix(name, "REC_") || strings.HasPrefix(name, "DJX_CENSUS_") ||
+			strings.HasPrefix(name, "DJX_ROOTS_")) {
 			t.Errorf("djx.h's %s has no Go counterpart: add it to the wire format", name)
 		}
 	}

@@ -116,6 +116,14 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 		dst = appendTypesInfo(dst, r)
 	case *Class:
 		dst = appendClass(dst, r)
+	case *Root:
+		dst = appendU64s(dst, r.Time, r.Addr)
+		dst = le.AppendUint32(dst, uint32(r.Kind))
+		dst = le.AppendUint32(dst, r.Rank)
+		dst = le.AppendUint32(dst, r.Reach)
+		dst = appendStr(dst, r.Hop)
+	case *RootsEnd:
+		dst = appendRootsEnd(dst, r)
 	case *Unknown:
 		dst = append(dst, r.Body...)
 	default:
@@ -255,6 +263,9 @@ func appendTypesInfo(dst []byte, r *TypesInfo) []byte {
 	if r.Fields {
 		fl |= 2
 	}
+	if r.Statics {
+		fl |= 4
+	}
 	dst = le.AppendUint32(dst, fl)
 	dst = appendStr(dst, r.Reason)
 	dst = le.AppendUint64(dst, r.OopBase)
@@ -271,13 +282,28 @@ func appendClass(dst []byte, r *Class) []byte {
 	dst = le.AppendUint64(dst, r.Klass)
 	dst = le.AppendUint32(dst, r.Narrow)
 	dst = appendStr(dst, r.Sig)
-	dst = le.AppendUint32(dst, uint32(len(r.Fields)))
-	for _, f := range r.Fields {
+	dst = appendFields(dst, r.Fields)
+	return appendFields(dst, r.Statics)
+}
+
+// appendFields appends u32 n, n × {u32 offset, string name, string sig}.
+func appendFields(dst []byte, fs []Field) []byte {
+	le := binary.LittleEndian
+	dst = le.AppendUint32(dst, uint32(len(fs)))
+	for _, f := range fs {
 		dst = le.AppendUint32(dst, f.Offset)
 		dst = appendStr(dst, f.Name)
 		dst = appendStr(dst, f.Sig)
 	}
 	return dst
+}
+
+func appendRootsEnd(dst []byte, r *RootsEnd) []byte {
+	le := binary.LittleEndian
+	dst = appendU64s(dst, r.Time, r.Roots, r.FollowNanos, r.TagsNanos)
+	dst = le.AppendUint32(dst, uint32(r.Status))
+	dst = appendStr(dst, r.Note)
+	return appendU64s(dst, r.Refs, r.Objects, r.Threads, r.Gone, r.TagsMaxNanos, r.EmitNanos)
 }
 
 // appendStr appends u32 length, then the bytes.

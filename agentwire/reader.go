@@ -249,6 +249,8 @@ var recordDecoders = [...]func(*dec) Record{
 	TypeCensusEnd:   decodeCensusEnd,
 	TypeTypesInfo:   decodeTypesInfo,
 	TypeClass:       decodeClass,
+	TypeRoot:        decodeRoot,
+	TypeRootsEnd:    decodeRootsEnd,
 }
 
 func (d *dec) decodeRecord(typ RecordType, body []byte) (Record, error) {
@@ -367,22 +369,45 @@ func decodeCensusEnd(d *dec) Record {
 
 func decodeTypesInfo(d *dec) Record {
 	fl := d.u32()
-	return &TypesInfo{OK: fl&1 != 0, Fields: fl&2 != 0, Reason: d.str(),
+	return &TypesInfo{OK: fl&1 != 0, Fields: fl&2 != 0, Statics: fl&4 != 0, Reason: d.str(),
 		OopBase: d.u64(), OopShift: d.u32(), OopBytes: d.u32(),
 		KlassBase: d.u64(), KlassShift: d.u32(), KlassBytes: d.u32()}
 }
 
 func decodeClass(d *dec) Record {
 	c := &Class{Time: d.u64(), Klass: d.u64(), Narrow: d.u32(), Sig: d.str()}
-	// Each field takes at least 12 bytes (u32 offset, two string lengths).
-	if n := d.count(12); n > 0 {
-		c.Fields = make([]Field, d.keep(n, MaxFields))
-		for i := 0; i < n && !d.bad; i++ {
-			f := Field{Offset: d.u32(), Name: d.str(), Sig: d.str()}
-			if i < len(c.Fields) {
-				c.Fields[i] = f
-			}
-		}
+	c.Fields = d.fieldList(false)
+	if !d.bad && len(d.b) >= 4 { // trailing: older agents send no statics
+		c.Statics = d.fieldList(true)
 	}
 	return c
+}
+
+// fieldList reads u32 n, n × {u32 offset, string name, string sig},
+// keeping MaxFields; nil when n is 0.
+func (d *dec) fieldList(static bool) []Field {
+	// Each field takes at least 12 bytes (u32 offset, two string lengths).
+	n := d.count(12)
+	if n == 0 {
+		return nil
+	}
+	fs := make([]Field, d.keep(n, MaxFields))
+	for i := 0; i < n && !d.bad; i++ {
+		f := Field{Offset: d.u32(), Name: d.str(), Sig: d.str(), Static: static}
+		if i < len(fs) {
+			fs[i] = f
+		}
+	}
+	return fs
+}
+
+func decodeRoot(d *dec) Record {
+	return &Root{Time: d.u64(), Addr: d.u64(), Kind: RootKind(d.u32()), Rank: d.u32(), Reach: d.u32(), Hop: d.str()}
+}
+
+func decodeRootsEnd(d *dec) Record {
+	return &RootsEnd{Time: d.u64(), Roots: d.u64(), FollowNanos: d.u64(), TagsNanos: d.u64(),
+		Status: RootsStatus(d.u32()), Note: d.str(),
+		Refs: d.opt64(), Objects: d.opt64(), Threads: d.opt64(), Gone: d.opt64(),
+		TagsMaxNanos: d.opt64(), EmitNanos: d.opt64()}
 }

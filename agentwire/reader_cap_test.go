@@ -86,15 +86,17 @@ func TestReaderCutsLists(t *testing.T) {
 	}
 	lines := make([]LineEntry, MaxLines+1)
 	fields := make([]Field, MaxFields+1)
+	statics := make([]Field, MaxFields+1)
 	for i := range fields {
 		fields[i] = Field{Offset: uint32(i), Name: "f", Sig: "J"}
+		statics[i] = Field{Offset: uint32(i), Name: "s", Sig: "J", Static: true}
 	}
 	b := readOne(t,
 		&Alloc{Time: 1, TypeSig: "[B", Frames: fr, Tag: 9},
 		&Stack{Time: 2, Status: int32(len(fr)), Frames: fr},
 		&Code{Time: 3, PCs: []PCInfo{{PC: 1, Frames: fr}, {PC: 2, Frames: fr[:3]}}},
 		&Method{ID: 1, Name: "m", Lines: lines},
-		&Class{Klass: 1, Sig: "LA;", Fields: fields},
+		&Class{Klass: 1, Sig: "LA;", Fields: fields, Statics: statics},
 		&Free{Time: 4, Tag: 9})
 	a := b.Records[0].(*Alloc)
 	if len(a.Frames) != MaxFrames || a.Frames[0] != fr[0] || a.Frames[MaxFrames-1] != fr[MaxFrames-1] || a.Tag != 9 {
@@ -109,14 +111,15 @@ func TestReaderCutsLists(t *testing.T) {
 	if n := len(b.Records[3].(*Method).Lines); n != MaxLines {
 		t.Errorf("METHOD: %d lines kept", n)
 	}
-	if c := b.Records[4].(*Class); len(c.Fields) != MaxFields || c.Fields[MaxFields-1].Offset != MaxFields-1 {
-		t.Errorf("CLASS: %d fields kept", len(c.Fields))
+	if c := b.Records[4].(*Class); len(c.Fields) != MaxFields || c.Fields[MaxFields-1].Offset != MaxFields-1 ||
+		len(c.Statics) != MaxFields || c.Statics[MaxFields-1] != statics[MaxFields-1] {
+		t.Errorf("CLASS: %d fields and %d statics kept", len(c.Fields), len(c.Statics))
 	}
 	if f, ok := b.Records[5].(*Free); !ok || f.Tag != 9 {
 		t.Errorf("record after the cut ones: %+v", b.Records[5])
 	}
-	if b.ListsCut != 5 || b.StringsCut != 0 {
-		t.Errorf("counted %d lists and %d strings cut, want 5 and 0", b.ListsCut, b.StringsCut)
+	if b.ListsCut != 6 || b.StringsCut != 0 {
+		t.Errorf("counted %d lists and %d strings cut, want 6 and 0", b.ListsCut, b.StringsCut)
 	}
 }
 

@@ -73,11 +73,20 @@
 //	             u64 holder_walk_ns, u64 emit_ns, u64 paths, u64 reached,
 //	             u64 unreachable, u64 unplaced, string note, u64 strays,
 //	             u64 heap_walk_passes, u64 pause_max_ns
-//	TYPES_INFO 20 u32 flags (1: ok, 2: field offsets), string reason,
-//	             u64 oop_base, u32 oop_shift, u32 oop_bytes,
+//	TYPES_INFO 20 u32 flags (1: ok, 2: field offsets, 4: static offsets),
+//	             string reason, u64 oop_base, u32 oop_shift, u32 oop_bytes,
 //	             u64 klass_base, u32 klass_shift, u32 klass_bytes
 //	CLASS     21 u64 time, u64 klass, u32 narrow_klass, string sig,
-//	             u32 nfields, nfields × {u32 offset, string name, string sig}
+//	             u32 nfields, nfields × field,
+//	             u32 nstatics, nstatics × field (trailing; absent: none)
+//	ROOT      22 u64 time, u64 addr, u32 kind, u32 rank, u32 reach,
+//	             string hop
+//	ROOTS_END 23 u64 time, u64 roots, u64 follow_ns, u64 tags_ns,
+//	             u32 status, string note, then trailing: u64 refs,
+//	             u64 objects, u64 threads, u64 gone, u64 tags_max_ns,
+//	             u64 emit_ns
+//
+// field = {u32 offset, string name, string sig}.
 //
 // frame = {u64 jmethodid, u64 bci}, bci a signed 64-bit integer, innermost
 // frame first (as in ALLOC). Every nonzero jmethodid in an ALLOC, STACK or
@@ -146,7 +155,8 @@
 // when it changed, i.e. once the region was reused or uncommitted. They are
 // never in RECONCILE records. 'P' and 'R' pause and resume allocation
 // sampling. 'C' (CommandCensus) runs the census. 'K' (CommandClasses)
-// sends the CLASS records not sent yet.
+// sends the CLASS records not sent yet. 'G' (CommandRoots) sends the
+// heap's roots.
 //
 // Data types (option types=1, HotSpot only): a TYPES_INFO first, then a
 // CLASS for every loaded class (array classes included), and one for each
@@ -163,7 +173,40 @@
 // have no JVMTI event: the loader sends 'K' when it meets a klass it does
 // not know, and the agent sends the loaded classes it has not sent yet. A
 // Klass* can be reused after its class was unloaded: the latest CLASS for
-// a klass wins.
+// a klass wins. When TYPES_INFO has bit 4, CLASS also lists the statics the
+// class declares (interfaces' too, none for arrays), sorted by their offset
+// in the class's java.lang.Class instance (its mirror), where HotSpot keeps
+// them: a heap walker that reads a mirror's static slots names them so. The
+// agent checks the offsets on Boolean.TRUE and FALSE (the reference at
+// mirror + offset is the object JNI's GetStaticObjectField returns) and
+// leaves them out, saying why in reason, when that fails.
+//
+// Roots (command 'G'): the objects that the JVM's threads, JNI handles,
+// monitors and the VM itself hold, for a heap walker outside the JVM that
+// finds the statics itself but cannot see stacks. The agent runs JVMTI
+// FollowReferences with a callback that visits nothing, so the pause covers
+// the roots only, not the heap, and sends one ROOT per object, then a
+// ROOTS_END. kind is the JVMTI heap reference kind of the root that names
+// the object (RootKind; system classes are left out); of several roots,
+// a lasting one (JNI global, thread, VM) names it before a frame's local,
+// a frame before a monitor, a frame's before a constant of compiled code
+// (which HotSpot reports as a JNI local of the compiled frame), and of
+// several frames the outermost: the caller that owns what it passed down.
+// rank is that frame's place from its thread's outermost frame holding a
+// root (0), and 0 for the other kinds: a walker names objects from the
+// statics first, then from roots by rank. reach counts the roots that
+// reached the object. hop is the root as the census's holder chains name
+// it: "Main.main:54 local #5 (thread "main")", "Main.read JNI local
+// (thread "main")", "JNI global", "thread "main"", "monitor", "VM root".
+// addr is valid at time (no GC between its reading and the record).
+// ROOTS_END counts the ROOT records sent and says what the pass cost:
+// follow_ns is FollowReferences (the pause, and on a JVM with C2-compiled
+// frames whose objects escape analysis removed, their first
+// deoptimization), tags_ns the GetObjectsWithTags calls that brought the
+// objects back (each holds off safepoints for at most tags_max_ns); refs
+// counts the root references reported, objects the distinct objects, gone
+// those collected before they were read; status is RootsStatus, note says
+// why when it is not 0.
 package agentwire
 
 import (
@@ -189,6 +232,10 @@ const CommandCensus = 'C'
 // CommandClasses asks the agent for the CLASS records of the loaded classes
 // it has not sent yet (option types=1).
 const CommandClasses = 'K'
+
+// CommandRoots asks the agent for the heap's roots: ROOT records, then a
+// ROOTS_END (see the package comment).
+const CommandRoots = 'G'
 
 // CommandUntag returns the command that tracks objects of at least min
 // bytes without JVMTI tags (see the package comment); 0 tags every object.
@@ -266,6 +313,9 @@ const (
 	// (see the package comment).
 	TypeTypesInfo RecordType = 20
 	TypeClass     RecordType = 21
+	// TypeRoot and TypeRootsEnd: the heap's roots (see the package comment).
+	TypeRoot     RecordType = 22
+	TypeRootsEnd RecordType = 23
 )
 
 func (t RecordType) String() string {
@@ -312,12 +362,18 @@ func (t RecordType) String() string {
 		return "TYPES_INFO"
 	case TypeClass:
 		return "CLASS"
+	case TypeRoot:
+		return "ROOT"
+	case TypeRootsEnd:
+		return "ROOTS_END"
 	}
 	return fmt.Sprintf("type %d", uint16(t))
 }
 
 // Record is one decoded record: *Hello, *Method, *Alloc, *Stats, *Bye,
-// *ErrorRec, *Interval, *Free, *GCStart, *GCFinish, *Reconcile or *Unknown.
+// *ErrorRec, *Interval, *Free, *GCStart, *GCFinish, *Reconcile, *Stack,
+// *Code, *CodeUnload, *Stub, *CensusStart, *CensusPath, *Census,
+// *CensusEnd, *TypesInfo, *Class, *Root, *RootsEnd or *Unknown.
 type Record interface {
 	Type() RecordType
 }
@@ -642,13 +698,16 @@ func (*Census) Type() RecordType      { return TypeCensus }
 func (*CensusEnd) Type() RecordType   { return TypeCensusEnd }
 func (*TypesInfo) Type() RecordType   { return TypeTypesInfo }
 func (*Class) Type() RecordType       { return TypeClass }
+func (*Root) Type() RecordType        { return TypeRoot }
+func (*RootsEnd) Type() RecordType    { return TypeRootsEnd }
 
 // TypesInfo says whether CLASS records follow and how the JVM encodes
 // references and header klass words.
 type TypesInfo struct {
-	OK     bool   // CLASS records follow
-	Fields bool   // ... with their instance fields
-	Reason string // why not OK or not Fields; "" otherwise
+	OK      bool   // CLASS records follow
+	Fields  bool   // ... with their instance fields
+	Statics bool   // ... and their statics, by offset in the class's mirror
+	Reason  string // why not OK, Fields or Statics; "" otherwise
 	// A reference field of OopBytes 4 holds a narrow oop: the address is
 	// OopBase + narrow << OopShift. OopBytes 8: the address itself.
 	OopBase  uint64
@@ -661,18 +720,99 @@ type TypesInfo struct {
 	KlassBytes uint32
 }
 
-// Class is one loaded class: its Klass*, JVM signature and instance fields.
+// Class is one loaded class: its Klass*, JVM signature, instance fields
+// and statics.
 type Class struct {
 	Time   uint64
 	Klass  uint64 // Klass*
 	Narrow uint32 // the narrow klass when TypesInfo.KlassBytes is 4, else 0
 	Sig    string // "Ljava/util/TreeMap$Entry;", "[J"
 	Fields []Field
+	// Statics are the statics the class declares (Static set), by offset
+	// in its java.lang.Class instance; none when TypesInfo.Statics is
+	// false. Apart from Fields, so that a reader of instance layouts
+	// never takes a static's offset for an instance field's.
+	Statics []Field
 }
 
-// Field is one instance field, declared or inherited, by offset.
+// Field is one instance field, declared or inherited, or one static, by
+// offset.
 type Field struct {
-	Offset uint32 // from the object's start
+	Offset uint32 // from the object's start; a static's, from its class's mirror's
 	Name   string
 	Sig    string // "J", "Ljava/lang/Object;"
+	Static bool
+}
+
+// RootKind is the JVMTI heap reference kind (jvmtiHeapReferenceKind) of
+// the root that names a ROOT's object.
+type RootKind uint32
+
+// Root kinds.
+const (
+	RootJNIGlobal  RootKind = 21
+	RootMonitor    RootKind = 23
+	RootStackLocal RootKind = 24
+	RootJNILocal   RootKind = 25 // a native frame's handle, or a constant of a compiled frame's code
+	RootThread     RootKind = 26
+	RootOther      RootKind = 27 // held by the VM itself
+)
+
+func (k RootKind) String() string {
+	switch k {
+	case RootJNIGlobal:
+		return "jni-global"
+	case RootMonitor:
+		return "monitor"
+	case RootStackLocal:
+		return "stack-local"
+	case RootJNILocal:
+		return "jni-local"
+	case RootThread:
+		return "thread"
+	case RootOther:
+		return "other"
+	}
+	return fmt.Sprintf("root kind %d", uint32(k))
+}
+
+// Root is one object a root holds (see the package comment).
+type Root struct {
+	Time  uint64 // Addr holds from Time until the next GC_START
+	Addr  uint64
+	Kind  RootKind
+	Rank  uint32 // 0: its thread's outermost frame, or not a frame
+	Reach uint32 // roots that reached the object
+	Hop   string // "Main.main:54 local #5 (thread \"main\")", "JNI global"
+}
+
+// RootsStatus is ROOTS_END's outcome bits; 0: every root was sent.
+type RootsStatus uint32
+
+// Roots outcome bits (DJX_ROOTS_* in agent/src/djx.h).
+const (
+	RootsFailed  RootsStatus = 0x1 // a JVMTI call failed or memory ran out: the note says which
+	RootsCapped  RootsStatus = 0x2 // more roots than a pass keeps: the first ones were sent
+	RootsRefused RootsStatus = 0x4 // this JVM's object addresses cannot be read safely: none sent
+	// RootsNoVM: the VM's own roots (RootOther) were left out but the
+	// first: before JDK 21, a heap walk that collected them all ends by
+	// touching every object in the heap (a pause that grows with it).
+	RootsNoVM RootsStatus = 0x8
+)
+
+// RootsEnd closes a roots pass with what it sent and cost.
+type RootsEnd struct {
+	Time        uint64
+	Roots       uint64 // ROOT records sent
+	FollowNanos uint64 // FollowReferences: the pause
+	TagsNanos   uint64 // GetObjectsWithTags, all calls
+	Status      RootsStatus
+	Note        string
+	// Trailing.
+	Refs         uint64 // root references reported (several may hold one object)
+	Objects      uint64 // distinct objects they hold
+	Threads      uint64
+	Gone         uint64 // objects collected before they were read
+	TagsMaxNanos uint64 // the longest GetObjectsWithTags call
+	EmitNanos    uint64 // naming the roots and sending them (no pause)
 }

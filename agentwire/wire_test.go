@@ -61,8 +61,17 @@ var sample = []struct {
 		KlassBase: 0x7f0000000000, KlassShift: 0, KlassBytes: 4}},
 	{"typesoff", &TypesInfo{Reason: "not HotSpot: libjvm exports no gHotSpotVMStructs"}},
 	{"class", &Class{Time: 9400, Klass: 0x7f0000123450, Narrow: 0x123450, Sig: "Ljava/util/TreeMap$Entry;",
-		Fields: []Field{{12, "color", "Z"}, {16, "key", "Ljava/lang/Object;"}, {20, "value", "Ljava/lang/Object;"}}}},
+		Fields: []Field{{12, "color", "Z", false}, {16, "key", "Ljava/lang/Object;", false}, {20, "value", "Ljava/lang/Object;", false}}}},
 	{"classarray", &Class{Time: 9401, Klass: 0x7f0000001000, Narrow: 0x1000, Sig: "[J"}},
+	{"typesstatics", &TypesInfo{OK: true, Fields: true, Statics: true, OopShift: 3, OopBytes: 4, KlassBytes: 8}},
+	{"classstatics", &Class{Time: 9402, Klass: 0x7f0000002000, Narrow: 0x2000, Sig: "Ljava/lang/Boolean;",
+		Fields:  []Field{{12, "value", "Z", false}},
+		Statics: []Field{{112, "TRUE", "Ljava/lang/Boolean;", true}, {116, "FALSE", "Ljava/lang/Boolean;", true}}}},
+	{"root", &Root{Time: 9500, Addr: 0xffe80000, Kind: RootStackLocal, Rank: 0, Reach: 2,
+		Hop: `RootsSite.main:31 local #1 (thread "main")`}},
+	{"rootsend", &RootsEnd{Time: 9600, Roots: 62, FollowNanos: 1.2e6, TagsNanos: 2e4, Status: RootsCapped,
+		Note: "more than 2097152 roots: the pass kept the first", Refs: 84, Objects: 62, Threads: 7, Gone: 1,
+		TagsMaxNanos: 1e4, EmitNanos: 6e4}},
 	{"unknown", &Unknown{RecType: 99, Body: []byte{1, 2, 3}}},
 }
 
@@ -186,6 +195,11 @@ func TestOlderAgent(t *testing.T) {
 		{&Stats{Callbacks: 1, SignalsChained: 6, Untagged: 7, UntaggedFreed: 8}, 13 * 8,
 			&Stats{Callbacks: 1, SignalsChained: 6}},
 		{&Hello{ProtoVersion: 1, Mode: "launch", StackSignal: 42}, 4, &Hello{ProtoVersion: 1, Mode: "launch"}},
+		// An agent from before statics: CLASS ends with its instance fields.
+		{&Class{Sig: "LA;", Fields: []Field{{Offset: 12, Name: "a", Sig: "I"}}}, 4,
+			&Class{Sig: "LA;", Fields: []Field{{Offset: 12, Name: "a", Sig: "I"}}}},
+		// ROOTS_END without its trailing counters.
+		{&RootsEnd{Roots: 3, Note: "n", Refs: 4, EmitNanos: 5}, 6 * 8, &RootsEnd{Roots: 3, Note: "n"}},
 	} {
 		raw := encode(t, &Batch{Records: []Record{tc.rec}})
 		le := binary.LittleEndian

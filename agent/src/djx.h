@@ -34,6 +34,8 @@ enum {
 	REC_CENSUS_END = 19,
 	REC_TYPES_INFO = 20,
 	REC_CLASS = 21,
+	REC_ROOT = 22,
+	REC_ROOTS_END = 23,
 };
 
 /* Census kinds (CENSUS_START, CENSUS): at attach, and of large objects
@@ -49,6 +51,12 @@ enum {
 #define DJX_CENSUS_HOLDERS_PARTIAL 0x20u /* ... it did: objects it had not reached have none */
 #define DJX_CENSUS_HOLDERS_FAILED 0x40u
 #define DJX_CENSUS_PARTIAL 0x80u /* the heap walk passed the budget: objects past where it stopped are left out */
+
+/* ROOTS_END status bits (agentwire.RootsStatus); 0: every root sent. */
+#define DJX_ROOTS_FAILED 0x1u  /* a JVMTI call failed or memory ran out; see the note */
+#define DJX_ROOTS_CAPPED 0x2u  /* more roots than a pass keeps: the first ones */
+#define DJX_ROOTS_REFUSED 0x4u /* this JVM's object addresses cannot be read safely: none sent */
+#define DJX_ROOTS_NO_VM 0x8u   /* the VM's own roots left out but the first (JDK < 21: see roots.c) */
 
 #define DJX_STACK_NO_ENV (-100) /* STACK status: a thread without a JNIEnv (agentwire.StackNoEnv) */
 /* A signal is the stack handler's if the kernel sent it (SI_KERNEL:

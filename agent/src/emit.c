@@ -621,7 +621,7 @@ void djx_emit_types_info(const struct djx_types_info *in)
 
 	wb_init(&w, mem, sizeof mem, 1);
 	start = wb_begin(&w, REC_TYPES_INFO);
-	wb_u32(&w, (in->ok ? 1u : 0u) | (in->fields ? 2u : 0u));
+	wb_u32(&w, (in->ok ? 1u : 0u) | (in->fields ? 2u : 0u) | (in->statics ? 4u : 0u));
 	wb_str(&w, in->reason);
 	wb_u64(&w, in->oop_base);
 	wb_u32(&w, in->oop_shift);
@@ -653,6 +653,13 @@ int djx_emit_class(const struct djx_class *c, int flushing)
 		wb_str(&w, c->fields[i].name);
 		wb_str(&w, c->fields[i].sig);
 	}
+	/* Trailing, so that older readers skip them. */
+	wb_u32(&w, (uint32_t)c->nstatics);
+	for (size_t i = 0; i < c->nstatics; i++) {
+		wb_u32(&w, c->statics[i].off);
+		wb_str(&w, c->statics[i].name);
+		wb_str(&w, c->statics[i].sig);
+	}
 	wb_end(&w, start);
 	if (w.err)
 		rc = 1;
@@ -662,4 +669,49 @@ int djx_emit_class(const struct djx_class *c, int flushing)
 		rc = append_now(w.p, w.len, DJX_REC_HDR, 0) == 0 ? 0 : -1;
 	wb_free(&w);
 	return rc;
+}
+
+int djx_emit_root_locked(const struct djx_root *r)
+{
+	uint8_t mem[1024];
+	struct wbuf w;
+	size_t start;
+	int rc;
+
+	wb_init(&w, mem, sizeof mem, 0);
+	start = wb_begin(&w, REC_ROOT);
+	wb_u64(&w, djx_now_ns());
+	wb_u64(&w, r->addr);
+	wb_u32(&w, r->kind);
+	wb_u32(&w, r->rank);
+	wb_u32(&w, r->reach);
+	wb_str(&w, r->hop);
+	wb_end(&w, start);
+	rc = w.err ? 1 : djx_append_locked(w.p, w.len, 1);
+	wb_free(&w);
+	return rc;
+}
+
+int djx_emit_roots_end_flushing(const struct djx_roots_end *e)
+{
+	uint8_t mem[512];
+	struct wbuf w;
+	size_t start;
+
+	wb_init(&w, mem, sizeof mem, 1);
+	start = wb_begin(&w, REC_ROOTS_END);
+	wb_u64(&w, djx_now_ns());
+	wb_u64(&w, e->roots);
+	wb_u64(&w, e->follow_ns);
+	wb_u64(&w, e->tags_ns);
+	wb_u32(&w, e->status);
+	wb_str(&w, e->note);
+	wb_u64(&w, e->refs);
+	wb_u64(&w, e->objects);
+	wb_u64(&w, e->threads);
+	wb_u64(&w, e->gone);
+	wb_u64(&w, e->tags_max_ns);
+	wb_u64(&w, e->emit_ns);
+	wb_end(&w, start);
+	return w.err ? 0 : append_flushing(w.p, w.len, NO_TIME);
 }

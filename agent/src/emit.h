@@ -102,7 +102,7 @@ int djx_emit_census_end_flushing(const struct djx_census_end *e); /* stamped now
 
 /* Data types. */
 struct djx_types_info {
-	int ok, fields;
+	int ok, fields, statics;
 	char reason[200];
 	uint64_t oop_base, kbase;
 	uint32_t oop_shift, oop_bytes, kshift, kbytes;
@@ -117,11 +117,28 @@ struct djx_class {
 	uint32_t narrow; /* the compressed klass word; 0: none */
 	const char *sig;
 	size_t nfields;
-	const struct djx_field *fields; /* by offset */
+	const struct djx_field *fields; /* instance fields, by offset */
+	size_t nstatics;
+	const struct djx_field *statics; /* by offset in the class's mirror */
 };
 /* CLASS, stamped when appended; flushing only on the writer thread. 0
  * sent, 1 dropped (out of memory), -1 no room or the session is over. */
 int djx_emit_class(const struct djx_class *c, int flushing);
+
+/* The heap's roots (writer thread). */
+struct djx_root {
+	uint64_t addr;
+	uint32_t kind, rank, reach; /* kind: a jvmtiHeapReferenceKind */
+	const char *hop;
+};
+int djx_emit_root_locked(const struct djx_root *r); /* stamped now; 0, 1 out of memory, -1 no room */
+struct djx_roots_end {
+	uint64_t roots, follow_ns, tags_ns;
+	uint32_t status;
+	const char *note;
+	uint64_t refs, objects, threads, gone, tags_max_ns, emit_ns;
+};
+int djx_emit_roots_end_flushing(const struct djx_roots_end *e); /* stamped now */
 
 void djx_emit_reset_locked(void); /* session end: forget the methods described */
 

@@ -13,6 +13,7 @@ struct mname {
 	char *qual;   /* "Class.method", malloc'ed */
 	jvmtiLineNumberEntry *lines; /* malloc'ed */
 	jint nlines;  /* -1: no table */
+	int native;
 };
 
 struct djx_names {
@@ -121,17 +122,18 @@ static int mgrow(struct djx_names *n)
 	return 0;
 }
 
-/* Fills mn for m: "Class.method" and the line table. */
+/* Fills mn for m: "Class.method", the line table, whether it is native. */
 static void describe(struct djx_names *n, jmethodID m, struct mname *mn)
 {
 	jvmtiEnv *e = n->e;
 	char *name = NULL, *csig = NULL, cname[256], buf[512];
 	jvmtiLineNumberEntry *lt = NULL;
 	jclass k = NULL;
-	jint nl = 0;
+	jint nl = 0, mods = 0;
 
 	if ((*e)->GetMethodName(e, m, &name, NULL, NULL) != JVMTI_ERROR_NONE)
 		name = NULL;
+	mn->native = (*e)->GetMethodModifiers(e, m, &mods) == JVMTI_ERROR_NONE && (mods & 0x0100);
 	if ((*e)->GetMethodDeclaringClass(e, m, &k) == JVMTI_ERROR_NONE && k != NULL) {
 		if ((*e)->GetClassSignature(e, k, &csig, NULL) != JVMTI_ERROR_NONE)
 			csig = NULL;
@@ -191,6 +193,18 @@ void djx_names_frame(struct djx_names *n, jmethodID m, jlocation loc, char *out,
 	}
 }
 
+int djx_names_native(struct djx_names *n, jmethodID m)
+{
+	struct mname spare, *mn = method(n, m, &spare);
+	int native = mn->native;
+
+	if (mn == &spare) {
+		free(spare.qual);
+		free(spare.lines);
+	}
+	return native;
+}
+
 /* The local variable's name, where the class has a LocalVariableTable and
  * the JVM lets us read it (can_access_local_variables). */
 static const char *local_name(jvmtiEnv *e, jmethodID m, jlocation loc, jint slot, char *out, size_t n)
@@ -225,7 +239,9 @@ void djx_names_frame_root(struct djx_names *n, jmethodID m, jlocation loc, jint 
 		return;
 	}
 	djx_names_frame(n, m, jni_local ? -1 : loc, a, sizeof a);
-	if (jni_local)
+	if (jni_local && !djx_names_native(n, m))
+		snprintf(out, len, "%s compiled code (%s)", a, thread);
+	else if (jni_local)
 		snprintf(out, len, "%s JNI local (%s)", a, thread);
 	else if (local_name(n->e, m, loc, slot, b, sizeof b) != NULL)
 		snprintf(out, len, "%s local %s (%s)", a, b, thread);

@@ -20,8 +20,12 @@ void djx_names_free(struct djx_names *n);                   /* NULL is fine */
 /* "Class.method:line", or "Class.method" without a line (loc < 0). */
 void djx_names_frame(struct djx_names *n, jmethodID m, jlocation loc, char *out, size_t len);
 /* A frame's root: "Main.main:54 local #5 (thread "main")", "... local
- * data (...)" where the JVM grants the local variable table, or
- * "Main.run JNI local (...)"; thread is "thread \"main\"". */
+ * data (...)" where the JVM grants the local variable table,
+ * "Main.read JNI local (...)" for a native method's handles, or
+ * "Main.run compiled code (...)" for a constant of a compiled method's
+ * code, which HotSpot reports as a JNI local of its frame; thread is
+ * "thread \"main\"". */
+int djx_names_native(struct djx_names *n, jmethodID m);
 void djx_names_frame_root(struct djx_names *n, jmethodID m, jlocation loc, jint slot, int jni_local,
 			  const char *thread, char *out, size_t len);
 

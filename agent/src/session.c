@@ -21,6 +21,7 @@
 #include "config.h"
 #include "emit.h"
 #include "epoch.h"
+#include "roots.h"
 #include "session.h"
 #include "stacks.h"
 #include "track.h"
@@ -129,7 +130,7 @@ static void hang_up(void)
 struct loop {
 	JNIEnv *env;
 	int attached, vmdeath, types_started;
-	int census_req, types_req; /* the loader sent 'C', 'K' */
+	int census_req, types_req, roots_req; /* the loader sent 'C', 'K', 'G' */
 	uint64_t last;     /* the last flush */
 	uint64_t since;    /* the session's start */
 	uint64_t gcs_seen; /* GCs finished at the last round */
@@ -142,7 +143,8 @@ struct loop {
  * (little-endian) track objects of at least that many bytes without weak
  * references (big.c); 'P' and 'R' pause and resume allocation sampling
  * (only when attached); 'C' runs the census; 'K' sends the classes not
- * sent yet (types=1). Other bytes are ignored. Returns 1 when a 'Q' came. */
+ * sent yet (types=1); 'G' sends the heap's roots (roots.c). Other bytes
+ * are ignored. Returns 1 when a 'Q' came. */
 static int on_input(struct loop *l, const uint8_t *in, size_t len)
 {
 	int quit = 0;
@@ -159,6 +161,8 @@ static int on_input(struct loop *l, const uint8_t *in, size_t len)
 				l->census_req = 1;
 			else if (in[i] == 'K' && l->attached && djx_cfg->opt.types)
 				l->types_req = 1;
+			else if (in[i] == 'G' && l->attached)
+				l->roots_req = 1;
 			continue;
 		}
 		l->cmd[l->ncmd++] = in[i];
@@ -222,16 +226,18 @@ static int drain_stacks(JNIEnv *env)
  * census and the types. 0, or -1 the connection failed. */
 static int work(struct loop *l, uint64_t gcs)
 {
-	int gced = gcs != l->gcs_seen, creq = l->census_req, kreq = l->types_req;
+	int gced = gcs != l->gcs_seen, creq = l->census_req, kreq = l->types_req, rreq = l->roots_req;
 
 	l->gcs_seen = gcs;
-	l->census_req = l->types_req = 0;
+	l->census_req = l->types_req = l->roots_req = 0;
 	if (l->attached && djx_track_scan(l->env) != 0)
 		return -1;
 	djx_big_check(); /* a dropped FREE is counted like any drop */
 	if (!l->attached)
 		return 0;
 	if (creq && djx_census_run(l->env) != 0)
+		return -1;
+	if (rreq && djx_roots_run(l->env) != 0)
 		return -1;
 	/* Types: the first pass, after HELLO is out, dumps every class. */
 	if (djx_cfg->opt.types && !l->types_started) {

@@ -8,7 +8,10 @@
  * the class's mirror (vmStructs); a field's offset is its instance jfieldID
  * >> 2 (jfieldIDWorkaround::to_instance_jfieldID in product builds). Both
  * are checked against a byte[], a java.lang.Integer and a java.lang.Long
- * before anything is sent (self_check).
+ * before anything is sent (self_check). A static jfieldID is a JNIid*,
+ * whose _offset (vmStructs) is the static's offset in the class's mirror:
+ * checked on Boolean.TRUE and FALSE, so that a heap walker reading a
+ * mirror's static slots from outside the JVM can name them.
  *
  * Classes loaded at the start go from the writer (GetLoadedClasses, array
  * classes included); later ones from ClassPrepare, which never waits for
@@ -39,6 +42,8 @@
 static struct {
 	int on;       /* atomic: CLASS records may be built */
 	int fields;   /* instance field offsets from jfieldIDs hold */
+	int statics;  /* static offsets in mirrors from JNIids hold */
+	uint64_t jni_holder, jni_off; /* JNIid::_holder and _offset */
 	int events;   /* ClassPrepare enabled by us */
 	int inflight; /* atomic: ClassPrepare callbacks reading oops */
 	int klass_off;
@@ -62,35 +67,50 @@ static uintptr_t oop_of(jobject h)
 	return h ? __atomic_load_n((uintptr_t *)h, RELAXED) : 0;
 }
 
-/* out[i] = the u64 at addr[i], 0 when unreadable. process_vm_readv on
- * ourselves: memory a GC uncommitted meanwhile reads as an error instead
- * of faulting (a seccomp filter that refuses it: plain loads). */
+/* out[i] = the u64 at addr[i], 0 when unreadable or addr[i] is 0.
+ * process_vm_readv on ourselves: memory a GC uncommitted meanwhile reads
+ * as an error instead of faulting (a seccomp filter that refuses it:
+ * plain loads). */
 static void read_words(const uintptr_t *addr, size_t n, uint64_t *out)
 {
 	struct iovec loc[256], rem[256];
+	size_t idx[256];
 	static int plain;
 
+	memset(out, 0, n * sizeof *out);
 	for (size_t i = 0; i < n;) {
-		size_t m = n - i < 256 ? n - i : 256;
+		size_t m = 0, next = i, done;
 		ssize_t got;
-		for (size_t k = 0; k < m; k++) {
-			out[i + k] = 0;
-			loc[k] = (struct iovec){&out[i + k], 8};
-			rem[k] = (struct iovec){(void *)addr[i + k], addr[i + k] ? 8 : 0};
+		/* The remote iovecs are one stream that fills the local ones in
+		 * order: an empty one would shift every word after it. */
+		for (; next < n && m < 256; next++) {
+			if (addr[next] == 0)
+				continue;
+			idx[m] = next;
+			loc[m] = (struct iovec){&out[next], 8};
+			rem[m] = (struct iovec){(void *)addr[next], 8};
+			m++;
 		}
+		if (m == 0)
+			break;
 		got = __atomic_load_n(&plain, RELAXED) ? -1 : process_vm_readv(getpid(), loc, m, rem, m, 0);
 		if (got < 0 && !__atomic_load_n(&plain, RELAXED) && errno != EFAULT) {
 			__atomic_store_n(&plain, 1, RELAXED);
 		}
 		if (got < 0 && __atomic_load_n(&plain, RELAXED)) {
 			for (size_t k = 0; k < m; k++)
-				out[i + k] = addr[i + k] ? *(volatile uint64_t *)addr[i + k] : 0;
-			i += m;
+				out[idx[k]] = *(volatile uint64_t *)addr[idx[k]];
+			i = next;
 			continue;
 		}
-		/* Whole words read; the one after them failed (or had address 0). */
-		size_t done = got > 0 ? (size_t)got / 8 : 0;
-		i += done < m ? done + 1 : m;
+		/* Whole words read; the one after them failed. */
+		done = got > 0 ? (size_t)got / 8 : 0;
+		if (done < m) {
+			out[idx[done]] = 0; /* maybe half read */
+			i = idx[done] + 1;
+		} else {
+			i = next;
+		}
 	}
 }
 
@@ -225,6 +245,110 @@ static int box_fields_hold(jvmtiEnv *j, jclass *ks, char **sigs, jint n, uint32_
 	return checked > 0;
 }
 
+/* A static jfieldID's JNIid: its holder's Klass* and the static's offset
+ * in the holder's mirror; -1 when f is no JNIid or its offset is absurd. */
+static int jniid_of(jfieldID f, uint64_t *holder, uint32_t *off)
+{
+	uintptr_t a[2];
+	uint64_t w[2];
+
+	if (f == NULL || ((uintptr_t)f & 3) != 0)
+		return -1; /* an instance jfieldID, or a debug build's */
+	a[0] = (uintptr_t)f + ty.jni_holder;
+	a[1] = (uintptr_t)f + ty.jni_off;
+	read_words(a, 2, w);
+	*holder = w[0];
+	*off = (uint32_t)w[1]; /* the int at _offset: the word's low half */
+	return *holder != 0 && *off >= 8 && *off < (1u << 24) ? 0 : -1;
+}
+
+static jfieldID static_field(jvmtiEnv *j, jclass k, const char *want)
+{
+	jfieldID *fs = NULL, got = NULL;
+	jint n = 0;
+
+	if ((*j)->GetClassFields(j, k, &n, &fs) != JVMTI_ERROR_NONE)
+		return NULL;
+	for (jint i = 0; i < n && got == NULL; i++) {
+		char *name = NULL;
+		jint mods = 0;
+		if ((*j)->GetFieldModifiers(j, k, fs[i], &mods) == JVMTI_ERROR_NONE && (mods & 0x0008) &&
+		    (*j)->GetFieldName(j, k, fs[i], &name, NULL, NULL) == JVMTI_ERROR_NONE && strcmp(name, want) == 0)
+			got = fs[i];
+		djx_dealloc(j, name);
+	}
+	djx_dealloc(j, fs);
+	return got;
+}
+
+/* Whether the reference at the mirror of k + off, decoded as in says,
+ * is the object v, and the mirror's Klass* is holder: read in one GC
+ * epoch; 0 no, 1 yes, -1 GCs kept getting in the way. */
+static int slot_holds(jclass k, uint32_t off, jobject v, uint64_t holder, const struct djx_types_info *in)
+{
+	struct timespec nap = {.tv_nsec = 1000000};
+
+	for (int tries = 0; tries < 20; tries++) {
+		uint64_t s, raw, want, kl, got;
+		uintptr_t m;
+		if (djx_epoch_begin(&s) != 0) {
+			nanosleep(&nap, NULL);
+			continue;
+		}
+		m = oop_of(k);
+		raw = m ? read_word(m + off) : 0;
+		kl = m ? read_word(m + (uintptr_t)ty.klass_off) : 0;
+		want = oop_of(v);
+		if (!djx_epoch_same(s))
+			continue;
+		got = in->oop_bytes == 4 ? ((uint32_t)raw ? in->oop_base + ((uint64_t)(uint32_t)raw << in->oop_shift) : 0) : raw;
+		return m != 0 && want != 0 && got == want && kl == holder;
+	}
+	return -1;
+}
+
+/* The statics' self-check: NULL when static offsets hold, else why not.
+ * JVMTI's and JNI's static jfieldIDs must be the same JNIid, whose
+ * holder is Boolean's Klass* and whose offset in Boolean's mirror holds
+ * the reference GetStaticObjectField returns. */
+static const char *statics_hold(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n,
+				const struct djx_types_info *in)
+{
+	static const char *const names[] = {"TRUE", "FALSE"};
+	jclass bk = find(j, ks, sigs, n, "Ljava/lang/Boolean;");
+	const char *why = NULL;
+	uint32_t offs[2] = {0, 0};
+	jint st = 0;
+
+	if (djx_vm_offset("JNIid", "_holder", &ty.jni_holder) != 0 || djx_vm_offset("JNIid", "_offset", &ty.jni_off) != 0)
+		return "vmStructs: no JNIid::_holder or _offset: no static fields";
+	if (bk == NULL || (*j)->GetClassStatus(j, bk, &st) != JVMTI_ERROR_NONE || !(st & JVMTI_CLASS_STATUS_INITIALIZED))
+		return "self-check: java.lang.Boolean not initialized: no static fields";
+	for (int i = 0; i < 2 && why == NULL; i++) {
+		jfieldID f = static_field(j, bk, names[i]);
+		jfieldID g = (*jni)->GetStaticFieldID(jni, bk, names[i], "Ljava/lang/Boolean;");
+		jobject v = NULL;
+		uint64_t holder;
+		int held;
+		if ((*jni)->ExceptionCheck(jni))
+			(*jni)->ExceptionClear(jni);
+		if (f == NULL || f != g || jniid_of(f, &holder, &offs[i]) != 0) {
+			why = "self-check: static jfieldIDs are not JNIids: no static fields";
+			break;
+		}
+		v = (*jni)->GetStaticObjectField(jni, bk, g);
+		held = slot_holds(bk, offs[i], v, holder, in);
+		if (held != 1)
+			why = held < 0 ? "self-check: GCs kept moving Boolean's mirror: no static fields"
+				       : "self-check: Boolean.TRUE is not at its mirror + JNIid::_offset: no static fields";
+		if (v != NULL)
+			(*jni)->DeleteLocalRef(jni, v);
+	}
+	if (why == NULL && offs[0] == offs[1])
+		why = "self-check: Boolean.TRUE and FALSE at one offset: no static fields";
+	return why;
+}
+
 /* The JVM's layout from vmStructs: the mirror's klass offset, the
  * compressed oops and klass encodings. 0, or -1 with in->reason. */
 static int vm_layout(jclass bk, struct djx_types_info *in)
@@ -318,6 +442,7 @@ static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n
 {
 	int compact = djx_vm_flag("UseCompactObjectHeaders");
 	jclass bk = find(j, ks, sigs, n, "[B"), ik = find(j, ks, sigs, n, "Ljava/lang/Integer;");
+	const char *why;
 	uint32_t hdr;
 
 	if (vm_layout(bk, in) != 0)
@@ -340,6 +465,13 @@ static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n
 		in->fields = 1;
 	else
 		snprintf(in->reason, sizeof in->reason, "self-check: jfieldIDs do not hold field offsets: class names only, no fields");
+	why = statics_hold(j, jni, ks, sigs, n, in);
+	if (why == NULL) {
+		in->statics = 1;
+	} else {
+		size_t l = strlen(in->reason);
+		snprintf(in->reason + l, sizeof in->reason - l, "%s%s", l ? "; " : "", why);
+	}
 }
 
 static int cmp_fld(const void *a, const void *b)
@@ -348,36 +480,98 @@ static int cmp_fld(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Adds c's instance fields to *fs; -1 when c is not prepared. The names
- * are JVMTI's, for the caller to deallocate. */
-static int class_fields(jvmtiEnv *j, jclass c, struct djx_field **fs, size_t *n, size_t *cap)
+/* A growing list of fields; the names are JVMTI's, for the owner to
+ * deallocate. */
+struct flist {
+	struct djx_field *v;
+	size_t n, cap;
+};
+
+/* Appends field f of c at off; -1 out of memory. */
+static int add_field(jvmtiEnv *j, jclass c, jfieldID f, uint32_t off, struct flist *l)
+{
+	char *name = NULL, *sig = NULL;
+
+	if ((*j)->GetFieldName(j, c, f, &name, &sig, NULL) != JVMTI_ERROR_NONE)
+		return 0;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 16;
+		struct djx_field *p = realloc(l->v, nc * sizeof *p);
+		if (p == NULL) {
+			djx_dealloc(j, name);
+			djx_dealloc(j, sig);
+			return -1;
+		}
+		l->v = p;
+		l->cap = nc;
+	}
+	l->v[l->n++] = (struct djx_field){off, name, sig};
+	return 0;
+}
+
+static void free_fields(jvmtiEnv *j, struct flist *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		djx_dealloc(j, (char *)l->v[i].name);
+		djx_dealloc(j, (char *)l->v[i].sig);
+	}
+	free(l->v);
+}
+
+/* Adds c's instance fields to l; -1 when c is not prepared. */
+static int class_fields(jvmtiEnv *j, jclass c, struct flist *l)
 {
 	jfieldID *ids = NULL;
 	jint nids = 0;
 
 	if ((*j)->GetClassFields(j, c, &nids, &ids) != JVMTI_ERROR_NONE)
 		return -1;
-	for (jint i = 0; i < nids && *n < DJX_CLASS_MAX_FIELDS; i++) {
-		char *name = NULL, *sig = NULL;
+	for (jint i = 0; i < nids && l->n < DJX_CLASS_MAX_FIELDS; i++) {
 		uint32_t off;
 		jint mods = 0;
-		if ((*j)->GetFieldModifiers(j, c, ids[i], &mods) != JVMTI_ERROR_NONE || (mods & 0x0008))
+		if ((*j)->GetFieldModifiers(j, c, ids[i], &mods) != JVMTI_ERROR_NONE || (mods & 0x0008) ||
+		    fid_offset(ids[i], &off) != 0)
 			continue;
-		if (fid_offset(ids[i], &off) != 0 || (*j)->GetFieldName(j, c, ids[i], &name, &sig, NULL) != JVMTI_ERROR_NONE)
-			continue;
-		if (*n == *cap) {
-			size_t nc = *cap ? *cap * 2 : 16;
-			struct djx_field *p = realloc(*fs, nc * sizeof *p);
-			if (p == NULL) {
-				djx_dealloc(j, name);
-				djx_dealloc(j, sig);
-				break;
-			}
-			*fs = p;
-			*cap = nc;
-		}
-		(*fs)[(*n)++] = (struct djx_field){off, name, sig};
+		if (add_field(j, c, ids[i], off, l) != 0)
+			break;
 	}
+	djx_dealloc(j, ids);
+	return 0;
+}
+
+/* Adds the statics k declares to l, at their offsets in k's mirror: one
+ * read of all their JNIids. A JNIid that does not name klass as its
+ * holder is left out. -1 when k is not prepared. */
+static int class_statics(jvmtiEnv *j, jclass k, uint64_t klass, struct flist *l)
+{
+	jfieldID *ids = NULL;
+	jint nids = 0;
+	uintptr_t *a;
+	uint64_t *w;
+
+	if ((*j)->GetClassFields(j, k, &nids, &ids) != JVMTI_ERROR_NONE)
+		return -1;
+	a = calloc(2 * (size_t)nids + 1, sizeof *a);
+	w = calloc(2 * (size_t)nids + 1, sizeof *w);
+	for (jint i = 0; i < nids && a != NULL && w != NULL; i++) {
+		jint mods = 0;
+		if ((*j)->GetFieldModifiers(j, k, ids[i], &mods) == JVMTI_ERROR_NONE && (mods & 0x0008) &&
+		    ids[i] != NULL && ((uintptr_t)ids[i] & 3) == 0) {
+			a[2 * i] = (uintptr_t)ids[i] + ty.jni_holder;
+			a[2 * i + 1] = (uintptr_t)ids[i] + ty.jni_off;
+		}
+	}
+	if (a != NULL && w != NULL)
+		read_words(a, 2 * (size_t)nids, w);
+	for (jint i = 0; i < nids && a != NULL && w != NULL && l->n < DJX_CLASS_MAX_FIELDS; i++) {
+		uint32_t off = (uint32_t)w[2 * i + 1];
+		if (a[2 * i] == 0 || w[2 * i] != klass || off < 8 || off >= (1u << 24))
+			continue;
+		if (add_field(j, k, ids[i], off, l) != 0)
+			break;
+	}
+	free(a);
+	free(w);
 	djx_dealloc(j, ids);
 	return 0;
 }
@@ -387,8 +581,7 @@ static int class_fields(jvmtiEnv *j, jclass c, struct djx_field **fs, size_t *n,
  * not prepared yet (its ClassPrepare comes later). */
 static int send_class(jvmtiEnv *j, JNIEnv *jni, jclass k, const char *sig, uint64_t klass, int flushing)
 {
-	struct djx_field *fs = NULL;
-	size_t n = 0, cap = 0;
+	struct flist fs = {NULL, 0, 0}, st = {NULL, 0, 0};
 	uint64_t nk = 0;
 	jboolean iface = 0;
 	int rc = 0;
@@ -397,7 +590,7 @@ static int send_class(jvmtiEnv *j, JNIEnv *jni, jclass k, const char *sig, uint6
 		jclass c = k;
 		while (c != NULL) {
 			jclass up;
-			if (class_fields(j, c, &fs, &n, &cap) != 0 && c == k)
+			if (class_fields(j, c, &fs) != 0 && c == k)
 				rc = -1;
 			up = (*jni)->GetSuperclass(jni, c);
 			if (c != k)
@@ -406,22 +599,25 @@ static int send_class(jvmtiEnv *j, JNIEnv *jni, jclass k, const char *sig, uint6
 			if (rc != 0 && up != NULL)
 				(*jni)->DeleteLocalRef(jni, up);
 		}
-		if (n > 1)
-			qsort(fs, n, sizeof *fs, cmp_fld);
+		if (fs.n > 1)
+			qsort(fs.v, fs.n, sizeof *fs.v, cmp_fld);
 	}
+	/* Interfaces have statics too; a class's own only, in its own mirror. */
+	if (rc == 0 && ty.statics && sig[0] != '[' && class_statics(j, k, klass, &st) != 0)
+		rc = -1;
+	if (st.n > 1)
+		qsort(st.v, st.n, sizeof *st.v, cmp_fld);
 	if (ty.kbytes == 4 && klass >= ty.kbase && ((klass - ty.kbase) >> ty.kshift) <= 0xffffffffull)
 		nk = (klass - ty.kbase) >> ty.kshift;
 	if (rc == 0) {
-		struct djx_class c = {.klass = klass, .narrow = (uint32_t)nk, .sig = sig, .nfields = n, .fields = fs};
+		struct djx_class c = {.klass = klass, .narrow = (uint32_t)nk, .sig = sig, .nfields = fs.n, .fields = fs.v,
+				      .nstatics = st.n, .statics = st.v};
 		rc = djx_emit_class(&c, flushing);
 	} else {
 		rc = 2;
 	}
-	for (size_t i = 0; i < n; i++) {
-		djx_dealloc(j, (char *)fs[i].name);
-		djx_dealloc(j, (char *)fs[i].sig);
-	}
-	free(fs);
+	free_fields(j, &fs);
+	free_fields(j, &st);
 	return rc;
 }
 
@@ -540,12 +736,13 @@ int djx_types_start(JNIEnv *jni)
 		/* Before the dump: no class falls in between. */
 		e = (*j)->SetEventNotificationMode(j, JVMTI_ENABLE, JVMTI_EVENT_CLASS_PREPARE, NULL);
 		if (e != JVMTI_ERROR_NONE) {
-			in.ok = in.fields = 0;
+			in.ok = in.fields = in.statics = 0;
 			snprintf(in.reason, sizeof in.reason, "enable ClassPrepare: error %d", (int)e);
 		} else {
 			ty.events = 1;
 		}
 	}
+	ty.statics = in.statics;
 	djx_emit_types_info(&in);
 	if (!in.ok)
 		return 0;

@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"encoding/binary"
+	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -73,10 +76,34 @@ type unsafeField struct {
 	off         uint32
 }
 
+// unsafeStatic is a STATIC line: a static's offset in its class's mirror,
+// the mirror's and (kind L) the value's references as the heap holds them,
+// or (kind I, J) the value.
+type unsafeStatic struct {
+	unsafeField
+	kind          string
+	mirror, value int64
+}
+
 // fieldLines reads the workload's FIELD lines up to READY.
 func fieldLines(t *testing.T, v *jvm) []unsafeField {
 	t.Helper()
+	fields, _ := siteLines(t, v)
+	return fields
+}
+
+// siteLines reads the workload's FIELD and STATIC lines up to READY.
+func siteLines(t *testing.T, v *jvm) ([]unsafeField, []unsafeStatic) {
+	t.Helper()
 	var out []unsafeField
+	var statics []unsafeStatic
+	num := func(s string) int64 {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 	for {
 		select {
 		case l, ok := <-v.lines:
@@ -84,20 +111,107 @@ func fieldLines(t *testing.T, v *jvm) []unsafeField {
 				t.Fatalf("java exited early; stderr:\n%s", v.stderr.String())
 			}
 			f := strings.Fields(l)
-			if len(f) == 2 && f[0] == "READY" {
-				return out
-			}
-			if len(f) != 4 || f[0] != "FIELD" {
+			switch {
+			case len(f) == 2 && f[0] == "READY":
+				return out, statics
+			case len(f) == 4 && f[0] == "FIELD":
+				out = append(out, unsafeField{f[1], f[2], uint32(num(f[3]))})
+			case len(f) == 7 && f[0] == "STATIC":
+				statics = append(statics, unsafeStatic{unsafeField{f[1], f[2], uint32(num(f[3]))}, f[4], num(f[5]), num(f[6])})
+			default:
 				t.Fatalf("unexpected output %q", l)
 			}
-			n, err := strconv.ParseUint(f[3], 10, 32)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, unsafeField{f[1], f[2], uint32(n)})
 		case <-time.After(60 * time.Second):
 			t.Fatal("timeout waiting for READY")
 		}
+	}
+}
+
+// checkStatics: every static the JVM lists is in its class's CLASS record
+// at the offset Unsafe gives, and no other; the JVM's memory at the
+// mirror's address + that offset holds the static's value (read from
+// /proc/PID/mem, the references decoded as TYPES_INFO says).
+func checkStatics(t *testing.T, v *jvm, s *typesStream, statics []unsafeStatic) {
+	t.Helper()
+	in := s.info
+	if !in.Statics {
+		t.Fatalf("TYPES_INFO without statics: %q", in.Reason)
+	}
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", v.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	decode := func(raw uint64) uint64 {
+		if in.OopBytes == 4 && raw != 0 {
+			return in.OopBase + raw<<in.OopShift
+		}
+		return raw
+	}
+	read := func(addr uint64, n int) uint64 {
+		b := make([]byte, 8)
+		if _, err := mem.ReadAt(b[:n], int64(addr)); err != nil {
+			t.Fatalf("read %#x: %v", addr, err)
+		}
+		return binary.LittleEndian.Uint64(b)
+	}
+	want := map[string]int{}
+	for _, st := range statics {
+		want[st.class]++
+		c := s.classes[sigOf(st.class)]
+		var got *agentwire.Field
+		for i := range c.Statics {
+			if c.Statics[i].Name == st.name {
+				got = &c.Statics[i]
+			}
+		}
+		if got == nil || got.Offset != st.off || !got.Static {
+			t.Errorf("%s.%s: Unsafe says offset %d, CLASS has %+v", st.class, st.name, st.off, c.Statics)
+			continue
+		}
+		slot := decode(uint64(st.mirror)) + uint64(got.Offset)
+		switch st.kind {
+		case "L":
+			raw := read(slot, int(in.OopBytes))
+			if in.OopBytes == 4 {
+				raw &= 0xffffffff
+			}
+			if decode(raw) != decode(uint64(st.value)) {
+				t.Errorf("%s.%s: the mirror's slot at +%d holds %#x, the static is %#x", st.class, st.name, got.Offset, decode(raw), decode(uint64(st.value)))
+			}
+		case "I":
+			if v := int32(read(slot, 4)); int64(v) != st.value {
+				t.Errorf("%s.%s: the mirror's slot at +%d holds %d, the static is %d", st.class, st.name, got.Offset, v, st.value)
+			}
+		case "J":
+			if v := int64(read(slot, 8)); v != st.value {
+				t.Errorf("%s.%s: the mirror's slot at +%d holds %d, the static is %d", st.class, st.name, got.Offset, v, st.value)
+			}
+		}
+	}
+	for class, n := range want {
+		if c := s.classes[sigOf(class)]; len(c.Statics) != n {
+			t.Errorf("%s: %d statics in CLASS, the JVM lists %d: %+v", class, len(c.Statics), n, c.Statics)
+		}
+	}
+	for _, c := range s.classes {
+		if strings.HasPrefix(c.Sig, "[") && len(c.Statics) != 0 {
+			t.Errorf("%s: an array class with statics %+v", c.Sig, c.Statics)
+		}
+		for i := 1; i < len(c.Statics); i++ {
+			if c.Statics[i].Offset <= c.Statics[i-1].Offset {
+				t.Fatalf("%s: statics not sorted: %+v", c.Sig, c.Statics)
+			}
+		}
+		for _, f := range c.Fields {
+			if f.Static {
+				t.Fatalf("%s: a static among the instance fields: %+v", c.Sig, f)
+			}
+		}
+	}
+	t.Logf("%d statics of %d classes at Unsafe's offsets, their values in the mirrors' memory", len(statics), len(want))
+	if d := s.classes["LTypesSite$Statics;"]; len(d.Fields) != 1 || d.Fields[0].Name != "inst" {
+		t.Errorf("Statics' instance fields: %+v, want inst only", d.Fields)
 	}
 }
 
@@ -109,7 +223,9 @@ var (
 )
 
 // TestTypes: with types=1 the agent sends a CLASS for every class, whose
-// field offsets are those Unsafe.objectFieldOffset gives, TYPES_INFO's
+// field offsets are those Unsafe.objectFieldOffset gives, whose statics'
+// offsets are those Unsafe.staticFieldOffset gives and hold the statics'
+// values in the mirror's memory, TYPES_INFO's
 // bases and shifts are those the JVM logs, a class loaded later comes with
 // its ClassPrepare and a new array class on 'K'.
 func TestTypes(t *testing.T) {
@@ -118,7 +234,7 @@ func TestTypes(t *testing.T) {
 			t.Run(j.name+strings.TrimPrefix(gc, "-XX:+Use"), func(t *testing.T) {
 				flags := []string{gc, "-Xmx4g", "-Xlog:disable", "-Xlog:all=warning:stderr", "-Xlog:gc+heap+coops=debug,gc+metaspace=info:stderr"}
 				v := startMain(t, j, "types=1,interval=1g,minsize=1g", true, flags, "TypesSite")
-				fields := fieldLines(t, v)
+				fields, statics := siteLines(t, v)
 				var s typesStream
 				s.collect(t, v, "the workload's classes", func() bool {
 					for _, f := range fields {
@@ -126,8 +242,14 @@ func TestTypes(t *testing.T) {
 							return false
 						}
 					}
+					for _, f := range statics {
+						if s.classes[sigOf(f.class)] == nil {
+							return false
+						}
+					}
 					return s.classes["[J"] != nil && s.classes["[Ljava/lang/Object;"] != nil
 				})
+				checkStatics(t, v, &s, statics)
 				in := s.info
 				if !in.OK || !in.Fields {
 					t.Fatalf("TYPES_INFO %+v", in)

@@ -13,7 +13,10 @@ import java.util.stream.Stream;
 
 // The data-type tests' workload (types_e2e_test.go): prints the instance
 // field offsets that Unsafe gives for a few classes ("FIELD class name
-// offset"), then READY; on the line "load" from stdin it loads a class the
+// offset"), and their statics ("STATIC class name offset kind mirror
+// value": the offset in the class's mirror, the mirror's reference as the
+// heap holds it, and the value: the reference as the heap holds it for kind
+// L, the number for I and J, "-" otherwise), then READY; on the line "load" from stdin it loads a class the
 // agent has not seen (LOADED) and creates an array class (ARRAY); it exits
 // at the end of stdin. With the argument "many" it first loads (without
 // initializing) the classes of a few JDK modules, for the cost figures.
@@ -41,6 +44,16 @@ public class TypesSite {
 		int q;
 	}
 
+	static class Statics {
+		static Object a = new Object();
+		static long[] b = new long[7];
+		static int c = 0x5eed;
+		static long d = -42;
+		static String e = "static e";
+		static Object none;
+		long inst;
+	}
+
 	static Object keep;
 
 	public static void main(String[] args) throws Exception {
@@ -61,6 +74,19 @@ public class TypesSite {
 					if (!Modifier.isStatic(f.getModifiers()))
 						System.out.println("FIELD " + cn + " " + f.getName() + " " + u.objectFieldOffset(f));
 		}
+		for (String cn : new String[] {"java.lang.Boolean", "java.lang.Integer", "TypesSite$Statics"}) {
+			for (Field f : Class.forName(cn).getDeclaredFields()) {
+				if (!Modifier.isStatic(f.getModifiers()))
+					continue;
+				long off = u.staticFieldOffset(f);
+				Object base = u.staticFieldBase(f);
+				Class<?> t = f.getType();
+				String kind = !t.isPrimitive() ? "L" : t == int.class ? "I" : t == long.class ? "J" : "-";
+				long v = kind.equals("L") ? raw(u, u.getObject(base, off))
+					: kind.equals("I") ? u.getInt(base, off) : kind.equals("J") ? u.getLong(base, off) : 0;
+				System.out.println("STATIC " + cn + " " + f.getName() + " " + off + " " + kind + " " + raw(u, base) + " " + v);
+			}
+		}
 		System.out.println("READY " + System.nanoTime());
 		BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
 		for (String l; (l = in.readLine()) != null;) {
@@ -72,6 +98,14 @@ public class TypesSite {
 				System.out.println("ARRAY " + System.nanoTime());
 			}
 		}
+	}
+
+	// The reference to o as the heap holds it: a narrow oop with compressed
+	// oops (an Object[]'s element of 4 bytes), else the address.
+	static long raw(sun.misc.Unsafe u, Object o) {
+		Object[] box = {o};
+		long base = u.arrayBaseOffset(Object[].class);
+		return u.arrayIndexScale(Object[].class) == 4 ? u.getInt(box, base) & 0xffffffffL : u.getLong(box, base);
 	}
 
 	static void loadMany() throws Exception {

@@ -541,8 +541,11 @@ static int pass(struct rrun *run)
 	t = djx_now_ns();
 	err = (*rs.e)->FollowReferences(rs.e, 0, NULL, NULL, &cb, NULL);
 	run->follow_ns = djx_now_ns() - t;
-	if (rs.vm_cut)
+	if (rs.vm_cut) {
 		run->status |= DJX_ROOTS_NO_VM;
+		snprintf(run->note, sizeof run->note,
+			 "the VM's own roots left out but the first: before JDK 21 collecting them all makes the walk touch every object");
+	}
 	if (err != JVMTI_ERROR_NONE || rs.oom) {
 		run->status |= DJX_ROOTS_FAILED;
 		snprintf(run->note, sizeof run->note, rs.oom ? "out of memory for the roots" : "FollowReferences: error %d", (int)err);

@@ -1,6 +1,8 @@
 package join
 
 import (
+	"strings"
+
 	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/objindex"
@@ -32,6 +34,10 @@ type HeapWalk struct {
 	// Stats of the walk, for the report.
 	Visited, Bytes, Skipped uint64
 	Note                    string // why the walk stopped short; "" when whole
+	// RootsPass is the agent's pass over the roots the walk could not see
+	// (threads' locals), nil without one; Roots counts those the walk took.
+	RootsPass *agentwire.RootsEnd
+	Roots     uint64
 }
 
 // StructureRow is one data structure: objects of one type reached by one
@@ -84,6 +90,7 @@ type walkRun struct {
 	visited, bytes, skipped uint64
 	overlapped              bool
 	note                    string
+	roots                   *agentwire.RootsEnd
 }
 
 // BeginHeapWalk holds samples from t on until the walk's result arrives.
@@ -136,7 +143,7 @@ func (j *JVM) OnHeapWalk(w *HeapWalk) {
 	}
 	j.structIdx = w.Index
 	j.walks = append(j.walks, walkRun{start: w.Start, end: w.End, objects: len(w.Objects), rows: len(w.Rows),
-		visited: w.Visited, bytes: w.Bytes, skipped: w.Skipped, overlapped: w.Overlapped, note: w.Note})
+		visited: w.Visited, bytes: w.Bytes, skipped: w.Skipped, overlapped: w.Overlapped, note: w.Note, roots: w.RootsPass})
 	j.Drain(false)
 }
 
@@ -216,6 +223,11 @@ func (j *JVM) walkStats(st *report.Stats, note func(string, ...any)) {
 		if w.note != "" {
 			note("heap walk: %s", w.note)
 		}
+		if r := w.roots; r != nil {
+			st.RootsPauseMs = max(st.RootsPauseMs, float64(r.FollowNanos)/1e6)
+			st.WalkRoots += r.Roots
+			rootsNotes(r, note)
+		}
 	}
 	if j.walkHold != 0 {
 		note("the heap walk had not ended when the profile did: objects that existed before the attach are not named")
@@ -237,3 +249,21 @@ func (j *JVM) klassPtr(p *pending) uint64 {
 // StructureStale counts the samples that met an object a GC had moved
 // since the walk that found it was there.
 func (j *JVM) StructureStale() uint64 { return j.stats.StructureStale }
+
+// rootsNotes says what a user should know of the agent's roots pass.
+func rootsNotes(r *agentwire.RootsEnd, note func(string, ...any)) {
+	switch {
+	case r.Status&agentwire.RootsRefused != 0:
+		note("heap walk without the threads' locals: %s", strings.TrimSpace(r.Note))
+	case r.Status&agentwire.RootsFailed != 0:
+		note("heap walk without some of the threads' locals: the roots pass failed (%s)", strings.TrimSpace(r.Note))
+	case r.Status&agentwire.RootsCapped != 0:
+		note("heap walk: more roots than a pass keeps; %d were taken", r.Roots)
+	}
+	if ms := float64(r.FollowNanos) / 1e6; ms > 1.1*rootsPauseGoal {
+		note("the roots pass paused the JVM %.0f ms, %.0f%% past its %v ms goal (many threads or deep stacks)", ms, 100*(ms/rootsPauseGoal-1), rootsPauseGoal)
+	}
+}
+
+// rootsPauseGoal (ms) is what the roots pass should pause a JVM at most.
+const rootsPauseGoal = 50

@@ -18,11 +18,6 @@ import (
 // outside it and with no pause (package heapwalk), where the census would
 // stop the world for a time that grows with the heap.
 
-// walkStartAfter is how long after the agent's class descriptions begin a
-// walk starts without roots from the agent: long enough for the classes
-// loaded at the attach to arrive, so that fields are named.
-const walkStartAfter = 500 * time.Millisecond
-
 // walker drives one session's heap walk.
 type walker struct {
 	layout *heapwalk.Layout
@@ -33,11 +28,13 @@ type walker struct {
 	// ready fires when the walk should start: soon after the agent's
 	// class descriptions began, or after walkNoTypes without them.
 	ready    <-chan time.Time
-	typesSet bool
-	started  bool
-	finished bool
-	cancel   context.CancelFunc
-	done     chan *join.HeapWalk
+	rootsEnd *agentwire.RootsEnd // the agent's last roots pass
+	// collecting: the agent was asked for roots, and a walk waits for
+	// them; running: a walk runs; checking: a walk's result is in the
+	// join, and checked against the heap.
+	collecting, running, checking bool
+	cancel                        context.CancelFunc
+	done                          chan *join.HeapWalk
 
 	// paths numbers chains alike across walks, so that a walk after a
 	// GC meets the rows of the walk before.
@@ -71,8 +68,12 @@ const (
 )
 
 // walkNoTypes is how long a walk waits for class descriptions that may
-// never come (--no-data-types, a JVM whose agent cannot describe classes).
-const walkNoTypes = 2 * time.Second
+// never come (--no-data-types, a JVM whose agent cannot describe classes),
+// and walkNoRoots for roots the agent never sends.
+const (
+	walkNoTypes = 2 * time.Second
+	walkNoRoots = 10 * time.Second
+)
 
 // planWalk readies a heap walk of the attached JVM, or says why it cannot
 // (OpenJ9, a JVM without vmStructs, a heap layout heapwalk refuses).
@@ -114,7 +115,9 @@ func (s *session) agentOptions() string {
 	return o.agentOptions(s.ch.SocketPath())
 }
 
-// prepareCensus starts what names the objects that exist already.
+// prepareCensus starts what names the objects that exist already: for a
+// walk, the agent's pass over the roots it cannot see (threads' locals);
+// the walk starts when they arrive.
 func (s *session) prepareCensus() {
 	if s.conn == nil || s.mode != "attach" || s.opts.Census == CensusOff {
 		return
@@ -124,6 +127,20 @@ func (s *session) prepareCensus() {
 		return
 	}
 	s.walk.ready = time.After(walkNoTypes)
+	s.askRoots()
+}
+
+// askRoots asks the agent for the roots a walk cannot see; the walk
+// starts when they arrive (or, failing that, when ready fires).
+func (s *session) askRoots() {
+	w := s.walk
+	w.roots, w.collecting = w.roots[:0], true
+	if _, err := s.conn.Write([]byte{agentwire.CommandRoots}); err != nil {
+		s.addNote("heap walk without the threads' locals: %v", err)
+		w.collecting = false
+		return
+	}
+	w.ready = time.After(walkNoRoots)
 }
 
 // onWalkBatch collects the class descriptions the walk names fields by;
@@ -135,29 +152,53 @@ func (s *session) onWalkBatch(b *agentwire.Batch) {
 	}
 	for _, r := range b.Records {
 		switch r := r.(type) {
-		case *agentwire.TypesInfo:
-			if !w.typesSet && !w.started {
-				w.typesSet = true
-				w.ready = time.After(walkStartAfter)
-			}
 		case *agentwire.Class:
 			w.names.add(r)
+		case *agentwire.Root:
+			if w.collecting && len(w.roots) < maxRoots {
+				w.roots = append(w.roots, heapwalk.Root{Addr: r.Addr, Hop: r.Hop, Rank: rootRank(r)})
+			}
+		case *agentwire.RootsEnd:
+			if w.collecting {
+				w.collecting = false
+				w.rootsEnd = r
+				s.startWalk()
+			}
 		}
 	}
 }
 
-// walkReady is the loop's channel that starts the walk (nil: none to start).
+// rootRank orders the agent's roots for the walk, after the statics
+// (rank 0): the lasting ones (JNI globals, threads, the VM's), then the
+// threads' frames from the outermost, then monitors and compiled code's
+// constants.
+func rootRank(r *agentwire.Root) int {
+	switch r.Kind {
+	case agentwire.RootJNIGlobal, agentwire.RootThread, agentwire.RootOther:
+		return 1
+	case agentwire.RootStackLocal:
+		return 2 + int(min(r.Rank, 1<<16))
+	}
+	return 2 + 1<<16 + 1
+}
+
+// walkReady is the loop's channel that starts a walk whose roots have not
+// come (nil: none waits).
 func (s *session) walkReady() <-chan time.Time {
-	if s.walk == nil || s.walk.started {
+	if s.walk == nil || s.walk.running || s.walk.checking {
 		return nil
 	}
 	return s.walk.ready
 }
 
+// maxRoots bounds the roots kept for a walk: the agent's pass sends what
+// the target's threads hold.
+const maxRoots = 1 << 20
+
 // startWalk starts a walk; samples from now on wait for its result.
 func (s *session) startWalk() {
 	w := s.walk
-	w.started, w.finished = true, false
+	w.running, w.checking, w.collecting = true, false, false
 	w.walks++
 	w.lastStart = s.clk.Now()
 	start := s.clk.Mono()
@@ -204,7 +245,7 @@ func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock) *joi
 			}
 		}
 	}
-	hw := &join.HeapWalk{Start: start, End: clk.Mono()}
+	hw := &join.HeapWalk{Start: start, End: clk.Mono(), RootsPass: w.rootsEnd}
 	if err != nil {
 		hw.Note = fmt.Sprintf("failed: %v", err)
 		return hw
@@ -237,12 +278,13 @@ func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock) *joi
 	hw.Visited, hw.Bytes = uint64(res.Stats.Objects), uint64(res.Stats.Bytes)
 	hw.Skipped = uint64(res.Stats.Invalid + res.Stats.Unreadable + res.Stats.Forwarded)
 	hw.Note = walkNote(&res.Stats)
+	hw.Roots = uint64(res.Stats.Roots)
 	return hw
 }
 
 // walkDone is the loop's channel of the walk's result (nil: none to wait for).
 func (s *session) walkDone() <-chan *join.HeapWalk {
-	if s.walk == nil || !s.walk.started || s.walk.finished {
+	if s.walk == nil || !s.walk.running {
 		return nil
 	}
 	return s.walk.done
@@ -251,7 +293,7 @@ func (s *session) walkDone() <-chan *join.HeapWalk {
 // onWalk hands the walk's result to the join.
 func (s *session) onWalk(hw *join.HeapWalk) {
 	w := s.walk
-	w.finished = true
+	w.running, w.checking = false, true
 	w.lastTook = s.clk.Now().Sub(w.lastStart)
 	w.checkAt = time.After(walkCheckEvery)
 	s.j.OnHeapWalk(hw)
@@ -283,10 +325,24 @@ func (w *walker) setProbes(res *heapwalk.Result, large []heapwalk.Object) {
 	}
 }
 
+// walkAgain walks again, with the roots as they are now.
+func (s *session) walkAgain() {
+	w := s.walk
+	w.checking = false // no checks until the next walk's result
+	if w.rootsEnd == nil {
+		s.startWalk() // the agent sent no roots the first time
+		return
+	}
+	s.askRoots()
+	if !w.collecting {
+		s.startWalk()
+	}
+}
+
 // walkCheck is the loop's channel that checks the last walk against the
 // heap (nil: no walk to check).
 func (s *session) walkCheck() <-chan time.Time {
-	if s.walk == nil || !s.walk.finished {
+	if s.walk == nil || !s.walk.checking {
 		return nil
 	}
 	return s.walk.checkAt
@@ -303,7 +359,7 @@ func (s *session) checkWalk() {
 	// The samples' own headers are the surest sign that a GC moved the
 	// walk's objects: a sample whose object is not of its row's class.
 	if s.j.StructureStale()-w.staleAt >= staleSamples {
-		s.startWalk()
+		s.walkAgain()
 		return
 	}
 	n, _, err := w.layout.Collections(w.mem)
@@ -311,7 +367,7 @@ func (s *session) checkWalk() {
 		return
 	}
 	if moved, all := w.moved(); moved*staleShare >= all && all > 0 {
-		s.startWalk()
+		s.walkAgain()
 	} else {
 		w.gcs = n // GCs that left the last walk's objects where they were
 	}
@@ -435,38 +491,49 @@ var primitiveSigs = map[string]string{
 	"int": "I", "long": "J", "float": "F", "double": "D",
 }
 
-// fieldNames are the reference fields of the classes the agent described,
-// by Klass* and offset, for the walk's goroutine to name hops by.
+// fieldNames are the reference fields and statics of the classes the agent
+// described, by Klass* and offset, for the walk's goroutine to name hops by.
 type fieldNames struct {
-	mu     sync.RWMutex
-	fields map[uint64]map[uint32]string // Klass* → offset → field name
+	mu      sync.RWMutex
+	fields  map[uint64]map[uint32]string // Klass* → offset → field name
+	statics map[uint64]map[uint32]string // Klass* → offset in its mirror → static's name
 }
 
 func newFieldNames() *fieldNames {
-	return &fieldNames{fields: map[uint64]map[uint32]string{}}
+	return &fieldNames{fields: map[uint64]map[uint32]string{}, statics: map[uint64]map[uint32]string{}}
 }
 
 func (n *fieldNames) add(c *agentwire.Class) {
-	m := make(map[uint32]string, len(c.Fields))
-	for _, f := range c.Fields {
+	fields, statics := refFields(c.Fields), refFields(c.Statics)
+	n.mu.Lock()
+	n.fields[c.Klass] = fields
+	if len(statics) > 0 {
+		n.statics[c.Klass] = statics
+	}
+	n.mu.Unlock()
+}
+
+// refFields maps the reference fields of fs by offset.
+func refFields(fs []agentwire.Field) map[uint32]string {
+	m := make(map[uint32]string, len(fs))
+	for _, f := range fs {
 		if len(f.Sig) > 0 && (f.Sig[0] == 'L' || f.Sig[0] == '[') {
 			m[f.Offset] = f.Name
 		}
 	}
-	n.mu.Lock()
-	n.fields[c.Klass] = m
-	n.mu.Unlock()
+	return m
 }
 
-// name is heapwalk's Config.FieldName: "java.util.TreeMap.root".
+// name is heapwalk's Config.FieldName: "java.util.TreeMap.root", and for
+// a static "ServiceTruth.table" (the walk adds " (static)").
 func (n *fieldNames) name(f heapwalk.FieldRef) string {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
+	var name string
+	var ok bool
 	if f.Static {
-		return ""
-	}
-	name, ok := n.fields[f.Klass][f.Offset]
-	if !ok {
+		name, ok = n.statics[f.Klass][f.Offset]
+	} else if name, ok = n.fields[f.Klass][f.Offset]; !ok {
 		name, ok = n.fields[f.Declaring][f.Offset]
 	}
 	if !ok {

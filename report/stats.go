@@ -177,6 +177,8 @@ type CensusStats struct {
 	WalkBytes        uint64  `json:"walk_bytes,omitempty" merge:"sum"`
 	WalkStructures   uint64  `json:"walk_structures,omitempty" merge:"sum"`
 	WalkOverlapped   bool    `json:"walk_overlapped,omitempty" merge:"max"` // a GC ran during the walk
+	WalkRoots        uint64  `json:"walk_roots,omitempty" merge:"sum"`      // the agent's roots (threads' locals, JNI globals) the walk started from
+	RootsPauseMs     float64 `json:"roots_pause_ms,omitempty" merge:"max"`  // the agent's roots pass: its stop-the-world pause
 	StructureSamples uint64  `json:"structure_samples,omitempty" merge:"sum"`
 	StructureStale   uint64  `json:"structure_stale,omitempty" merge:"sum"`
 	Recensuses       uint64  `json:"recensuses,omitempty" merge:"sum"`

@@ -63,8 +63,19 @@ func checkServiceTruth(t *testing.T, r *report.Report) {
 		}
 		return nil
 	}
-	if o := find("java.util.TreeMap$Entry", serviceTreeChain); o == nil || o.Origin != report.OriginStructure || o.Objects != serviceTree || o.Samples == 0 {
-		t.Errorf("tree entries %+v, want one structure of %d entries with samples", o, serviceTree)
+	if o := find("java.util.TreeMap$Entry", serviceTreeChain); o == nil || o.Origin != report.OriginStructure || o.Objects != serviceTree {
+		t.Errorf("tree entries %+v, want one structure of %d entries", o, serviceTree)
+	}
+	// Which of the tree's objects a lookup's samples land on (entries,
+	// keys, rows) is the JIT's choice; together they have about a fifth.
+	var tree uint64
+	for _, o := range r.Objects {
+		if len(o.Holder) > 0 && o.Holder[0] == serviceTreeChain[0] {
+			tree += o.Samples
+		}
+	}
+	if pct(tree, s.InHeap) < 5 {
+		t.Errorf("%.1f%% of in-heap samples in the tree's structures, want about 20%%", pct(tree, s.InHeap))
 	}
 	if o := find("long[]", serviceListChain); o == nil || o.Objects < serviceList*99/100 || o.Objects > serviceList {
 		t.Errorf("list arrays %+v, want one structure of about %d", o, serviceList)

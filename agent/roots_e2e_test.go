@@ -203,7 +203,7 @@ func BenchmarkRootsPause(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/threads=%d/depth=%d/heap=%dMiB", j.name, threads, depth, mb), func(b *testing.B) {
 				j.flags = nil
 				heap := fmt.Sprintf("%dm", mb)
-				small := mb << 20 / 30 // ~20 bytes an object, and the table
+				small := mb << 20 / 36 // ~20 bytes an object, the table, and room for G1
 				v := startMain(b, j, "interval=1g,minsize=1g,code=0", true,
 					[]string{"-XX:+UseG1GC", "-Xmx" + heap, "-Xms" + heap}, "RootsLoad",
 					strconv.Itoa(threads), strconv.Itoa(depth), strconv.Itoa(small))

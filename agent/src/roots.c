@@ -6,13 +6,15 @@
  * environment, with a callback that returns 0 for every root
  * (JVMTI_VISIT_OBJECTS never set), makes HotSpot report the roots and
  * visit no object: the pause grows with the threads' stacks and the
- * handles, not with the heap.
+ * handles, not with the heap (before JDK 21, only because the walk is
+ * aborted at the VM's own roots: see stop_at_vm).
  *
  * Each object a root holds is tagged with its object id, and the roots
  * that reach it are chained to it; the one that names it is chosen after
  * the walk: a lasting holder (JNI global, thread, VM) before a frame, a
- * frame before a monitor, and of several frames the outermost, which owns
- * what it passed down to the others. GetObjectsWithTags brings the
+ * frame before a monitor, a monitor before a compiled method's constant,
+ * and of several frames the outermost, which owns what it passed down to
+ * the others. GetObjectsWithTags brings the
  * objects back, and their addresses are read under the session lock with
  * no GC in progress, as the census reads its objects'. Disposing the
  * environment drops the tags. Heap callbacks may not call JNI or JVMTI

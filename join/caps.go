@@ -106,8 +106,10 @@ func codeBytes(r agentwire.Record) int {
 // classBytes estimates what a CLASS record costs the class table.
 func classBytes(c *agentwire.Class) int {
 	n := 128 + 2*len(c.Sig)
-	for _, f := range c.Fields {
-		n += 48 + len(f.Name) + len(f.Sig)
+	for _, fs := range [][]agentwire.Field{c.Fields, c.Statics} {
+		for _, f := range fs {
+			n += 48 + len(f.Name) + len(f.Sig)
+		}
 	}
 	return n
 }

@@ -497,13 +497,31 @@ type fieldNames struct {
 	mu      sync.RWMutex
 	fields  map[uint64]map[uint32]string // Klass* → offset → field name
 	statics map[uint64]map[uint32]string // Klass* → offset in its mirror → static's name
+	bytes   int                          // of names kept (the loop's goroutine only)
 }
 
 func newFieldNames() *fieldNames {
 	return &fieldNames{fields: map[uint64]map[uint32]string{}, statics: map[uint64]map[uint32]string{}}
 }
 
+// maxNamedClasses and maxNameBytes bound what the agent's stream, which
+// the target controls, can make the names hold.
+const (
+	maxNamedClasses = 1 << 18
+	maxNameBytes    = 64 << 20
+)
+
 func (n *fieldNames) add(c *agentwire.Class) {
+	size := 0
+	for _, fs := range [][]agentwire.Field{c.Fields, c.Statics} {
+		for _, f := range fs {
+			size += 16 + len(f.Name)
+		}
+	}
+	if len(n.fields) >= maxNamedClasses || n.bytes+size > maxNameBytes {
+		return // its hops read Class+OFFSET
+	}
+	n.bytes += size
 	fields, statics := refFields(c.Fields), refFields(c.Statics)
 	n.mu.Lock()
 	n.fields[c.Klass] = fields

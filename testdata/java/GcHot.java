@@ -42,7 +42,7 @@ public class GcHot {
                 s = s * 6364136223846793005L + 1442695040888963407L;
                 int idx = (int) (s >>> 40) & (N - 1);
                 if ((i & 31) == 0) {
-                    sum += cold[idx];
+                    sum += cold[idx]; // COLD-READ
                 } else {
                     sum += hot[(int) (s >>> 20) & (HOT - 1)][idx];
                 }

@@ -250,6 +250,10 @@ func (j *JVM) klassPtr(p *pending) uint64 {
 // since the walk that found it was there.
 func (j *JVM) StructureStale() uint64 { return j.stats.StructureStale }
 
+// HeapSamples counts the in-heap samples judged so far, and those charged
+// to a tracked object or a data structure.
+func (j *JVM) HeapSamples() (inHeap, attributed uint64) { return j.stats.InHeap, j.stats.Attributed }
+
 // rootsNotes says what a user should know of the agent's roots pass.
 func rootsNotes(r *agentwire.RootsEnd, note func(string, ...any)) {
 	switch {

@@ -51,6 +51,8 @@ type walker struct {
 	lastTook  time.Duration
 	walks     int
 	staleAt   uint64 // the join's stale structure samples when the last walk ended
+	// The join's in-heap and attributed samples when the last walk ended.
+	heapAt, attrAt uint64
 }
 
 // probe is an object a walk found: where, and its Klass*.
@@ -298,6 +300,7 @@ func (s *session) onWalk(hw *join.HeapWalk) {
 	w.checkAt = time.After(walkCheckEvery)
 	s.j.OnHeapWalk(hw)
 	w.staleAt = s.j.StructureStale()
+	w.heapAt, w.attrAt = s.j.HeapSamples()
 	if w.walks == 1 {
 		s.opts.note("heap walk of pid %d: %d objects in %.1fs", s.pid, hw.Visited, float64(hw.End-hw.Start)/1e9)
 	}
@@ -324,6 +327,24 @@ func (w *walker) setProbes(res *heapwalk.Result, large []heapwalk.Object) {
 		}
 	}
 }
+
+// unnamedSince says many of the in-heap samples since the last walk met
+// objects it did not find: a program that keeps building its data (a
+// copy-on-write B-tree's new pages, a growing map), which another walk
+// names once they are reachable.
+func (s *session) unnamedSince() bool {
+	w := s.walk
+	heap, attr := s.j.HeapSamples()
+	dh, da := heap-w.heapAt, attr-w.attrAt
+	return dh >= unnamedMin && (dh-da)*unnamedShare > dh
+}
+
+// A walk again when one in unnamedShare of at least unnamedMin in-heap
+// samples since the last walk met objects it did not find.
+const (
+	unnamedMin   = 200
+	unnamedShare = 4
+)
 
 // walkAgain walks again, with the roots as they are now.
 func (s *session) walkAgain() {
@@ -358,7 +379,7 @@ func (s *session) checkWalk() {
 	}
 	// The samples' own headers are the surest sign that a GC moved the
 	// walk's objects: a sample whose object is not of its row's class.
-	if s.j.StructureStale()-w.staleAt >= staleSamples {
+	if s.j.StructureStale()-w.staleAt >= staleSamples || s.unnamedSince() {
 		s.walkAgain()
 		return
 	}

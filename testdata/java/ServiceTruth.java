@@ -8,7 +8,8 @@ import java.util.concurrent.ThreadLocalRandom;
 // holds a buffer that a deeper frame also holds while it serves.
 //
 // Arguments: list entries, tree entries, table MiB, seconds to run, and
-// "gc" for a full collection every second (the data moves).
+// "gc" for a full collection every second (the data moves). Prints
+// "ready", then "ops N" each second.
 // Most loads hit the table, about a fifth the tree's nodes, keys and rows,
 // a tenth main's buffer; the list is never read after start-up.
 public class ServiceTruth {
@@ -46,8 +47,14 @@ public class ServiceTruth {
         System.out.flush();
         long end = System.nanoTime() + secs * 1_000_000_000L;
         long sum = 0, nextGC = System.nanoTime() + 1_000_000_000L;
+        long ops = 0, nextReport = System.nanoTime() + 1_000_000_000L;
         while (System.nanoTime() < end) {
             sum += serve(buffer, treeN);
+            ops++;
+            if (System.nanoTime() > nextReport) {
+                System.out.println("ops " + ops); // serve calls so far, once a second
+                nextReport += 1_000_000_000L;
+            }
             if (gc && System.nanoTime() > nextGC) {
                 System.gc();
                 nextGC += 1_000_000_000L;

@@ -90,7 +90,7 @@ func (s *session) planWalk() (*walker, error) {
 	mem := heapwalk.ProcessMem(s.pid)
 	l, err := heapwalk.NewLayout(tab, mem, heapwalk.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("read the JVM's heap layout: %w", err)
+		return nil, err // "heap layout: ...": the note says what it stops
 	}
 	return &walker{layout: l, mem: mem, names: newFieldNames(), done: make(chan *join.HeapWalk, 1),
 		paths: chainPaths{ids: map[heapwalk.ChainID]uint32{}, pre: map[string]uint32{}}}, nil

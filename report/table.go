@@ -75,7 +75,11 @@ func writeHeader(w io.Writer, r *Report) {
 		fmt.Fprintf(w, ", %s %d objects (%s), pause %.0f ms", census, st.CensusObjects, holders, st.CensusPauseMs)
 	}
 	if st := &r.Stats; st.WalkObjects > 0 {
-		fmt.Fprintf(w, ", heap walk %s objects in %.1fs (%d data structures), no pause", Count(st.WalkObjects), st.WalkMs/1000, st.WalkStructures)
+		took := fmt.Sprintf("%.1fs", st.WalkMs/1000)
+		if st.WalkMs < 1000 {
+			took = fmt.Sprintf("%.0f ms", st.WalkMs)
+		}
+		fmt.Fprintf(w, ", heap walk %s objects in %s (%d data structures), no pause", Count(st.WalkObjects), took, st.WalkStructures)
 	}
 	fmt.Fprintln(w)
 }

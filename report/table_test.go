@@ -114,7 +114,7 @@ func TestTableStructureRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"heap walk 1.8M objects in 0.3s (1046 data structures), no pause", "Service.tree (static) → java.util.TreeMap.root",
+	for _, want := range []string{"heap walk 1.8M objects in 312 ms (1046 data structures), no pause", "Service.tree (static) → java.util.TreeMap.root",
 		"#1 java.util.TreeMap$Entry [allocated before attach], held by Service.tree (static) → java.util.TreeMap.root"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

@@ -132,59 +132,110 @@ var needs = []vmstructs.Need{
 // NewLayout reads the layout of the JVM whose tables tab are, from its
 // memory mem.
 func NewLayout(tab *vmstructs.Table, mem Mem, opts Options) (*Layout, error) {
-	if err := tab.Require(needs...); err != nil {
-		return nil, fmt.Errorf("heap layout: %w", err)
-	}
-	var st Stats
-	r := &reader{mem: mem, stats: &st}
-	l := &Layout{Release: tab.Release}
-	field := func(names ...string) uint64 {
-		f, _ := tab.FirstField(names...)
-		return f.Offset
-	}
-	static := func(names ...string) uint64 {
-		f, _ := tab.FirstField(names...)
-		return f.Address
-	}
-	var err error
-	word := func(what string, addr uint64) uint64 {
-		v, ok := r.u64(addr)
-		if !ok && err == nil {
-			err = fmt.Errorf("read %s at %#x: unreadable", what, addr)
-		}
-		return v
-	}
-	int32At := func(what string, addr uint64) uint64 {
-		v, ok := r.u32(addr)
-		if !ok && err == nil {
-			err = fmt.Errorf("read %s at %#x: unreadable", what, addr)
-		}
-		return uint64(int64(int32(v)))
-	}
-
-	l.OopBase = word("narrow oop base", static("CompressedOops::_narrow_oop._base", "CompressedOops::_base"))
-	oopShift := int32At("narrow oop shift", static("CompressedOops::_narrow_oop._shift", "CompressedOops::_shift"))
-	l.KlassBase = word("narrow klass base", static("CompressedKlassPointers::_narrow_klass._base", "CompressedKlassPointers::_base"))
-	klassShift := int32At("narrow klass shift", static("CompressedKlassPointers::_narrow_klass._shift", "CompressedKlassPointers::_shift"))
-	l.off.mirrorKlass = int32At("java_lang_Class::_klass_offset", static("java_lang_Class::_klass_offset"))
-	l.off.mirrorOopSize = int32At("java_lang_Class::_oop_size_offset", static("java_lang_Class::_oop_size_offset"))
-	l.off.mirrorStaticCount = int32At("java_lang_Class::_static_oop_field_count_offset", static("java_lang_Class::_static_oop_field_count_offset"))
-	l.cldHead = static("ClassLoaderDataGraph::_head")
-	l.collectedHeap = word("Universe::_collectedHeap", static("Universe::_collectedHeap"))
+	l, err := newLayout(tab, mem, opts)
 	if err != nil {
 		return nil, fmt.Errorf("heap layout: %w", err)
+	}
+	return l, nil
+}
+
+func newLayout(tab *vmstructs.Table, mem Mem, opts Options) (*Layout, error) {
+	if err := tab.Require(needs...); err != nil {
+		return nil, err
+	}
+	var st Stats
+	v := &tableReader{tab: tab, r: &reader{mem: mem, stats: &st}}
+	l := &Layout{Release: tab.Release}
+	oopShift, klassShift := l.readStatics(v)
+	if v.err != nil {
+		return nil, v.err
 	}
 	// The flags first: they refuse the layouts the walk cannot parse,
 	// whatever the rest says.
-	flags, err := readFlags(r, tab)
+	flags, err := readFlags(v.r, tab)
 	if err != nil {
-		return nil, fmt.Errorf("heap layout: %w", err)
+		return nil, err
 	}
 	if err := l.fromFlags(flags, opts); err != nil {
-		return nil, fmt.Errorf("heap layout: %w", err)
+		return nil, err
 	}
-	// An encoding not in use may hold anything (JDK 25 leaves the klass
-	// shift at -1 without compressed class pointers).
+	if err := l.setShifts(oopShift, klassShift); err != nil {
+		return nil, err
+	}
+	for _, o := range []uint64{l.off.mirrorKlass, l.off.mirrorOopSize, l.off.mirrorStaticCount} {
+		if o < l.HeaderSize || o > 4096 || o%4 != 0 {
+			return nil, fmt.Errorf("%w: java.lang.Class field offset %d (is java.lang.Class loaded?)", ErrNotReady, int64(o))
+		}
+	}
+	if err := l.off.read(v); err != nil {
+		return nil, err
+	}
+	if err := l.layoutHelper(tab); err != nil {
+		return nil, err
+	}
+	if l.collectedHeap == 0 {
+		return nil, fmt.Errorf("%w: Universe::_collectedHeap is null (try again once the JVM runs)", ErrNotReady)
+	}
+	if err := l.readHeap(v, opts); err != nil {
+		return nil, err
+	}
+	return l, l.checkHeap()
+}
+
+// tableReader reads the JVM's memory at the places its tables name, and
+// keeps the first read that failed.
+type tableReader struct {
+	tab *vmstructs.Table
+	r   *reader
+	err error
+}
+
+func (v *tableReader) field(names ...string) uint64 {
+	f, _ := v.tab.FirstField(names...)
+	return f.Offset
+}
+
+func (v *tableReader) static(names ...string) uint64 {
+	f, _ := v.tab.FirstField(names...)
+	return f.Address
+}
+
+func (v *tableReader) word(what string, addr uint64) uint64 {
+	w, ok := v.r.u64(addr)
+	if !ok && v.err == nil {
+		v.err = fmt.Errorf("read %s at %#x: unreadable", what, addr)
+	}
+	return w
+}
+
+func (v *tableReader) int32At(what string, addr uint64) uint64 {
+	w, ok := v.r.u32(addr)
+	if !ok && v.err == nil {
+		v.err = fmt.Errorf("read %s at %#x: unreadable", what, addr)
+	}
+	return uint64(int64(int32(w)))
+}
+
+// readStatics reads the encodings' bases (and returns their shifts),
+// java.lang.Class's injected field offsets and where the class list and
+// the heap object are.
+func (l *Layout) readStatics(v *tableReader) (oopShift, klassShift uint64) {
+	l.OopBase = v.word("narrow oop base", v.static("CompressedOops::_narrow_oop._base", "CompressedOops::_base"))
+	oopShift = v.int32At("narrow oop shift", v.static("CompressedOops::_narrow_oop._shift", "CompressedOops::_shift"))
+	l.KlassBase = v.word("narrow klass base", v.static("CompressedKlassPointers::_narrow_klass._base", "CompressedKlassPointers::_base"))
+	klassShift = v.int32At("narrow klass shift", v.static("CompressedKlassPointers::_narrow_klass._shift", "CompressedKlassPointers::_shift"))
+	l.off.mirrorKlass = v.int32At("java_lang_Class::_klass_offset", v.static("java_lang_Class::_klass_offset"))
+	l.off.mirrorOopSize = v.int32At("java_lang_Class::_oop_size_offset", v.static("java_lang_Class::_oop_size_offset"))
+	l.off.mirrorStaticCount = v.int32At("java_lang_Class::_static_oop_field_count_offset", v.static("java_lang_Class::_static_oop_field_count_offset"))
+	l.cldHead = v.static("ClassLoaderDataGraph::_head")
+	l.collectedHeap = v.word("Universe::_collectedHeap", v.static("Universe::_collectedHeap"))
+	return oopShift, klassShift
+}
+
+// setShifts takes the encodings' shifts, once the flags said which
+// encodings are in use: one not in use may hold anything (JDK 25 leaves
+// the klass shift at -1 without compressed class pointers).
+func (l *Layout) setShifts(oopShift, klassShift uint64) error {
 	if !l.CompressedOops {
 		l.OopBase, oopShift = 0, 0
 	}
@@ -192,74 +243,70 @@ func NewLayout(tab *vmstructs.Table, mem Mem, opts Options) (*Layout, error) {
 		l.KlassBase, klassShift = 0, 0
 	}
 	if oopShift > 8 || klassShift > 32 {
-		return nil, fmt.Errorf("heap layout: %w: narrow oop shift %d, klass shift %d", ErrUnsupported, int64(oopShift), int64(klassShift))
+		return fmt.Errorf("%w: narrow oop shift %d, klass shift %d", ErrUnsupported, int64(oopShift), int64(klassShift))
 	}
 	l.OopShift, l.KlassShift = uint(oopShift), uint(klassShift)
-	for _, o := range []uint64{l.off.mirrorKlass, l.off.mirrorOopSize, l.off.mirrorStaticCount} {
-		if o < l.HeaderSize || o > 4096 || o%4 != 0 {
-			return nil, fmt.Errorf("heap layout: %w: java.lang.Class field offset %d (is java.lang.Class loaded?)", ErrNotReady, int64(o))
-		}
-	}
+	return nil
+}
 
-	o := &l.off
-	o.klassLH = field("Klass::_layout_helper")
-	o.klassName = field("Klass::_name")
-	o.klassSuper = field("Klass::_super")
-	o.klassMirror = field("Klass::_java_mirror")
-	o.klassNextLink = field("Klass::_next_link")
-	o.klassVtableLen = field("Klass::_vtable_len")
-	o.ikItableLen = field("InstanceKlass::_itable_len")
-	o.ikOopMapSize = field("InstanceKlass::_nonstatic_oop_map_size")
-	o.ikRefType = field("InstanceKlass::_reference_type")
-	o.ikSize, _ = tab.Size("InstanceKlass")
-	o.klassSize, _ = tab.Size("Klass")
-	o.symLen = field("Symbol::_length")
-	o.symBody = field("Symbol::_body")
-	o.oopHandleObj = field("OopHandle::_obj")
-	o.cldNext = field("ClassLoaderData::_next")
-	o.cldKlasses = field("ClassLoaderData::_klasses")
-	o.heapTotal = field("CollectedHeap::_total_collections")
-	if f, ok := tab.FirstField("CollectedHeap::_is_gc_active", "CollectedHeap::_is_stw_gc_active"); ok && !f.Static {
+// read takes the metadata's field offsets from the tables, and checks
+// that they lie where such fields can.
+func (o *offsets) read(v *tableReader) error {
+	o.klassLH = v.field("Klass::_layout_helper")
+	o.klassName = v.field("Klass::_name")
+	o.klassSuper = v.field("Klass::_super")
+	o.klassMirror = v.field("Klass::_java_mirror")
+	o.klassNextLink = v.field("Klass::_next_link")
+	o.klassVtableLen = v.field("Klass::_vtable_len")
+	o.ikItableLen = v.field("InstanceKlass::_itable_len")
+	o.ikOopMapSize = v.field("InstanceKlass::_nonstatic_oop_map_size")
+	o.ikRefType = v.field("InstanceKlass::_reference_type")
+	o.ikSize, _ = v.tab.Size("InstanceKlass")
+	o.klassSize, _ = v.tab.Size("Klass")
+	o.symLen = v.field("Symbol::_length")
+	o.symBody = v.field("Symbol::_body")
+	o.oopHandleObj = v.field("OopHandle::_obj")
+	o.cldNext = v.field("ClassLoaderData::_next")
+	o.cldKlasses = v.field("ClassLoaderData::_klasses")
+	o.heapTotal = v.field("CollectedHeap::_total_collections")
+	if f, ok := v.tab.FirstField("CollectedHeap::_is_gc_active", "CollectedHeap::_is_stw_gc_active"); ok && !f.Static {
 		o.heapActive, o.hasActive = f.Offset, true
 	}
 	// Klass's fields must lie inside it, InstanceKlass's after them.
-	for _, v := range []uint64{o.klassLH, o.klassName, o.klassSuper, o.klassMirror + o.oopHandleObj, o.klassNextLink, o.klassVtableLen} {
-		if v+8 > o.klassSize || o.klassSize > 4096 {
-			return nil, fmt.Errorf("heap layout: %w: Klass field at %d outside sizeof(Klass) %d", ErrUnsupported, v, o.klassSize)
+	for _, f := range []uint64{o.klassLH, o.klassName, o.klassSuper, o.klassMirror + o.oopHandleObj, o.klassNextLink, o.klassVtableLen} {
+		if f+8 > o.klassSize || o.klassSize > 4096 {
+			return fmt.Errorf("%w: Klass field at %d outside sizeof(Klass) %d", ErrUnsupported, f, o.klassSize)
 		}
 	}
-	for _, v := range []uint64{o.ikItableLen, o.ikOopMapSize, o.ikRefType} {
-		if v < o.klassSize || v+4 > o.ikSize || o.ikSize > 4096 {
-			return nil, fmt.Errorf("heap layout: %w: InstanceKlass field at %d outside [%d, %d)", ErrUnsupported, v, o.klassSize, o.ikSize)
+	for _, f := range []uint64{o.ikItableLen, o.ikOopMapSize, o.ikRefType} {
+		if f < o.klassSize || f+4 > o.ikSize || o.ikSize > 4096 {
+			return fmt.Errorf("%w: InstanceKlass field at %d outside [%d, %d)", ErrUnsupported, f, o.klassSize, o.ikSize)
 		}
 	}
 	if o.symLen+2 > o.symBody || o.symBody > 64 {
-		return nil, fmt.Errorf("heap layout: %w: Symbol length at %d, body at %d", ErrUnsupported, o.symLen, o.symBody)
+		return fmt.Errorf("%w: Symbol length at %d, body at %d", ErrUnsupported, o.symLen, o.symBody)
 	}
-	if err := l.layoutHelper(tab); err != nil {
-		return nil, fmt.Errorf("heap layout: %w", err)
-	}
+	return nil
+}
 
-	if l.collectedHeap == 0 {
-		return nil, fmt.Errorf("heap layout: %w: Universe::_collectedHeap is null (try again once the JVM runs)", ErrNotReady)
-	}
+// readHeap takes the heap's range from opts, else from
+// CollectedHeap::_reserved.
+func (l *Layout) readHeap(v *tableReader, opts Options) error {
 	l.Heap = opts.Heap
-	if len(l.Heap) == 0 {
-		mr := l.collectedHeap + field("CollectedHeap::_reserved")
-		start := word("CollectedHeap::_reserved", mr+field("MemRegion::_start"))
-		words := word("CollectedHeap::_reserved", mr+field("MemRegion::_word_size"))
-		if err != nil {
-			return nil, fmt.Errorf("heap layout: %w", err)
-		}
-		if words > maxHeapSpan/8 {
-			return nil, fmt.Errorf("heap layout: %w: heap of %d words reserved, over the walk's %d GiB", ErrUnsupported, words, maxHeapSpan>>30)
-		}
-		l.Heap = []Range{{start, start + words*8}}
+	if len(l.Heap) > 0 {
+		return nil
 	}
-	if err := l.checkHeap(); err != nil {
-		return nil, fmt.Errorf("heap layout: %w", err)
+	mr := l.collectedHeap + v.field("CollectedHeap::_reserved")
+	start := v.word("CollectedHeap::_reserved", mr+v.field("MemRegion::_start"))
+	words := v.word("CollectedHeap::_reserved", mr+v.field("MemRegion::_word_size"))
+	if v.err != nil {
+		return v.err
 	}
-	return l, nil
+	if words > maxHeapSpan/8 {
+		return fmt.Errorf("%w: heap of %d words reserved, over the walk's %d GiB", ErrUnsupported, words, maxHeapSpan>>30)
+	}
+	l.Heap = []Range{{start, start + words*8}}
+	return nil
 }
 
 // checkHeap sorts the heap ranges and checks them: aligned, disjoint,

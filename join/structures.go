@@ -96,6 +96,13 @@ type walkRun struct {
 // BeginHeapWalk holds samples from t on until the walk's result arrives.
 func (j *JVM) BeginHeapWalk(t uint64) { j.walkHold = t }
 
+// AbandonHeapWalk ends a walk whose result is thrown away: the samples
+// held for it are judged by the last walk's.
+func (j *JVM) AbandonHeapWalk() {
+	j.walkHold = 0
+	j.Drain(false)
+}
+
 // OnHeapWalk tracks what walk w found: its large objects as census objects
 // and its small ones by data structure. A walk after another replaces
 // what the other found: a GC had moved the objects since.

@@ -51,6 +51,12 @@ type walker struct {
 	lastTook  time.Duration
 	walks     int
 	staleAt   uint64 // the join's stale structure samples when the last walk ended
+	// lastVisited counts the objects of the last walk the join took;
+	// again says the last walk was thrown away, and the next check walks.
+	lastVisited int64
+	lastMirrors int
+	again       bool
+	rootsGC     uint32 // the collection count when the roots pass ended
 	// The join's in-heap and attributed samples when the last walk ended.
 	heapAt, attrAt uint64
 }
@@ -164,6 +170,7 @@ func (s *session) onWalkBatch(b *agentwire.Batch) {
 			if w.collecting {
 				w.collecting = false
 				w.rootsEnd = r
+				w.rootsGC, _, _ = w.layout.Collections(w.mem)
 				s.startWalk()
 			}
 		}
@@ -237,6 +244,9 @@ func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock) *joi
 		if err != nil || !res.GC.Overlapped || try == walkTries || ctx.Err() != nil {
 			break
 		}
+		if w.short(res) {
+			continue
+		}
 		// A young GC moves what the walk skips anyway; one that moved the
 		// old objects under it leaves many it could not parse.
 		st := &res.Stats
@@ -252,6 +262,13 @@ func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock) *joi
 		hw.Note = fmt.Sprintf("failed: %v", err)
 		return hw
 	}
+	if (res.GC.Overlapped && w.short(res)) || (w.lastVisited > 0 && w.rootsEnd != nil && res.GC.Before != w.rootsGC) {
+		// A GC under the walk, or between the roots pass and it (the
+		// roots' addresses are stale): the last walk's result stands,
+		// and the check walks again.
+		return nil
+	}
+	w.lastVisited, w.lastMirrors = res.Stats.Objects, res.Stats.Mirrors
 	w.setProbes(res, large)
 	w.paths.res, w.paths.out = res, nil
 	clear(w.paths.ids)
@@ -298,12 +315,23 @@ func (s *session) onWalk(hw *join.HeapWalk) {
 	w.running, w.checking = false, true
 	w.lastTook = s.clk.Now().Sub(w.lastStart)
 	w.checkAt = time.After(walkCheckEvery)
+	if w.again = hw == nil; w.again {
+		s.j.AbandonHeapWalk()
+		return
+	}
 	s.j.OnHeapWalk(hw)
 	w.staleAt = s.j.StructureStale()
 	w.heapAt, w.attrAt = s.j.HeapSamples()
 	if w.walks == 1 {
 		s.opts.note("heap walk of pid %d: %d objects in %.1fs", s.pid, hw.Visited, float64(hw.End-hw.Start)/1e9)
 	}
+}
+
+// short says a walk found under half of the objects or class mirrors the
+// last whole one did: a GC moved the mirrors, or the objects near the
+// roots, under it.
+func (w *walker) short(res *heapwalk.Result) bool {
+	return w.lastVisited > 0 && (res.Stats.Objects*2 < w.lastVisited || res.Stats.Mirrors*2 < w.lastMirrors)
 }
 
 // setProbes keeps some of what a walk found to check against the heap:
@@ -379,7 +407,7 @@ func (s *session) checkWalk() {
 	}
 	// The samples' own headers are the surest sign that a GC moved the
 	// walk's objects: a sample whose object is not of its row's class.
-	if s.j.StructureStale()-w.staleAt >= staleSamples || s.unnamedSince() {
+	if w.again || s.j.StructureStale()-w.staleAt >= staleSamples || s.unnamedSince() {
 		s.walkAgain()
 		return
 	}

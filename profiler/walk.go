@@ -25,8 +25,8 @@ type walker struct {
 	names  *fieldNames
 	roots  []heapwalk.Root
 
-	// ready fires when the walk should start: soon after the agent's
-	// class descriptions began, or after walkNoTypes without them.
+	// ready starts a walk whose roots have not come: after walkNoRoots,
+	// or walkNoTypes when the agent could not be asked for them.
 	ready    <-chan time.Time
 	rootsEnd *agentwire.RootsEnd // the agent's last roots pass
 	// collecting: the agent was asked for roots, and a walk waits for
@@ -75,9 +75,9 @@ const (
 	staleSamples   = 16 // a walk again after this many samples met moved objects
 )
 
-// walkNoTypes is how long a walk waits for class descriptions that may
-// never come (--no-data-types, a JVM whose agent cannot describe classes),
-// and walkNoRoots for roots the agent never sends.
+// walkNoTypes is how long a walk that gets no roots waits for the agent's
+// class descriptions to arrive, and walkNoRoots how long one waits for
+// roots the agent never sends (the roots come after the classes).
 const (
 	walkNoTypes = 2 * time.Second
 	walkNoRoots = 10 * time.Second
@@ -151,8 +151,8 @@ func (s *session) askRoots() {
 	w.ready = time.After(walkNoRoots)
 }
 
-// onWalkBatch collects the class descriptions the walk names fields by;
-// the first makes the walk start soon.
+// onWalkBatch collects the class descriptions the walk names fields by and
+// the roots it starts from; the roots pass's end starts the walk.
 func (s *session) onWalkBatch(b *agentwire.Batch) {
 	w := s.walk
 	if w == nil {

@@ -31,6 +31,9 @@ type HeapWalk struct {
 	// Overlapped says a GC ran during the walk: what it found in memory
 	// the GC moved may be misnamed, which the samples' own headers catch.
 	Overlapped bool
+	// Failed says the walk could not read the heap (Note says why): what
+	// the last walk found stands.
+	Failed bool
 	// Stats of the walk, for the report.
 	Visited, Bytes, Skipped uint64
 	Note                    string // why the walk stopped short; "" when whole
@@ -108,6 +111,11 @@ func (j *JVM) AbandonHeapWalk() {
 // what the other found: a GC had moved the objects since.
 func (j *JVM) OnHeapWalk(w *HeapWalk) {
 	j.walkHold = 0
+	if w.Failed { // the last walk's result stands
+		j.walks = append(j.walks, walkRun{start: w.Start, end: w.End, note: w.Note, roots: w.RootsPass})
+		j.Drain(false)
+		return
+	}
 	j.forgetWalk()
 	for i := range w.Paths {
 		p := w.Paths[i]

@@ -1,6 +1,8 @@
 package join
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/djx-bpf/djx-bpf/agentwire"
@@ -128,5 +130,22 @@ func TestHeapWalkReplaced(t *testing.T) {
 	}
 	if j.stats.Attributed != 4 || j.stats.CensusObjects != 2 {
 		t.Errorf("stats: %d attributed, %d census objects", j.stats.Attributed, j.stats.CensusObjects)
+	}
+}
+
+// A walk that could not read the heap (the JVM exited) leaves the last
+// walk's objects and rows as they were, and says why.
+func TestHeapWalkFailedKeepsLast(t *testing.T) {
+	j := exactJVM(1)
+	j.OnBatch(batch(100, hello(10)))
+	j.OnHeapWalk(&HeapWalk{Start: 110, End: 120, Paths: []agentwire.CensusPath{{ID: 1, Hop: "Service.tree (static)"}},
+		Rows: []StructureRow{{TypeSig: "Ljava/util/TreeMap$Entry;", Path: 1, Objects: 1000, Bytes: 40000}}, Index: runs{}})
+	j.BeginHeapWalk(200)
+	j.OnHeapWalk(&HeapWalk{Start: 200, End: 210, Failed: true, Note: "failed: read pid 1: no such process"})
+	var notes []string
+	var st report.Stats
+	j.CensusStats(&st, func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) })
+	if r := j.Report(); len(r) != 1 || r[0].Objects != 1000 || len(notes) != 1 || !strings.Contains(notes[0], "no such process") {
+		t.Errorf("report %+v, notes %q: want the first walk's row and the failure noted", r, notes)
 	}
 }

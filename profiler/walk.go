@@ -259,7 +259,7 @@ func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock) *joi
 	}
 	hw := &join.HeapWalk{Start: start, End: clk.Mono(), RootsPass: w.rootsEnd}
 	if err != nil {
-		hw.Note = fmt.Sprintf("failed: %v", err)
+		hw.Note, hw.Failed = fmt.Sprintf("failed: %v", err), true
 		return hw
 	}
 	if (res.GC.Overlapped && w.short(res)) || (w.lastVisited > 0 && w.rootsEnd != nil && res.GC.Before != w.rootsGC) {

@@ -39,33 +39,12 @@ type fixture struct {
 	Segments []segment         // sorted, disjoint, not adjacent
 }
 
-type segment struct {
-	Addr uint64
-	Data []byte
-}
-
 func (f *fixture) symbols() Symbols {
 	return Symbols{Lib: f.Lib, Base: f.Base, Addrs: f.Symbols}
 }
 
-// ReadAt serves the recorded memory: everything of one segment from off
-// on, short (like process_vm_readv) where the recording has a hole.
-func (f *fixture) ReadAt(p []byte, off int64) (int, error) {
-	a := uint64(off)
-	i := sort.Search(len(f.Segments), func(i int) bool {
-		s := f.Segments[i]
-		return s.Addr+uint64(len(s.Data)) > a
-	})
-	if i == len(f.Segments) || f.Segments[i].Addr > a {
-		return 0, fmt.Errorf("fixture has no memory at %#x", a)
-	}
-	s := f.Segments[i]
-	n := copy(p, s.Data[a-s.Addr:])
-	if n < len(p) {
-		return n, fmt.Errorf("fixture has no memory at %#x", a+uint64(n))
-	}
-	return n, nil
-}
+// ReadAt serves the recorded memory (readSegments).
+func (f *fixture) ReadAt(p []byte, off int64) (int, error) { return readSegments(f.Segments, p, off) }
 
 var fixtureJDKs = []string{"jdk17", "jdk25"}
 

@@ -45,23 +45,30 @@ type recording struct {
 	Lib      string
 	Base     uint64
 	Symbols  map[string]uint64
-	Segments []struct {
-		Addr uint64
-		Data []byte
-	}
+	Segments []segment
+}
+
+// segment is a recorded range of the target's memory.
+type segment struct {
+	Addr uint64
+	Data []byte
 }
 
 // ReadAt serves the recorded memory, short where the recording has a hole.
-func (r *recording) ReadAt(p []byte, off int64) (int, error) {
+func (r *recording) ReadAt(p []byte, off int64) (int, error) { return readSegments(r.Segments, p, off) }
+
+// readSegments serves segs, sorted by address: everything of one segment
+// from off on, short (like process_vm_readv) where they have a hole.
+func readSegments(segs []segment, p []byte, off int64) (int, error) {
 	a := uint64(off)
-	i := sort.Search(len(r.Segments), func(i int) bool {
-		s := r.Segments[i]
+	i := sort.Search(len(segs), func(i int) bool {
+		s := segs[i]
 		return s.Addr+uint64(len(s.Data)) > a
 	})
-	if i == len(r.Segments) || r.Segments[i].Addr > a {
+	if i == len(segs) || segs[i].Addr > a {
 		return 0, fmt.Errorf("fixture has no memory at %#x", a)
 	}
-	s := r.Segments[i]
+	s := segs[i]
 	n := copy(p, s.Data[a-s.Addr:])
 	if n < len(p) {
 		return n, fmt.Errorf("fixture has no memory at %#x", a+uint64(n))

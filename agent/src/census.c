@@ -247,29 +247,6 @@ static void free_state(void)
 	memset(&seen, 0, sizeof seen);
 }
 
-static jvmtiEnv *private_env(int lines)
-{
-	jvmtiCapabilities caps;
-	jvmtiEnv *e = NULL;
-	JavaVM *vm = djx_cfg->vm;
-
-	if ((*vm)->GetEnv(vm, (void **)&e, JVMTI_VERSION_11) != JNI_OK || e == NULL)
-		return NULL;
-	memset(&caps, 0, sizeof caps);
-	caps.can_tag_objects = 1;
-	caps.can_get_line_numbers = lines;
-	if ((*e)->AddCapabilities(e, &caps) != JVMTI_ERROR_NONE) {
-		(*e)->DisposeEnvironment(e);
-		return NULL;
-	}
-	if (lines) {
-		/* Onload-only in HotSpot: in attach mode locals go by slot. */
-		memset(&caps, 0, sizeof caps);
-		caps.can_access_local_variables = 1;
-		(*e)->AddCapabilities(e, &caps);
-	}
-	return e;
-}
 
 /* One object GetObjectsWithTags returned for group g: into *tg, counted
  * in *ntv, or left out. No DeleteLocalRef: HotSpot hands a deleted slot to
@@ -387,7 +364,7 @@ static int walk_holders(JNIEnv *jni, uint64_t budget_ns, struct run *r)
 		r->status |= DJX_CENSUS_HOLDERS_SKIPPED;
 		return 0;
 	}
-	if ((cs.ec = private_env(1)) == NULL || census_prepare_walk(jni) != 0) {
+	if ((cs.ec = djx_private_env(djx_cfg->vm, 1)) == NULL || census_prepare_walk(jni) != 0) {
 		r->status |= DJX_CENSUS_HOLDERS_FAILED;
 		return 0;
 	}
@@ -501,7 +478,7 @@ static int census(JNIEnv *jni, uint32_t kind, int holders, uint64_t budget_ns, u
 	r.t_begin = djx_now_ns();
 	if (djx_emit_census_start_flushing(kind, r.t_begin) < 0 || djx_flush(NULL) != 0)
 		return -1;
-	cs.et = private_env(0);
+	cs.et = djx_private_env(djx_cfg->vm, 0);
 	if (cs.et == NULL) {
 		r.status |= DJX_CENSUS_FAILED;
 		snprintf(r.note, sizeof r.note, "no JVMTI environment with can_tag_objects for the heap walk");

@@ -495,27 +495,6 @@ static int restores_marks(jvmtiEnv *e)
 	return major < 21;
 }
 
-static jvmtiEnv *private_env(void)
-{
-	jvmtiCapabilities caps;
-	jvmtiEnv *e = NULL;
-	JavaVM *vm = djx_cfg->vm;
-
-	if ((*vm)->GetEnv(vm, (void **)&e, JVMTI_VERSION_11) != JNI_OK || e == NULL)
-		return NULL;
-	memset(&caps, 0, sizeof caps);
-	caps.can_tag_objects = 1;
-	caps.can_get_line_numbers = 1;
-	if ((*e)->AddCapabilities(e, &caps) != JVMTI_ERROR_NONE) {
-		(*e)->DisposeEnvironment(e);
-		return NULL;
-	}
-	/* Onload-only in HotSpot: locals then go by slot, as in the census. */
-	memset(&caps, 0, sizeof caps);
-	caps.can_access_local_variables = 1;
-	(*e)->AddCapabilities(e, &caps);
-	return e;
-}
 
 /* The walk, the objects and their records; status and note in run.
  * 0, or -1 the connection failed. */
@@ -532,7 +511,7 @@ static int pass(struct rrun *run)
 		snprintf(run->note, sizeof run->note, "%s", why);
 		return 0;
 	}
-	if ((rs.e = private_env()) == NULL || tag_threads() != 0) {
+	if ((rs.e = djx_private_env(djx_cfg->vm, 1)) == NULL || tag_threads() != 0) {
 		run->status |= DJX_ROOTS_FAILED;
 		snprintf(run->note, sizeof run->note, rs.e == NULL ? "no JVMTI environment with can_tag_objects" : "GetAllThreads failed");
 		return 0;

@@ -1,6 +1,7 @@
 /* Clocks, logging and small JVMTI helpers. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -47,4 +48,27 @@ void djx_dealloc(jvmtiEnv *j, void *p)
 {
 	if (p != NULL)
 		(*j)->Deallocate(j, (unsigned char *)p);
+}
+
+jvmtiEnv *djx_private_env(JavaVM *vm, int lines)
+{
+	jvmtiCapabilities caps;
+	jvmtiEnv *e = NULL;
+
+	if ((*vm)->GetEnv(vm, (void **)&e, JVMTI_VERSION_11) != JNI_OK || e == NULL)
+		return NULL;
+	memset(&caps, 0, sizeof caps);
+	caps.can_tag_objects = 1;
+	caps.can_get_line_numbers = lines;
+	if ((*e)->AddCapabilities(e, &caps) != JVMTI_ERROR_NONE) {
+		(*e)->DisposeEnvironment(e);
+		return NULL;
+	}
+	if (lines) {
+		/* Onload-only in HotSpot: in attach mode locals go by slot. */
+		memset(&caps, 0, sizeof caps);
+		caps.can_access_local_variables = 1;
+		(*e)->AddCapabilities(e, &caps);
+	}
+	return e;
 }

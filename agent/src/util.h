@@ -20,5 +20,9 @@ uint32_t djx_tid(void); /* the kernel's id of the calling thread */
 /* One line on stderr, prefixed with DJX_LOG. */
 __attribute__((format(printf, 1, 2))) void djx_log(const char *fmt, ...);
 void djx_dealloc(jvmtiEnv *j, void *p); /* JVMTI Deallocate; p may be NULL */
+/* A JVMTI environment of its own for a heap walk (tags, and with lines
+ * the frames' line numbers and, at start-up only, local names); NULL
+ * when the JVM refuses one. Its tags go with DisposeEnvironment. */
+jvmtiEnv *djx_private_env(JavaVM *vm, int lines);
 
 #endif

@@ -262,10 +262,11 @@ func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock) *joi
 		hw.Note, hw.Failed = fmt.Sprintf("failed: %v", err), true
 		return hw
 	}
-	if (res.GC.Overlapped && w.short(res)) || (w.lastVisited > 0 && w.rootsEnd != nil && res.GC.Before != w.rootsGC) {
-		// A GC under the walk, or between the roots pass and it (the
-		// roots' addresses are stale): the last walk's result stands,
-		// and the check walks again.
+	if w.lastVisited > 0 && (res.Stats.Canceled || (res.GC.Overlapped && w.short(res)) || (w.rootsEnd != nil && res.GC.Before != w.rootsGC)) {
+		// A walk again that the profile's end cut short, or that a GC
+		// overlapped or followed the roots pass (their addresses are
+		// stale): the last walk's result stands, and the check walks
+		// again.
 		return nil
 	}
 	w.lastVisited, w.lastMirrors = res.Stats.Objects, res.Stats.Mirrors

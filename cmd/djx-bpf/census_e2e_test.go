@@ -131,14 +131,22 @@ func TestCensusScan(t *testing.T) {
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("scan: %v\n%s", err, msg)
 	}
-	sc := readScan(t, out)
+	checkScanned(t, readScan(t, out), checkCensusTruth, a, b)
+}
+
+// checkScanned runs check on each JVM a scan profiled, and asserts that
+// it profiled each of want.
+func checkScanned(t *testing.T, sc *report.Scan, check func(*testing.T, *report.Report), want ...*jvm) {
+	t.Helper()
 	seen := map[int]bool{}
 	for _, r := range sc.JVMs {
-		t.Run(fmt.Sprint(r.PID), func(t *testing.T) { checkCensusTruth(t, r) })
+		t.Run(fmt.Sprint(r.PID), func(t *testing.T) { check(t, r) })
 		seen[r.PID] = true
 	}
-	if !seen[a.cmd.Process.Pid] || !seen[b.cmd.Process.Pid] {
-		t.Errorf("scan profiled %v, want pids %d and %d", seen, a.cmd.Process.Pid, b.cmd.Process.Pid)
+	for _, j := range want {
+		if !seen[j.cmd.Process.Pid] {
+			t.Errorf("scan profiled %v, want pid %d", seen, j.cmd.Process.Pid)
+		}
 	}
 }
 

@@ -224,15 +224,7 @@ func TestWalkScan(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("scan exited %d:\n%s", code, stderr)
 	}
-	sc := readScan(t, out)
-	seen := map[int]bool{}
-	for _, r := range sc.JVMs {
-		t.Run(fmt.Sprint(r.PID), func(t *testing.T) { checkServiceTruth(t, r) })
-		seen[r.PID] = true
-	}
-	if !seen[a.cmd.Process.Pid] || !seen[b.cmd.Process.Pid] {
-		t.Errorf("scan profiled %v, want pids %d and %d", seen, a.cmd.Process.Pid, b.cmd.Process.Pid)
-	}
+	checkScanned(t, readScan(t, out), checkServiceTruth, a, b)
 }
 
 // TestWalkRefusedFallsBack: a heap the walk cannot parse (ZGC) gets the

@@ -129,6 +129,11 @@ func (w *walker) extend(c, h uint32) uint32 {
 	}
 	id := uint32(len(w.chains))
 	w.chains = append(w.chains, chainNode{parent: c, text: hp.text, fold: hp.fold, depth: w.chains[c].depth + 1})
+	root := id
+	if c != 0 {
+		root = w.chainRoot[c]
+	}
+	w.chainRoot = append(w.chainRoot, root)
 	w.chainIdx[key] = id
 	return id
 }

@@ -27,6 +27,24 @@ func (q *queue) push(v uint64) {
 	q.n++
 }
 
+// dropLast takes back the latest entry; false when there is none.
+func (q *queue) dropLast() bool {
+	if q.n == 0 {
+		return false
+	}
+	last := len(q.segs) - 1
+	q.segs[last] = q.segs[last][:len(q.segs[last])-1]
+	q.n--
+	if len(q.segs[last]) == 0 || (last == 0 && len(q.segs[0]) == q.head) {
+		q.free = q.segs[last][:0]
+		q.segs = q.segs[:last]
+		if last == 0 {
+			q.head = 0
+		}
+	}
+	return true
+}
+
 // pop appends up to max entries to dst, oldest first.
 func (q *queue) pop(dst []uint64, max int) []uint64 {
 	for len(dst) < max && q.n > 0 {

@@ -15,6 +15,7 @@ func (w *walker) result() *Result {
 		res.Rows = append(res.Rows, Row{Chain: ChainID(r.chain), Class: k.name, Klass: k.addr,
 			Count: r.count, Bytes: r.bytes, Sample: slices.Clone(r.sample), Recursive: r.recursive})
 	}
+	w.reach(res)
 	res.Stats.Klasses = len(w.klassList)
 	res.Stats.Chains = len(w.chains) - 1
 	res.Stats.Rows = len(res.Rows)

@@ -49,6 +49,9 @@ type Object struct {
 type Config struct {
 	// Roots are walked after the statics, by rank.
 	Roots []Root
+	// Hot are addresses the samples hit: the objects on their pages are
+	// walked first, and kept past the caps in place of others.
+	Hot []uint64
 	// FieldName, when set, names a reference field: it returns the
 	// hop's text ("java.util.TreeMap.root"), or "" if it does not know,
 	// and the walk then says Class+Offset ("java.util.TreeMap+24").
@@ -70,6 +73,7 @@ type Config struct {
 	MaxDepth   int   // hops of a chain [64]
 	MaxQueue   int   // objects found and not yet visited [1<<25, 256 MiB]
 	MaxRuns    int   // lookup runs [1<<22, 64 MiB]
+	MaxCross   int   // references across roots kept [1<<21, 16 MiB]
 	MaxPages   int   // heap pages of the approximate lookup [1<<20, 32 MiB]
 	MaxBitmap  int   // bytes of the visited bitmap [256 MiB: 32 GiB of used heap]
 	MaxKlasses int   // classes [1<<18]
@@ -100,6 +104,7 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxDepth, 64)
 	def(&c.MaxQueue, 1<<25)
 	def(&c.MaxRuns, 1<<22)
+	def(&c.MaxCross, 1<<21)
 	def(&c.MaxPages, 1<<20)
 	def(&c.MaxBitmap, 256<<20)
 	def(&c.MaxKlasses, 1<<18)
@@ -124,6 +129,7 @@ type Stats struct {
 	Objects int64 // objects visited
 	Bytes   int64 // their shallow bytes
 	Large   int64 // objects given to OnObject
+	Hot     int64 // objects found on pages Config.Hot named
 
 	CLDs     int   // class loaders walked
 	Classes  int   // classes on their lists
@@ -162,6 +168,12 @@ type Stats struct {
 	LookupApprox int64
 	LookupLost   int64
 
+	// References across roots: CrossEdges distinct (chain, chain)
+	// pairs; CrossCapped: past MaxCross some were not kept (OtherRoots
+	// are then a lower bound, and Retained is not computed).
+	CrossEdges  int
+	CrossCapped bool
+
 	MaxQueueLen int // the queue's longest
 	BitmapBytes int
 	Canceled    bool // the context ended the walk
@@ -194,6 +206,13 @@ type Row struct {
 	// the same class (a linked list's nodes, a tree's): they share
 	// the chain of the first.
 	Recursive bool
+	// OtherRoots counts the roots other than its chain's own that reach
+	// it or a chain above it (at most 64).
+	OtherRoots int
+	// Retained is what its chain retains: its bytes and those of the
+	// chains below it that no other root reaches; 0 when not computed
+	// (a chain of several classes, or cross references past MaxCross).
+	Retained uint64
 }
 
 // Result is one walk's rows, chains and address lookup.
@@ -218,6 +237,8 @@ type walker struct {
 
 	visited *bitmap
 	q       queue
+	qh      queue // objects on pages the samples hit: walked first
+	hot     *hotPages
 
 	klasses    map[uint64]*klass // nil: known bad
 	kcache     [1 << kcacheBits]kcacheEntry
@@ -233,8 +254,13 @@ type walker struct {
 	edgeIdx  map[uint64]uint32
 	chains   []chainNode
 	chainIdx map[uint64]uint32
-	rows     []rowRec
-	rowIdx   map[uint64]uint32
+	// chainRoot is each chain's root chain (its one-hop ancestor).
+	chainRoot []uint32
+	rootPg    *rootPages
+	cross     []crossRef
+	large     []run // the objects given to OnObject, for cross references
+	rows      []rowRec
+	rowIdx    map[uint64]uint32
 
 	cappedChain uint32
 	cappedHop   uint32
@@ -345,12 +371,15 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 	w.chainIdx = make(map[uint64]uint32)
 	w.rowIdx = make(map[uint64]uint32)
 	w.pages = newPageTable(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxPages)
+	w.hot = newHotPages(w.lo, l.Heap[len(l.Heap)-1].End, cfg.Hot)
 	w.rng = 0x9e3779b97f4a7c15
 	// Id 0 of hops, edges and rows means none; chain 0 is the empty one.
 	w.intern("")
 	w.hops = append(w.hops, hop{})
 	w.edges = append(w.edges, edge{})
 	w.chains = append(w.chains, chainNode{})
+	w.chainRoot = append(w.chainRoot, 0)
+	w.rootPg = newRootPages(w.lo, l.Heap[len(l.Heap)-1].End, w.visited.maxBlocks)
 	w.rows = append(w.rows, rowRec{lastRun: -1})
 	w.cappedChain = w.extend(0, w.hopOf("(rows capped)", "(rows capped)", 0))
 	w.cappedHop = w.hopOf("(hops capped)", "(hops capped)", 0)
@@ -387,25 +416,21 @@ func (w *walker) discover(a uint64, e uint32) {
 		w.stats.BitmapDropped++
 		return
 	}
+	from := w.rootChain(&w.edges[e])
 	if !newly {
+		w.seen(a, from)
 		return
 	}
-	w.found++
-	switch {
-	case w.found > w.cfg.MaxObjects:
-		w.stats.ObjectsCapped++
-	case w.q.len() >= w.cfg.MaxQueue:
-		w.stats.QueueDropped++
-	default:
-		w.q.push((a-w.lo)>>3<<edgeBits | uint64(e))
-		w.stats.MaxQueueLen = max(w.stats.MaxQueueLen, w.q.len())
+	w.mark(a, from)
+	if q := w.admit(a); q != nil {
+		w.push(q, a, e)
 	}
 }
 
 // drain visits the queue's objects breadth first, a batch at a time:
 // each batch sorted by address and read in one vector of spans.
 func (w *walker) drain(ctx context.Context) {
-	for !w.stopped && w.q.len() > 0 && w.r.gone == nil {
+	for !w.stopped && w.q.len()+w.qh.len() > 0 && w.r.gone == nil {
 		if ctx.Err() != nil {
 			w.stats.Canceled = true
 			w.stopped = true
@@ -419,7 +444,8 @@ func (w *walker) drain(ctx context.Context) {
 				return
 			}
 		}
-		w.batch = w.q.pop(w.batch[:0], w.cfg.Batch)
+		w.batch = w.qh.pop(w.batch[:0], w.cfg.Batch)
+		w.batch = w.q.pop(w.batch, w.cfg.Batch)
 		slices.Sort(w.batch) // by address: the offset is the entry's high bits
 		w.readBatch()
 		w.tails = w.tails[:0]
@@ -655,6 +681,7 @@ func (w *walker) count(row uint32, a, size uint64, rec bool, k *klass, chain uin
 	}
 	if w.cfg.MinSize > 0 && size >= w.cfg.MinSize {
 		w.stats.Large++
+		w.noteLarge(row, a, size)
 		if w.cfg.OnObject != nil {
 			w.cfg.OnObject(Object{Addr: a, Size: size, Klass: k.addr, Class: k.name, Row: int(row) - 1, Chain: ChainID(chain)})
 		}
@@ -675,7 +702,8 @@ func (w *walker) scanFields(k *klass, obj []byte, chain uint32) {
 			continue
 		}
 		a := w.l.decodeOop(v)
-		if !w.fresh(a) {
+		q := w.fresh(a, chain)
+		if q == nil {
 			continue
 		}
 		e, ok := w.fieldEdge(k, i, chain)
@@ -683,7 +711,7 @@ func (w *walker) scanFields(k *klass, obj []byte, chain uint32) {
 			w.stats.EdgesCapped++
 			continue
 		}
-		w.push(a, e)
+		w.push(q, a, e)
 	}
 }
 
@@ -699,7 +727,8 @@ func (w *walker) scanArray(k *klass, elems []byte, chain uint32) {
 			continue
 		}
 		a := w.l.decodeOop(v)
-		if !w.fresh(a) {
+		q := w.fresh(a, chain)
+		if q == nil {
 			continue
 		}
 		e, ok := w.arrayEdge(k, chain)
@@ -707,7 +736,7 @@ func (w *walker) scanArray(k *klass, elems []byte, chain uint32) {
 			w.stats.EdgesCapped++
 			continue
 		}
-		w.push(a, e)
+		w.push(q, a, e)
 	}
 }
 
@@ -723,41 +752,35 @@ func (w *walker) work(n int) bool {
 	return true
 }
 
-// fresh marks the object at a as found and says whether it is new and
-// may be queued; like discover, split so the edge is made only for new
-// objects.
-func (w *walker) fresh(a uint64) bool {
+// fresh marks the object at a, referenced from an object of chain
+// from, as found and returns the queue it goes to: nil when it is not
+// new or a cap keeps it out. Like discover, split so the edge is made
+// only for new objects.
+func (w *walker) fresh(a uint64, from uint32) *queue {
 	if a%8 != 0 {
 		w.stats.OutOfHeap++
-		return false
+		return nil
 	}
 	if _, in := w.l.inHeap(a, 16); !in {
 		w.stats.OutOfHeap++
-		return false
+		return nil
 	}
 	newly, ok := w.visited.testAndSet(a)
 	if !ok {
 		w.stats.BitmapDropped++
-		return false
+		return nil
 	}
 	if !newly {
-		return false
+		w.seen(a, from)
+		return nil
 	}
-	w.found++
-	switch {
-	case w.found > w.cfg.MaxObjects:
-		w.stats.ObjectsCapped++
-		return false
-	case w.q.len() >= w.cfg.MaxQueue:
-		w.stats.QueueDropped++
-		return false
-	}
-	return true
+	w.mark(a, from)
+	return w.admit(a)
 }
 
-func (w *walker) push(a uint64, e uint32) {
-	w.q.push((a-w.lo)>>3<<edgeBits | uint64(e))
-	if n := w.q.len(); n > w.stats.MaxQueueLen {
+func (w *walker) push(q *queue, a uint64, e uint32) {
+	q.push((a-w.lo)>>3<<edgeBits | uint64(e))
+	if n := w.q.len() + w.qh.len(); n > w.stats.MaxQueueLen {
 		w.stats.MaxQueueLen = n
 	}
 }

@@ -53,6 +53,9 @@ func (p *rootPages) slot(a uint64, alloc bool) *uint32 {
 // found before, at heap offset off (in words).
 type crossRef struct{ from, off uint32 }
 
+// extraRef is a root's Others, n, at its object's heap offset off.
+type extraRef struct{ n, off uint32 }
+
 // maxOtherRoots caps the other roots a row counts.
 const maxOtherRoots = 64
 
@@ -167,6 +170,7 @@ func (w *walker) reach(res *Result) {
 	edges = slices.Compact(edges)
 	res.Stats.CrossEdges = len(edges)
 	other := w.otherRoots(edges)
+	extra := w.extraRoots(res)
 	var retained []uint64
 	if !w.stats.CrossCapped {
 		retained = w.retained(res, edges)
@@ -177,11 +181,30 @@ func (w *walker) reach(res *Result) {
 	}
 	for i := range res.Rows {
 		c := res.Rows[i].Chain
-		res.Rows[i].OtherRoots = len(other[c])
+		res.Rows[i].OtherRoots = min(len(other[c])+extra[c], maxOtherRoots)
 		if retained != nil && perChain[c] == 1 {
 			res.Rows[i].Retained = retained[c]
 		}
 	}
+}
+
+// extraRoots is, for each chain, the roots the caller did not list that
+// hold an object of it or of a chain above it (Root.Others).
+func (w *walker) extraRoots(res *Result) []int {
+	n := len(w.chains)
+	out := make([]int, n)
+	for _, x := range w.extras {
+		if row := w.rowAt(res, w.lo+uint64(x.off)<<3); row >= 0 {
+			if c := res.Rows[row].Chain; int(c) < n {
+				out[c] = max(out[c], int(x.n))
+			}
+		}
+	}
+	w.extras = nil
+	for c := 1; c < n; c++ {
+		out[c] = min(out[c]+out[w.chains[c].parent], maxOtherRoots)
+	}
+	return out
 }
 
 // otherRoots is, for each chain, the roots other than its own that

@@ -67,7 +67,7 @@ func TestWalkReach(t *testing.T) {
 			var large []Object
 			res := walkScene(t, &scene{l: lay}, s.m, Config{FieldName: names, MinSize: 4096,
 				OnObject: func(o Object) { large = append(large, o) },
-				Roots:    []Root{{Addr: l, Hop: "Main.main local #1", Rank: 1}}})
+				Roots:    []Root{{Addr: l, Hop: "Main.main local #1", Rank: 1, Others: 2}}})
 			rows := rowsBy(res)
 			row := func(key string) Row {
 				r, ok := rows[key]
@@ -77,11 +77,12 @@ func TestWalkReach(t *testing.T) {
 				}
 				return r
 			}
-			// The list: its own root, and main's local.
+			// The list: its own root, main's local, and the two frames
+			// main's local stands for.
 			for _, k := range []string{"App.list (static) | app.List", "App.list (static) -> app.List.head | app.Node",
 				"App.list (static) -> app.List.head -> app.Node.value | app.Item"} {
-				if r := row(k); r.OtherRoots != 1 {
-					t.Errorf("%s: %d other roots, want 1 (main's local)", k, r.OtherRoots)
+				if r := row(k); r.OtherRoots != 3 {
+					t.Errorf("%s: %d other roots, want 3 (main's local and two frames)", k, r.OtherRoots)
 				}
 			}
 			if r := row("App.shared (static) | app.Item"); r.OtherRoots != 1 || r.Count != 1 {
@@ -115,7 +116,7 @@ func TestWalkReach(t *testing.T) {
 			capped := walkScene(t, &scene{l: lay}, s.m, Config{FieldName: names, MaxCross: 1,
 				Roots: []Root{{Addr: l, Hop: "Main.main local #1", Rank: 1}}})
 			for _, r := range capped.Rows {
-				if r.Retained != 0 || r.OtherRoots > 1 {
+				if r.Retained != 0 || r.OtherRoots > 3 {
 					t.Errorf("capped: %s retains %d, %d other roots", capped.ChainString(r.Chain), r.Retained, r.OtherRoots)
 				}
 			}

@@ -16,6 +16,10 @@ type Root struct {
 	Addr uint64 // the object (a full address, not a narrow oop)
 	Hop  string // what the chain says for it: "Main.main:12 local #3"
 	Rank int
+	// Others counts the roots besides this one that the caller knows
+	// hold the object and does not list (the inner frames it passed the
+	// object to): they count in the row's OtherRoots.
+	Others int
 }
 
 // FieldRef is a reference field the walk names: an instance field of a
@@ -258,6 +262,7 @@ type walker struct {
 	chainRoot []uint32
 	rootPg    *rootPages
 	cross     []crossRef
+	extras    []extraRef
 	large     []run // the objects given to OnObject, for cross references
 	rows      []rowRec
 	rowIdx    map[uint64]uint32
@@ -399,6 +404,9 @@ func (w *walker) root(r Root) {
 	}
 	w.stats.Roots++
 	w.discover(r.Addr, e)
+	if r.Others > 0 && len(w.extras) < w.cfg.MaxCross {
+		w.extras = append(w.extras, extraRef{uint32(min(r.Others, maxOtherRoots)), uint32((r.Addr - w.lo) >> 3)})
+	}
 }
 
 // discover marks the object at a found over edge e and queues it, once.

@@ -34,11 +34,15 @@ type object struct {
 // site is one (allocation path, type) pair, or for census objects one
 // (holder chain, type) pair.
 type site struct {
-	typeSig    string
-	frames     []agentwire.Frame
-	census     agentwire.CensusKind // 0: sampled allocations
-	holder     uint32               // census: the holder chain (agentwire.CensusPath ID)
-	structure  bool                 // a heap walk's data structure: objects counted, not tracked
+	typeSig   string
+	frames    []agentwire.Frame
+	census    agentwire.CensusKind // 0: sampled allocations
+	holder    uint32               // census: the holder chain (agentwire.CensusPath ID)
+	structure bool                 // a heap walk's data structure: objects counted, not tracked
+	// What the last heap walk says of its holder chain and type: the
+	// other roots that reach it, the bytes it retains.
+	otherRoots int
+	retained   uint64
 	objects    uint64
 	bytes      uint64
 	estObjects float64

@@ -39,7 +39,7 @@ func (j *JVM) Report() []report.Object {
 		o := report.Object{
 			Type: typ, Site: siteName, AllocPath: path, Origin: origin, Holder: holder,
 			Objects: s.objects, Bytes: s.bytes, EstObjects: s.estObjects, EstBytes: s.estBytes,
-			Samples: s.samples, EstSamples: s.estSamples,
+			Samples: s.samples, EstSamples: s.estSamples, OtherRoots: s.otherRoots, RetainedBytes: s.retained,
 			Mem: report.SumMem(nil, s.mem), NUMA: report.SumNUMA(nil, s.numa),
 		}
 		if i, ok := byName[key]; ok {

@@ -86,6 +86,8 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 		j.stats.WithAddress++
 		if j.heapKnown && j.heap.Contains(addr) {
 			j.stats.InHeap++
+			j.hotAddrs[j.hotNext%uint64(len(j.hotAddrs))] = addr
+			j.hotNext++
 		}
 	}
 	// Samples without an address are queued too: their access paths go to

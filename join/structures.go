@@ -50,6 +50,10 @@ type StructureRow struct {
 	Path    uint32 // holder chain, an ID of HeapWalk.Paths
 	Objects uint64
 	Bytes   uint64
+	// OtherRoots and Retained are the walk's Row's (they name the
+	// large objects of the row too).
+	OtherRoots int
+	Retained   uint64
 }
 
 // StructureIndex names the object holding a heap address.
@@ -73,6 +77,18 @@ type structureState struct {
 	// What the last walk added, which the next one replaces.
 	walkObjs []walkObj
 	walkRows []walkRowCount
+	// reachSites are the sites the last walk said reach and retained of.
+	reachSites []int32
+	// The latest in-heap sample addresses, for a walk to name first.
+	hotAddrs [4096]uint64
+	hotNext  uint64
+}
+
+// HotAddrs returns the addresses the latest in-heap samples hit (at most
+// 4096), for a heap walk to name first.
+func (j *JVM) HotAddrs() []uint64 {
+	n := min(j.hotNext, uint64(len(j.hotAddrs)))
+	return append([]uint64(nil), j.hotAddrs[:n]...)
 }
 
 // walkObj is an object a walk tracked: its ID, while it still is its.
@@ -156,6 +172,7 @@ func (j *JVM) OnHeapWalk(w *HeapWalk) {
 		}
 		j.rowSites = append(j.rowSites, si)
 	}
+	j.setReach(w)
 	j.structIdx = w.Index
 	j.walks = append(j.walks, walkRun{start: w.Start, end: w.End, objects: len(w.Objects), rows: len(w.Rows),
 		visited: w.Visited, bytes: w.Bytes, skipped: w.Skipped, overlapped: w.Overlapped, note: w.Note, roots: w.RootsPass})
@@ -188,6 +205,43 @@ func (j *JVM) forgetWalk() {
 		s.estBytes -= float64(r.bytes)
 	}
 	j.walkObjs, j.walkRows = j.walkObjs[:0], j.walkRows[:0]
+	for _, si := range j.reachSites {
+		j.sites[si].otherRoots, j.sites[si].retained = 0, 0
+	}
+	j.reachSites = j.reachSites[:0]
+}
+
+// setReach gives the sites of walk w's rows, and those of its large
+// objects, what the walk says of their chain: other roots, retained.
+func (j *JVM) setReach(w *HeapWalk) {
+	type key struct {
+		sig  string
+		path uint32
+	}
+	rows := make(map[key]int, len(w.Rows))
+	for i, r := range w.Rows {
+		if r.OtherRoots > 0 || r.Retained > 0 {
+			rows[key{r.TypeSig, r.Path}] = i
+		}
+	}
+	set := func(si int32, path uint32) {
+		s := j.sites[si]
+		if path >= walkPathBase {
+			path -= walkPathBase
+		}
+		if i, ok := rows[key{s.typeSig, path}]; ok && s.otherRoots == 0 && s.retained == 0 {
+			s.otherRoots, s.retained = w.Rows[i].OtherRoots, w.Rows[i].Retained
+			j.reachSites = append(j.reachSites, si)
+		}
+	}
+	for i, si := range j.rowSites {
+		if si >= 0 {
+			set(si, w.Rows[i].Path)
+		}
+	}
+	for _, o := range j.walkObjs {
+		set(o.site, j.sites[o.site].holder)
+	}
 }
 
 func (j *JVM) structureSite(sig string, path uint32) int32 {

@@ -47,7 +47,8 @@ func TestHeapWalkStructures(t *testing.T) {
 		Paths: []agentwire.CensusPath{{ID: 1, Hop: "Service.tree (static)"}, {ID: 2, Parent: 1, Hop: "java.util.TreeMap.root"},
 			{ID: 3, Parent: 2, Hop: "java.util.TreeMap$Entry.left"}, {ID: 4, Hop: "Service.table (static)"}},
 		Objects: []agentwire.Census{{Time: 120, Addr: 0x6000_0000, Size: 1 << 20, Path: 4, TypeSig: "[J"}},
-		Rows:    []StructureRow{{TypeSig: "Ljava/util/TreeMap$Entry;", Path: 3, Objects: 1000, Bytes: 40000}},
+		Rows: []StructureRow{{TypeSig: "Ljava/util/TreeMap$Entry;", Path: 3, Objects: 1000, Bytes: 40000, OtherRoots: 2, Retained: 90000},
+			{TypeSig: "[J", Path: 4, OtherRoots: 1, Retained: 1 << 20}},
 		Index:   runs{{0x5000_0000, 0}, {0x5000_0020, 0}},
 		Visited: 1001, Bytes: 40000 + 1<<20})
 	j.Drain(true)
@@ -59,15 +60,20 @@ func TestHeapWalkStructures(t *testing.T) {
 		byHolder[report.HolderText(o.Holder, 0)] = o
 	}
 	tree := byHolder["Service.tree (static) → java.util.TreeMap.root → java.util.TreeMap$Entry.left"]
-	if tree.Origin != report.OriginStructure || tree.Objects != 1000 || tree.Bytes != 40000 || tree.Samples != 2 || tree.Type != "java.util.TreeMap$Entry" {
+	if tree.Origin != report.OriginStructure || tree.Objects != 1000 || tree.Bytes != 40000 || tree.Samples != 2 || tree.Type != "java.util.TreeMap$Entry" ||
+		tree.OtherRoots != 2 || tree.RetainedBytes != 90000 {
 		t.Errorf("tree row %+v", tree)
 	}
-	if tab := byHolder["Service.table (static)"]; tab.Origin != report.OriginCensus || tab.Samples != 1 || tab.Objects != 1 {
+	if tab := byHolder["Service.table (static)"]; tab.Origin != report.OriginCensus || tab.Samples != 1 || tab.Objects != 1 ||
+		tab.OtherRoots != 1 || tab.RetainedBytes != 1<<20 {
 		t.Errorf("table %+v", tab)
+	}
+	if hot := j.HotAddrs(); len(hot) != 4 || hot[0] != 0x5000_0008 || hot[3] != 0x7000_0000 {
+		t.Errorf("hot addresses %#x, want the 4 in-heap samples'", hot)
 	}
 	var st report.Stats
 	j.CensusStats(&st, func(string, ...any) {})
-	if st.WalkObjects != 1001 || st.WalkStructures != 1 || st.WalkMs != 280e-6 {
+	if st.WalkObjects != 1001 || st.WalkStructures != 2 || st.WalkMs != 280e-6 {
 		t.Errorf("walk stats %+v", st.CensusStats)
 	}
 }
@@ -106,7 +112,9 @@ func TestHeapWalkReplaced(t *testing.T) {
 			Rows:    []StructureRow{{TypeSig: "Ljava/util/TreeMap$Entry;", Path: 1, Objects: nodes, Bytes: nodes * 40}},
 			Index:   idx}
 	}
-	j.OnHeapWalk(walk(110, 0x6000_0000, 1000, runs{{0x5000_0000, 0}}))
+	first := walk(110, 0x6000_0000, 1000, runs{{0x5000_0000, 0}})
+	first.Rows[0].OtherRoots, first.Rows[0].Retained = 3, 1<<30
+	j.OnHeapWalk(first)
 	j.OnSample(fault(150, 0x6000_0100), sample.PageFaults)
 	j.OnSample(fault(160, 0x5000_0008), sample.PageFaults)
 	j.SamplesComplete(1 << 40)
@@ -125,8 +133,8 @@ func TestHeapWalkReplaced(t *testing.T) {
 	if tab := byHolder["Service.table (static)"]; tab.Objects != 1 || tab.Bytes != 1<<20 || tab.Samples != 2 {
 		t.Errorf("table %+v, want 1 object with the samples at its old and new addresses", tab)
 	}
-	if tree := byHolder["Service.tree (static)"]; tree.Objects != 900 || tree.Bytes != 900*40 || tree.Samples != 2 {
-		t.Errorf("tree %+v, want the second walk's 900 nodes and 2 samples", tree)
+	if tree := byHolder["Service.tree (static)"]; tree.Objects != 900 || tree.Bytes != 900*40 || tree.Samples != 2 || tree.OtherRoots != 0 || tree.RetainedBytes != 0 {
+		t.Errorf("tree %+v, want the second walk's 900 nodes and 2 samples, and what it says of reach (nothing)", tree)
 	}
 	if j.stats.Attributed != 4 || j.stats.CensusObjects != 2 {
 		t.Errorf("stats: %d attributed, %d census objects", j.stats.Attributed, j.stats.CensusObjects)

@@ -51,6 +51,9 @@ type walker struct {
 	lastTook  time.Duration
 	walks     int
 	staleAt   uint64 // the join's stale structure samples when the last walk ended
+	// hot are the addresses the samples hit before the walk began: it
+	// names their objects first.
+	hot []uint64
 	// lastVisited counts the objects of the last walk the join took;
 	// again says the last walk was thrown away, and the next check walks.
 	lastVisited int64
@@ -164,7 +167,7 @@ func (s *session) onWalkBatch(b *agentwire.Batch) {
 			w.names.add(r)
 		case *agentwire.Root:
 			if w.collecting && len(w.roots) < maxRoots {
-				w.roots = append(w.roots, heapwalk.Root{Addr: r.Addr, Hop: r.Hop, Rank: rootRank(r)})
+				w.roots = append(w.roots, heapwalk.Root{Addr: r.Addr, Hop: r.Hop, Rank: rootRank(r), Others: int(max(r.Reach, 1) - 1)})
 			}
 		case *agentwire.RootsEnd:
 			if w.collecting {
@@ -212,6 +215,7 @@ func (s *session) startWalk() {
 	w.lastStart = s.clk.Now()
 	start := s.clk.Mono()
 	s.j.BeginHeapWalk(start)
+	w.hot = s.j.HotAddrs()
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	if w.walks == 1 {
@@ -238,7 +242,7 @@ func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock) *joi
 	var err error
 	for try := 1; ; try++ {
 		large = large[:0]
-		cfg := heapwalk.Config{Roots: w.roots, FieldName: w.names.name, MinSize: minSize,
+		cfg := heapwalk.Config{Roots: w.roots, FieldName: w.names.name, MinSize: minSize, Hot: w.hot,
 			OnObject: func(o heapwalk.Object) { large = append(large, o) }}
 		res, err = heapwalk.Walk(ctx, w.layout, w.mem, cfg)
 		if err != nil || !res.GC.Overlapped || try == walkTries || ctx.Err() != nil {
@@ -289,7 +293,8 @@ func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock) *joi
 	// answers by index.
 	for i, r := range res.Rows {
 		hw.Rows = append(hw.Rows, join.StructureRow{TypeSig: typeSig(r.Class), Path: w.paths.id(r.Chain),
-			Objects: r.Count - min(r.Count, counts[i][0]), Bytes: r.Bytes - min(r.Bytes, counts[i][1])})
+			Objects: r.Count - min(r.Count, counts[i][0]), Bytes: r.Bytes - min(r.Bytes, counts[i][1]),
+			OtherRoots: r.OtherRoots, Retained: r.Retained})
 	}
 	w.gcs = res.GC.Before
 	hw.Paths = w.paths.out

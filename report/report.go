@@ -34,6 +34,12 @@ type Object struct {
 	// Objects and Bytes count the tracked (sampled) allocations.
 	Objects uint64 `json:"objects"`
 	Bytes   uint64 `json:"bytes"`
+	// OtherRoots counts the roots besides its holder chain's own that
+	// reach a heap walk's objects (at most 64); RetainedBytes is what
+	// their holder chain retains: their bytes and those of the objects
+	// below them no other root reaches (0: not known).
+	OtherRoots    int    `json:"other_roots,omitempty"`
+	RetainedBytes uint64 `json:"retained_bytes,omitempty"`
 	// EstObjects and EstBytes correct for the heap sampler: each tracked
 	// object of size s counts 1/p(s) with p(s) = 1 - exp(-s/interval).
 	EstObjects float64 `json:"est_objects"`
@@ -61,6 +67,8 @@ type Object struct {
 func (o *Object) AddCounts(b *Object) {
 	o.Objects += b.Objects
 	o.Bytes += b.Bytes
+	o.OtherRoots = max(o.OtherRoots, b.OtherRoots)
+	o.RetainedBytes += b.RetainedBytes
 	o.EstObjects += b.EstObjects
 	o.EstBytes += b.EstBytes
 	o.Samples += b.Samples

@@ -128,9 +128,9 @@ func writeObjects(w io.Writer, objs []*Object, depth int) error {
 	sites := siteTexts(objs, depth, func(i int) string { return objs[i].Type })
 	for i, o := range objs {
 		row := []string{
-			strconv.Itoa(i + 1), o.Type, sites[i],
+			strconv.Itoa(i + 1), o.Type, sites[i] + otherRootsText(o),
 			fmt.Sprintf("%d (%.0f)", o.Objects, o.EstObjects),
-			Bytes(o.Bytes),
+			bytesText(o),
 			strconv.FormatUint(o.Samples, 10),
 			fmt.Sprintf("%.0f", o.EstSamples),
 			fmt.Sprintf("%.1f%%", 100*o.Share),
@@ -149,6 +149,29 @@ func writeObjects(w io.Writer, objs []*Object, depth int) error {
 		return fmt.Errorf("render table: %w", err)
 	}
 	return nil
+}
+
+// otherRootsText says how many other roots reach a held object:
+// " (+2 roots)", "" for none.
+func otherRootsText(o *Object) string {
+	switch {
+	case !o.Held() || o.OtherRoots <= 0:
+		return ""
+	case o.OtherRoots == 1:
+		return " (+1 root)"
+	case o.OtherRoots >= 64:
+		return " (+64 or more roots)"
+	}
+	return fmt.Sprintf(" (+%d roots)", o.OtherRoots)
+}
+
+// bytesText is the BYTES cell: with what the holder chain retains when it
+// is more than the objects themselves.
+func bytesText(o *Object) string {
+	if o.RetainedBytes > o.Bytes {
+		return Bytes(o.Bytes) + ", retains " + Bytes(o.RetainedBytes)
+	}
+	return Bytes(o.Bytes)
 }
 
 // writeStats writes the run's statistics: samples and how they were

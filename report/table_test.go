@@ -104,7 +104,7 @@ func TestTableStructureRow(t *testing.T) {
 	r := &Report{PID: 1, Mode: "attach", Event: "decode", MinSize: 1024,
 		Objects: []Object{{Type: "java.util.TreeMap$Entry", Site: "[allocated before attach]", Origin: OriginStructure,
 			Holder:  []string{"Service.tree (static)", "java.util.TreeMap.root"},
-			Objects: 200000, Bytes: 8000000, Samples: 10,
+			Objects: 200000, Bytes: 8000000, Samples: 10, OtherRoots: 1, RetainedBytes: 24000000,
 			Accesses: []Access{{Path: []string{"Service.serve:61"}, Samples: 10}}}},
 		Stats: Stats{SampleStats: SampleStats{Samples: 10, Attributed: 10},
 			CensusStats: CensusStats{WalkObjects: 1808688, WalkMs: 312, WalkStructures: 1046}}}
@@ -114,7 +114,8 @@ func TestTableStructureRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"heap walk 1.8M objects in 312 ms (1046 data structures), no pause", "Service.tree (static) → java.util.TreeMap.root",
+	for _, want := range []string{"heap walk 1.8M objects in 312 ms (1046 data structures), no pause", "Service.tree (static) → java.util.TreeMap.root (+1 root)",
+		"7.6MiB, retains 22.9MiB",
 		"#1 java.util.TreeMap$Entry [allocated before attach], held by Service.tree (static) → java.util.TreeMap.root"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

@@ -83,11 +83,14 @@ generate:
 # BENCH_WORKLOADS, BENCH_MODES, BENCH_VARIANTS, BENCH_DJX_FLAGS, BENCH_OUT
 # select what runs; BENCH_GO=1 also runs the Go hot-path benchmarks.
 # BENCH_TOGGLE=N or BENCH_SWITCH=N (pairs of windows on one JVM) or
-# BENCH_IRQ=1 run djxbench's toggle, switch or irq instead of its run.
+# BENCH_IRQ=1 run djxbench's toggle, switch or irq instead of its run;
+# BENCH_WALKCOST=1 its walkcost (the attach census's costs, JDK 17 and 25).
 BENCH_JARS := /usr/share/java/h2.jar:/usr/share/java/xalan2.jar:/usr/share/java/serializer.jar:/usr/share/java/commons-math3.jar
 BENCH_WHERE = -bin $(BIN) -java $(JAVA_HOME)/bin/java -cp $(BUILD)/bench/java:$(BENCH_JARS)
 ifneq ($(filter-out 0,$(BENCH_IRQ)),)
 BENCH_CMD = irq
+else ifneq ($(filter-out 0,$(BENCH_WALKCOST)),)
+BENCH_CMD = walkcost -bin $(BIN)
 else ifneq ($(filter-out 0,$(BENCH_SWITCH)),)
 BENCH_CMD = switch -pairs $(BENCH_SWITCH) $(BENCH_WHERE)
 else ifneq ($(filter-out 0,$(BENCH_TOGGLE)),)

@@ -40,6 +40,7 @@ Usage:
   djxbench run [flags]               each workload in separate runs, unprofiled, attached, launched and under JFR
   djxbench toggle [flags]            one JVM per workload, djx-bpf attached for windows between windows without it
   djxbench switch [flags]            one JVM and one profile per workload, its sampling switched on and off
+  djxbench walkcost [flags]          the attach census's pause, djx-bpf's CPU and RSS, the app's slowdown, per JDK, GC and heap
   djxbench irq [flags]               what the sampling interrupt alone costs a thread doing random loads
   djxbench show FILE                 print the tables of a results file again
   djxbench cmdline [flags] WORKLOAD  print a workload's java command line
@@ -65,6 +66,8 @@ func dispatch(args []string) int {
 		return cmdSwitch(args[1:])
 	case "irq":
 		return cmdIRQ(args[1:])
+	case "walkcost":
+		return cmdWalkcost(args[1:])
 	case "show":
 		return cmdShow(args[1:])
 	case "cmdline":

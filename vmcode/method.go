@@ -1,0 +1,200 @@
+package vmcode
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/djx-bpf/djx-bpf/jvmsym"
+)
+
+// Caps on a method's metadata as read.
+const (
+	// maxMethodTail caps the bytes read after a method's bytecodes for
+	// its line number table (which ends the first of the tables there).
+	maxMethodTail = 256 << 10
+	maxSymbol     = 65535 // Symbol::max_symbol_length
+	symbolPrefix  = 96    // first read of a Symbol: most names fit
+	maxCPLength   = 1 << 16
+	maxCodeSize   = 1 << 16
+)
+
+// Method is a Java method as its metadata names it.
+type Method struct {
+	Addr      uint64 // Method*
+	Class     string // Java name: "java.util.HashMap$Node"
+	Name      string // "get"
+	Signature string // JVM descriptor: "(Ljava/lang/Object;)Ljava/lang/Object;"
+	Source    string // source file name, "" if the class has none
+	// ConstMethod is the method's immutable part; its bytecodes start at
+	// CodeBase and span CodeSize bytes (an interpreter frame's bcp
+	// points into them).
+	ConstMethod, CodeBase uint64
+	CodeSize              int
+	lines                 []linePair
+}
+
+// Line is the source line of bci, 0 when unknown.
+func (m *Method) Line(bci int) int {
+	// An unknown bci (-1: a method's entry, a native method) has no
+	// line, as in jvmsym, where HotSpot would give the first one.
+	if bci < 0 || bci > maxCodeSize {
+		return 0
+	}
+	return int(max(0, lineOf(m.lines, int32(bci))))
+}
+
+// Frame is one Java frame: a method at a bytecode index.
+type Frame struct {
+	Method    uint64 // Method*
+	BCI       int    // -1 when unknown (a native method, a frame without debug info)
+	Class     string // Java name
+	Name      string
+	Signature string
+	Source    string
+	Line      int // 0 when unknown
+}
+
+// JVM is the frame as jvmsym names frames.
+func (f Frame) JVM() jvmsym.Frame { return jvmsym.Frame{Class: f.Class, Method: f.Name, Line: f.Line} }
+
+// String is "pkg.Class.method:line", as jvmsym.Frame prints frames.
+func (f Frame) String() string { return f.JVM().String() }
+
+func (m *Method) frame(bci int) Frame {
+	return Frame{Method: m.Addr, BCI: bci, Class: m.Class, Name: m.Name, Signature: m.Signature, Source: m.Source, Line: m.Line(bci)}
+}
+
+func (m *Method) bytes() int {
+	return 256 + len(m.Class) + len(m.Name) + len(m.Signature) + len(m.Source) + 8*len(m.lines)
+}
+
+// readMethod reads a Method: Method → ConstMethod → ConstantPool → its
+// holder's name and the names in its pool, and the line number table.
+func (s *Symbolizer) readMethod(r *reader, addr uint64) (*Method, error) {
+	l := s.l
+	if !plausible(addr, 0) || addr%8 != 0 {
+		return nil, malformed("Method* %#x", addr)
+	}
+	cm, err := r.u64(addr + l.methodConst.off)
+	if err != nil {
+		return nil, fmt.Errorf("read Method %#x: %w", addr, err)
+	}
+	if !plausible(cm, 0) || cm%8 != 0 {
+		return nil, malformed("Method %#x: ConstMethod* %#x", addr, cm)
+	}
+	hdr := make([]byte, l.cmSize)
+	if err := r.read(hdr, cm); err != nil {
+		return nil, fmt.Errorf("read ConstMethod %#x: %w", cm, err)
+	}
+	m := &Method{Addr: addr, ConstMethod: cm, CodeBase: cm + l.cmSize, CodeSize: int(get(hdr, l.cmCodeSize))}
+	total := get(hdr, l.cmWords) * 8
+	if total < l.cmSize+uint64(m.CodeSize) || m.CodeSize > maxCodeSize {
+		return nil, malformed("ConstMethod %#x: %d bytes for %d of bytecodes", cm, total, m.CodeSize)
+	}
+	if get(hdr, l.cmFlags)&l.cmHasLines != 0 {
+		tail := min(total-l.cmSize-uint64(m.CodeSize), maxMethodTail)
+		buf, err := r.bytesAt(m.CodeBase+uint64(m.CodeSize), tail, maxMethodTail, "line number table")
+		if err != nil {
+			return nil, fmt.Errorf("ConstMethod %#x: %w", cm, err)
+		}
+		if m.lines, err = decodeLines(buf, l.unsigned5X); err != nil {
+			return nil, fmt.Errorf("ConstMethod %#x: %w", cm, err)
+		}
+	}
+	if err := s.readNames(r, m, hdr); err != nil {
+		return nil, fmt.Errorf("method %#x: %w", addr, err)
+	}
+	return m, nil
+}
+
+// readNames reads the class, method, signature and source file names.
+func (s *Symbolizer) readNames(r *reader, m *Method, cmHdr []byte) error {
+	l := s.l
+	cp := get(cmHdr, l.cmConstants)
+	if !plausible(cp, 0) || cp%8 != 0 {
+		return malformed("ConstantPool* %#x", cp)
+	}
+	hdr := make([]byte, l.cpSize)
+	if err := r.read(hdr, cp); err != nil {
+		return fmt.Errorf("read ConstantPool %#x: %w", cp, err)
+	}
+	n := sget(hdr, l.cpLength)
+	if n <= 0 || n > maxCPLength {
+		return malformed("ConstantPool %#x of %d entries", cp, n)
+	}
+	// sym reads the Symbol at pool index i; 0 means none.
+	sym := func(i uint64, what string) (string, error) {
+		if i == 0 {
+			return "", nil
+		}
+		if i >= uint64(n) {
+			return "", malformed("%s index %d in a pool of %d", what, i, n)
+		}
+		p, err := r.u64(cp + l.cpSize + 8*i)
+		if err != nil {
+			return "", fmt.Errorf("read %s entry: %w", what, err)
+		}
+		return s.symbol(r, p, what)
+	}
+	var err error
+	if m.Name, err = sym(get(cmHdr, l.cmNameIndex), "name"); err != nil {
+		return err
+	}
+	if m.Signature, err = sym(get(cmHdr, l.cmSigIndex), "signature"); err != nil {
+		return err
+	}
+	// A method handle intrinsic's pool is a stub of 3 entries whose
+	// source file index is stale: no source file rather than no frame.
+	if si := get(hdr, l.cpSourceIndex); si < uint64(n) {
+		if m.Source, err = sym(si, "source file"); err != nil {
+			return err
+		}
+	}
+	if m.Name == "" || m.Signature == "" || m.Signature[0] != '(' {
+		return malformed("method name %q, signature %q", m.Name, m.Signature)
+	}
+	holder := get(hdr, l.cpHolder)
+	if !plausible(holder, 0) || holder%8 != 0 {
+		return malformed("pool holder %#x", holder)
+	}
+	kn, err := r.u64(holder + l.klassName.off)
+	if err != nil {
+		return fmt.Errorf("read class name: %w", err)
+	}
+	cls, err := s.symbol(r, kn, "class name")
+	if err != nil {
+		return err
+	}
+	m.Class = jvmsym.TypeName(cls)
+	return nil
+}
+
+// symbol reads a Symbol: a u2 length and that many bytes of modified UTF-8.
+func (s *Symbolizer) symbol(r *reader, p uint64, what string) (string, error) {
+	if !plausible(p, 0) {
+		return "", malformed("%s Symbol* %#x", what, p)
+	}
+	l := s.l
+	body := l.symBody.off
+	buf := make([]byte, body+symbolPrefix)
+	n, err := r.prefix(buf, p)
+	if err != nil {
+		return "", err
+	}
+	if uint64(n) < body {
+		return "", malformed("%s Symbol at %#x is unreadable", what, p)
+	}
+	length := get(buf[:n], l.symLength)
+	if length > maxSymbol {
+		return "", malformed("%s Symbol of %d bytes", what, length)
+	}
+	if body+length > uint64(n) {
+		buf = make([]byte, body+length)
+		if err := r.read(buf, p); err != nil {
+			return "", fmt.Errorf("read %s Symbol: %w", what, err)
+		}
+	}
+	// Modified UTF-8 is UTF-8 but for NUL and supplementary characters,
+	// which come out replaced rather than failing the whole frame.
+	return strings.ToValidUTF8(string(buf[body:body+length]), "\uFFFD"), nil
+}

@@ -1,6 +1,7 @@
 package heapwalk
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 )
@@ -36,25 +37,23 @@ type pageSet struct {
 	dropped bool
 }
 
-// pageTable holds, for each heap page with small objects that did not
-// fit in the runs, the rows with the most bytes on it: an approximate
-// lookup of bounded size, exact when the caller knows the object's
-// class and no two of the page's rows share it.
-type pageTable struct {
+// pages is a table of one T per heap page, its blocks (a MiB of pages)
+// allocated as they are first written, at most maxBlocks of them.
+type pages[T any] struct {
 	lo        uint64
 	top       []int32 // per MiB of the heap span: block index + 1
-	blocks    [][pagesPerBlock]pageSet
+	blocks    [][pagesPerBlock]T
 	maxBlocks int
 }
 
-func newPageTable(lo, hi uint64, maxPages int) *pageTable {
+func newPages[T any](lo, hi uint64, maxBlocks int) *pages[T] {
 	n := (hi - lo + 1<<blockShift - 1) >> blockShift
-	return &pageTable{lo: lo, top: make([]int32, n), maxBlocks: max(1, maxPages/pagesPerBlock)}
+	return &pages[T]{lo: lo, top: make([]int32, n), maxBlocks: max(1, maxBlocks)}
 }
 
-// page returns the rows of the page holding a; nil when a's block is
-// not there and (alloc false, or the table is full) cannot be made.
-func (p *pageTable) page(a uint64, alloc bool) *pageSet {
+// at returns the entry of the page holding a; nil when a's block is not
+// there and (alloc false, or the table is full) cannot be made.
+func (p *pages[T]) at(a uint64, alloc bool) *T {
 	if p == nil || a < p.lo {
 		return nil
 	}
@@ -68,12 +67,25 @@ func (p *pageTable) page(a uint64, alloc bool) *pageSet {
 		if !alloc || len(p.blocks) >= p.maxBlocks {
 			return nil
 		}
-		p.blocks = append(p.blocks, [pagesPerBlock]pageSet{})
+		p.blocks = append(p.blocks, [pagesPerBlock]T{})
 		bi = int32(len(p.blocks))
 		p.top[t] = bi
 	}
 	return &p.blocks[bi-1][(off>>pageShift)&(pagesPerBlock-1)]
 }
+
+// pageTable holds, for each heap page with small objects that did not
+// fit in the runs, the rows with the most bytes on it: an approximate
+// lookup of bounded size, exact when the caller knows the object's
+// class and no two of the page's rows share it.
+type pageTable = pages[pageSet]
+
+func newPageTable(lo, hi uint64, maxPages int) *pageTable {
+	return newPages[pageSet](lo, hi, maxPages/pagesPerBlock)
+}
+
+// byStart orders runs by address.
+func byStart(a, b run) int { return cmp.Compare(a.start, b.start) }
 
 // add enters bytes of row on the page: a row already there grows, a new
 // one takes an empty place or the smallest one's if it has more.
@@ -124,7 +136,7 @@ func (w *walker) record(row uint32, a, size uint64) {
 	w.stats.LookupApprox++
 	end := a + size
 	for p, i := a&^(1<<pageShift-1), 0; p < end && i < maxPagesPerObject; p, i = p+1<<pageShift, i+1 {
-		pr := w.pages.page(p, true)
+		pr := w.pages.at(p, true)
 		if pr == nil {
 			w.stats.LookupLost++
 			return
@@ -143,15 +155,7 @@ func (w *walker) finishRuns() []run {
 		runs = append(runs, s...)
 	}
 	w.runSegs = nil
-	slices.SortFunc(runs, func(a, b run) int {
-		switch {
-		case a.start < b.start:
-			return -1
-		case a.start > b.start:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(runs, byStart)
 	out := runs[:0]
 	for _, r := range runs {
 		if n := len(out); n > 0 {
@@ -186,7 +190,7 @@ func (r *Result) LookupClass(addr, klass uint64) (row int, exact bool) {
 			return int(ru.row) - 1, true
 		}
 	}
-	ps := r.pages.page(addr, false)
+	ps := r.pages.at(addr, false)
 	if ps == nil {
 		return -1, false
 	}

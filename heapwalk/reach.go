@@ -1,6 +1,7 @@
 package heapwalk
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -15,39 +16,9 @@ import (
 
 // rootPages holds, for each heap page, the root chain (a chain of one
 // hop) of the objects found on it: 0 none yet, mixedRoot several.
-type rootPages struct {
-	lo        uint64
-	top       []int32 // per MiB of the heap span: block index + 1
-	blocks    [][pagesPerBlock]uint32
-	maxBlocks int
-}
+type rootPages = pages[uint32]
 
 const mixedRoot = math.MaxUint32
-
-func newRootPages(lo, hi uint64, maxBlocks int) *rootPages {
-	n := (hi - lo + 1<<blockShift - 1) >> blockShift
-	return &rootPages{lo: lo, top: make([]int32, n), maxBlocks: max(1, maxBlocks)}
-}
-
-// slot is a's page's entry; nil when its block is not there and (alloc
-// false, or the table is full) cannot be made.
-func (p *rootPages) slot(a uint64, alloc bool) *uint32 {
-	off := a - p.lo
-	t := off >> blockShift
-	if a < p.lo || t >= uint64(len(p.top)) {
-		return nil
-	}
-	bi := p.top[t]
-	if bi == 0 {
-		if !alloc || len(p.blocks) >= p.maxBlocks {
-			return nil
-		}
-		p.blocks = append(p.blocks, [pagesPerBlock]uint32{})
-		bi = int32(len(p.blocks))
-		p.top[t] = bi
-	}
-	return &p.blocks[bi-1][(off>>pageShift)&(pagesPerBlock-1)]
-}
 
 // crossRef is a reference from an object of chain from to an object
 // found before, at heap offset off (in words).
@@ -65,7 +36,7 @@ func (w *walker) mark(a uint64, from uint32) {
 	if root == 0 {
 		return
 	}
-	if s := w.rootPg.slot(a, true); s != nil && *s != root {
+	if s := w.rootPg.at(a, true); s != nil && *s != root {
 		if *s == 0 {
 			*s = root
 		} else {
@@ -81,7 +52,7 @@ func (w *walker) seen(a uint64, from uint32) {
 	if root == 0 {
 		return
 	}
-	if s := w.rootPg.slot(a, false); s != nil && *s == root {
+	if s := w.rootPg.at(a, false); s != nil && *s == root {
 		return
 	}
 	off := (a - w.lo) >> 3
@@ -120,15 +91,7 @@ func (w *walker) noteLarge(row uint32, a, size uint64) {
 
 // rowAt is the index in Rows of the object at a, or -1.
 func (w *walker) rowAt(res *Result, a uint64) int {
-	i, ok := slices.BinarySearchFunc(w.large, a, func(r run, a uint64) int {
-		switch {
-		case r.start < a:
-			return -1
-		case r.start > a:
-			return 1
-		}
-		return 0
-	})
+	i, ok := slices.BinarySearchFunc(w.large, a, func(r run, a uint64) int { return cmp.Compare(r.start, a) })
 	if ok {
 		return int(w.large[i].row) - 1
 	}
@@ -139,15 +102,7 @@ func (w *walker) rowAt(res *Result, a uint64) int {
 // reach fills the rows' OtherRoots and Retained from the cross
 // references.
 func (w *walker) reach(res *Result) {
-	slices.SortFunc(w.large, func(a, b run) int {
-		switch {
-		case a.start < b.start:
-			return -1
-		case a.start > b.start:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(w.large, byStart)
 	n := len(w.chains)
 	var edges [][2]uint32 // (from chain, to chain) of different roots
 	for _, c := range w.cross {

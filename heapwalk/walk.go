@@ -384,7 +384,7 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 	w.edges = append(w.edges, edge{})
 	w.chains = append(w.chains, chainNode{})
 	w.chainRoot = append(w.chainRoot, 0)
-	w.rootPg = newRootPages(w.lo, l.Heap[len(l.Heap)-1].End, w.visited.maxBlocks)
+	w.rootPg = newPages[uint32](w.lo, l.Heap[len(l.Heap)-1].End, w.visited.maxBlocks)
 	w.rows = append(w.rows, rowRec{lastRun: -1})
 	w.cappedChain = w.extend(0, w.hopOf("(rows capped)", "(rows capped)", 0))
 	w.cappedHop = w.hopOf("(hops capped)", "(hops capped)", 0)

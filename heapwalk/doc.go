@@ -29,6 +29,12 @@
 // (sorted runs of consecutive objects of one row) so that a sampled
 // address can be named.
 //
+// Besides the first root, a row says how many other roots reach it
+// (Row.OtherRoots) and what its chain retains (Row.Retained), from the
+// references across roots the walk keeps (reach.go, retained.go). The
+// objects on pages the caller's samples hit (Config.Hot) are walked
+// first and kept past the caps (hot.go).
+//
 // The JVM runs during the walk: objects are read in batches sorted by
 // address, one vector read per batch, and each is validated (its klass
 // a Klass whose mirror points back, its size and length inside the

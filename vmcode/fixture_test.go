@@ -198,12 +198,18 @@ func fixtureSymbolizer(t testing.TB, jdk string) (*Symbolizer, *fixture) {
 	if tab.Release != fx.Release {
 		t.Fatalf("vmstructs fixture is %s, vmcode's %s: record both again", tab.Release, fx.Release)
 	}
+	return replay(t, tab, fx), fx
+}
+
+// replay is a symbolizer of fx's memory with tab, its statics rebased.
+func replay(t testing.TB, tab *vmstructs.Table, fx *fixture) *Symbolizer {
+	t.Helper()
 	s, err := New(tab, fx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.bias = fx.Base - tab.Base
-	return s, fx
+	return s
 }
 
 // TestFixture replays each JDK's recorded JVM and checks it as the live

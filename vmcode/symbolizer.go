@@ -46,12 +46,16 @@ func New(t *vmstructs.Table, mem Mem) (*Symbolizer, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newSymbolizer(l, mem), nil
+}
+
+func newSymbolizer(l *layout, mem Mem) *Symbolizer {
 	return &Symbolizer{
 		mem: mem, l: l,
 		names:   make(map[uint64]string),
 		methods: newLRU[uint64](MethodCacheBytes, (*Method).bytes),
 		blobs:   newLRU[uint64](BlobCacheBytes, func(d *debugInfo) int { return d.bytes }),
-	}, nil
+	}
 }
 
 // Open returns a symbolizer for the HotSpot JVM pid (vmstructs.Open), its

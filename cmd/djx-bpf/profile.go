@@ -16,6 +16,7 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/attach"
 	"github.com/djx-bpf/djx-bpf/control"
+	"github.com/djx-bpf/djx-bpf/htmlreport"
 	"github.com/djx-bpf/djx-bpf/pprofile"
 	"github.com/djx-bpf/djx-bpf/profiler"
 	"github.com/djx-bpf/djx-bpf/report"
@@ -101,7 +102,7 @@ func parseProfileFlags(args []string) (*profileFlags, int) {
 	fs.IntVar(&pf.pid, "pid", 0, "`PID` of a running JVM to attach to")
 	fs.DurationVar(&pf.duration, "duration", 0, "how long to profile (e.g. 30s); default: until Ctrl-C or the target exits")
 	fs.IntVar(&pf.top, "top", 20, "number of objects to show (0: all)")
-	fs.StringVar(&pf.format, "format", "table", "output format: table, json or pprof; default pprof for -o *.pb.gz or *.pprof")
+	fs.StringVar(&pf.format, "format", "table", "output format: table, json, pprof or html; default pprof for -o *.pb.gz or *.pprof, html for -o *.html")
 	fs.Uint64Var(&pf.period, "period", 0, "sample every N-th event (page-faults: default 1; hardware events: the catalog's default, see djx-bpf events)")
 	fs.BoolVar(&pf.numa, "numa", false, "find the NUMA node of each sampled page and of the sampling CPU: per object home nodes, accessing nodes and remote share")
 	fs.StringVar(&pf.runUser, "user", "", "launch mode: run the application as `USER` (name or uid); default under sudo: the invoking user (SUDO_UID)")
@@ -134,8 +135,8 @@ func (pf *profileFlags) check() int {
 	case pf.pid != 0 && len(pf.launch) > 0:
 		fmt.Fprintln(os.Stderr, "djx-bpf profile: --pid and a launch command exclude each other")
 		return 2
-	case pf.format != "table" && pf.format != "json" && pf.format != "pprof":
-		eprintf(os.Stderr, "djx-bpf profile: unknown --format %q: use table, json or pprof\n", pf.format)
+	case !slices.Contains([]string{"table", "json", "pprof", "html"}, pf.format):
+		eprintf(os.Stderr, "djx-bpf profile: unknown --format %q: use table, json, pprof or html\n", pf.format)
 		return 2
 	case pf.format == "pprof" && pf.sf.out == "" && isCharDevice(os.Stdout):
 		fmt.Fprintln(os.Stderr, "djx-bpf profile: a pprof profile is binary: give -o FILE.pb.gz or redirect standard output")
@@ -311,6 +312,8 @@ func writeReport(rep *report.Report, format string, opt report.TableOptions, out
 		case "pprof":
 			start := time.Now().Add(-time.Duration(rep.DurationSec * float64(time.Second)))
 			return pprofile.Write(w, pprofile.Options{Time: start}, rep)
+		case "html":
+			return htmlreport.WriteReports(w, []*report.Report{rep}, htmlreport.Options{Top: opt.Top})
 		}
 		return report.WriteTable(w, rep, opt)
 	}

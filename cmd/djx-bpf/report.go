@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/djx-bpf/djx-bpf/htmlreport"
 	"github.com/djx-bpf/djx-bpf/pprofile"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/safefs"
@@ -26,7 +27,8 @@ const reportUsage = `Usage:
 Reads profiles saved by 'djx-bpf profile -o FILE.pb.gz' (pprof; JSON reports
 from --format json too), merges them (equal objects and access paths add up,
 as for instances of one service) and prints the table, JSON, folded stacks
-for flame graph tools (collapsed) or a merged pprof profile.
+for flame graph tools (collapsed), a merged pprof profile or a
+self-contained HTML page (html: the merge and each JVM).
 
 Flags:
 `
@@ -73,7 +75,7 @@ func parseReportFlags(args []string, stderr io.Writer) (*reportFlags, int) {
 		fs.PrintDefaults()
 	}
 	rf := &reportFlags{set: make(map[string]bool), usage: fs.Usage}
-	fs.StringVar(&rf.format, "format", "table", "output format: table, json, collapsed (folded stacks) or pprof; default pprof for -o *.pb.gz or *.pprof")
+	fs.StringVar(&rf.format, "format", "table", "output format: table, json, collapsed (folded stacks), pprof or html; default pprof for -o *.pb.gz or *.pprof, html for -o *.html")
 	fs.StringVar(&rf.out, "o", "", "write to `FILE` (atomically) instead of standard output")
 	fs.IntVar(&rf.top, "top", report.DefaultTableOptions.Top, "objects to show (0: all); collapsed: all unless given")
 	fs.IntVar(&rf.accTop, "access-top", report.DefaultTableOptions.AccessTop, "table: access paths shown under each object and in the remainder (0: none)")
@@ -122,8 +124,8 @@ func (rf *reportFlags) check(stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "djx-bpf report: give one or more profile files\n\n")
 		rf.usage()
 		return 2
-	case !slices.Contains([]string{"table", "json", "collapsed", "pprof"}, rf.format):
-		eprintf(stderr, "djx-bpf report: unknown --format %q: use table, json, collapsed or pprof\n", rf.format)
+	case !slices.Contains([]string{"table", "json", "collapsed", "pprof", "html"}, rf.format):
+		eprintf(stderr, "djx-bpf report: unknown --format %q: use table, json, collapsed, pprof or html\n", rf.format)
 		return 2
 	case rf.top < 0 || rf.accTop < 0 || rf.depth < 0:
 		fmt.Fprintln(stderr, "djx-bpf report: --top, --access-top and --depth must be 0 or more")
@@ -181,10 +183,10 @@ func (rf *reportFlags) read(stderr io.Writer) ([]*report.Report, int) {
 	return keep, 0
 }
 
-// combine merges the reports, one per JVM for pprof and into one
+// combine merges the reports, one per JVM for pprof and html and into one
 // otherwise, and keeps what --focus matches, saying so in their notes.
 func (rf *reportFlags) combine(reps []*report.Report) []*report.Report {
-	if rf.format == "pprof" {
+	if rf.format == "pprof" || rf.format == "html" {
 		reps = report.MergeByPID(reps)
 	} else {
 		reps = []*report.Report{report.Merge(reps...)}
@@ -209,7 +211,7 @@ func (rf *reportFlags) write(reps []*report.Report, stdout io.Writer) error {
 }
 
 // writeTo writes the merged reports to w in --format: all of them for
-// pprof, else the one.
+// pprof and html, else the one.
 func (rf *reportFlags) writeTo(w io.Writer, reps []*report.Report) error {
 	opt := report.TableOptions{Top: rf.top, AccessTop: rf.accTop, Depth: rf.depth}
 	switch rf.format {
@@ -226,15 +228,22 @@ func (rf *reportFlags) writeTo(w io.Writer, reps []*report.Report) error {
 		return report.WriteCollapsed(w, reps[0], c)
 	case "pprof":
 		return pprofile.Write(w, pprofile.Options{}, reps...)
+	case "html":
+		return htmlreport.WriteReports(w, reps, htmlreport.Options{Top: opt.Top})
 	}
 	return report.WriteTable(w, reps[0], opt)
 }
 
 // outputFormat is the format asked for with --format or, when it was not
-// given, pprof for an output file named *.pb.gz or *.pprof.
+// given, pprof for an output file named *.pb.gz or *.pprof and html for
+// *.html.
 func outputFormat(format string, given bool, out string) string {
-	if !given && (strings.HasSuffix(out, ".pb.gz") || strings.HasSuffix(out, ".pprof")) {
+	switch {
+	case given:
+	case strings.HasSuffix(out, ".pb.gz") || strings.HasSuffix(out, ".pprof"):
 		return "pprof"
+	case strings.HasSuffix(out, ".html"):
+		return "html"
 	}
 	return format
 }

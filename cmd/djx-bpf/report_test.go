@@ -268,7 +268,7 @@ func TestReportErrors(t *testing.T) {
 		{[]string{random}, 1, "djx-bpf report: " + random + ": not a valid pprof profile (truncated or corrupt?): parsing profile: unrecognized profile format\n"},
 		{[]string{foreign}, 1, "djx-bpf report: " + foreign + ": not a djx-bpf profile: no \"#djx-bpf:report-json\" comment (a pprof from another tool?)\n"},
 		{[]string{badJSON}, 1, "djx-bpf report: " + badJSON + ": not a djx-bpf JSON report: no \"pid\" field\n"},
-		{[]string{"--format", "svg", fixture(1)}, 2, "djx-bpf report: unknown --format \"svg\": use table, json, collapsed or pprof\n"},
+		{[]string{"--format", "svg", fixture(1)}, 2, "djx-bpf report: unknown --format \"svg\": use table, json, collapsed, pprof or html\n"},
 		{[]string{"--focus", "(", fixture(1)}, 2, "djx-bpf report: bad --focus: error parsing regexp: missing closing ): `(`\n"},
 		{[]string{"--top", "-1", fixture(1)}, 2, "djx-bpf report: --top, --access-top and --depth must be 0 or more\n"},
 	} {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/djx-bpf/djx-bpf/htmlreport"
 	"github.com/djx-bpf/djx-bpf/profiler"
 	"github.com/djx-bpf/djx-bpf/report"
 )
@@ -51,7 +52,7 @@ func cmdScan(args []string) int {
 		exclude  = fs.String("exclude", "", "leave these JVMs alone (comma-separated pids)")
 		match    = fs.String("match", "", "only JVMs whose command line matches `REGEX`")
 		top      = fs.Int("top", 10, "objects per JVM and in the combined table (0: all)")
-		format   = fs.String("format", "table", "output format: table or json")
+		format   = fs.String("format", "table", "output format: table, json or html; default html for -o *.html")
 		maxJVMs  = fs.Int("max-jvms", profiler.DefaultMaxJVMs, "profile at most `N` JVMs at once; more are skipped and listed (0: no cap)")
 		perUser  = fs.Int("max-jvms-per-user", profiler.DefaultMaxPerUser, "profile at most `N` JVMs of one user at once; more are skipped and listed (0: no cap)")
 		memory   = uint64(profiler.DefaultScanMemory)
@@ -72,8 +73,8 @@ func cmdScan(args []string) int {
 	if fs.NArg() > 0 {
 		return usage("unexpected argument %q (scan takes flags only)", fs.Arg(0))
 	}
-	if *format != "table" && *format != "json" {
-		return usage("unknown --format %q: use table or json", *format)
+	if *format = scanFormat(fs, *format, sf.out); *format != "table" && *format != "json" && *format != "html" {
+		return usage("unknown --format %q: use table, json or html", *format)
 	}
 	if err := sf.check(); err != nil {
 		return usage("%v", err)
@@ -120,11 +121,25 @@ func scanFilters(so *profiler.ScanOptions, pids, exclude, match string) error {
 	return nil
 }
 
+// scanFormat is --format or, when it was not given, html for -o *.html
+// (scan writes no pprof: *.pb.gz keeps the table).
+func scanFormat(fs *flag.FlagSet, format, out string) string {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "format" })
+	if !given && strings.HasSuffix(out, ".html") {
+		return "html"
+	}
+	return format
+}
+
 // writeScan writes the scan's result in format to out, or else stdout.
 func writeScan(sc *report.Scan, format string, opt report.TableOptions, out string) error {
 	write := func(w io.Writer) error {
-		if format == "json" {
+		switch format {
+		case "json":
 			return report.WriteScanJSON(w, sc, opt.Top)
+		case "html":
+			return htmlreport.WriteScan(w, sc, htmlreport.Options{Top: opt.Top})
 		}
 		return report.WriteScanTable(w, sc, opt)
 	}

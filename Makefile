@@ -26,6 +26,7 @@ $(BIN): agent/lib/libdjxagent.so $(shell find . -name '*.go' -not -path './build
 deps:
 	@command -v unshare >/dev/null || (apt-get update -qq && apt-get install -y -qq util-linux)
 	@test -x $(JAVA_HOME)/bin/javac || (apt-get update -qq && apt-get install -y -qq openjdk-17-jdk-headless)
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
 $(BUILD)/java/.stamp: $(JAVA_SRCS)
 	@mkdir -p $(BUILD)/java

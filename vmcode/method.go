@@ -82,22 +82,25 @@ func (s *Symbolizer) readMethod(r *reader, addr uint64) (*Method, error) {
 	if !plausible(cm, 0) || cm%8 != 0 {
 		return nil, malformed("Method %#x: ConstMethod* %#x", addr, cm)
 	}
-	hdr := make([]byte, l.cmSize)
-	if err := r.read(hdr, cm); err != nil {
-		return nil, fmt.Errorf("read ConstMethod %#x: %w", cm, err)
+	// One read holds a small method whole: header, bytecodes and the
+	// line number table after them.
+	buf := make([]byte, max(l.cmSize, constMethodPrefix))
+	n, err := r.prefix(buf, cm)
+	if err != nil {
+		return nil, err
 	}
+	if uint64(n) < l.cmSize {
+		return nil, malformed("ConstMethod %#x is unreadable", cm)
+	}
+	buf = buf[:n]
+	hdr := buf[:l.cmSize]
 	m := &Method{Addr: addr, ConstMethod: cm, CodeBase: cm + l.cmSize, CodeSize: int(get(hdr, l.cmCodeSize))}
 	total := get(hdr, l.cmWords) * 8
 	if total < l.cmSize+uint64(m.CodeSize) || m.CodeSize > maxCodeSize {
 		return nil, malformed("ConstMethod %#x: %d bytes for %d of bytecodes", cm, total, m.CodeSize)
 	}
 	if get(hdr, l.cmFlags)&l.cmHasLines != 0 {
-		tail := min(total-l.cmSize-uint64(m.CodeSize), maxMethodTail)
-		buf, err := r.bytesAt(m.CodeBase+uint64(m.CodeSize), tail, maxMethodTail, "line number table")
-		if err != nil {
-			return nil, fmt.Errorf("ConstMethod %#x: %w", cm, err)
-		}
-		if m.lines, err = decodeLines(buf, l.unsigned5X); err != nil {
+		if m.lines, err = s.readLines(r, cm, buf, total, uint64(m.CodeSize)); err != nil {
 			return nil, fmt.Errorf("ConstMethod %#x: %w", cm, err)
 		}
 	}
@@ -107,6 +110,83 @@ func (s *Symbolizer) readMethod(r *reader, addr uint64) (*Method, error) {
 	return m, nil
 }
 
+// constMethodPrefix is the first read of a ConstMethod.
+const constMethodPrefix = 512
+
+// readLines decodes the line number table after the bytecodes of the
+// ConstMethod at cm, of total bytes, whose first bytes are buf.
+func (s *Symbolizer) readLines(r *reader, cm uint64, buf []byte, total, codeSize uint64) ([]linePair, error) {
+	start := s.l.cmSize + codeSize
+	end := min(total, start+maxMethodTail)
+	var tail []byte
+	if end <= uint64(len(buf)) {
+		tail = buf[start:end]
+	} else {
+		var err error
+		if tail, err = r.bytesAt(cm+start, end-start, maxMethodTail, "line number table"); err != nil {
+			return nil, err
+		}
+	}
+	return decodeLines(tail, s.l.unsigned5X)
+}
+
+// class is what a constant pool says of its class, cached by pool: the
+// methods of one class share it.
+type class struct {
+	name, source string
+	length       uint64 // entries in the pool
+}
+
+// maxClasses bounds the pool cache; it is cleared when full.
+const maxClasses = 8192
+
+// poolClass reads the class of the pool at cp: its holder's name and
+// its source file.
+func (s *Symbolizer) poolClass(r *reader, cp uint64) (*class, error) {
+	if c, ok := s.classes[cp]; ok {
+		return c, nil
+	}
+	l := s.l
+	hdr := make([]byte, l.cpSize)
+	if err := r.read(hdr, cp); err != nil {
+		return nil, fmt.Errorf("read ConstantPool %#x: %w", cp, err)
+	}
+	n := sget(hdr, l.cpLength)
+	if n <= 0 || n > maxCPLength {
+		return nil, malformed("ConstantPool %#x of %d entries", cp, n)
+	}
+	c := &class{length: uint64(n)}
+	// A method handle intrinsic's pool is a stub of 3 entries whose
+	// source file index is stale: no source file rather than no frame.
+	if si := get(hdr, l.cpSourceIndex); si != 0 && si < c.length {
+		p, err := r.u64(cp + l.cpSize + 8*si)
+		if err != nil {
+			return nil, fmt.Errorf("read source file entry: %w", err)
+		}
+		if c.source, err = s.symbol(r, p, "source file"); err != nil {
+			return nil, err
+		}
+	}
+	holder := get(hdr, l.cpHolder)
+	if !plausible(holder, 0) || holder%8 != 0 {
+		return nil, malformed("pool holder %#x", holder)
+	}
+	kn, err := r.u64(holder + l.klassName.off)
+	if err != nil {
+		return nil, fmt.Errorf("read class name: %w", err)
+	}
+	name, err := s.symbol(r, kn, "class name")
+	if err != nil {
+		return nil, err
+	}
+	c.name = jvmsym.TypeName(name)
+	if len(s.classes) >= maxClasses {
+		clear(s.classes)
+	}
+	s.classes[cp] = c
+	return c, nil
+}
+
 // readNames reads the class, method, signature and source file names.
 func (s *Symbolizer) readNames(r *reader, m *Method, cmHdr []byte) error {
 	l := s.l
@@ -114,58 +194,47 @@ func (s *Symbolizer) readNames(r *reader, m *Method, cmHdr []byte) error {
 	if !plausible(cp, 0) || cp%8 != 0 {
 		return malformed("ConstantPool* %#x", cp)
 	}
-	hdr := make([]byte, l.cpSize)
-	if err := r.read(hdr, cp); err != nil {
-		return fmt.Errorf("read ConstantPool %#x: %w", cp, err)
+	c, err := s.poolClass(r, cp)
+	if err != nil {
+		return err
 	}
-	n := sget(hdr, l.cpLength)
-	if n <= 0 || n > maxCPLength {
-		return malformed("ConstantPool %#x of %d entries", cp, n)
+	m.Class, m.Source = c.name, c.source
+	ni, si := get(cmHdr, l.cmNameIndex), get(cmHdr, l.cmSigIndex)
+	if ni == 0 || si == 0 || ni >= c.length || si >= c.length {
+		return malformed("name index %d, signature index %d in a pool of %d", ni, si, c.length)
 	}
-	// sym reads the Symbol at pool index i; 0 means none.
-	sym := func(i uint64, what string) (string, error) {
-		if i == 0 {
-			return "", nil
+	// The two entries are usually near each other: one read for both.
+	lo, hi := min(ni, si), max(ni, si)
+	span := uint64(1)
+	if hi-lo < 64 {
+		span = hi - lo + 1
+	}
+	ents, err := r.bytesAt(cp+l.cpSize+8*lo, 8*span, 8*64, "pool entries")
+	if err != nil {
+		return err
+	}
+	entry := func(i uint64) (uint64, error) {
+		if i-lo < span {
+			return get(ents[8*(i-lo):], field{0, 8}), nil
 		}
-		if i >= uint64(n) {
-			return "", malformed("%s index %d in a pool of %d", what, i, n)
-		}
-		p, err := r.u64(cp + l.cpSize + 8*i)
+		return r.u64(cp + l.cpSize + 8*i)
+	}
+	for _, x := range []struct {
+		i    uint64
+		dst  *string
+		what string
+	}{{ni, &m.Name, "name"}, {si, &m.Signature, "signature"}} {
+		p, err := entry(x.i)
 		if err != nil {
-			return "", fmt.Errorf("read %s entry: %w", what, err)
+			return fmt.Errorf("read %s entry: %w", x.what, err)
 		}
-		return s.symbol(r, p, what)
-	}
-	var err error
-	if m.Name, err = sym(get(cmHdr, l.cmNameIndex), "name"); err != nil {
-		return err
-	}
-	if m.Signature, err = sym(get(cmHdr, l.cmSigIndex), "signature"); err != nil {
-		return err
-	}
-	// A method handle intrinsic's pool is a stub of 3 entries whose
-	// source file index is stale: no source file rather than no frame.
-	if si := get(hdr, l.cpSourceIndex); si < uint64(n) {
-		if m.Source, err = sym(si, "source file"); err != nil {
+		if *x.dst, err = s.symbol(r, p, x.what); err != nil {
 			return err
 		}
 	}
 	if m.Name == "" || m.Signature == "" || m.Signature[0] != '(' {
 		return malformed("method name %q, signature %q", m.Name, m.Signature)
 	}
-	holder := get(hdr, l.cpHolder)
-	if !plausible(holder, 0) || holder%8 != 0 {
-		return malformed("pool holder %#x", holder)
-	}
-	kn, err := r.u64(holder + l.klassName.off)
-	if err != nil {
-		return fmt.Errorf("read class name: %w", err)
-	}
-	cls, err := s.symbol(r, kn, "class name")
-	if err != nil {
-		return err
-	}
-	m.Class = jvmsym.TypeName(cls)
 	return nil
 }
 

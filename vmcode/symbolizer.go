@@ -33,6 +33,7 @@ type Symbolizer struct {
 	bias    uint64 // added to static addresses: a table read in another run of the same libjvm
 	heaps   []Heap
 	names   map[uint64]string
+	classes map[uint64]*class // by ConstantPool*
 	methods *lru[uint64, *Method]
 	blobs   *lru[uint64, *debugInfo]
 	stats   Stats
@@ -53,6 +54,7 @@ func newSymbolizer(l *layout, mem Mem) *Symbolizer {
 	return &Symbolizer{
 		mem: mem, l: l,
 		names:   make(map[uint64]string),
+		classes: make(map[uint64]*class),
 		methods: newLRU[uint64](MethodCacheBytes, (*Method).bytes),
 		blobs:   newLRU[uint64](BlobCacheBytes, func(d *debugInfo) int { return d.bytes }),
 	}
@@ -96,6 +98,7 @@ func (s *Symbolizer) Flush() {
 	s.methods.clear()
 	s.blobs.clear()
 	clear(s.names)
+	clear(s.classes)
 	s.heaps = nil
 }
 

@@ -65,6 +65,7 @@ var wcConditions = []string{"djx", "djx-off", "jfr-profile", "jfr-default"}
 type walkcostOpts struct {
 	bin, src, jdks, gcs, sizes, out, tag, commit, show string
 	reps                                               int
+	quiet                                              float64
 	base, warm, jfrWin                                 time.Duration
 }
 
@@ -104,6 +105,8 @@ type wcConfig struct {
 	List      int       `json:"list_entries"`
 	ReadyS    float64   `json:"ready_s"` // start to "ready": the data built
 	Baselines []float64 `json:"baseline_ops_per_s"`
+	// BaseOther are the CPUs other processes used in each baseline window.
+	BaseOther []float64 `json:"baseline_other_cpus"`
 	// BaseSafepoint is the longest non-GC safepoint in the baseline
 	// windows: what the JVM does on its own.
 	BaseSafepoint wcSafepoint `json:"baseline_safepoint"`
@@ -132,7 +135,12 @@ type wcWindow struct {
 	SlowPct   float64     `json:"slowdown_pct"`
 	LostS     float64     `json:"lost_s"`
 	Safepoint wcSafepoint `json:"safepoint"`
-	Err       string      `json:"error,omitempty"`
+	// OtherCPU is the CPUs that processes other than the JVM and djx-bpf
+	// used on average in the window (the host is shared), BaseOther the
+	// more of its two baselines': a busy window's slowdown is noise.
+	OtherCPU  float64 `json:"other_cpus"`
+	BaseOther float64 `json:"baseline_other_cpus"`
+	Err       string  `json:"error,omitempty"`
 	from, to  time.Time
 }
 
@@ -189,7 +197,7 @@ func cmdWalkcost(args []string) int {
 		if err := readJSON(o.show, &res); err != nil {
 			fatal("%v", err)
 		}
-		printWalkcost(os.Stdout, &res)
+		printWalkcost(os.Stdout, &res, o.quiet)
 		return 0
 	}
 	return o.run()
@@ -209,6 +217,7 @@ func (o *walkcostOpts) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.tag, "tag", "", "the results file's tag (default: the time)")
 	fs.StringVar(&o.commit, "commit", "", "the commit djx-bpf was built from (default: git rev-parse HEAD)")
 	fs.StringVar(&o.show, "show", "", "print the table of a results file and exit")
+	fs.Float64Var(&o.quiet, "quiet-cpus", 0.3, "the table's slowdowns leave out windows, or windows whose baselines, had other processes use more CPUs than this")
 }
 
 // wcPlan is one configuration to run.
@@ -284,7 +293,7 @@ func (o *walkcostOpts) run() int {
 		res.Seconds = time.Since(res.Started).Seconds()
 		o.save(res) // after each config: a long matrix keeps what it measured
 	}
-	printWalkcost(os.Stdout, res)
+	printWalkcost(os.Stdout, res, o.quiet)
 	if failed {
 		return 1
 	}
@@ -418,7 +427,7 @@ func (o *walkcostOpts) config(p wcPlan, tmp string) wcConfig {
 			w := o.window(jvm, cond, order, p, tmp, prev)
 			time.Sleep(wcSettle)
 			after := o.baseline(jvm, &c, &bases)
-			w.finish(jvm.log, (prev.rate+after.rate)/2)
+			w.finish(jvm.log, prev, after)
 			prev = after
 			c.add(w)
 		}
@@ -438,17 +447,17 @@ type window struct {
 	from, to   time.Time
 	rate       float64
 	minfltPerS float64
+	otherCPU   float64
 }
 
 // baseline measures a baseline window of o.base and records its rate.
 func (o *walkcostOpts) baseline(j *wcJVM, c *wcConfig, bases *[]window) window {
-	w := window{from: time.Now()}
-	f0 := minflt(j.pid())
+	m0 := markNow(j.pid())
 	time.Sleep(o.base)
-	w.to = time.Now()
+	m1 := markNow(j.pid())
+	w := window{from: m0.t, to: m1.t, minfltPerS: faultsPerS(m0, m1), otherCPU: otherCPU(m0, m1, 0)}
 	w.rate, _ = j.log.rate(w.from, w.to)
-	w.minfltPerS = float64(minflt(j.pid())-f0) / w.to.Sub(w.from).Seconds()
-	c.Baselines = append(c.Baselines, w.rate)
+	c.Baselines, c.BaseOther = append(c.Baselines, w.rate), append(c.BaseOther, w.otherCPU)
 	*bases = append(*bases, w)
 	return w
 }
@@ -459,12 +468,18 @@ type measured struct {
 	jfr    *wcJFR
 }
 
-func (m measured) finish(l *opsLog, base float64) {
+// finish gives the window the baselines before and after it.
+func (m measured) finish(l *opsLog, before, after window) {
+	base := (before.rate + after.rate) / 2
+	var w *wcWindow
 	if m.attach != nil {
+		w = &m.attach.wcWindow
 		m.attach.finish(l, base)
 	} else {
+		w = &m.jfr.wcWindow
 		m.jfr.finish(l, base)
 	}
+	w.BaseOther = max(before.otherCPU, after.otherCPU)
 }
 
 func (c *wcConfig) add(m measured) {
@@ -490,11 +505,12 @@ func (o *walkcostOpts) window(j *wcJVM, cond string, order int, p wcPlan, tmp st
 	settings := strings.TrimPrefix(cond, "jfr-")
 	f := wcJFR{Settings: settings}
 	f.Order = order
-	f.from = time.Now()
-	if err := jfrWindow(j.pid(), settings, f.from.Add(o.jfrWin)); err != nil {
+	m0 := markNow(j.pid())
+	if err := jfrWindow(j.pid(), settings, m0.t.Add(o.jfrWin)); err != nil {
 		f.Err = err.Error()
 	}
-	f.to = time.Now()
+	m1 := markNow(j.pid())
+	f.from, f.to, f.OtherCPU = m0.t, m1.t, otherCPU(m0, m1, 0)
 	return measured{jfr: &f}
 }
 
@@ -564,19 +580,20 @@ func (o *walkcostOpts) attachDjx(j *wcJVM, census, report string, d time.Duratio
 		argv = append(argv, "--census", census)
 	}
 	st := &stampedLines{}
-	f0 := minflt(j.pid())
-	a.from = time.Now()
+	m0 := markNow(j.pid())
+	a.from = m0.t
 	djx, err := start(argv, nil, io.Discard, st)
 	if err != nil {
 		a.to, a.Err = time.Now(), fmt.Sprintf("start djx-bpf: %v", err)
 		return a
 	}
 	werr := waitCmd(djx, time.Now().Add(d+3*time.Minute))
-	a.to = time.Now()
+	m1 := markNow(j.pid())
+	a.to = m1.t
 	a.WallS = a.to.Sub(a.from).Seconds()
-	a.MinfltPerS = float64(minflt(j.pid())-f0) / a.WallS
 	cpu, rss := rusage(djx)
 	a.CPUS, a.RSSMiB = cpu, float64(rss)/1024
+	a.MinfltPerS, a.OtherCPU = faultsPerS(m0, m1), otherCPU(m0, m1, cpu)
 	if werr != nil {
 		a.Err = fmt.Sprintf("djx-bpf: %v: %s", werr, tail(st.String()))
 	}
@@ -704,29 +721,81 @@ func (t *tailBuf) String() string {
 	return string(t.b)
 }
 
-// minflt is the process's minor page faults so far (/proc/PID/stat's
-// tenth field), 0 if unreadable.
-func minflt(pid int) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	return parseMinflt(string(b))
+// mark is what a window's edges read: the time, the host's busy CPU
+// seconds, and the JVM's CPU seconds and minor page faults.
+type mark struct {
+	t            time.Time
+	busy, jvmCPU float64
+	minflt       uint64
 }
 
-// parseMinflt reads minflt from a /proc/PID/stat line; the command name
-// in parentheses may hold spaces, so fields count from its closing one.
-func parseMinflt(stat string) uint64 {
+func markNow(pid int) mark {
+	m := mark{t: time.Now()}
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		m.busy = parseBusy(string(b))
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		m.minflt, m.jvmCPU = parseProcStat(string(b))
+	}
+	return m
+}
+
+// faultsPerS is the JVM's minor faults per second from a to b.
+func faultsPerS(a, b mark) float64 {
+	if wall := b.t.Sub(a.t).Seconds(); wall > 0 && b.minflt >= a.minflt {
+		return float64(b.minflt-a.minflt) / wall
+	}
+	return 0
+}
+
+// otherCPU is the CPUs busy from a to b, on average, with neither the JVM
+// nor own (djx-bpf's CPU seconds there).
+func otherCPU(a, b mark, own float64) float64 {
+	wall := b.t.Sub(a.t).Seconds()
+	if wall <= 0 || a.busy == 0 || b.busy == 0 {
+		return 0
+	}
+	return max(0, (b.busy-a.busy)-(b.jvmCPU-a.jvmCPU)-own) / wall
+}
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times.
+const clockTicks = 100
+
+// parseBusy is the busy CPU seconds of /proc/stat's "cpu" line: all but
+// idle and iowait (guest time is inside user).
+func parseBusy(stat string) float64 {
+	line, _, _ := strings.Cut(stat, "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var busy float64
+	for i, v := range f[1:9] {
+		if i == 3 || i == 4 {
+			continue // idle, iowait
+		}
+		n, _ := strconv.ParseFloat(v, 64)
+		busy += n
+	}
+	return busy / clockTicks
+}
+
+// parseProcStat reads minflt and utime+stime (seconds) from a
+// /proc/PID/stat line; the command name in parentheses may hold spaces, so
+// fields count from its closing one.
+func parseProcStat(stat string) (minflt uint64, cpu float64) {
 	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0
+		return 0, 0
 	}
 	f := strings.Fields(stat[i+1:])
-	if len(f) < 8 {
-		return 0
+	if len(f) < 13 {
+		return 0, 0
 	}
-	v, _ := strconv.ParseUint(f[7], 10, 64)
-	return v
+	minflt, _ = strconv.ParseUint(f[7], 10, 64)
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return minflt, (ut + st) / clockTicks
 }
 
 // safepoint is one line of -Xlog:safepoint with the timemillis decorator.
@@ -850,6 +919,21 @@ func jfrOf(c wcConfig, settings string) []wcJFR {
 	return out
 }
 
+// quietOf are the windows of xs where, and in whose baselines, other
+// processes used at most thr CPUs.
+func quietOf[T any](xs []T, win func(T) wcWindow, thr float64) []T {
+	var out []T
+	for _, x := range xs {
+		if w := win(x); w.OtherCPU <= thr && w.BaseOther <= thr {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func attachWindow(a wcAttach) wcWindow { return a.wcWindow }
+func jfrWindowOf(j wcJFR) wcWindow     { return j.wcWindow }
+
 // attachesOf are the attaches with census (auto or off).
 func attachesOf(c wcConfig, census string) []wcAttach {
 	var out []wcAttach
@@ -865,15 +949,16 @@ const walkcostTitle = `walkcost: ServiceTruth per JDK, GC and size; ranges over 
 pause: longest non-GC safepoint while djx-bpf ran (-Xlog:safepoint) / the roots pass (roots_pause_ms).
 slow %: baseline ops/s over the window's, minus 1; lost s: work seconds lost at the baseline rate.
 walk: over the ops lines around the walk (once a second); attach: djx-bpf's whole run at the defaults;
-off: the same with --census off; JFR: the first 3 s after JFR.start (start), and start to stop (all)`
+off: the same with --census off; JFR: the first 3 s after JFR.start (start), and start to stop (all).
+Slowdowns are over the quiet windows (other processes' CPUs at most -quiet-cpus): kept/all`
 
-func printWalkcost(w io.Writer, r *wcResult) {
+func printWalkcost(w io.Writer, r *wcResult, quiet float64) {
 	fmt.Fprintln(w, walkcostTitle)
-	fmt.Fprintf(w, "commit %s, %d CPUs, %.0f s\n", r.Commit, r.CPUs, r.Seconds)
-	fmt.Fprintf(w, "%-24s %5s %-11s %-10s %-8s %-6s %-13s %-8s %-16s %-19s %-19s %-19s %-19s %-9s\n",
-		"config", "ready", "pause ms", "roots ms", "walk s", "objs M", "CPU s (off)", "RSS MiB", "walk slow% lost", "attach slow% lost", "off slow% lost", "JFR prof start|all", "JFR def start|all", "held %")
+	fmt.Fprintf(w, "commit %s, %d CPUs, %.0f s, quiet: other processes at most %.2f CPUs\n", r.Commit, r.CPUs, r.Seconds, quiet)
+	fmt.Fprintf(w, "%-24s %5s %-11s %-10s %-8s %-6s %-13s %-8s %-9s %-16s %-19s %-19s %-19s %-19s %-5s\n",
+		"config", "ready", "pause ms", "roots ms", "walk s", "objs M", "CPU s (off)", "RSS MiB", "held %", "walk slow% lost", "attach slow% lost", "off slow% lost", "JFR prof start|all", "JFR def start|all", "kept")
 	for _, c := range r.Configs {
-		printConfig(w, c)
+		printConfig(w, c, quiet)
 	}
 }
 
@@ -881,13 +966,16 @@ func printWalkcost(w io.Writer, r *wcResult) {
 var jdkNumber = regexp.MustCompile(`\d+`)
 
 // printConfig prints one configuration's row, and its errors under it.
-func printConfig(w io.Writer, c wcConfig) {
+func printConfig(w io.Writer, c wcConfig, quiet float64) {
 	name := fmt.Sprintf("JDK %s %s %s", jdkNumber.FindString(c.JDK), c.GC, c.Size)
 	if c.Err != "" && len(c.Attaches) == 0 {
 		fmt.Fprintf(w, "%-24s error: %s\n", name, c.Err)
 		return
 	}
 	as, off := attachesOf(c, "auto"), attachesOf(c, "off")
+	qa, qo := quietOf(as, attachWindow, quiet), quietOf(off, attachWindow, quiet)
+	qp, qd := quietOf(jfrOf(c, "profile"), jfrWindowOf, quiet), quietOf(jfrOf(c, "default"), jfrWindowOf, quiet)
+	kept := fmt.Sprintf("%d/%d", len(qa)+len(qo)+len(qp)+len(qd), len(c.Attaches)+len(c.JFR))
 	pct := func(xs []wcAttach, slow, lost func(wcAttach) float64) string {
 		return rng(xs, "%.0f", slow) + " " + rng(xs, "%.2f", lost)
 	}
@@ -897,17 +985,16 @@ func printConfig(w io.Writer, c wcConfig) {
 	}
 	whole := func(a wcAttach) float64 { return a.SlowPct }
 	lost := func(a wcAttach) float64 { return a.LostS }
-	fmt.Fprintf(w, "%-24s %4.0fs %-11s %-10s %-8s %-6s %-13s %-8s %-16s %-19s %-19s %-19s %-19s %-9s\n", name, c.ReadyS,
+	fmt.Fprintf(w, "%-24s %4.0fs %-11s %-10s %-8s %-6s %-13s %-8s %-9s %-16s %-19s %-19s %-19s %-19s %-5s\n", name, c.ReadyS,
 		rng(as, "%.1f", func(a wcAttach) float64 { return a.Safepoint.MaxMs }),
 		rng(as, "%.1f", func(a wcAttach) float64 { return a.RootsPauseMs }),
 		rng(as, "%.1f", func(a wcAttach) float64 { return a.WalkS }),
 		rng(as, "%.1f", func(a wcAttach) float64 { return a.WalkObjects / 1e6 }),
 		rng(as, "%.1f", func(a wcAttach) float64 { return a.CPUS })+" ("+rng(off, "%.1f", func(a wcAttach) float64 { return a.CPUS })+")",
 		rng(as, "%.0f", func(a wcAttach) float64 { return a.RSSMiB }),
-		pct(as, func(a wcAttach) float64 { return a.WalkSlowPct }, func(a wcAttach) float64 { return a.WalkLostS }),
-		pct(as, whole, lost), pct(off, whole, lost),
-		jfr(jfrOf(c, "profile")), jfr(jfrOf(c, "default")),
-		rng(as, "%.1f", func(a wcAttach) float64 { return a.HeldPct }))
+		rng(as, "%.1f", func(a wcAttach) float64 { return a.HeldPct }),
+		pct(qa, func(a wcAttach) float64 { return a.WalkSlowPct }, func(a wcAttach) float64 { return a.WalkLostS }),
+		pct(qa, whole, lost), pct(qo, whole, lost), jfr(qp), jfr(qd), kept)
 	for _, a := range c.Attaches {
 		if a.Err != "" {
 			fmt.Fprintf(w, "%-24s   attach %d (census %s): %s\n", "", a.Order, a.Census, a.Err)

@@ -56,13 +56,29 @@ func TestSlowest(t *testing.T) {
 	}
 }
 
-func TestParseMinflt(t *testing.T) {
-	stat := "1234 (java main) S 1 1234 1234 0 -1 4194560 98765 0 12 0 100 50 0 0 20 0 30 0 1000 1000000 5000"
-	if got := parseMinflt(stat); got != 98765 {
-		t.Errorf("minflt %d, want 98765", got)
+func TestParseProcStat(t *testing.T) {
+	stat := "1234 (java main) S 1 1234 1234 0 -1 4194560 98765 0 12 0 150 50 0 0 20 0 30 0 1000 1000000 5000"
+	if f, cpu := parseProcStat(stat); f != 98765 || cpu != 2 {
+		t.Errorf("minflt %d, cpu %v s, want 98765 and 2", f, cpu)
 	}
-	if got := parseMinflt("garbage"); got != 0 {
-		t.Errorf("minflt of garbage %d, want 0", got)
+	if f, cpu := parseProcStat("garbage"); f != 0 || cpu != 0 {
+		t.Errorf("garbage: %d %v, want nothing", f, cpu)
+	}
+}
+
+func TestParseBusy(t *testing.T) {
+	stat := "cpu  1000 10 200 5000 300 5 5 80 0 0\ncpu0 500 5 100 2500 150 2 3 40 0 0\n"
+	if got := parseBusy(stat); got != 13 {
+		t.Errorf("busy %v s, want 13 (idle and iowait left out)", got)
+	}
+}
+
+func TestOtherCPU(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	a := mark{t: t0, busy: 100, jvmCPU: 10}
+	b := mark{t: t0.Add(2 * time.Second), busy: 103.5, jvmCPU: 11.5}
+	if got := otherCPU(a, b, 0.5); math.Abs(got-0.75) > 1e-9 {
+		t.Errorf("other CPUs %v, want 0.75", got)
 	}
 }
 

@@ -1,6 +1,7 @@
 package heapwalk
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -124,5 +125,46 @@ func TestWalkReach(t *testing.T) {
 				t.Error("MaxCross 1: not capped")
 			}
 		})
+	}
+}
+
+// TestWalkRefresh: roots taken before a collection moved their objects
+// are replaced, once the statics are walked, by those Refresh gives; and
+// left out when it gives none.
+func TestWalkRefresh(t *testing.T) {
+	s := newSynth(t, "jdk17", true, true)
+	_, itemSize := s.fields(0)
+	item := s.class("app/Item", 0, itemSize+8, nil, 0)
+	longs := s.arrayClass("[J", false, 3)
+	s.class("App", 0, 16, nil, 0)
+	buf := s.array(longs, 100) // held by main's local only
+	other := s.obj(item)       // what the old address holds now
+	lay := s.finish()
+	sc := &scene{l: lay}
+	stale := []Root{{Addr: other, Hop: "Main.main local #1", Rank: 2}}
+	named := func(res *Result, class string) bool {
+		for _, r := range res.Rows {
+			if res.ChainString(r.Chain) == "Main.main local #1" && r.Class == class {
+				return true
+			}
+		}
+		return false
+	}
+	called := false
+	res := walkScene(t, sc, s.m, Config{Roots: stale, Refresh: func(context.Context) ([]Root, bool) {
+		called = true
+		return []Root{{Addr: buf, Hop: "Main.main local #1", Rank: 2}}, true
+	}})
+	if !called || !res.Stats.RootsRefreshed || !named(res, "long[]") || named(res, "app.Item") {
+		t.Errorf("refreshed: called %v, stats say %v, the buffer named %v, the stale object named %v",
+			called, res.Stats.RootsRefreshed, named(res, "long[]"), named(res, "app.Item"))
+	}
+	res = walkScene(t, sc, s.m, Config{Roots: stale, Refresh: func(context.Context) ([]Root, bool) { return nil, true }})
+	if named(res, "app.Item") || res.Stats.Roots != 0 {
+		t.Errorf("no fresh roots: %d roots taken, the stale object named %v", res.Stats.Roots, named(res, "app.Item"))
+	}
+	res = walkScene(t, sc, s.m, Config{Roots: stale, Refresh: func(context.Context) ([]Root, bool) { return nil, false }})
+	if !named(res, "app.Item") || res.Stats.RootsRefreshed {
+		t.Errorf("roots kept: the object at the root named %v, refreshed %v", named(res, "app.Item"), res.Stats.RootsRefreshed)
 	}
 }

@@ -53,6 +53,10 @@ type Object struct {
 type Config struct {
 	// Roots are walked after the statics, by rank.
 	Roots []Root
+	// Refresh, when set, is called once the statics are walked: ok
+	// says to walk roots in place of those of Roots with a rank above
+	// 0 (a collection since Roots were taken moved their objects).
+	Refresh func(ctx context.Context) (roots []Root, ok bool)
 	// Hot are addresses the samples hit: the objects on their pages are
 	// walked first, and kept past the caps in place of others.
 	Hot []uint64
@@ -135,14 +139,16 @@ type Stats struct {
 	Large   int64 // objects given to OnObject
 	Hot     int64 // objects found on pages Config.Hot named
 
-	CLDs     int   // class loaders walked
-	Classes  int   // classes on their lists
-	Mirrors  int   // java.lang.Class instances taken as roots
-	Roots    int64 // the caller's roots taken
-	BadRoots int64 // the caller's roots outside the heap or misaligned
-	Klasses  int   // distinct valid classes read
-	Chains   int
-	Rows     int
+	CLDs    int   // class loaders walked
+	Classes int   // classes on their lists
+	Mirrors int   // java.lang.Class instances taken as roots
+	Roots   int64 // the caller's roots taken
+	// RootsRefreshed: Config.Refresh gave roots in place of Roots'.
+	RootsRefreshed bool
+	BadRoots       int64 // the caller's roots outside the heap or misaligned
+	Klasses        int   // distinct valid classes read
+	Chains         int
+	Rows           int
 
 	Reads     int64 // read calls on the target's memory (one vector counts one)
 	BytesRead int64
@@ -336,6 +342,18 @@ func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) 
 		w.root(roots[i])
 	}
 	w.drain(ctx)
+	if cfg.Refresh != nil && !w.stopped {
+		if fresh, ok := cfg.Refresh(ctx); ok {
+			roots = slices.DeleteFunc(roots, func(r Root) bool { return r.Rank > 0 })
+			for _, r := range fresh {
+				if r.Rank > 0 {
+					roots = append(roots, r)
+				}
+			}
+			slices.SortStableFunc(roots, func(a, b Root) int { return a.Rank - b.Rank })
+			w.stats.RootsRefreshed = true
+		}
+	}
 	for i := 0; i < len(roots); {
 		j := i
 		for j < len(roots) && roots[j].Rank == roots[i].Rank {

@@ -41,6 +41,9 @@ type HeapWalk struct {
 	// (threads' locals), nil without one; Roots counts those the walk took.
 	RootsPass *agentwire.RootsEnd
 	Roots     uint64
+	// RootsPauseMax is the longest of the roots passes the walk asked
+	// for (ns): a walk that a GC outran asks for the roots again.
+	RootsPauseMax uint64
 }
 
 // StructureRow is one data structure: objects of one type reached by one
@@ -110,6 +113,7 @@ type walkRun struct {
 	overlapped              bool
 	note                    string
 	roots                   *agentwire.RootsEnd
+	rootsPauseMax           uint64
 }
 
 // BeginHeapWalk holds samples from t on until the walk's result arrives.
@@ -175,7 +179,8 @@ func (j *JVM) OnHeapWalk(w *HeapWalk) {
 	j.setReach(w)
 	j.structIdx = w.Index
 	j.walks = append(j.walks, walkRun{start: w.Start, end: w.End, objects: len(w.Objects), rows: len(w.Rows),
-		visited: w.Visited, bytes: w.Bytes, skipped: w.Skipped, overlapped: w.Overlapped, note: w.Note, roots: w.RootsPass})
+		visited: w.Visited, bytes: w.Bytes, skipped: w.Skipped, overlapped: w.Overlapped, note: w.Note, roots: w.RootsPass,
+		rootsPauseMax: w.RootsPauseMax})
 	j.Drain(false)
 }
 
@@ -293,7 +298,7 @@ func (j *JVM) walkStats(st *report.Stats, note func(string, ...any)) {
 			note("heap walk: %s", w.note)
 		}
 		if r := w.roots; r != nil {
-			st.RootsPauseMs = max(st.RootsPauseMs, float64(r.FollowNanos)/1e6)
+			st.RootsPauseMs = max(st.RootsPauseMs, float64(max(r.FollowNanos, w.rootsPauseMax))/1e6)
 			st.WalkRoots += r.Roots
 			rootsNotes(r, note)
 		}

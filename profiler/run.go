@@ -167,6 +167,8 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 			s.onWalk(hw)
 		case <-s.walkCheck():
 			s.checkWalk()
+		case <-s.walkRootsReq():
+			s.refreshRoots()
 		case err := <-st.agentDone:
 			st.agentOpen = false
 			s.agentEnded(err, exited)

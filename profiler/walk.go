@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +36,12 @@ type walker struct {
 	collecting, running, checking bool
 	cancel                        context.CancelFunc
 	done                          chan *join.HeapWalk
+	// A running walk that finds, once it has walked the statics, that a
+	// GC ran since its roots were taken asks for them anew (rootsReq);
+	// the loop answers on rootsResp when the agent's pass ends.
+	rootsReq   chan struct{}
+	rootsResp  chan rootsPass
+	refreshing bool
 
 	// paths numbers chains alike across walks, so that a walk after a
 	// GC meets the rows of the walk before.
@@ -62,6 +69,15 @@ type walker struct {
 	rootsGC     uint32 // the collection count when the roots pass ended
 	// The join's in-heap and attributed samples when the last walk ended.
 	heapAt, attrAt uint64
+}
+
+// rootsPass is what a walk takes of one of the agent's roots passes: its
+// roots, its end, and the collection count then; ok false: none came.
+type rootsPass struct {
+	roots []heapwalk.Root
+	end   *agentwire.RootsEnd
+	gc    uint32
+	ok    bool
 }
 
 // probe is an object a walk found: where, and its Klass*.
@@ -102,6 +118,7 @@ func (s *session) planWalk() (*walker, error) {
 		return nil, err // "heap layout: ...": the note says what it stops
 	}
 	return &walker{layout: l, mem: mem, names: newFieldNames(), done: make(chan *join.HeapWalk, 1),
+		rootsReq: make(chan struct{}, 1), rootsResp: make(chan rootsPass, 1),
 		paths: chainPaths{ids: map[heapwalk.ChainID]uint32{}, pre: map[string]uint32{}}}, nil
 }
 
@@ -174,7 +191,15 @@ func (s *session) onWalkBatch(b *agentwire.Batch) {
 				w.collecting = false
 				w.rootsEnd = r
 				w.rootsGC, _, _ = w.layout.Collections(w.mem)
-				s.startWalk()
+				if !w.refreshing {
+					s.startWalk()
+					continue
+				}
+				w.refreshing = false
+				select {
+				case w.rootsResp <- rootsPass{slices.Clone(w.roots), r, w.rootsGC, true}:
+				default:
+				}
 			}
 		}
 	}
@@ -221,9 +246,74 @@ func (s *session) startWalk() {
 	if w.walks == 1 {
 		s.opts.note("walking the heap of pid %d", s.pid)
 	}
+	// What a walk before asked for and did not take.
+	select {
+	case <-w.rootsReq:
+	default:
+	}
+	select {
+	case <-w.rootsResp:
+	default:
+	}
+	rp := rootsPass{slices.Clone(w.roots), w.rootsEnd, w.rootsGC, w.rootsEnd != nil}
 	go func() {
-		w.done <- w.run(ctx, start, s.opts.MinSize, s.clk)
+		w.done <- w.run(ctx, start, s.opts.MinSize, s.clk, rp)
 	}()
+}
+
+// walkRootsReq is the loop's channel of a running walk's asking for the
+// roots anew (nil: no walk runs).
+func (s *session) walkRootsReq() <-chan struct{} {
+	if s.walk == nil || !s.walk.running {
+		return nil
+	}
+	return s.walk.rootsReq
+}
+
+// refreshRoots asks the agent for the roots anew for the running walk.
+func (s *session) refreshRoots() {
+	w := s.walk
+	if w.collecting {
+		w.refreshing = true // the pass under way answers
+		return
+	}
+	s.askRoots()
+	if w.refreshing = w.collecting; !w.collecting {
+		w.rootsResp <- rootsPass{} // the agent cannot be asked: the walk drops its stale roots
+	}
+}
+
+// freshRoots is a walk's heapwalk.Config.Refresh: once the statics are
+// walked, when a GC ran since the roots were taken (their objects may have
+// moved), it asks the loop for them anew and waits. It updates rp; stale
+// says the roots could not be had anew, and the walk leaves them out.
+func (w *walker) freshRoots(rp *rootsPass, stale *bool) func(context.Context) ([]heapwalk.Root, bool) {
+	return func(ctx context.Context) ([]heapwalk.Root, bool) {
+		if !rp.ok {
+			return nil, false // no roots pass: none to refresh
+		}
+		if n, _, err := w.layout.Collections(w.mem); err != nil || n == rp.gc {
+			return nil, false
+		}
+		select {
+		case w.rootsReq <- struct{}{}:
+		default:
+		}
+		select {
+		case f := <-w.rootsResp:
+			if !f.ok {
+				*stale = true
+				return nil, true
+			}
+			*rp = f
+			return f.roots, true
+		case <-ctx.Done():
+			return nil, false
+		case <-time.After(walkNoRoots):
+			*stale = true
+			return nil, true
+		}
+	}
 }
 
 // walkTries bounds the walks in a row that a GC moving the heap under
@@ -236,15 +326,25 @@ const overlapSkips = 100
 
 // run walks the heap and turns what it found into the join's terms. A walk
 // that a GC overlapped, and whose objects the GC moved, starts again.
-func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock) *join.HeapWalk {
+func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock, rp rootsPass) *join.HeapWalk {
 	var large []heapwalk.Object
 	var res *heapwalk.Result
 	var err error
+	stale := false
+	pause := uint64(0)
+	if rp.end != nil {
+		pause = rp.end.FollowNanos
+	}
 	for try := 1; ; try++ {
 		large = large[:0]
-		cfg := heapwalk.Config{Roots: w.roots, FieldName: w.names.name, MinSize: minSize, Hot: w.hot,
+		stale = false
+		cfg := heapwalk.Config{Roots: rp.roots, FieldName: w.names.name, MinSize: minSize, Hot: w.hot,
+			Refresh:  w.freshRoots(&rp, &stale),
 			OnObject: func(o heapwalk.Object) { large = append(large, o) }}
 		res, err = heapwalk.Walk(ctx, w.layout, w.mem, cfg)
+		if rp.end != nil {
+			pause = max(pause, rp.end.FollowNanos)
+		}
 		if err != nil || !res.GC.Overlapped || try == walkTries || ctx.Err() != nil {
 			break
 		}
@@ -261,16 +361,16 @@ func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock) *joi
 			}
 		}
 	}
-	hw := &join.HeapWalk{Start: start, End: clk.Mono(), RootsPass: w.rootsEnd}
+	hw := &join.HeapWalk{Start: start, End: clk.Mono(), RootsPass: rp.end, RootsPauseMax: pause}
 	if err != nil {
 		hw.Note, hw.Failed = fmt.Sprintf("failed: %v", err), true
 		return hw
 	}
-	if w.lastVisited > 0 && (res.Stats.Canceled || (res.GC.Overlapped && w.short(res)) || (w.rootsEnd != nil && res.GC.Before != w.rootsGC)) {
+	if w.lastVisited > 0 && (res.Stats.Canceled || (res.GC.Overlapped && w.short(res)) || stale) {
 		// A walk again that the profile's end cut short, or that a GC
-		// overlapped or followed the roots pass (their addresses are
-		// stale): the last walk's result stands, and the check walks
-		// again.
+		// overlapped, or whose roots could not be had anew after a GC
+		// (their addresses are stale): the last walk's result stands,
+		// and the check walks again.
 		return nil
 	}
 	w.lastVisited, w.lastMirrors = res.Stats.Objects, res.Stats.Mirrors

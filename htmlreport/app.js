@@ -5,6 +5,7 @@
 // plain objects ("__proto__" is a valid class name there).
 (function () {
   'use strict';
+  var t0 = performance.now();
   var data = JSON.parse(document.getElementById('djx-data').textContent);
   var ROW = 18;       // px per flame graph row
   var MIN_W = 0.002;  // frames narrower than this share of the focus are not drawn
@@ -262,16 +263,24 @@
   $('flame-reset').addEventListener('click', function () { st.flame.focus = st.flame.root; drawFlame(); });
   if (data.scan) drawScan(data.scan);
 
-  // The fragment picks a view and an object (#jvm=1&select=2): links to
-  // one object, and the browser test's stand-in for a click.
+  // The fragment picks a view, then clicks as a user would (#jvm=1&sort=bytes&
+  // select=2&zoom=1: the bytes header, row 2, flame frame 1): links to one
+  // object, and the browser tests' clicks.
   var want = Object.create(null);
   location.hash.slice(1).split('&').forEach(function (kv) {
     var p = kv.split('=');
-    want[p[0]] = Number(p[1]) || 0;
+    want[p[0]] = p[1] || '';
   });
-  var vi = Math.min(Math.max(want.jvm || 0, 0), data.views.length - 1);
+  var vi = Math.min(Math.max(Number(want.jvm) || 0, 0), data.views.length - 1);
   pick.value = vi;
   showView(vi);
-  if (want.select) select(want.select);
+  function click(e) { if (e) e.click(); }
+  if (want.sort) click(document.querySelector('#objects th[data-key="' + want.sort.replace(/[^a-z_]/g, '') + '"]'));
+  if (want.select) click(document.querySelector('#objects tr[data-rank="' + (Number(want.select) || 0) + '"]'));
+  if (want.zoom) click(document.querySelectorAll('#flame .fr')[Number(want.zoom) || 0]);
+  // Timings for the tests and docs/html.md: ms since navigation start
+  // when drawn and at DOMContentLoaded, and this script's own time.
   document.body.dataset.renderedMs = performance.now().toFixed(1);
+  document.body.dataset.scriptMs = (performance.now() - t0).toFixed(1);
+  document.addEventListener('DOMContentLoaded', function () { document.body.dataset.domReadyMs = performance.now().toFixed(1); });
 })();

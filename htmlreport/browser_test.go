@@ -106,8 +106,8 @@ func TestBrowserShowsTopObjectAndFlameGraph(t *testing.T) {
 	if !strings.Contains(dom, `<section id="detail" hidden=""`) {
 		t.Error("an object's details show before any row was selected")
 	}
-	if m := regexp.MustCompile(`data-rendered-ms="([0-9.]+)"`).FindStringSubmatch(dom); m != nil {
-		t.Logf("rendered %s ms after navigation start (20 objects, %d bytes)", m[1], len(render(t, Options{Top: 20}, r)))
+	if m := regexp.MustCompile(`data-rendered-ms="([0-9.]+)" data-script-ms="([0-9.]+)" data-dom-ready-ms="([0-9.]+)"`).FindStringSubmatch(dom); m != nil {
+		t.Logf("20 objects, %d bytes: DOM ready %s ms after navigation start, drawn at %s ms (script %s ms)", len(render(t, Options{Top: 20}, r)), m[3], m[1], m[2])
 	} else {
 		t.Error("the script did not finish: no data-rendered-ms on the body")
 	}
@@ -183,4 +183,32 @@ func TestBrowserEmptyReport(t *testing.T) {
 	if !strings.Contains(dom, "data-rendered-ms") {
 		t.Error("the script did not finish on an empty report")
 	}
+}
+
+func TestBrowserSortAndZoom(t *testing.T) {
+	r := sampleReport(4242, 6)
+	dom := dumpDOM(t, writePage(t, Options{}, r), "#sort=retained&zoom=1")
+	rows := rowRE.FindAllStringSubmatch(section(t, dom, "table", "objects"), -1)
+	if len(rows) != 6 || rows[0][1] != "2" || rows[1][1] != "5" {
+		t.Errorf("sorted by retained bytes, the rows' ranks are %v, want 2 and 5 (the structures) first", ranks(rows))
+	}
+	if !strings.Contains(dom, `<th class="num sort desc" data-key="retained">`) {
+		t.Error("the retained column is not marked as the sort, descending")
+	}
+	flame := section(t, dom, "div", "flame")
+	top := regexp.MustCompile(`<div class="fr obj" title="\[object\] long\[\] @ com.example.store.Table.grow:100[^"]*" style="left: 0%; width: 100%;`)
+	if !strings.Contains(flame, `<div class="fr root anc"`) || !top.MatchString(flame) {
+		t.Errorf("a click on frame 1 did not zoom into the top object (full width, the root dimmed above it):\n%.600s", flame)
+	}
+	if info := section(t, dom, "span", "flame-info"); !strings.Contains(info, "% of all samples") {
+		t.Errorf("the zoomed frame's line says %q", info)
+	}
+}
+
+func ranks(rows [][]string) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, r[1])
+	}
+	return out
 }

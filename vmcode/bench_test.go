@@ -72,6 +72,6 @@ func BenchmarkLiveFrames(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pin(b, s0, tab, tr)
+	pin(b, s0, tab, tr, jdk, pid)
 	benchFrames(b, func() *Symbolizer { return newSymbolizer(s0.l, s0.mem) }, chainPC(b, tr))
 }

@@ -8,16 +8,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 	"github.com/djx-bpf/djx-bpf/vmstructs"
 )
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // pin makes the queries a fixture replays: Hot's methods (through its
-// InstanceKlass's _methods), the interpreter (Hot.outer's i2i entry), an
+// InstanceKlass's _methods), the parked thread's interpreter frame
+// (findParked), the interpreter (Hot.outer's i2i entry), an
 // adapter (an uncompiled method's compiled entry), and per Hot.outer
 // nmethod the pc of its PcDesc whose frames are the expected chain.
-func pin(t testing.TB, s *Symbolizer, tab *vmstructs.Table, tr *truth) {
+func pin(t testing.TB, s *Symbolizer, tab *vmstructs.Table, tr *truth, jdk testenv.JDK, pid int) {
 	t.Helper()
 	var outer *codeEntry
 	for i, e := range tr.Code {
@@ -45,6 +47,7 @@ func pin(t testing.TB, s *Symbolizer, tab *vmstructs.Table, tr *truth) {
 		}
 		tr.Methods[mi.Name] = m
 	}
+	tr.Parked = findParked(t, s, jdk, pid, tr.Methods["waitHere"])
 	tr.Interp = word(t, s, tab, b.Method, "Method::_i2i_entry")
 	tr.Adapter = word(t, s, tab, tr.Methods["<init>"], "Method::_from_compiled_entry")
 	tr.ChainPCs = make(map[int64]uint64)
@@ -133,6 +136,7 @@ func check(t *testing.T, s *Symbolizer, tr *truth, live bool) {
 	checkCode(t, s, tr, live)
 	checkMethods(t, s, tr)
 	checkStubs(t, s, tr)
+	checkParked(t, s, tr)
 	if len(tr.ChainPCs) == 0 {
 		t.Errorf("no Hot.outer nmethod with the chain %v", tr.Chain)
 	}

@@ -122,7 +122,7 @@ func TestCapture(t *testing.T) {
 			}
 			tr := liveTruth(t, jdk, pid, classes)
 			tr.Code = keepCode(tr.Code)
-			pin(t, s, tab, tr)
+			pin(t, s, tab, tr, jdk, pid)
 			check(t, s, tr, false)
 			if t.Failed() {
 				return

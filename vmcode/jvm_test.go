@@ -12,12 +12,14 @@ import (
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
 )
 
-// hotFlags make C2 inline mid and leaf into outer and keep sink a call.
+// hotFlags make C2 inline mid and leaf into outer, keep sink a call and
+// waitHere interpreted.
 var hotFlags = []string{
 	"-XX:CompileCommand=quiet",
 	"-XX:CompileCommand=dontinline,Hot::sink",
 	"-XX:CompileCommand=inline,Hot::leaf",
 	"-XX:CompileCommand=inline,Hot::mid",
+	"-XX:CompileCommand=exclude,Hot::waitHere",
 	"-Xmx64m", "-XX:+UseSerialGC", "-XX:CICompilerCount=2",
 }
 
@@ -94,6 +96,6 @@ func liveTruth(t testing.TB, jdk testenv.JDK, pid int, classDir string) *truth {
 		t.Fatalf("jcmd Compiler.codelist listed %d nmethods: %s", len(tr.Code), out)
 	}
 	tr.Lines = javapLines(t, filepath.Join(jdk.Home, "bin", "javap"), classDir)
-	tr.Chain, tr.LineCount = expectedChain(t)
+	tr.Chain, tr.Marks, tr.LineCount = expectedChain(t)
 	return tr
 }

@@ -26,7 +26,7 @@ func TestLive(t *testing.T) {
 			}
 			tr := liveTruth(t, jdk, pid, classes)
 			start := time.Now()
-			pin(t, s, tab, tr)
+			pin(t, s, tab, tr, jdk, pid)
 			check(t, s, tr, true)
 			st := s.Stats()
 			t.Logf("%s: %d nmethods checked in %v: %d reads, %d KiB; methods %d hits %d misses, nmethods %d hits %d misses",

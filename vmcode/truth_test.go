@@ -28,6 +28,8 @@ type truth struct {
 	Adapter   uint64
 	ChainPCs  map[int64]uint64 // compile id → pc
 	LineCount int              // lines of Hot.java, to bound every Hot frame
+	Marks     map[string]int   // Hot.java's MARK comments: name → line
+	Parked    parked           // the parked thread's interpreter frame
 }
 
 type linePairJ struct{ BCI, Line int }
@@ -124,8 +126,9 @@ func marks(t testing.TB) (map[string]int, int) {
 	return out, n
 }
 
-// expectedChain is the frames at leaf's call to sink, innermost first.
-func expectedChain(t testing.TB) ([]string, int) {
+// expectedChain is the frames at leaf's call to sink, innermost first,
+// with Hot.java's marks and its line count.
+func expectedChain(t testing.TB) ([]string, map[string]int, int) {
 	m, n := marks(t)
 	for _, k := range []string{"leaf-call", "mid-call", "outer-call"} {
 		if m[k] == 0 {
@@ -136,7 +139,7 @@ func expectedChain(t testing.TB) ([]string, int) {
 		fmt.Sprintf("Hot.leaf:%d", m["leaf-call"]),
 		fmt.Sprintf("Hot.mid:%d", m["mid-call"]),
 		fmt.Sprintf("Hot.outer:%d", m["outer-call"]),
-	}, n
+	}, m, n
 }
 
 func frameStrings(fs []Frame) []string {

@@ -3,8 +3,10 @@
 // -XX:CompileCommand=inline for them and dontinline for sink), and the
 // call to sink in leaf is a call site whose PcDesc holds the whole chain
 // leaf ← mid ← outer. The MARK comments name the lines the tests expect;
-// keep them on the lines they describe. It prints "ready" once warm and
-// exits when its stdin closes.
+// keep them on the lines they describe. The thread "parked" sleeps in
+// waitHere, which the tests keep interpreted (CompileCommand=exclude):
+// its interpreter frame's bcp is at the call to sleep. It prints "ready"
+// once warm and exits when its stdin closes.
 public class Hot {
     static volatile long sinkValue;
 
@@ -31,7 +33,21 @@ public class Hot {
         return acc;
     }
 
+    static void waitHere() throws InterruptedException {
+        while (true) {
+            Thread.sleep(100000); // MARK park-call
+        }
+    }
+
     public static void main(String[] args) throws Exception {
+        Thread parked = new Thread(() -> {
+            try {
+                waitHere();
+            } catch (InterruptedException e) {
+            }
+        }, "parked");
+        parked.setDaemon(true);
+        parked.start();
         Thread spin = new Thread(() -> {
             long total = 0;
             while (true) {

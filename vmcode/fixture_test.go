@@ -232,3 +232,24 @@ func killPid(t testing.TB, pid int) {
 	// moment to tear its memory down.
 	time.Sleep(300 * time.Millisecond)
 }
+
+// TestOffsets pins the layout facts an unwinder gets on each JDK to what
+// HotSpot's sources give: a blob after a 16-byte (JDK 17) or 8-byte
+// (JDK 25) HeapBlock, code pointers then offsets.
+func TestOffsets(t *testing.T) {
+	for jdk, want := range map[string]struct {
+		hb       uint64
+		isOffset bool
+		kind     bool
+		x        byte
+	}{"jdk17": {16, false, false, 0}, "jdk25": {8, true, true, 1}} {
+		s, _ := fixtureSymbolizer(t, jdk)
+		o := s.Offsets()
+		if o.HeapBlockSize != want.hb || o.CodeIsOffset != want.isOffset || (o.BlobKind.Width != 0) != want.kind || o.Unsigned5X != want.x {
+			t.Errorf("%s: %+v", jdk, o)
+		}
+		if o.BlobFrameSize.Width != 4 || o.NMethodMethod.Width != 8 || o.NMethodCompileID.Width != 4 || o.ConstMethodSize == 0 {
+			t.Errorf("%s: %+v", jdk, o)
+		}
+	}
+}

@@ -140,8 +140,16 @@ type wcWindow struct {
 	// more of its two baselines': a busy window's slowdown is noise.
 	OtherCPU  float64 `json:"other_cpus"`
 	BaseOther float64 `json:"baseline_other_cpus"`
-	Err       string  `json:"error,omitempty"`
-	from, to  time.Time
+	// OpsPerCPU is the work per second of the JVM's CPU time (all its
+	// threads, the agent's and the BPF program's work in them included),
+	// CPUSlowPct its slowdown against the baselines': other processes'
+	// contention for the CPUs cancels out of it; waits at safepoints and
+	// djx-bpf's own CPU do not show in it.
+	OpsPerCPU  float64 `json:"ops_per_jvm_cpu_s"`
+	CPUSlowPct float64 `json:"cpu_slowdown_pct"`
+	m0, m1     mark
+	Err        string `json:"error,omitempty"`
+	from, to   time.Time
 }
 
 // wcAttach is one djx-bpf attach.
@@ -444,6 +452,7 @@ func (o *walkcostOpts) config(p wcPlan, tmp string) wcConfig {
 
 // window is a baseline window: its span and work rate.
 type window struct {
+	m0, m1     mark
 	from, to   time.Time
 	rate       float64
 	minfltPerS float64
@@ -455,7 +464,7 @@ func (o *walkcostOpts) baseline(j *wcJVM, c *wcConfig, bases *[]window) window {
 	m0 := markNow(j.pid())
 	time.Sleep(o.base)
 	m1 := markNow(j.pid())
-	w := window{from: m0.t, to: m1.t, minfltPerS: faultsPerS(m0, m1), otherCPU: otherCPU(m0, m1, 0)}
+	w := window{m0: m0, m1: m1, from: m0.t, to: m1.t, minfltPerS: faultsPerS(m0, m1), otherCPU: otherCPU(m0, m1, 0)}
 	w.rate, _ = j.log.rate(w.from, w.to)
 	c.Baselines, c.BaseOther = append(c.Baselines, w.rate), append(c.BaseOther, w.otherCPU)
 	*bases = append(*bases, w)
@@ -480,6 +489,26 @@ func (m measured) finish(l *opsLog, before, after window) {
 		m.jfr.finish(l, base)
 	}
 	w.BaseOther = max(before.otherCPU, after.otherCPU)
+	b0, b1, on := perCPU(l, before.m0, before.m1), perCPU(l, after.m0, after.m1), perCPU(l, w.m0, w.m1)
+	if b0 > 0 && b1 > 0 && on > 0 {
+		w.OpsPerCPU, w.CPUSlowPct = on, slowdown((b0+b1)/2, on)
+	}
+}
+
+// perCPU is the work per second of the JVM's CPU time from a to b; 0 if
+// the ops lines do not cover them (it waits up to 2 s for one past b).
+func perCPU(l *opsLog, a, b mark) float64 {
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if _, ok := l.at(b.t); ok {
+			break
+		}
+	}
+	x, ok1 := l.at(a.t)
+	y, ok2 := l.at(b.t)
+	if !ok1 || !ok2 || b.jvmCPU <= a.jvmCPU {
+		return 0
+	}
+	return (y - x) / (b.jvmCPU - a.jvmCPU)
 }
 
 func (c *wcConfig) add(m measured) {
@@ -510,7 +539,7 @@ func (o *walkcostOpts) window(j *wcJVM, cond string, order int, p wcPlan, tmp st
 		f.Err = err.Error()
 	}
 	m1 := markNow(j.pid())
-	f.from, f.to, f.OtherCPU = m0.t, m1.t, otherCPU(m0, m1, 0)
+	f.m0, f.m1, f.from, f.to, f.OtherCPU = m0, m1, m0.t, m1.t, otherCPU(m0, m1, 0)
 	return measured{jfr: &f}
 }
 
@@ -589,7 +618,7 @@ func (o *walkcostOpts) attachDjx(j *wcJVM, census, report string, d time.Duratio
 	}
 	werr := waitCmd(djx, time.Now().Add(d+3*time.Minute))
 	m1 := markNow(j.pid())
-	a.to = m1.t
+	a.m0, a.m1, a.to = m0, m1, m1.t
 	a.WallS = a.to.Sub(a.from).Seconds()
 	cpu, rss := rusage(djx)
 	a.CPUS, a.RSSMiB = cpu, float64(rss)/1024
@@ -947,7 +976,8 @@ func attachesOf(c wcConfig, census string) []wcAttach {
 
 const walkcostTitle = `walkcost: ServiceTruth per JDK, GC and size; ranges over the windows (min–max).
 pause: longest non-GC safepoint while djx-bpf ran (-Xlog:safepoint) / the roots pass (roots_pause_ms).
-slow %: baseline ops/s over the window's, minus 1; lost s: work seconds lost at the baseline rate.
+slow %: baseline ops/s over the window's, minus 1; lost s: work seconds lost at the baseline rate;
+(/CPU): the same per second of the JVM's CPU time, over all windows.
 walk: over the ops lines around the walk (once a second); attach: djx-bpf's whole run at the defaults;
 off: the same with --census off; JFR: the first 3 s after JFR.start (start), and start to stop (all).
 Slowdowns are over the quiet windows (other processes' CPUs at most -quiet-cpus): kept/all`
@@ -956,7 +986,7 @@ func printWalkcost(w io.Writer, r *wcResult, quiet float64) {
 	fmt.Fprintln(w, walkcostTitle)
 	fmt.Fprintf(w, "commit %s, %d CPUs, %.0f s, quiet: other processes at most %.2f CPUs\n", r.Commit, r.CPUs, r.Seconds, quiet)
 	fmt.Fprintf(w, "%-24s %5s %-11s %-10s %-8s %-6s %-13s %-8s %-9s %-16s %-19s %-19s %-19s %-19s %-5s\n",
-		"config", "ready", "pause ms", "roots ms", "walk s", "objs M", "CPU s (off)", "RSS MiB", "held %", "walk slow% lost", "attach slow% lost", "off slow% lost", "JFR prof start|all", "JFR def start|all", "kept")
+		"config", "ready", "pause ms", "roots ms", "walk s", "objs M", "CPU s (off)", "RSS MiB", "held %", "walk slow% lost", "attach % (/CPU)", "off % (/CPU)", "JFR prof start|all", "JFR def start|all", "kept")
 	for _, c := range r.Configs {
 		printConfig(w, c, quiet)
 	}
@@ -979,12 +1009,14 @@ func printConfig(w io.Writer, c wcConfig, quiet float64) {
 	pct := func(xs []wcAttach, slow, lost func(wcAttach) float64) string {
 		return rng(xs, "%.0f", slow) + " " + rng(xs, "%.2f", lost)
 	}
-	jfr := func(js []wcJFR) string {
-		return rng(js, "%.0f", func(j wcJFR) float64 { return j.StartSlowPct }) + "|" + rng(js, "%.0f", func(j wcJFR) float64 { return j.SlowPct }) +
-			" " + rng(js, "%.2f", func(j wcJFR) float64 { return j.LostS })
+	// The wall slowdown of the quiet windows, and per JVM CPU second of all.
+	both := func(q, all []wcAttach) string {
+		return rng(q, "%.0f", func(a wcAttach) float64 { return a.SlowPct }) + " (" + rng(all, "%.0f", func(a wcAttach) float64 { return a.CPUSlowPct }) + ")"
 	}
-	whole := func(a wcAttach) float64 { return a.SlowPct }
-	lost := func(a wcAttach) float64 { return a.LostS }
+	jfr := func(q, all []wcJFR) string {
+		return rng(q, "%.0f", func(j wcJFR) float64 { return j.StartSlowPct }) + "|" + rng(q, "%.0f", func(j wcJFR) float64 { return j.SlowPct }) +
+			" (" + rng(all, "%.0f", func(j wcJFR) float64 { return j.CPUSlowPct }) + ")"
+	}
 	fmt.Fprintf(w, "%-24s %4.0fs %-11s %-10s %-8s %-6s %-13s %-8s %-9s %-16s %-19s %-19s %-19s %-19s %-5s\n", name, c.ReadyS,
 		rng(as, "%.1f", func(a wcAttach) float64 { return a.Safepoint.MaxMs }),
 		rng(as, "%.1f", func(a wcAttach) float64 { return a.RootsPauseMs }),
@@ -994,7 +1026,7 @@ func printConfig(w io.Writer, c wcConfig, quiet float64) {
 		rng(as, "%.0f", func(a wcAttach) float64 { return a.RSSMiB }),
 		rng(as, "%.1f", func(a wcAttach) float64 { return a.HeldPct }),
 		pct(qa, func(a wcAttach) float64 { return a.WalkSlowPct }, func(a wcAttach) float64 { return a.WalkLostS }),
-		pct(qa, whole, lost), pct(qo, whole, lost), jfr(qp), jfr(qd), kept)
+		both(qa, as), both(qo, off), jfr(qp, jfrOf(c, "profile")), jfr(qd, jfrOf(c, "default")), kept)
 	for _, a := range c.Attaches {
 		if a.Err != "" {
 			fmt.Fprintf(w, "%-24s   attach %d (census %s): %s\n", "", a.Order, a.Census, a.Err)

@@ -61,6 +61,7 @@
       add(tr, 'td', 'type', o.type);
       var site = add(tr, 'td', 'site', o.site);
       add(site, 'span', 'badge', o.origin);
+      if (o.fields && o.fields.length) add(site, 'div', 'fields', 'fields: ' + fieldsText(o.fields, 3));
       add(tr, 'td', 'num', num(o.objects) + ' (' + num(o.est_objects) + ')');
       add(tr, 'td', 'num', o.bytes_text);
       add(tr, 'td', 'num', o.retained_text || '-');
@@ -100,11 +101,18 @@
     }
     if (o.fields && o.fields.length) {
       add(box, 'h4', '', 'fields (share of its samples)');
-      add(box, 'p', 'paths', o.fields.map(function (f) { return f.field + ' ' + pct(f.share); }).join(', '));
+      add(box, 'p', 'paths', fieldsText(o.fields, 0));
     }
     add(box, 'h4', '', 'access paths (share of its samples, innermost frame first)');
     box.appendChild(pathList(o.paths, o.samples));
     flame('#' + o.rank + ' ' + o.type + ' ' + o.site, objectTree(o));
+  }
+
+  // fieldsText lists the first n fields (0: all) with their shares.
+  function fieldsText(fs, n) {
+    var shown = n ? fs.slice(0, n) : fs;
+    var s = shown.map(function (f) { return f.field + ' ' + pct(f.share); }).join(', ');
+    return fs.length > shown.length ? s + ', ' + (fs.length - shown.length) + ' more' : s;
   }
 
   // pathList lists paths with their share of total.

@@ -131,6 +131,9 @@ func TestBrowserSelectShowsPaths(t *testing.T) {
 	if strings.Contains(detail, "com.example.store.Table.scan0:") {
 		t.Error("the details of row 2 show object 1's paths")
 	}
+	if !strings.Contains(dom, `<div class="fields">fields: next 75.0%, value 25.0%</div>`) {
+		t.Error("row 2 does not list its fields")
+	}
 	if !strings.Contains(dom, `<tr class="row sel" data-rank="2">`) {
 		t.Error("row 2 is not marked selected")
 	}

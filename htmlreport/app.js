@@ -1,8 +1,8 @@
 // djx-bpf HTML report: lays out the report data of #djx-data.
 // Every string in the data comes from the profiled JVM or a file and is
 // hostile: it reaches the page only as textContent or a DOM property
-// (title), never through innerHTML, and frames are keyed in Maps, not in
-// plain objects ("__proto__" is a valid class name there).
+// (title), never through innerHTML; frames are keyed in Maps, not in plain
+// objects, as a frame may well be named "__proto__".
 (function () {
   'use strict';
   var t0 = performance.now();

@@ -85,10 +85,13 @@ func (s *Symbolizer) readBlob(r *reader, pc uint64) (header, error) {
 	if get(buf, l.hbUsed) == 0 {
 		return header{}, fmt.Errorf("%w: %#x is in a free block", ErrNotCode, pc)
 	}
-	blockLen := get(buf, l.hbLength) << h.Log2SegmentSize
+	blockLen := min(get(buf, l.hbLength), maxBlob) << h.Log2SegmentSize
+	if blockLen < l.heapBlockSize+l.blobSize || blockLen > h.End-block {
+		return header{}, malformed("code block at %#x of %d bytes", block, blockLen)
+	}
 	start := block + l.heapBlockSize
 	hb := header{buf: buf[l.heapBlockSize:]}
-	if err := s.decodeBlob(&hb, start, min(blockLen, h.End-block)-l.heapBlockSize); err != nil {
+	if err := s.decodeBlob(&hb, start, blockLen-l.heapBlockSize); err != nil {
 		return header{}, fmt.Errorf("blob at %#x: %w", start, err)
 	}
 	if pc >= hb.blob.End {

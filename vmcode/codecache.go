@@ -66,7 +66,8 @@ func (s *Symbolizer) readHeaps(r *reader) ([]Heap, error) {
 
 func (s *Symbolizer) readHeap(r *reader, addr uint64) (Heap, error) {
 	l := s.l
-	size := max(l.heapMemory.off, l.heapSegmap.off) + l.vsHighBoundary.off + 64
+	vsEnd := max(l.vsLowBoundary.off, l.vsHighBoundary.off, l.vsLow.off, l.vsHigh.off) + 8
+	size := max(l.heapMemory.off, l.heapSegmap.off) + vsEnd
 	size = max(size, l.heapLog2.off+4)
 	buf, err := r.bytesAt(addr, size, maxStruct, "CodeHeap")
 	if err != nil {

@@ -253,3 +253,36 @@ func TestOffsets(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrent queries one symbolizer from several goroutines (run
+// with -race): answers stay those of check.
+func TestConcurrent(t *testing.T) {
+	s, fx := fixtureSymbolizer(t, "jdk25")
+	tr := fx.Truth
+	done := make(chan []string, 4)
+	for range 4 {
+		go func() {
+			var got []string
+			for range 50 {
+				for _, pc := range tr.ChainPCs {
+					fs, _, err := s.Frames(pc)
+					if err != nil {
+						got = append(got, err.Error())
+						continue
+					}
+					got = frameStrings(fs)
+				}
+				s.Method(tr.Methods["outer"])
+				if len(got) > 0 && got[0] != tr.Chain[0] {
+					break
+				}
+			}
+			done <- got
+		}()
+	}
+	for range 4 {
+		if got := <-done; !slices.Equal(got, tr.Chain) {
+			t.Errorf("concurrent frames %v, want %v", got, tr.Chain)
+		}
+	}
+}

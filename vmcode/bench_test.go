@@ -19,6 +19,7 @@ func chainPC(tb testing.TB, tr *truth) uint64 {
 // benchFrames measures Frames at pc: cold (a new symbolizer each time:
 // segment map, header, debug information and three methods read) and
 // warm (the caches hold them; the segment map and header are read again).
+// newblob is between: the nmethod's debug information is read again.
 func benchFrames(b *testing.B, mk func() *Symbolizer, pc uint64) {
 	b.Run("cold", func(b *testing.B) {
 		reads := 0
@@ -30,6 +31,24 @@ func benchFrames(b *testing.B, mk func() *Symbolizer, pc uint64) {
 			reads += s.Stats().Reads
 		}
 		b.ReportMetric(float64(reads)/float64(b.N), "reads/op")
+	})
+	b.Run("newblob", func(b *testing.B) {
+		// A pc of an nmethod not seen yet, its methods known: the
+		// common case once a profile runs.
+		s := mk()
+		if _, _, err := s.Frames(pc); err != nil {
+			b.Fatal(err)
+		}
+		before := s.Stats().Reads
+		for b.Loop() {
+			s.mu.Lock()
+			s.blobs.clear()
+			s.mu.Unlock()
+			if _, _, err := s.Frames(pc); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(s.Stats().Reads-before)/float64(b.N), "reads/op")
 	})
 	b.Run("warm", func(b *testing.B) {
 		s := mk()

@@ -48,6 +48,9 @@ func pin(t testing.TB, s *Symbolizer, tab *vmstructs.Table, tr *truth, jdk teste
 		tr.Methods[mi.Name] = m
 	}
 	tr.Parked = findParked(t, s, jdk, pid, tr.Methods["waitHere"])
+	if f, ok := tab.FirstField("SharedRuntime::_ic_miss_blob"); ok && f.Static {
+		tr.ICMiss = word(t, s, tab, f.Address+s.bias, "")
+	}
 	tr.Interp = word(t, s, tab, b.Method, "Method::_i2i_entry")
 	tr.Adapter = word(t, s, tab, tr.Methods["<init>"], "Method::_from_compiled_entry")
 	tr.ChainPCs = make(map[int64]uint64)
@@ -75,12 +78,16 @@ func pin(t testing.TB, s *Symbolizer, tab *vmstructs.Table, tr *truth, jdk teste
 	}
 }
 
-// word reads the 8-byte field name of the struct at addr.
+// word reads the 8-byte field name of the struct at addr, or the word at
+// addr for no name.
 func word(t testing.TB, s *Symbolizer, tab *vmstructs.Table, addr uint64, name string) uint64 {
 	t.Helper()
-	f, ok := tab.FirstField(name)
-	if !ok {
-		t.Fatalf("no %s", name)
+	var f vmstructs.Field
+	if name != "" {
+		var ok bool
+		if f, ok = tab.FirstField(name); !ok {
+			t.Fatalf("no %s", name)
+		}
 	}
 	var b [8]byte
 	if _, err := s.mem.ReadAt(b[:], int64(addr+f.Offset)); err != nil {
@@ -245,6 +252,12 @@ func checkStubs(t *testing.T, s *Symbolizer, tr *truth) {
 	fs, b, err := s.Frames(tr.Interp)
 	if err != nil || b.Kind != KindInterpreter || b.Name != "Interpreter" || len(fs) != 0 || tr.Interp < b.CodeBegin || tr.Interp >= b.CodeEnd {
 		t.Errorf("i2i entry %#x: %s %q [%#x-%#x] %v, %v; want the interpreter", tr.Interp, b.Kind, b.Name, b.CodeBegin, b.CodeEnd, fs, err)
+	}
+	if tr.ICMiss != 0 {
+		b, err := s.Blob(tr.ICMiss + 8)
+		if err != nil || b.Kind != KindStub || b.Name != "ic_miss_stub" || b.Start != tr.ICMiss {
+			t.Errorf("SharedRuntime::_ic_miss_blob %#x: %s %q at %#x, %v", tr.ICMiss, b.Kind, b.Name, b.Start, err)
+		}
 	}
 	b, err = s.Blob(tr.Adapter)
 	if err != nil || b.Kind != KindStub || !strings.Contains(b.Name, "adapters") || tr.Adapter < b.CodeBegin || tr.Adapter >= b.CodeEnd {

@@ -30,6 +30,10 @@ type truth struct {
 	LineCount int              // lines of Hot.java, to bound every Hot frame
 	Marks     map[string]int   // Hot.java's MARK comments: name → line
 	Parked    parked           // the parked thread's interpreter frame
+	// ICMiss is SharedRuntime::_ic_miss_blob, a RuntimeStub* whose
+	// name HotSpot's sources give ("ic_miss_stub"); 0 where vmStructs
+	// do not export it (JDK 25).
+	ICMiss uint64
 }
 
 type linePairJ struct{ BCI, Line int }

@@ -23,10 +23,7 @@ func (f field) ok() bool { return f.width != 0 }
 // layout is what the symbolizer needs of one JVM's vmStructs, checked for
 // sanity once so that decoding never trusts a raw table entry.
 type layout struct {
-	major int
-
-	// Statics, absolute addresses in the target.
-	heapsAddr, lowBoundAddr, highBoundAddr uint64
+	heapsAddr uint64 // CodeCache::_heaps, a static: its address in the target
 
 	gaLen, gaData                    field // GrowableArrayBase::_len, GrowableArray<T>::_data
 	heapMemory, heapSegmap, heapLog2 field // CodeHeap
@@ -41,7 +38,7 @@ type layout struct {
 	codeBegin, codeEnd                                 field // pointers (JDK 17) or offsets (JDK 23+)
 	codeIsOffset                                       bool
 	blobKind                                           field // JDK 25: CodeBlob::_kind
-	kindNmethod, kindBuffer                            int64
+	kindNmethod                                        int64
 	mutableData, mutableDataSize, relocationSize       field // JDK 25
 
 	nmSize                                  uint64 // sizeof(nmethod)
@@ -75,12 +72,9 @@ var ErrUnsupported = errors.New("unsupported HotSpot code layout")
 
 // layoutOf resolves and checks every entry the symbolizer uses.
 func layoutOf(t *vmstructs.Table) (*layout, error) {
-	l := &layout{major: t.Major()}
-	var b builder
-	b.t = t
+	l := &layout{}
+	b := builder{t: t}
 	l.heapsAddr = b.static("CodeCache::_heaps")
-	l.lowBoundAddr = b.static("CodeCache::_low_bound")
-	l.highBoundAddr = b.static("CodeCache::_high_bound")
 	l.gaLen = b.field("GrowableArrayBase::_len", "GenericGrowableArray::_len")
 	l.gaData = b.field("GrowableArray<int>::_data")
 	l.heapMemory = b.field("CodeHeap::_memory")
@@ -125,7 +119,6 @@ func (l *layout) blobFields(b *builder) {
 	if f, ok := b.opt("CodeBlob::_kind"); ok {
 		l.blobKind = f
 		l.kindNmethod = int64(b.intConst("CodeBlobKind::Nmethod"))
-		l.kindBuffer = int64(b.intConst("CodeBlobKind::Buffer"))
 	}
 	if f, ok := b.opt("CodeBlob::_mutable_data"); ok {
 		l.mutableData = f
@@ -217,9 +210,15 @@ func (l *layout) check() error {
 }
 
 // unsigned5X is 1 from JDK 20 on, when HotSpot's CompressedStream became
-// UNSIGNED5 with the NUL byte excluded; the tables give no hint of it.
+// UNSIGNED5 with the NUL byte excluded. The tables have no entry for it:
+// the release says, else ConstMethodFlags (JDK 21 on) does.
 func unsigned5X(t *vmstructs.Table) byte {
-	if t.Major() >= 20 {
+	if m := t.Major(); m >= 20 {
+		return 1
+	} else if m > 0 {
+		return 0
+	}
+	if _, ok := t.IntConst("ConstMethodFlags::_misc_has_linenumber_table"); ok {
 		return 1
 	}
 	return 0
@@ -310,8 +309,10 @@ func (b *builder) width(ts string) int {
 			return int(ty.Size)
 		}
 	}
-	if ts == "VirtualSpace" || ts == "HeapBlock::Header" {
-		return 1 // an embedded struct: only its offset is used
+	if ts == "VirtualSpace" {
+		// CodeHeap's embedded _memory and _segmap: only their offsets
+		// are used, added to VirtualSpace's fields'.
+		return 1
 	}
 	return 0
 }

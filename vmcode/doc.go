@@ -17,10 +17,14 @@
 //     innermost first: the PcDesc at or after the pc, then the ScopeDesc
 //     chain decoded from the scopes data (UNSIGNED5 streams), each
 //     scope's Method* from the nmethod's metadata and its bci.
+//     PCs lists an nmethod's pcs with debug information.
 //   - Method, Frame and InterpretedFrame name a Method*: ConstMethod →
 //     ConstantPool → its holder's name, the name and signature Symbols
 //     at the ConstMethod's indexes, the source file, and the line of a
 //     bci from the compressed line number table after the bytecodes.
+//
+// Offsets gives the layout facts (HeapBlock size, CodeBlob and nmethod
+// fields) for an unwinder that walks the code cache itself, in BPF.
 //
 // JDK 17 keeps an nmethod's metadata, scopes and PcDescs inside the blob
 // at offsets from its start; JDK 25 keeps the PcDescs and scopes in C
@@ -35,7 +39,7 @@
 // MaxInlineDepth deep, a segment map walk at most a fixed number of
 // hops, and one query reads at most a fixed budget. Garbage yields an
 // error wrapping ErrMalformed, never a panic, hang or unbounded
-// allocation. Names are the target's text: escape them (termsafe)
+// allocation; an exited process gives ErrGone. Names are the target's text: escape them (termsafe)
 // before they reach a terminal.
 //
 // Methods are cached by Method* and nmethods' debug information by blob

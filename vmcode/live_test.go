@@ -1,6 +1,7 @@
 package vmcode
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -56,7 +57,7 @@ func TestLiveGone(t *testing.T) {
 	}
 	tr := liveTruth(t, jdk, pid, classes)
 	killPid(t, pid)
-	if _, _, err := s.Frames(tr.Code[0].CodeBegin); err == nil {
-		t.Fatal("frames of an exited JVM: no error")
+	if _, _, err := s.Frames(tr.Code[0].CodeBegin); !errors.Is(err, ErrGone) {
+		t.Fatalf("frames of an exited JVM: %v, want ErrGone", err)
 	}
 }

@@ -13,7 +13,7 @@ JAVA_SRCS := $(wildcard testdata/java/*.java)
 
 include agent/Makefile.inc
 
-.PHONY: all build deps test test-short vet fuzz demo generate clean bench
+.PHONY: all build deps test-deps test test-short vet fuzz demo generate clean bench
 
 all: build
 
@@ -26,6 +26,9 @@ $(BIN): agent/lib/libdjxagent.so $(shell find . -name '*.go' -not -path './build
 deps:
 	@command -v unshare >/dev/null || (apt-get update -qq && apt-get install -y -qq util-linux)
 	@test -x $(JAVA_HOME)/bin/javac || (apt-get update -qq && apt-get install -y -qq openjdk-17-jdk-headless)
+
+# What only the tests need: chromium for the HTML report's browser tests.
+test-deps:
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
 $(BUILD)/java/.stamp: $(JAVA_SRCS)
@@ -42,7 +45,7 @@ vet:
 # (-p 1): the end-to-end tests measure attribution shares of real JVMs, and
 # on a 2-core machine the JVMs of other packages' live tests (heap, discover,
 # agent, reloc) would compete with them for the CPUs.
-test: deps build vet fuzz
+test: deps test-deps build vet fuzz
 	JAVA_HOME=$(JAVA_HOME) $(GO) test -p 1 -count=1 -timeout 20m ./...
 
 # Every reader a target or a file feeds, fuzzed for FUZZTIME inputs each (one

@@ -113,3 +113,30 @@ func TestQueueDropLast(t *testing.T) {
 		t.Fatalf("after emptying: %v", got)
 	}
 }
+
+// TestWalkDefersLargeArrays: a list of more objects than a quarter of
+// the queue's cap is walked a piece at a time, so none is dropped.
+func TestWalkDefersLargeArrays(t *testing.T) {
+	const n = 600_000 // 2.4 MB of narrow oops: three pieces
+	s := newSynth(t, "jdk17", true, true)
+	_, itemSize := s.fields(0)
+	item := s.class("app/Item", 0, itemSize, nil, 0)
+	objs := s.arrayClass("[Ljava/lang/Object;", true, 2)
+	app := s.class("App", 0, 16, nil, 1)
+	arr := s.array(objs, n)
+	for i := range n {
+		s.elem(arr, i, s.obj(item))
+	}
+	s.setStatic(app, 0, arr)
+	lay := s.finish()
+	res := walkScene(t, &scene{l: lay}, s.m, Config{MaxQueue: 400_000})
+	var items uint64
+	for _, r := range res.Rows {
+		if r.Class == "app.Item" {
+			items += r.Count
+		}
+	}
+	if items != n || res.Stats.QueueDropped != 0 || res.Stats.Deferred == 0 || res.Stats.MaxQueueLen > 400_000 {
+		t.Errorf("%d of %d items walked, %d dropped, %d deferred, queue %d", items, n, res.Stats.QueueDropped, res.Stats.Deferred, res.Stats.MaxQueueLen)
+	}
+}

@@ -184,7 +184,8 @@ type Stats struct {
 	CrossEdges  int
 	CrossCapped bool
 
-	MaxQueueLen int // the queue's longest
+	MaxQueueLen int   // the queue's longest
+	Deferred    int64 // large arrays' rests that waited for the queue to empty
 	BitmapBytes int
 	Canceled    bool // the context ended the walk
 	StoppedOnGC bool // Config.StopOnGC saw a collection and stopped
@@ -296,6 +297,7 @@ type walker struct {
 	valid  []int
 	buf    []byte
 	tails  []tail
+	later  []tail // the rest of large arrays, for when the queue is empty
 	mbuf   []byte
 }
 
@@ -456,11 +458,17 @@ func (w *walker) discover(a uint64, e uint32) {
 // drain visits the queue's objects breadth first, a batch at a time:
 // each batch sorted by address and read in one vector of spans.
 func (w *walker) drain(ctx context.Context) {
-	for !w.stopped && w.q.len()+w.qh.len() > 0 && w.r.gone == nil {
+	for !w.stopped && w.q.len()+w.qh.len()+len(w.later) > 0 && w.r.gone == nil {
 		if ctx.Err() != nil {
 			w.stats.Canceled = true
 			w.stopped = true
 			return
+		}
+		if w.q.len()+w.qh.len() == 0 {
+			t := w.later[len(w.later)-1]
+			w.later = w.later[:len(w.later)-1]
+			w.readBig(t)
+			continue
 		}
 		w.batches++
 		if w.cfg.StopOnGC && w.batches%64 == 0 {
@@ -858,13 +866,20 @@ func (w *walker) readTails() {
 }
 
 // readBig follows the elements of a large object array, a piece at a
-// time.
+// time. While the queue is past a quarter of its cap, the rest waits in
+// w.later until the queue is empty: a list of millions of objects then
+// costs the queue a piece of them at a time, not all.
 func (w *walker) readBig(t tail) {
 	const piece = 1 << 20
 	if cap(w.mbuf) < piece {
 		w.mbuf = make([]byte, piece)
 	}
 	for off := uint64(0); off < t.n && w.r.gone == nil; off += piece {
+		if off > 0 && w.q.len()+w.qh.len() > w.cfg.MaxQueue/4 {
+			w.later = append(w.later, tail{addr: t.addr + off, n: t.n - off, k: t.k, chain: t.chain})
+			w.stats.Deferred++
+			return
+		}
 		b := w.mbuf[:min(piece, t.n-off)]
 		if !w.r.readAt(b, t.addr+off) {
 			w.stats.Unreadable++

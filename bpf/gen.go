@@ -5,3 +5,8 @@ package bpf
 
 //go:generate go tool bpf2go -cc clang-16 -cflags "-O2 -g -Wall -Werror" -target bpfel -type sample -type sample_flag -type target -type counter -type thread_key Djx sample.bpf.c -- -D__x86_64__ -I/usr/include/x86_64-linux-gnu
 //go:generate go tool bpf2go -cc clang-16 -cflags "-O2 -g -Wall -Werror" -target bpfel -type reloc_event -type reloc_kind -type reloc_flag -type reloc_counter Reloc reloc.bpf.c -- -D__x86_64__ -I/usr/include/x86_64-linux-gnu
+
+// The sampling program with the HotSpot stack unwinder (hotspot_unwind.h),
+// a variant of its own so that the default object, and its verifier
+// behaviour, stay as they are (--stacks bpf loads it).
+//go:generate go tool bpf2go -cc clang-16 -cflags "-O2 -g -Wall -Werror -DDJX_UNWIND" -target bpfel -type sample -type unwind_frame -type unwind_target -type code_heap -type unwind_kind -type unwind_end DjxUnwind sample.bpf.c -- -D__x86_64__ -I/usr/include/x86_64-linux-gnu

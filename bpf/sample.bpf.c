@@ -16,6 +16,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define INSN_BYTES 16
 
+#ifdef DJX_UNWIND
+#include "hotspot_unwind.h"
+#endif
+
 // Sample flags: an enum, so that bpf2go generates them for Go.
 enum sample_flag {
 	SAMPLE_BEFORE_OK = 1 << 0, // before[] holds the 16 bytes ending at ip
@@ -50,6 +54,14 @@ struct sample {
 	__u16 hdr_narrow;
 	__u32 pad;
 	__u64 hdr[GPR_SLOTS][2];
+#ifdef DJX_UNWIND
+	// The Java stack, unwound in BPF (hotspot_unwind.h): nframes of
+	// frames[], and why the walk ended (enum unwind_end).
+	__u16 nframes;
+	__u16 uw_end;
+	__u32 uw_pad;
+	struct unwind_frame frames[UNWIND_FRAMES];
+#endif
 };
 
 // One profiled JVM: the signal that asks a sampled thread for its Java
@@ -334,6 +346,10 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 		__builtin_memset(s->hdr, 0, sizeof(s->hdr));
 	}
 
+#ifdef DJX_UNWIND
+	s->uw_pad = 0;
+	unwind(s->regs, s->frames, &s->nframes, &s->uw_end, tgid);
+#endif
 	__u32 flags = read_insns(s, ctx->regs.rip);
 	s->data_src = 0;
 	s->weight = 0;

@@ -64,6 +64,10 @@ type Config struct {
 	// (SetStackSignal); samples in between carry FlagNoStack. Below
 	// MinStackGap (and 0) it is MinStackGap.
 	StackGap time.Duration
+	// Unwind loads the program variant that unwinds each sample's HotSpot
+	// stack in BPF (bpf/hotspot_unwind.h); SetUnwind gives it a JVM's
+	// code cache.
+	Unwind bool
 }
 
 // MinStackGap bounds the stack signals of a thread whatever StackGap says:
@@ -91,12 +95,15 @@ type Counters struct {
 
 // Sampler owns the BPF objects, perf events and ring buffer reader.
 type Sampler struct {
-	maps  bpf.DjxMaps
-	prog  *ebpf.Program
-	fds   []int
-	links []link.Link // referenced so that finalizers don't close them
-	rd    *ringbuf.Reader
-	cfg   Config
+	maps bpf.DjxMaps
+	prog *ebpf.Program
+	// unwindTargets is the unwinding variant's map of code caches (nil:
+	// the default program).
+	unwindTargets *ebpf.Map
+	fds           []int
+	links         []link.Link // referenced so that finalizers don't close them
+	rd            *ringbuf.Reader
+	cfg           Config
 	// runStats keeps the kernel's BPF run-time statistics on while the
 	// sampler is open (nil where the kernel lacks them, before 5.8).
 	runStats io.Closer
@@ -127,7 +134,11 @@ func Open(cfg Config) (s *Sampler, err error) {
 			s.Close()
 		}
 	}()
-	spec, err := bpf.LoadDjx()
+	load := bpf.LoadDjx
+	if cfg.Unwind {
+		load = bpf.LoadDjxUnwind
+	}
+	spec, err := load()
 	if err != nil {
 		return nil, fmt.Errorf("load bpf spec: %w", err)
 	}
@@ -194,6 +205,9 @@ func (s *Sampler) load(spec *ebpf.CollectionSpec) error {
 		err := spec.LoadAndAssign(&o, nil)
 		s.maps, s.prog = o.DjxMaps, o.Prog
 		return err
+	}
+	if s.cfg.Unwind {
+		return s.loadUnwind(spec)
 	}
 	var o struct {
 		bpf.DjxMaps
@@ -321,6 +335,11 @@ func (s *Sampler) RemovePID(pid int) error {
 	if err := s.maps.Targets.Delete(uint32(pid)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("remove pid %d from bpf filter: %w", pid, err)
 	}
+	if s.unwindTargets != nil {
+		if err := s.unwindTargets.Delete(uint32(pid)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("remove pid %d's code cache: %w", pid, err)
+		}
+	}
 	return nil
 }
 
@@ -350,6 +369,9 @@ func (s *Sampler) Read(out *Sample) error {
 		}
 		if len(rec.RawSample) >= sampleSize {
 			parseSample(rec.RawSample, out)
+			if s.cfg.Unwind {
+				parseStack(rec.RawSample, out)
+			}
 			return nil
 		}
 	}
@@ -514,6 +536,9 @@ func (s *Sampler) Close() error {
 		errs = append(errs, s.runStats.Close())
 	}
 	errs = append(errs, s.maps.Close())
+	if s.unwindTargets != nil {
+		errs = append(errs, s.unwindTargets.Close())
+	}
 	return errors.Join(errs...)
 }
 

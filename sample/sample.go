@@ -53,6 +53,25 @@ type Sample struct {
 	HdrOK     uint16
 	HdrNarrow uint16
 	Hdr       [15][2]uint64
+	// Stack is the thread's stack as the unwinding program walked it
+	// (--stacks bpf), innermost frame first; nil from the default
+	// program.
+	Stack *Stack
+}
+
+// Stack is a stack unwound in BPF: raw frames, named later from the
+// JVM's memory (package bpfstack).
+type Stack struct {
+	Frames []RawFrame
+	End    uint16 // why the walk ended: enum unwind_end in bpf/hotspot_unwind.h
+}
+
+// RawFrame is one physical frame as BPF read it: Blob is the code
+// blob's start with the frame kind in its low 3 bits (1: a fixed-size
+// frame, A its pc; 2: an rbp-linked one, A and B the interpreter's
+// Method* and bcp slots; 3: native code, A its pc, no blob).
+type RawFrame struct {
+	Blob, A, B uint64
 }
 
 // IP returns the sampled instruction pointer.

@@ -1,0 +1,304 @@
+// HotSpot x86-64 stack unwinder for the sampling program, compiled only
+// into the DjxUnwind variant (-DDJX_UNWIND): the default object stays as
+// it was. It walks the sampled thread's frames from pt_regs and writes raw
+// (kind|blob, a, b) triples into the sample; package bpfstack names them
+// from the JVM's memory (vmcode). Every read is bpf_probe_read_user, every
+// loop has a constant bound (bounded loops: Linux 5.3+, no bpf_loop), and
+// a failure ends the walk with a reason code.
+//
+// Frames, as HotSpot's frame_x86 lays them out (JDK 17 and 25 agree):
+//   - a blob with a fixed frame (nmethods, runtime stubs: _frame_size > 0):
+//     sender sp = sp + frame_size words, return address at sender sp - 8,
+//     saved rbp at sender sp - 16 (frame::sender_for_compiled_frame);
+//   - a blob without one (the interpreter, BufferBlob stubs such as
+//     call_stub): rbp-linked, return address at rbp + 8, caller's rbp at
+//     rbp, caller's sp (unextended: before a c2i adapter grew it) at
+//     rbp - 8 (interpreter_frame_sender_sp_offset = -1); an interpreter
+//     frame holds its Method* at rbp - 24 (interpreter_frame_method_offset
+//     = -3) and its bcp at rbp - 56 (interpreter_frame_bcp_offset = -7);
+//   - native code (libjvm is built with frame pointers): rbp-linked.
+// The kind of a fixed-frame-less blob (interpreter or stub) is told in
+// user space by its start, so BPF needs no interpreter bounds.
+
+#ifndef DJX_HOTSPOT_UNWIND_H
+#define DJX_HOTSPOT_UNWIND_H
+
+#define UNWIND_FRAMES 32 // physical frames per sample
+#define UNWIND_HEAPS 4   // CodeCache has at most 3 heaps (segmented code cache)
+// Segment map hops to a block's start: HotSpot writes the distances so
+// that a block of n segments takes about n/254 + log(n) hops; 32 covers
+// blobs of megabytes at 128-byte segments.
+#define SEGMAP_HOPS 32
+// Native frames walked by rbp before the first Java frame (a sample in
+// libjvm called from Java code); a libc frame without frame pointer
+// ends it.
+#define NATIVE_FRAMES 8
+#define FREE_SEGMENT 0xFF
+
+// Loaded once per use: the verifier then need not carry bounds between
+// checks (as READ in sample.bpf.c).
+#define UW_READ(x) (*(volatile typeof(x) *)&(x))
+
+// Frame kinds, in the low bits of unwind_frame.blob (blob starts are
+// segment-aligned, at least 16 bytes).
+enum unwind_kind {
+	UW_SIZED = 1,  // blob with a fixed frame: a = pc
+	UW_FP = 2,     // rbp-linked blob: a = Method* slot, b = bcp slot (the interpreter's)
+	UW_NATIVE = 3, // pc outside the code cache: a = pc, blob 0
+	UW_KIND_MASK = 7,
+};
+
+// Why a walk ended.
+enum unwind_end {
+	UW_END_DEPTH = 0,    // UNWIND_FRAMES reached: truncated
+	UW_END_ENTRY = 1,    // a Java frame returned into native code: the thread's entry, complete
+	UW_END_NO_JAVA = 2,  // native frames only (no code cache pc within NATIVE_FRAMES)
+	UW_END_READ = 3,     // a stack or code cache read failed
+	UW_END_SEGMAP = 4,   // the segment map walk failed (free block, too many hops)
+	UW_END_FRAME = 5,    // a frame went backwards or had an impossible size
+	UW_END_NO_INFO = 6,  // no code heaps known for the process
+	UW_END_PROLOGUE = 7, // the top compiled frame is not set up yet
+	UW_END_ZERO = 8,     // a zero pc or rbp: the end of the chain
+};
+
+struct unwind_frame {
+	__u64 blob; // blob start | enum unwind_kind
+	__u64 a;
+	__u64 b;
+};
+
+struct code_heap {
+	__u64 low;        // committed start: segment 0
+	__u64 high;       // committed end
+	__u64 segmap;     // segment map: a byte per segment
+	__u64 segmap_len; // committed bytes of the segment map
+	__u32 log2_seg;
+	__u32 pad;
+};
+
+// One JVM's code cache and CodeBlob layout (vmcode.Offsets), filled by
+// the loader.
+struct unwind_target {
+	__u32 nheaps;
+	__u32 hb_size;        // sizeof(HeapBlock): a blob starts this far into its block
+	__u32 off_frame_size; // CodeBlob::_frame_size (int, words)
+	__u32 off_frame_complete; // CodeBlob::_frame_complete_offset: int, int16_t from JDK 23
+	__u32 off_code_begin; // CodeBlob::_code_begin (pointer), or its offset (int, JDK 23+)
+	__u32 code_is_offset;
+	__u32 frame_complete_16; // _frame_complete_offset is an int16_t
+	__u32 pad;
+	struct code_heap heaps[UNWIND_HEAPS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); // tgid
+	__type(value, struct unwind_target);
+} unwind_targets SEC(".maps");
+
+const struct unwind_frame *unused_unwind_frame __attribute__((unused));
+const struct unwind_target *unused_unwind_target __attribute__((unused));
+const enum unwind_kind *unused_unwind_kind __attribute__((unused));
+const enum unwind_end *unused_unwind_end __attribute__((unused));
+
+// Where the walk is: the frame's pc, its (unextended) sp and rbp.
+struct uw_state {
+	__u64 pc, sp, fp;
+};
+
+static __always_inline __u64 uw_read(__u64 addr, int *err)
+{
+	__u64 v = 0;
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr) != 0)
+		*err = 1;
+	return v;
+}
+
+// uw_heap returns the index of the code heap holding pc, or -1.
+static __always_inline int uw_heap(const struct unwind_target *ut, __u64 pc)
+{
+	for (int h = 0; h < UNWIND_HEAPS; h++) {
+		if (h >= UW_READ(ut->nheaps))
+			break;
+		if (pc >= UW_READ(ut->heaps[h].low) && pc < UW_READ(ut->heaps[h].high))
+			return h;
+	}
+	return -1;
+}
+
+// uw_blob walks heap h's segment map back from pc's segment to its
+// block's first (CodeHeap::find_start: a byte is the distance to a
+// segment nearer the start, 0 at the start, 0xFF in a free block) and
+// returns the blob's start, or 0.
+static __always_inline __u64 uw_blob(const struct unwind_target *ut, int h, __u64 pc)
+{
+	if (h < 0 || h >= UNWIND_HEAPS)
+		return 0;
+	const struct code_heap *ch = &ut->heaps[h];
+	__u32 shift = UW_READ(ch->log2_seg) & 31;
+	__u64 low = UW_READ(ch->low), segmap = UW_READ(ch->segmap);
+	__u64 seg = (pc - low) >> shift;
+	if (seg >= UW_READ(ch->segmap_len))
+		return 0;
+	for (int i = 0; i < SEGMAP_HOPS; i++) {
+		__u8 v = 0;
+		if (bpf_probe_read_user(&v, 1, (void *)(segmap + seg)) != 0 || v == FREE_SEGMENT || v > seg)
+			return 0;
+		if (v == 0)
+			return low + (seg << shift) + UW_READ(ut->hb_size);
+		seg -= v;
+	}
+	return 0;
+}
+
+// uw_sized unwinds a fixed-size frame of blob: the sender's sp, pc and
+// rbp. In the top frame a pc before the frame is complete means the
+// prologue has not built it: the walk stops there rather than guess.
+static __always_inline int uw_sized(const struct unwind_target *ut, struct uw_state *st, __u64 blob,
+				    __s32 words, int top)
+{
+	int err = 0;
+	if (top) {
+		__s32 complete = 0;
+		__u64 begin = 0;
+		if (bpf_probe_read_user(&complete, 4, (void *)(blob + UW_READ(ut->off_frame_complete))) != 0)
+			return UW_END_READ;
+		if (UW_READ(ut->frame_complete_16))
+			complete = (__s16)complete; // little-endian: the field's two bytes
+		if (UW_READ(ut->code_is_offset)) {
+			__s32 off = 0;
+			if (bpf_probe_read_user(&off, 4, (void *)(blob + UW_READ(ut->off_code_begin))) != 0)
+				return UW_END_READ;
+			begin = blob + off;
+		} else {
+			begin = uw_read(blob + UW_READ(ut->off_code_begin), &err);
+		}
+		if (err)
+			return UW_END_READ;
+		if (complete > 0 && st->pc < begin + complete)
+			return UW_END_PROLOGUE;
+	}
+	__u64 sender = st->sp + (__u64)words * 8;
+	__u64 pc = uw_read(sender - 8, &err);
+	__u64 fp = uw_read(sender - 16, &err);
+	if (err)
+		return UW_END_READ;
+	st->pc = pc;
+	st->sp = sender;
+	st->fp = fp;
+	return -1;
+}
+
+// uw_fp unwinds an rbp-linked frame; java says whether it may be an
+// interpreter frame, whose sender sp is saved in it.
+static __always_inline int uw_fp(struct uw_state *st, int java)
+{
+	int err = 0;
+	__u64 fp = st->fp;
+	if (fp <= st->sp || (fp & 7) || fp - st->sp > (1 << 20))
+		return UW_END_FRAME;
+	__u64 pc = uw_read(fp + 8, &err);
+	__u64 caller_fp = uw_read(fp, &err);
+	__u64 sp = fp + 16;
+	if (java) {
+		// The interpreter saves the caller's unextended sp; a stub
+		// that never set it has left rbp + 16's neighbour there.
+		__u64 saved = uw_read(fp - 8, &err);
+		if (saved > st->sp && saved <= fp + 16 + (1 << 16))
+			sp = saved;
+	}
+	if (err)
+		return UW_END_READ;
+	st->pc = pc;
+	st->sp = sp;
+	st->fp = caller_fp;
+	return -1;
+}
+
+// uw_step records the frame at st and unwinds it. It returns -1 to go on,
+// else the reason the walk ends; *java says whether a Java-side frame
+// (one in the code cache) has been seen.
+static __always_inline int uw_step(const struct unwind_target *ut, struct uw_state *st, struct unwind_frame *f,
+				   int top, int *java)
+{
+	if (st->pc == 0)
+		return UW_END_ZERO;
+	int h = uw_heap(ut, st->pc);
+	if (h < 0) {
+		if (*java)
+			return UW_END_ENTRY;
+		f->blob = UW_NATIVE;
+		f->a = st->pc;
+		f->b = 0;
+		if (st->fp == 0)
+			return UW_END_ZERO;
+		return uw_fp(st, 0);
+	}
+	*java = 1;
+	__u64 blob = uw_blob(ut, h, st->pc);
+	if (!blob)
+		return UW_END_SEGMAP;
+	__s32 words = 0;
+	if (bpf_probe_read_user(&words, 4, (void *)(blob + UW_READ(ut->off_frame_size))) != 0)
+		return UW_END_READ;
+	if (words < 0 || words > (1 << 16))
+		return UW_END_FRAME;
+	if (words > 0) {
+		f->blob = blob | UW_SIZED;
+		f->a = st->pc;
+		f->b = 0;
+		return uw_sized(ut, st, blob, words, top);
+	}
+	int err = 0;
+	f->blob = blob | UW_FP;
+	f->a = uw_read(st->fp - 24, &err);
+	f->b = uw_read(st->fp - 56, &err);
+	if (st->fp == 0)
+		return UW_END_ZERO;
+	return uw_fp(st, 1);
+}
+
+// unwind fills frames from the sampled registers (pt_regs: rbp 4, rip
+// 16, rsp 19) and says how many it wrote and why it stopped. Native frames
+// count against NATIVE_FRAMES until the first Java frame; sp must grow
+// with every frame, so a forged stack cannot loop.
+static __always_inline void unwind(const __u64 *regs, struct unwind_frame *frames, __u16 *nframes, __u16 *uw_end,
+				   __u32 tgid)
+{
+	*nframes = 0;
+	*uw_end = UW_END_NO_INFO;
+	const struct unwind_target *ut = bpf_map_lookup_elem(&unwind_targets, &tgid);
+	if (!ut)
+		return;
+	struct uw_state st = {.pc = regs[16], .sp = regs[19], .fp = regs[4]};
+	int java = 0, end = UW_END_DEPTH, n = 0;
+	for (int i = 0; i < UNWIND_FRAMES; i++) {
+		if (!java && i >= NATIVE_FRAMES) {
+			end = UW_END_NO_JAVA;
+			break;
+		}
+		__u64 sp = st.sp;
+		struct unwind_frame *f = &frames[i];
+		f->blob = 0;
+		int r = uw_step(ut, &st, f, i == 0, &java);
+		if (f->blob)
+			n = i + 1;
+		if (r >= 0) {
+			end = r;
+			break;
+		}
+		if (st.sp <= sp) {
+			end = UW_END_FRAME;
+			break;
+		}
+	}
+	// A walk that found no Java frame has no stack to give, whatever
+	// stopped it.
+	if (!java)
+		end = UW_END_NO_JAVA;
+	*nframes = n;
+	*uw_end = end;
+}
+
+#endif

@@ -1,0 +1,241 @@
+// Package bpfstack names the Java stacks that the sampling program's
+// HotSpot unwinder (bpf/hotspot_unwind.h, --stacks bpf) walked: raw
+// frames, a code blob and a pc or an interpreter frame's Method* and
+// bcp, become Java frames read from the JVM's own memory through package
+// vmcode, with no agent, no signal and no CompiledMethodLoad records.
+//
+// It also hands the unwinder what it needs of a JVM: the code heaps and
+// the CodeBlob layout (Target).
+package bpfstack
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/vmcode"
+)
+
+// Code is what the resolver asks of a JVM's code: vmcode.Symbolizer.
+type Code interface {
+	Frames(pc uint64) ([]vmcode.Frame, vmcode.Blob, error)
+	Blob(pc uint64) (vmcode.Blob, error)
+	InterpretedFrame(method, bcp uint64) (vmcode.Frame, error)
+	Heaps() ([]vmcode.Heap, error)
+	Offsets() vmcode.Offsets
+}
+
+// Resolver names one JVM's BPF stacks. It is not safe for concurrent
+// use (one join goroutine owns it).
+type Resolver struct {
+	code Code
+	// fpBlobs caches the rbp-linked blobs by start: the interpreter and
+	// BufferBlob stubs, which live as long as the JVM.
+	fpBlobs map[uint64]vmcode.Kind
+	stats   Stats
+}
+
+// Stats counts what the resolver made of the stacks.
+type Stats struct {
+	Stacks   uint64 // stacks with at least one Java frame
+	Complete uint64 // ... walked to the thread's entry
+	Frames   uint64 // Java frames named
+	Failed   uint64 // frames vmcode could not name (the walk's path ends there)
+}
+
+// New returns a resolver over code.
+func New(code Code) *Resolver {
+	return &Resolver{code: code, fpBlobs: make(map[uint64]vmcode.Kind)}
+}
+
+// Open returns a resolver for the HotSpot JVM pid.
+func Open(pid int) (*Resolver, error) {
+	s, err := vmcode.Open(pid)
+	if err != nil {
+		return nil, fmt.Errorf("open the code cache of pid %d: %w", pid, err)
+	}
+	return New(s), nil
+}
+
+// Stats returns the counts so far.
+func (r *Resolver) Stats() Stats { return r.stats }
+
+// Target is what the unwinder needs of the JVM: its code heaps and where
+// a blob keeps its frame size.
+func (r *Resolver) Target() ([]loader.CodeHeap, loader.CodeLayout, error) {
+	hs, err := r.code.Heaps()
+	if err != nil {
+		return nil, loader.CodeLayout{}, fmt.Errorf("read the code heaps: %w", err)
+	}
+	if len(hs) > loader.MaxCodeHeaps {
+		return nil, loader.CodeLayout{}, fmt.Errorf("%d code heaps, the unwinder takes %d", len(hs), loader.MaxCodeHeaps)
+	}
+	heaps := make([]loader.CodeHeap, len(hs))
+	for i, h := range hs {
+		heaps[i] = loader.CodeHeap{Low: h.Low, High: h.High, Segmap: h.Segmap, SegmapLen: h.SegmapLen, Log2SegmentSize: uint32(h.Log2SegmentSize)}
+	}
+	o := r.code.Offsets()
+	l := loader.CodeLayout{
+		HeapBlockSize: uint32(o.HeapBlockSize),
+		FrameSize:     uint32(o.BlobFrameSize.Offset),
+		FrameComplete: uint32(o.BlobFrameComplete.Offset),
+		CodeBegin:     uint32(o.CodeBegin.Offset),
+		CodeIsOffset:  o.CodeIsOffset,
+		// JDK 23 made it an int16_t.
+		FrameComplete16: o.BlobFrameComplete.Width == 2,
+	}
+	codeWidth := 8
+	if o.CodeIsOffset {
+		codeWidth = 4
+	}
+	switch {
+	case o.HeapBlockSize == 0 || o.HeapBlockSize > 64:
+		return nil, l, fmt.Errorf("%w: HeapBlock of %d bytes", ErrLayout, o.HeapBlockSize)
+	case o.BlobFrameSize.Width != 4 || (o.BlobFrameComplete.Width != 4 && o.BlobFrameComplete.Width != 2) || o.CodeBegin.Width != codeWidth:
+		return nil, l, fmt.Errorf("%w: CodeBlob's frame size, frame complete and code begin are %d, %d and %d bytes wide",
+			ErrLayout, o.BlobFrameSize.Width, o.BlobFrameComplete.Width, o.CodeBegin.Width)
+	case o.BlobFrameSize.Offset > 4096 || o.BlobFrameComplete.Offset > 4096 || o.CodeBegin.Offset > 4096:
+		return nil, l, fmt.Errorf("%w: CodeBlob fields past 4 KiB", ErrLayout)
+	}
+	return heaps, l, nil
+}
+
+// ErrLayout means the JVM's CodeBlob is not laid out as the unwinder
+// reads it.
+var ErrLayout = errors.New("code blob layout the unwinder cannot read")
+
+// Reasons a BPF stack is not whole, for the placeholder that ends its path.
+func endReason(end uint16) string {
+	switch end {
+	case loader.UnwindEntry:
+		return ""
+	case loader.UnwindDepth:
+		return "deeper than the unwinder walks"
+	case loader.UnwindNoJava:
+		return "no Java frames"
+	case loader.UnwindRead:
+		return "unreadable frame"
+	case loader.UnwindSegmap:
+		return "pc in no code blob"
+	case loader.UnwindFrame:
+		return "bad frame"
+	case loader.UnwindNoInfo:
+		return "code cache unknown"
+	case loader.UnwindPrologue:
+		return "in a method's prologue"
+	case loader.UnwindZero:
+		return "end of frame chain"
+	}
+	return fmt.Sprintf("unwinder code %d", end)
+}
+
+// Path is a sample's access path from its BPF stack, innermost first.
+type Path struct {
+	// NativePC is the native code the sample was in, called from the
+	// Java frames (0: none); the caller names it.
+	NativePC uint64
+	Frames   []vmcode.Frame // Java frames, innermost first
+	// Missing says why the path is not the whole stack ("" when it is).
+	Missing string
+}
+
+// Sample is what Resolve needs of a sample besides its stack: its pc,
+// where its access was (the first debug information at or after it; 0:
+// the pc) and r13, which holds the bcp while the interpreter runs.
+type Sample struct {
+	IP, AccessPC, R13 uint64
+}
+
+// Resolve names the frames of st. Stubs (adapters, call_stub, runtime
+// stubs) give no frame, as in AsyncGetCallTrace's stacks; a frame vmcode
+// cannot name ends the path there.
+func (r *Resolver) Resolve(st *sample.Stack, s Sample) Path {
+	var p Path
+	for i, f := range st.Frames {
+		kind := f.Blob & loader.FrameKinds
+		blob := f.Blob &^ loader.FrameKinds
+		var err error
+		switch kind {
+		case loader.FrameNative:
+			if len(p.Frames) == 0 && p.NativePC == 0 {
+				p.NativePC = f.A
+			}
+		case loader.FrameSized:
+			p.Frames, err = r.compiled(p.Frames, f.A, s)
+		case loader.FrameFP:
+			p.Frames, err = r.rbpFrame(p.Frames, blob, f, i == 0, s)
+		default:
+			err = fmt.Errorf("frame kind %d", kind)
+		}
+		if err != nil {
+			r.stats.Failed++
+			p.Missing = "unreadable frame"
+			break
+		}
+	}
+	if p.Missing == "" {
+		p.Missing = endReason(st.End)
+	}
+	if len(p.Frames) > 0 {
+		r.stats.Stacks++
+		r.stats.Frames += uint64(len(p.Frames))
+		if p.Missing == "" {
+			r.stats.Complete++
+		}
+	}
+	return p
+}
+
+// compiled appends the Java frames of a fixed-size frame at pc: an
+// nmethod's inlining chain (stubs have none). The sampled frame is looked
+// up at its access.
+func (r *Resolver) compiled(out []vmcode.Frame, pc uint64, s Sample) ([]vmcode.Frame, error) {
+	if pc == s.IP && s.AccessPC != 0 {
+		pc = s.AccessPC
+	}
+	fs, b, err := r.code.Frames(pc)
+	if err != nil {
+		return out, err
+	}
+	if b.Kind != vmcode.KindNMethod {
+		return out, nil
+	}
+	return append(out, fs...), nil
+}
+
+// rbpFrame appends the Java frame of an rbp-linked frame when its blob is
+// the interpreter. The top frame's bcp is in r13 (the frame's slot is
+// written at calls); a slot's is the frame's call site.
+func (r *Resolver) rbpFrame(out []vmcode.Frame, blob uint64, f sample.RawFrame, top bool, s Sample) ([]vmcode.Frame, error) {
+	kind, ok := r.fpBlobs[blob]
+	if !ok {
+		// The top frame's pc is in the blob; a caller's blob is found by
+		// its start.
+		pc := blob
+		if top {
+			pc = s.IP
+		}
+		b, err := r.code.Blob(pc)
+		if err != nil {
+			return out, err
+		}
+		kind = b.Kind
+		if len(r.fpBlobs) < 1<<12 {
+			r.fpBlobs[blob] = kind
+		}
+	}
+	if kind != vmcode.KindInterpreter {
+		return out, nil
+	}
+	if top && s.R13 != 0 {
+		if fr, err := r.code.InterpretedFrame(f.A, s.R13); err == nil {
+			return append(out, fr), nil
+		}
+	}
+	fr, err := r.code.InterpretedFrame(f.A, f.B)
+	if err != nil {
+		return out, err
+	}
+	return append(out, fr), nil
+}

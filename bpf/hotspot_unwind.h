@@ -15,7 +15,8 @@
 //     rbp, caller's sp (unextended: before a c2i adapter grew it) at
 //     rbp - 8 (interpreter_frame_sender_sp_offset = -1); an interpreter
 //     frame holds its Method* at rbp - 24 (interpreter_frame_method_offset
-//     = -3) and its bcp at rbp - 56 (interpreter_frame_bcp_offset = -7);
+//     = -3) and its bcp at rbp - 64 (interpreter_frame_bcp_offset = -8,
+//     after the mirror, mdp, cache and locals slots);
 //   - native code (libjvm is built with frame pointers): rbp-linked.
 // The kind of a fixed-frame-less blob (interpreter or stub) is told in
 // user space by its start, so BPF needs no interpreter bounds.
@@ -253,7 +254,7 @@ static __always_inline int uw_step(const struct unwind_target *ut, struct uw_sta
 	int err = 0;
 	f->blob = blob | UW_FP;
 	f->a = uw_read(st->fp - 24, &err);
-	f->b = uw_read(st->fp - 56, &err);
+	f->b = uw_read(st->fp - 64, &err);
 	if (st->fp == 0)
 		return UW_END_ZERO;
 	return uw_fp(st, 1);

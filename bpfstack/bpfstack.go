@@ -34,6 +34,7 @@ type Resolver struct {
 	// BufferBlob stubs, which live as long as the JVM.
 	fpBlobs map[uint64]vmcode.Kind
 	stats   Stats
+	lastErr error // the last frame vmcode could not name
 }
 
 // Stats counts what the resolver made of the stacks.
@@ -60,6 +61,9 @@ func Open(pid int) (*Resolver, error) {
 
 // Stats returns the counts so far.
 func (r *Resolver) Stats() Stats { return r.stats }
+
+// LastError is why the last frame that could not be named could not.
+func (r *Resolver) LastError() error { return r.lastErr }
 
 // Target is what the unwinder needs of the JVM: its code heaps and where
 // a blob keeps its frame size.
@@ -171,11 +175,15 @@ func (r *Resolver) Resolve(st *sample.Stack, s Sample) Path {
 		if err != nil {
 			r.stats.Failed++
 			p.Missing = "unreadable frame"
+			r.lastErr = fmt.Errorf("frame %d (%#x %#x %#x): %w", i, f.Blob, f.A, f.B, err)
 			break
 		}
 	}
 	if p.Missing == "" {
 		p.Missing = endReason(st.End)
+	}
+	if len(p.Frames) == 0 && p.Missing == "" {
+		p.Missing = "no Java frames" // stubs only
 	}
 	if len(p.Frames) > 0 {
 		r.stats.Stacks++

@@ -43,6 +43,10 @@ type pending struct {
 	retried    bool        // judged once already (retry.go)
 	path       []pathFrame // the access path of a second judgement
 	probe      *allocProbe // an allocation scan to try again when judged (types.go)
+	// bpf is the sample's own stack, unwound in BPF and named (--stacks
+	// bpf); hasBPF says it came with one.
+	bpf    bpfResult
+	hasBPF bool
 }
 
 // OnSample decodes a sample and queues it for attribution.
@@ -112,6 +116,7 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 	p.time, p.addr, p.stime, p.ip, p.accessPC, p.tid, p.cpu = t, addr, s.Time, s.IP(), accessPC, s.TID, s.CPU
 	p.memOK, p.dataSrc, p.weight, p.noStack = s.Flags&sample.FlagMemOK != 0, s.DataSrc, s.Weight, s.Flags&sample.FlagNoStack != 0
 	p.rsp = s.Regs[19]
+	p.bpf, p.hasBPF = j.bpfPath(s, accessPC)
 	j.queue = append(j.queue, p)
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/bpfstack"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/report"
 )
@@ -32,6 +33,9 @@ type stackStore struct {
 	// hostTID, when set, turns the agent's thread ids into the host's
 	// (a JVM in another pid namespace); false: the thread is gone.
 	hostTID func(tid uint32) (uint32, bool)
+	// bpfStacks names the stacks BPF unwound (--stacks bpf); nil: the
+	// agent's stacks name the paths.
+	bpfStacks *bpfstack.Resolver
 }
 
 // borrowMaxAge bounds how old a stack may be and still lend its callers
@@ -252,6 +256,11 @@ func (j *JVM) pruneStacks(h uint64, final bool) {
 // a placeholder that says why the stack is missing.
 func (j *JVM) accessPath(p *pending) []pathFrame {
 	fr := j.pathBuf[:0]
+	if p.hasBPF {
+		fr = j.bpfAccessPath(p, fr)
+		j.pathBuf = fr
+		return fr
+	}
 	var st *agentwire.Stack
 	asked := j.stackSig != 0 && p.stime >= j.stacksFrom
 	if asked && !p.noStack {

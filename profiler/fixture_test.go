@@ -228,7 +228,7 @@ func writeSamples(path string, evs []sampleEvent) error {
 		if _, err := zw.Write(hdr); err != nil {
 			return err
 		}
-		if err := binary.Write(zw, binary.LittleEndian, e.samples); err != nil {
+		if err := binary.Write(zw, binary.LittleEndian, toWire(e.samples)); err != nil {
 			return err
 		}
 	}
@@ -252,12 +252,45 @@ func readSamples(path string) ([]sampleEvent, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		e := sampleEvent{seq: int(binary.LittleEndian.Uint32(hdr[0:])), complete: binary.LittleEndian.Uint64(hdr[4:])}
-		e.samples = make([]sample.Sample, binary.LittleEndian.Uint32(hdr[12:]))
-		if err := binary.Read(r, binary.LittleEndian, e.samples); err != nil {
+		w := make([]wireSample, binary.LittleEndian.Uint32(hdr[12:]))
+		if err := binary.Read(r, binary.LittleEndian, w); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		e.samples = fromWire(w)
 		evs = append(evs, e)
 	}
+}
+
+// wireSample is a sample as recordings hold it: sample.Sample's
+// fixed-size fields, in its order (a BPF-unwound stack is not recorded).
+type wireSample struct {
+	Time             uint64
+	PID, TID         uint32
+	Addr, Period     uint64
+	Regs             [21]uint64
+	Before, At       [16]byte
+	Flags, CPU       uint32
+	DataSrc, Weight  uint64
+	HdrOK, HdrNarrow uint16
+	Hdr              [15][2]uint64
+}
+
+func toWire(ss []sample.Sample) []wireSample {
+	w := make([]wireSample, len(ss))
+	for i, s := range ss {
+		w[i] = wireSample{Time: s.Time, Addr: s.Addr, Period: s.Period, PID: s.PID, TID: s.TID, Regs: s.Regs, Before: s.Before, At: s.At,
+			Flags: s.Flags, CPU: s.CPU, DataSrc: s.DataSrc, Weight: s.Weight, HdrOK: s.HdrOK, HdrNarrow: s.HdrNarrow, Hdr: s.Hdr}
+	}
+	return w
+}
+
+func fromWire(w []wireSample) []sample.Sample {
+	ss := make([]sample.Sample, len(w))
+	for i, s := range w {
+		ss[i] = sample.Sample{Time: s.Time, Addr: s.Addr, Period: s.Period, PID: s.PID, TID: s.TID, Regs: s.Regs, Before: s.Before, At: s.At,
+			Flags: s.Flags, CPU: s.CPU, DataSrc: s.DataSrc, Weight: s.Weight, HdrOK: s.HdrOK, HdrNarrow: s.HdrNarrow, Hdr: s.Hdr}
+	}
+	return ss
 }
 
 // writeAgent writes the agent's batches: per batch u32 seq, then the

@@ -141,6 +141,9 @@ type Options struct {
 	// NoDataTypes turns off naming samples by data type (the agent's class
 	// descriptions, the sampled object headers) and by memory region.
 	NoDataTypes bool
+	// Stacks is where access stacks come from: StacksAgent (default),
+	// StacksBPF or StacksAuto.
+	Stacks string
 }
 
 // Progress is a live view of a profile in progress.
@@ -177,6 +180,9 @@ func (o *Options) fill() {
 	}
 	if o.Census == "" {
 		o.Census = CensusAuto
+	}
+	if o.Stacks == "" {
+		o.Stacks = DefaultStacks
 	}
 	if o.CensusBudget == 0 {
 		o.CensusBudget = DefaultCensusBudget

@@ -160,6 +160,7 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 			s.j.OnBatch(b)
 			s.onWalkBatch(b)
 			s.askStacks()
+			s.useBPFStacks()
 			s.useTypes()
 		case <-s.walkReady():
 			s.startWalk()

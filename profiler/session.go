@@ -111,7 +111,7 @@ func (s *session) openSampler() error {
 	if err != nil {
 		return err
 	}
-	smp, err := loader.Open(cfg)
+	smp, err := s.openUnwinder(cfg)
 	if err != nil {
 		return err
 	}

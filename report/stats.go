@@ -117,6 +117,12 @@ type StackStats struct {
 	SamplesStackBorrowed uint64 `json:"samples_stack_borrowed,omitempty" merge:"sum"`
 	StacksUnmatched      uint64 `json:"stacks_unmatched,omitempty" merge:"sum"` // stacks that matched no sample (other pc, or late)
 	StackMismatch        uint64 `json:"stack_mismatch,omitempty" merge:"sum"`   // a stack came next but for another pc
+	// Stacks unwound in BPF (--stacks bpf): samples whose own stack has
+	// Java frames, those walked to the thread's entry, and the walks cut
+	// short or without Java frames, by reason.
+	SamplesBPFStack    uint64            `json:"samples_bpf_stack,omitempty" merge:"sum"`
+	SamplesBPFComplete uint64            `json:"samples_bpf_complete,omitempty" merge:"sum"`
+	BPFStackEnds       map[string]uint64 `json:"bpf_stack_ends,omitempty" merge:"sum"`
 }
 
 // CostStats are what the profile cost, measured in ms of CPU time: the

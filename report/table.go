@@ -214,6 +214,11 @@ func writeStats(w io.Writer, r *Report) {
 			s.SamplesWithStack, percent(s.SamplesWithStack, s.Samples), s.SamplesJavaStack, percent(s.SamplesJavaStack, s.Samples), borrowed,
 			s.Stacks, s.StacksUnmatched, s.StacksDropped, s.StackSignalFailed, noJava, stackErrors(s.StackErrors))
 	}
+	if s.SamplesBPFStack > 0 || len(s.BPFStackEnds) > 0 {
+		fmt.Fprintf(w, "stacks (unwound in BPF): samples with their own Java stack %d (%s), walked to the thread's entry %d (%s)%s\n",
+			s.SamplesBPFStack, percent(s.SamplesBPFStack, s.Samples), s.SamplesBPFComplete, percent(s.SamplesBPFComplete, s.Samples),
+			strings.Replace(stackErrors(s.BPFStackEnds), "; no Java stack: ", "; not whole: ", 1))
+	}
 }
 
 // safeCells escapes a table row in place: a newline would split the cell

@@ -17,6 +17,7 @@ import (
 type sampleFlags struct {
 	event, relocate string
 	census          string
+	stacks          string
 	censusBudget    time.Duration
 	freq, stackSig  int
 	stackIvl        time.Duration
@@ -34,6 +35,7 @@ func (f *sampleFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.relocate, "relocation", profiler.DefaultRelocation, "how to follow objects the GC moves: uprobe, rescan or off")
 	fs.Uint64Var(&f.budget, "alloc-budget", profiler.DefaultAllocBudget, "max sampled allocations per second in the JVM before the heap sampling interval is raised (0: no cap)")
 	fs.IntVar(&f.stackSig, "stack-signal", profiler.DefaultStackSignal, "`SIGNAL` number that asks sampled threads for their Java stacks (0: no access stacks)")
+	fs.StringVar(&f.stacks, "stacks", profiler.DefaultStacks, "where access stacks come from: agent (AsyncGetCallTrace on a signal), bpf (every sample's own stack, unwound in BPF; HotSpot x86-64) or auto (bpf where its program loads, else agent)")
 	fs.DurationVar(&f.stackIvl, "stack-interval", profiler.DefaultStackInterval, "least time between two Java stacks of one thread; samples in between take their callers from the thread's last stack (0: a stack with every sample)")
 	fs.StringVar(&f.census, "census", profiler.CensusAuto, "objects that exist when djx-bpf attaches: auto (a heap walk from outside the JVM, no pause; else as jvmti), jvmti (the agent's census in pauses within --census-budget), on (the agent's census whatever the pause), objects (no holders), off")
 	fs.DurationVar(&f.censusBudget, "census-budget", profiler.DefaultCensusBudget, "longest stop-the-world pause the agent's census may cause (jvmti, objects, and auto where it cannot walk the heap); past it the census drops holders, then itself")
@@ -62,6 +64,9 @@ func (f *sampleFlags) check() error {
 	if err := profiler.CheckCensus(f.census); err != nil {
 		return fmt.Errorf("bad --census: %w", err)
 	}
+	if err := profiler.CheckStacks(f.stacks); err != nil {
+		return fmt.Errorf("bad --stacks: %w", err)
+	}
 	return nil
 }
 
@@ -75,7 +80,7 @@ func (f *sampleFlags) options() profiler.Options {
 	// the profiler's default.
 	ivl := max(f.stackIvl, loader.MinStackGap)
 	return profiler.Options{Event: f.event, Freq: f.freq, MinSize: f.minSize, AllocBudget: f.budget,
-		Relocation: f.relocate, StackSignal: sig, StackInterval: ivl, Census: f.census, CensusBudget: f.censusBudget, NoDataTypes: !f.dataTypes, Verbose: f.verbose}
+		Relocation: f.relocate, StackSignal: sig, StackInterval: ivl, Census: f.census, CensusBudget: f.censusBudget, NoDataTypes: !f.dataTypes, Verbose: f.verbose, Stacks: f.stacks}
 }
 
 // table are the table options these flags set, with top rows.

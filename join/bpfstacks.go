@@ -1,0 +1,76 @@
+package join
+
+import (
+	"github.com/djx-bpf/djx-bpf/bpfstack"
+	"github.com/djx-bpf/djx-bpf/sample"
+)
+
+// UseBPFStacks names each sample's access path from its own stack, as the
+// sampling program unwound it (--stacks bpf), through r: no stack signal,
+// no borrowed callers.
+func (j *JVM) UseBPFStacks(r *bpfstack.Resolver) { j.bpfStacks = r }
+
+// BPFStacks returns the resolver UseBPFStacks set, or nil.
+func (j *JVM) BPFStacks() *bpfstack.Resolver { return j.bpfStacks }
+
+// bpfPath names the BPF stack of sample s now, while the JVM still holds
+// the code and methods it read: the path is kept by name. ok is false
+// when stacks do not come from BPF.
+func (j *JVM) bpfPath(s *sample.Sample, accessPC uint64) (bpfResult, bool) {
+	if j.bpfStacks == nil || s.Stack == nil {
+		return bpfResult{}, false
+	}
+	p := j.bpfStacks.Resolve(s.Stack, bpfstack.Sample{IP: s.IP(), AccessPC: accessPC, R13: s.Regs[2]})
+	r := bpfResult{native: p.NativePC, missing: p.Missing}
+	if len(p.Frames) > 0 {
+		r.frames = make([]string, len(p.Frames))
+		for i, f := range p.Frames {
+			r.frames[i] = f.String()
+		}
+	}
+	return r, true
+}
+
+// bpfResult is a sample's BPF stack, named.
+type bpfResult struct {
+	native  uint64   // native code the sample was in below its Java frames (0: none)
+	frames  []string // Java frames, innermost first
+	missing string   // why the stack is not whole ("": it is)
+}
+
+// bpfAccessPath builds the access path of p from its BPF stack: a native
+// leaf by its symbol, the Java frames, and a placeholder when the walk
+// stopped short of the thread's entry. A stack without Java frames keeps
+// what the pc alone tells.
+func (j *JVM) bpfAccessPath(p *pending, fr []pathFrame) []pathFrame {
+	b := p.bpf
+	if len(b.frames) == 0 {
+		fr = j.leafFrames(p, fr)
+		j.countBPFEnd(b.missing)
+		return append(fr, pathFrame{name: "[no Java stack: " + b.missing + "]"})
+	}
+	j.stats.SamplesWithStack++
+	j.stats.SamplesJavaStack++
+	j.stats.SamplesBPFStack++
+	if b.native != 0 {
+		if nf, ok := j.nativeFrame(b.native); ok {
+			fr = append(fr, pathFrame{name: nf})
+		}
+	}
+	for _, f := range b.frames {
+		fr = append(fr, pathFrame{name: f})
+	}
+	if b.missing != "" {
+		j.countBPFEnd(b.missing)
+		return append(fr, pathFrame{name: "[stack cut: " + b.missing + "]"})
+	}
+	j.stats.SamplesBPFComplete++
+	return fr
+}
+
+func (j *JVM) countBPFEnd(reason string) {
+	if j.stats.BPFStackEnds == nil {
+		j.stats.BPFStackEnds = make(map[string]uint64)
+	}
+	j.stats.BPFStackEnds[reason]++
+}

@@ -1,0 +1,96 @@
+package profiler
+
+import (
+	"fmt"
+
+	"github.com/djx-bpf/djx-bpf/bpfstack"
+	"github.com/djx-bpf/djx-bpf/loader"
+)
+
+// Where access stacks come from (Options.Stacks).
+const (
+	// StacksAgent: the agent's AsyncGetCallTrace, on a signal BPF sends
+	// the sampled thread (at most one per --stack-interval; the samples in
+	// between borrow their callers).
+	StacksAgent = "agent"
+	// StacksBPF: every sample's own stack, unwound by the sampling
+	// program (bpf/hotspot_unwind.h) and named from the JVM's memory
+	// (package bpfstack); no stack signal.
+	StacksBPF = "bpf"
+	// StacksAuto: BPF where the unwinding program loads, else the agent's.
+	StacksAuto = "auto"
+)
+
+// DefaultStacks is where stacks come from unless asked: the agent's, until
+// the BPF unwinder is measured to be at least as accurate (docs/stacks.md).
+const DefaultStacks = StacksAgent
+
+// CheckStacks says whether mode is a --stacks mode.
+func CheckStacks(mode string) error {
+	switch mode {
+	case "", StacksAgent, StacksBPF, StacksAuto:
+		return nil
+	}
+	return fmt.Errorf("unknown stacks mode %q: use agent, bpf or auto", mode)
+}
+
+// openUnwinder opens the sampler for cfg with the BPF unwinder when the
+// options ask for it; under auto a program the kernel refuses falls back
+// to the default one and the agent's stacks, with a note. BPF stacks
+// turn the stack signal off.
+func (s *session) openUnwinder(cfg loader.Config) (*loader.Sampler, error) {
+	if s.opts.Stacks != StacksBPF && s.opts.Stacks != StacksAuto {
+		return loader.Open(cfg)
+	}
+	cfg.Unwind = true
+	smp, err := loader.Open(cfg)
+	if err != nil && s.opts.Stacks == StacksAuto {
+		s.addNote("stacks from the agent: the BPF unwinder did not load: %v", err)
+		s.opts.Stacks = StacksAgent
+		cfg.Unwind = false
+		return loader.Open(cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--stacks bpf: %w", err)
+	}
+	s.opts.Stacks = StacksBPF
+	s.opts.StackSignal = -1
+	return smp, nil
+}
+
+// unwinder is a sampler that unwinds stacks in BPF.
+type unwinder interface {
+	SetUnwind(pid int, heaps []loader.CodeHeap, l loader.CodeLayout) error
+}
+
+// useBPFStacks gives the unwinder the JVM's code cache and the join its
+// resolver, once the agent is connected (the JVM is initialised). Where
+// it cannot (not HotSpot, a layout vmcode does not know) the paths keep
+// their leaf, with a note.
+func (s *session) useBPFStacks() {
+	if s.opts.Stacks != StacksBPF || s.j.BPFStacks() != nil || !s.j.Connected() {
+		return
+	}
+	// Tried once: a failure leaves the paths to their leaves.
+	s.opts.Stacks = StacksAgent
+	u, ok := s.sampler.(unwinder)
+	if !ok {
+		s.addNote("no BPF stacks: the sampler does not unwind")
+		return
+	}
+	r, err := bpfstack.Open(s.pid)
+	if err != nil {
+		s.addNote("no access stacks: the BPF unwinder cannot read this JVM's code: %v", err)
+		return
+	}
+	heaps, l, err := r.Target()
+	if err == nil {
+		err = u.SetUnwind(s.pid, heaps, l)
+	}
+	if err != nil {
+		s.addNote("no access stacks: %v", err)
+		return
+	}
+	s.j.UseBPFStacks(r)
+	s.opts.Stacks = StacksBPF
+}

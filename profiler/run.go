@@ -22,7 +22,7 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	st := s.startStreams(rel)
 	s.opts.note("profiling pid %d with event %s", s.pid, s.src.name)
 	s.loop(ctx, exited, st)
-	elapsed := s.clk.Now().Sub(s.start)
+	elapsed := s.clk.Now().Sub(s.windowFrom())
 	s.finishWalk()
 	s.stopSampling(st, rel)
 	s.detachAgent(st)
@@ -170,6 +170,8 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 			s.checkWalk()
 		case <-s.walkRootsReq():
 			s.refreshRoots()
+		case req := <-s.cuts:
+			req.reply <- s.cutWindow()
 		case err := <-st.agentDone:
 			st.agentOpen = false
 			s.agentEnded(err, exited)

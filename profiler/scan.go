@@ -2,9 +2,13 @@ package profiler
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -119,23 +123,12 @@ var scanDrain = 10 * time.Second
 // when found; JVMs that refuse are listed with the reason; JVMs that exit
 // are reported with what was collected.
 func Scan(ctx context.Context, so ScanOptions) (*report.Scan, error) {
-	if so.Every <= 0 {
-		so.Every = 2 * time.Second
-	}
-	base, err := newSession(so.Options, "attach")
+	sr, err := newScanRun(so)
 	if err != nil {
 		return nil, err
 	}
-	if so.Memory <= 0 {
-		so.Memory = DefaultScanMemory
-	}
-	base.budget = join.NewBudget(so.Memory)
-	if err := base.openSampler(); err != nil {
-		return nil, err
-	}
+	base := sr.base
 	defer base.sampler.Close()
-	sr := &scanRun{so: &so, base: base, d: newDispatcher(base.sampler), results: make(chan scanResult),
-		known: make(map[int]bool), gate: newScanGate(so.MaxJVMs, so.MaxPerUser), sc: &report.Scan{Event: base.src.name}}
 	cost0 := base.costNow()
 
 	sctx, cancel := ctx, context.CancelFunc(func() {})
@@ -150,6 +143,26 @@ func Scan(ctx context.Context, so ScanOptions) (*report.Scan, error) {
 	return sr.sc, nil
 }
 
+// newScanRun opens the shared sampler of a scan.
+func newScanRun(so ScanOptions) (*scanRun, error) {
+	if so.Every <= 0 {
+		so.Every = 2 * time.Second
+	}
+	base, err := newSession(so.Options, "attach")
+	if err != nil {
+		return nil, err
+	}
+	if so.Memory <= 0 {
+		so.Memory = DefaultScanMemory
+	}
+	base.budget = join.NewBudget(so.Memory)
+	if err := base.openSampler(); err != nil {
+		return nil, err
+	}
+	return &scanRun{so: &so, base: base, d: newDispatcher(base.sampler), results: make(chan scanResult),
+		known: make(map[int]bool), gate: newScanGate(so.MaxJVMs, so.MaxPerUser), sc: &report.Scan{Event: base.src.name}}, nil
+}
+
 // scanRun is a scan in progress: the JVMs seen, the sessions running and
 // what they reported.
 type scanRun struct {
@@ -161,6 +174,9 @@ type scanRun struct {
 	known   map[int]bool // JVMs seen, started or not
 	gate    *scanGate
 	wg      sync.WaitGroup // the sessions running
+	// live is set in a continuous scan (live.go): its windows are cut on
+	// request and the sessions that end are kept for the next cut.
+	live *liveState
 }
 
 // watch looks for JVMs every so.Every and starts their sessions, until
@@ -175,6 +191,8 @@ func (sr *scanRun) watch(ctx context.Context) {
 			sr.look(ctx)
 		case r := <-sr.results:
 			sr.collect(r)
+		case reply := <-sr.live.requests():
+			reply <- sr.cut()
 		case <-ctx.Done():
 			return
 		}
@@ -188,11 +206,14 @@ func (sr *scanRun) look(ctx context.Context) {
 		sr.sc.Notes = append(sr.sc.Notes, err.Error())
 		return
 	}
+	forgetGone(sr.known, jvms)
 	for _, j := range sr.so.admit(jvms, sr.known, sr.gate, sr.sc) {
 		sr.wg.Add(1)
+		m := sr.live.join(j)
 		go func() {
 			defer sr.wg.Done()
-			r, err := sr.base.member(ctx, sr.d, j.PID)
+			r, err := sr.base.member(ctx, sr.d, j.PID, m.cutsOf())
+			m.end()
 			sr.results <- scanResult{j, r, err}
 		}()
 	}
@@ -202,6 +223,12 @@ func (sr *scanRun) look(ctx context.Context) {
 // ended.
 func (sr *scanRun) collect(r scanResult) {
 	sr.gate.release(r.jvm.UID)
+	if sr.live != nil {
+		sr.live.ended(r)
+		if r.err == nil {
+			return // its last window is in the next cut
+		}
+	}
 	if r.err != nil {
 		sr.sc.Skipped = append(sr.sc.Skipped, report.SkippedJVM{PID: r.jvm.PID, Main: r.jvm.Main, Reason: r.err.Error()})
 		return
@@ -254,6 +281,26 @@ func (sr *scanRun) finish(elapsed time.Duration, cost0 costMark) {
 	sc.Finish()
 }
 
+// forgetGone drops from known the JVMs no longer found: a scan that runs
+// for days must not remember every pid it saw, and a reused pid is a new
+// JVM.
+func forgetGone(known map[int]bool, jvms []discover.JVM) {
+	if len(known) == 0 {
+		return
+	}
+	found := make(map[int]bool, len(jvms))
+	for _, j := range jvms {
+		found[j.PID] = true
+	}
+	for pid := range known {
+		// A JVM that discover missed once but still runs may have a
+		// session: forgetting it would start a second one.
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); !found[pid] && errors.Is(err, fs.ErrNotExist) {
+			delete(known, pid)
+		}
+	}
+}
+
 // admit picks, among the JVMs found, those a scan starts a session for
 // now: wanted, past their startup, not seen before and within the gate's
 // caps. Those past a cap are listed in sc's skipped JVMs and not retried:
@@ -285,14 +332,14 @@ func (so *ScanOptions) admit(jvms []discover.JVM, known map[int]bool, gate *scan
 
 // member profiles one JVM of a scan with the shared sampler until ctx
 // ends or the JVM exits.
-func (base *session) member(ctx context.Context, d *dispatcher, pid int) (*report.Report, error) {
+func (base *session) member(ctx context.Context, d *dispatcher, pid int, cuts <-chan cutReq) (*report.Report, error) {
 	opts := base.opts
 	opts.Duration = 0 // the scan's context bounds it
 	if base.opts.Notify != nil {
 		notify := base.opts.Notify
 		opts.Notify = func(msg string) { notify(fmt.Sprintf("pid %d: %s", pid, msg)) }
 	}
-	s := &session{opts: opts, mode: "attach", src: base.src, sampler: base.sampler, shared: d, budget: base.budget, clk: base.clk}
+	s := &session{opts: opts, mode: "attach", src: base.src, sampler: base.sampler, shared: d, budget: base.budget, clk: base.clk, cuts: cuts}
 	defer s.close()
 	return s.attach(ctx, pid)
 }

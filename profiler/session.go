@@ -69,6 +69,11 @@ type session struct {
 	classesAsked time.Time
 	sw           switcher // Options.Control
 	walk         *walker  // the heap walk of an attached JVM (nil: none)
+	// cuts asks a continuous scan's session for its window's report
+	// (window.go); winStart is when the current window began (zero: at
+	// start). nil outside continuous scans.
+	cuts     <-chan cutReq
+	winStart time.Time
 }
 
 // noteExit records that the target ended before the profile did.

@@ -60,6 +60,8 @@ func cmdScan(args []string) int {
 	fs.Var(sizeFlag{&memory}, "max-memory", "what the scan keeps of its JVMs' agent streams together, at most `SIZE` (methods, classes, code, sites, queued records); past it records are dropped and counted")
 	var sf sampleFlags
 	sf.register(fs)
+	var cf continuousFlags
+	cf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -79,6 +81,9 @@ func cmdScan(args []string) int {
 	if err := sf.check(); err != nil {
 		return usage("%v", err)
 	}
+	if err := cf.check(fs); err != nil {
+		return usage("%v", err)
+	}
 	if *maxJVMs < 0 || *perUser < 0 {
 		return usage("--max-jvms and --max-jvms-per-user must be 0 (no cap) or more")
 	}
@@ -89,6 +94,9 @@ func cmdScan(args []string) int {
 	}
 	if !sf.quiet {
 		so.Notify = func(msg string) { eprintf(os.Stderr, "djx-bpf: %s\n", msg) }
+	}
+	if cf.on {
+		return cf.run(fs, so, sf.quiet)
 	}
 	ctx, stop := signalContext("scan")
 	defer stop()

@@ -75,9 +75,12 @@ func (r *Resolver) Target() ([]loader.CodeHeap, loader.CodeLayout, error) {
 	if len(hs) > loader.MaxCodeHeaps {
 		return nil, loader.CodeLayout{}, fmt.Errorf("%d code heaps, the unwinder takes %d", len(hs), loader.MaxCodeHeaps)
 	}
+	// The reserved ranges: a heap commits more as code grows, and a read
+	// of a segment map byte not committed yet fails in BPF, harmlessly.
 	heaps := make([]loader.CodeHeap, len(hs))
 	for i, h := range hs {
-		heaps[i] = loader.CodeHeap{Low: h.Low, High: h.High, Segmap: h.Segmap, SegmapLen: h.SegmapLen, Log2SegmentSize: uint32(h.Log2SegmentSize)}
+		heaps[i] = loader.CodeHeap{Low: h.Low, High: h.End, Segmap: h.Segmap, SegmapLen: max(h.SegmapLen, (h.End-h.Low)>>h.Log2SegmentSize),
+			Log2SegmentSize: uint32(h.Log2SegmentSize)}
 	}
 	o := r.code.Offsets()
 	l := loader.CodeLayout{

@@ -118,7 +118,7 @@ func TestTarget(t *testing.T) {
 			t.Errorf("%s: %d heaps", jdk, len(heaps))
 		}
 		for _, h := range heaps {
-			if h.Low == 0 || h.High <= h.Low || h.Segmap == 0 || h.SegmapLen < (h.High-h.Low)>>h.Log2SegmentSize {
+			if h.Low == 0 || h.High <= h.Low || h.Segmap == 0 || h.SegmapLen != (h.High-h.Low)>>h.Log2SegmentSize {
 				t.Errorf("%s: heap %+v", jdk, h)
 			}
 		}

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"fmt"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -121,4 +122,20 @@ func parseStack(b []byte, s *Sample) {
 		st.Frames[i] = sample.RawFrame{Blob: f.Blob, A: f.A, B: f.B}
 	}
 	s.Stack = st
+}
+
+// RunStats is how long the sampling program has run and how many times,
+// on every CPU and for every process it saw (false: the kernel keeps no
+// statistics): their ratio is its time per run.
+func (s *Sampler) RunStats() (time.Duration, uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.runStats == nil || s.prog == nil {
+		return 0, 0, false
+	}
+	st, err := s.prog.Stats()
+	if err != nil {
+		return 0, 0, false
+	}
+	return st.Runtime, st.RunCount, true
 }

@@ -111,6 +111,23 @@ func (s *Symbolizer) heapOf(r *reader, pc uint64) (Heap, error) {
 			return h, nil
 		}
 	}
+	// A heap commits more of its reservation as code grows: a pc in the
+	// reserved part reads the heaps again.
+	for _, h := range s.heaps {
+		if pc >= h.Start && pc < h.End {
+			hs, err := s.readHeaps(r)
+			if err != nil {
+				return Heap{}, err
+			}
+			s.heaps = hs
+			for _, h := range hs {
+				if h.contains(pc) {
+					return h, nil
+				}
+			}
+			break
+		}
+	}
 	return Heap{}, fmt.Errorf("%w: %#x", ErrNotCode, pc)
 }
 

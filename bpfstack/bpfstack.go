@@ -202,10 +202,16 @@ func (r *Resolver) Resolve(st *sample.Stack, s Sample) Path {
 // nmethod's inlining chain (stubs have none). The sampled frame is looked
 // up at its access.
 func (r *Resolver) compiled(out []vmcode.Frame, pc uint64, s Sample) ([]vmcode.Frame, error) {
+	at := pc
 	if pc == s.IP && s.AccessPC != 0 {
-		pc = s.AccessPC
+		at = s.AccessPC
 	}
-	fs, b, err := r.code.Frames(pc)
+	fs, b, err := r.code.Frames(at)
+	if err != nil && at != pc {
+		// The access's pc may lie past the blob's last debug
+		// information; the sampled pc is the frame's all the same.
+		fs, b, err = r.code.Frames(pc)
+	}
 	if err != nil {
 		return out, err
 	}

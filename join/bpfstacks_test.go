@@ -43,7 +43,7 @@ func (fakeCode) InterpretedFrame(method, bcp uint64) (vmcode.Frame, error) {
 }
 
 func (fakeCode) Heaps() ([]vmcode.Heap, error) { return nil, errFake }
-func (fakeCode) Offsets() vmcode.Offsets      { return vmcode.Offsets{} }
+func (fakeCode) Offsets() vmcode.Offsets       { return vmcode.Offsets{} }
 
 func bsample(t, addr, ip uint64, end uint16, frames ...sample.RawFrame) *sample.Sample {
 	s := tsample(t, addr, ip, 5)

@@ -69,7 +69,8 @@ type Config struct {
 	// DefaultQueue); past it the oldest is dropped and counted.
 	Queue int
 	// MinBackoff and MaxBackoff bound the wait between two tries of one
-	// window (defaults 1s and 30s); it doubles after each failure.
+	// window (defaults 1s, and 30s or the window if shorter); it doubles
+	// after each failure.
 	MinBackoff, MaxBackoff time.Duration
 	// Flush bounds, after ctx ends, the time spent sending the windows
 	// still queued (default 10s); those left are dropped and counted.
@@ -124,9 +125,11 @@ func (c *Config) fill() {
 	if c.MinBackoff <= 0 {
 		c.MinBackoff = time.Second
 	}
-	if c.MaxBackoff < c.MinBackoff {
-		c.MaxBackoff = max(c.MinBackoff, 30*time.Second)
+	if c.MaxBackoff <= 0 {
+		// Past a window, waiting longer only lets the queue fill.
+		c.MaxBackoff = min(30*time.Second, c.Window)
 	}
+	c.MaxBackoff = max(c.MaxBackoff, c.MinBackoff)
 	if c.Flush <= 0 {
 		c.Flush = 10 * time.Second
 	}

@@ -102,7 +102,7 @@ type DjxUnwindUnwindTarget struct {
 	OffCodeBegin     uint32
 	CodeIsOffset     uint32
 	FrameComplete16  uint32
-	Pad              uint32
+	OffCompileId     uint32
 	Heaps            [4]DjxUnwindCodeHeap
 }
 

@@ -43,7 +43,7 @@
 // Frame kinds, in the low bits of unwind_frame.blob (blob starts are
 // segment-aligned, at least 16 bytes).
 enum unwind_kind {
-	UW_SIZED = 1,  // blob with a fixed frame: a = pc
+	UW_SIZED = 1,  // blob with a fixed frame: a = pc, b = the nmethod's compile id
 	UW_FP = 2,     // rbp-linked blob: a = Method* slot, b = bcp slot (the interpreter's)
 	UW_NATIVE = 3, // pc outside the code cache: a = pc, blob 0
 	UW_KIND_MASK = 7,
@@ -87,7 +87,7 @@ struct unwind_target {
 	__u32 off_code_begin; // CodeBlob::_code_begin (pointer), or its offset (int, JDK 23+)
 	__u32 code_is_offset;
 	__u32 frame_complete_16; // _frame_complete_offset is an int16_t
-	__u32 pad;
+	__u32 off_compile_id;    // nmethod::_compile_id (int; 0: not read)
 	struct code_heap heaps[UNWIND_HEAPS];
 };
 
@@ -153,11 +153,39 @@ static __always_inline __u64 uw_blob(const struct unwind_target *ut, int h, __u6
 	return 0;
 }
 
+// uw_prologue unwinds a top compiled frame whose prologue has not built
+// it yet, told by the instruction at pc (insn: its first 3 bytes, 0 if
+// unknown). C1's and C2's x86-64 prologues are a stack bang `mov
+// %eax,-N(%rsp)`, `push %rbp`, `sub $N,%rsp`: before the push the return
+// address is at sp, at the sub it is above the saved rbp. Anything else
+// (the inline cache check, the entry barrier) stops the walk.
+static __always_inline int uw_prologue(struct uw_state *st, __u32 insn)
+{
+	int err = 0;
+	__u64 pc, sp, fp = st->fp;
+	if ((insn & 0xff) == 0x55 || (insn & 0xffffff) == 0x248489) {
+		pc = uw_read(st->sp, &err);
+		sp = st->sp + 8;
+	} else if ((insn & 0xffffff) == 0xec8348 || (insn & 0xffffff) == 0xec8148) {
+		fp = uw_read(st->sp, &err);
+		pc = uw_read(st->sp + 8, &err);
+		sp = st->sp + 16;
+	} else {
+		return UW_END_PROLOGUE;
+	}
+	if (err)
+		return UW_END_READ;
+	st->pc = pc;
+	st->sp = sp;
+	st->fp = fp;
+	return -1;
+}
+
 // uw_sized unwinds a fixed-size frame of blob: the sender's sp, pc and
 // rbp. In the top frame a pc before the frame is complete means the
-// prologue has not built it: the walk stops there rather than guess.
+// prologue has not built it (uw_prologue).
 static __always_inline int uw_sized(const struct unwind_target *ut, struct uw_state *st, __u64 blob,
-				    __s32 words, int top)
+				    __s32 words, int top, __u32 insn)
 {
 	int err = 0;
 	if (top) {
@@ -178,7 +206,7 @@ static __always_inline int uw_sized(const struct unwind_target *ut, struct uw_st
 		if (err)
 			return UW_END_READ;
 		if (complete > 0 && st->pc < begin + complete)
-			return UW_END_PROLOGUE;
+			return uw_prologue(st, insn);
 	}
 	__u64 sender = st->sp + (__u64)words * 8;
 	__u64 pc = uw_read(sender - 8, &err);
@@ -221,7 +249,7 @@ static __always_inline int uw_fp(struct uw_state *st, int java)
 // else the reason the walk ends; *java says whether a Java-side frame
 // (one in the code cache) has been seen.
 static __always_inline int uw_step(const struct unwind_target *ut, struct uw_state *st, struct unwind_frame *f,
-				   int top, int *java)
+				   int top, __u32 insn, int *java)
 {
 	if (st->pc == 0)
 		return UW_END_ZERO;
@@ -246,26 +274,43 @@ static __always_inline int uw_step(const struct unwind_target *ut, struct uw_sta
 	if (words < 0 || words > (1 << 16))
 		return UW_END_FRAME;
 	if (words > 0) {
+		// The compile id tells user space which nmethod the blob held,
+		// so that it may name the pc from its cache without a read.
+		__s32 id = 0;
+		__u32 off = UW_READ(ut->off_compile_id);
+		if (off)
+			bpf_probe_read_user(&id, 4, (void *)(blob + off));
 		f->blob = blob | UW_SIZED;
 		f->a = st->pc;
-		f->b = 0;
-		return uw_sized(ut, st, blob, words, top);
+		f->b = (__u32)id;
+		return uw_sized(ut, st, blob, words, top, insn);
 	}
 	int err = 0;
 	f->blob = blob | UW_FP;
 	f->a = uw_read(st->fp - 24, &err);
 	f->b = uw_read(st->fp - 64, &err);
-	if (st->fp == 0)
-		return UW_END_ZERO;
-	return uw_fp(st, 1);
+	int r = st->fp == 0 ? UW_END_ZERO : uw_fp(st, 1);
+	if (r >= 0 && top) {
+		// A frameless stub (a vtable stub, a GC barrier, the
+		// interpreter's entry before it pushes rbp): the return
+		// address is at sp.
+		err = 0;
+		__u64 pc = uw_read(st->sp, &err);
+		if (err)
+			return UW_END_READ;
+		st->pc = pc;
+		st->sp += 8;
+		return -1;
+	}
+	return r;
 }
 
 // unwind fills frames from the sampled registers (pt_regs: rbp 4, rip
 // 16, rsp 19) and says how many it wrote and why it stopped. Native frames
 // count against NATIVE_FRAMES until the first Java frame; sp must grow
 // with every frame, so a forged stack cannot loop.
-static __always_inline void unwind(const __u64 *regs, struct unwind_frame *frames, __u16 *nframes, __u16 *uw_end,
-				   __u32 tgid)
+static __always_inline void unwind(const __u64 *regs, __u32 insn, struct unwind_frame *frames, __u16 *nframes,
+				   __u16 *uw_end, __u32 tgid)
 {
 	*nframes = 0;
 	*uw_end = UW_END_NO_INFO;
@@ -282,7 +327,7 @@ static __always_inline void unwind(const __u64 *regs, struct unwind_frame *frame
 		__u64 sp = st.sp;
 		struct unwind_frame *f = &frames[i];
 		f->blob = 0;
-		int r = uw_step(ut, &st, f, i == 0, &java);
+		int r = uw_step(ut, &st, f, i == 0, i == 0 ? insn : 0, &java);
 		if (f->blob)
 			n = i + 1;
 		if (r >= 0) {

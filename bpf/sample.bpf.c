@@ -346,11 +346,14 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 		__builtin_memset(s->hdr, 0, sizeof(s->hdr));
 	}
 
-#ifdef DJX_UNWIND
-	s->uw_pad = 0;
-	unwind(s->regs, s->frames, &s->nframes, &s->uw_end, tgid);
-#endif
 	__u32 flags = read_insns(s, ctx->regs.rip);
+#ifdef DJX_UNWIND
+	// After read_insns: a top frame in its prologue is told by the
+	// instruction at ip.
+	s->uw_pad = 0;
+	__u32 insn = (flags & SAMPLE_AT_OK) ? s->at[0] | s->at[1] << 8 | s->at[2] << 16 : 0;
+	unwind(s->regs, insn, s->frames, &s->nframes, &s->uw_end, tgid);
+#endif
 	s->data_src = 0;
 	s->weight = 0;
 	if (mem)

@@ -33,6 +33,11 @@ type Resolver struct {
 	// fpBlobs caches the rbp-linked blobs by start: the interpreter and
 	// BufferBlob stubs, which live as long as the JVM.
 	fpBlobs map[uint64]vmcode.Kind
+	// named caches the frames of a pc in an nmethod by its blob, the
+	// compile id BPF read from it with the frame, and the pc: a blob
+	// freed and reused holds another compile id, so an entry never names
+	// other code.
+	named   map[namedKey][]vmcode.Frame
 	stats   Stats
 	lastErr error // the last frame vmcode could not name
 }
@@ -43,11 +48,18 @@ type Stats struct {
 	Complete uint64 // ... walked to the thread's entry
 	Frames   uint64 // Java frames named
 	Failed   uint64 // frames vmcode could not name (the walk's path ends there)
+	Cached   uint64 // compiled frames named from the cache, without a read
 }
+
+// namedKey is a pc in an nmethod, as BPF saw it.
+type namedKey struct{ blob, id, pc uint64 }
+
+// maxNamed bounds the cache of named pcs; past it, it starts over.
+const maxNamed = 1 << 16
 
 // New returns a resolver over code.
 func New(code Code) *Resolver {
-	return &Resolver{code: code, fpBlobs: make(map[uint64]vmcode.Kind)}
+	return &Resolver{code: code, fpBlobs: make(map[uint64]vmcode.Kind), named: make(map[namedKey][]vmcode.Frame)}
 }
 
 // Open returns a resolver for the HotSpot JVM pid.
@@ -91,6 +103,9 @@ func (r *Resolver) Target() ([]loader.CodeHeap, loader.CodeLayout, error) {
 		CodeIsOffset:  o.CodeIsOffset,
 		// JDK 23 made it an int16_t.
 		FrameComplete16: o.BlobFrameComplete.Width == 2,
+	}
+	if o.NMethodCompileID.Width == 4 && o.NMethodCompileID.Offset <= 4096 {
+		l.CompileID = uint32(o.NMethodCompileID.Offset)
 	}
 	codeWidth := 8
 	if o.CodeIsOffset {
@@ -169,7 +184,7 @@ func (r *Resolver) Resolve(st *sample.Stack, s Sample) Path {
 				p.NativePC = f.A
 			}
 		case loader.FrameSized:
-			p.Frames, err = r.compiled(p.Frames, f.A, s)
+			p.Frames, err = r.compiled(p.Frames, namedKey{blob, f.B, f.A}, s)
 		case loader.FrameFP:
 			p.Frames, err = r.rbpFrame(p.Frames, blob, f, i == 0, s)
 		default:
@@ -201,12 +216,18 @@ func (r *Resolver) Resolve(st *sample.Stack, s Sample) Path {
 // compiled appends the Java frames of a fixed-size frame at pc: an
 // nmethod's inlining chain (stubs have none). The sampled frame is looked
 // up at its access.
-func (r *Resolver) compiled(out []vmcode.Frame, pc uint64, s Sample) ([]vmcode.Frame, error) {
-	at := pc
+func (r *Resolver) compiled(out []vmcode.Frame, k namedKey, s Sample) ([]vmcode.Frame, error) {
+	pc, at := k.pc, k.pc
 	if pc == s.IP && s.AccessPC != 0 {
 		at = s.AccessPC
 	}
+	k.pc = at
+	if fs, ok := r.named[k]; ok && k.id != 0 {
+		r.stats.Cached++
+		return append(out, fs...), nil
+	}
 	fs, b, err := r.code.Frames(at)
+	fromAt := err == nil
 	if err != nil && at != pc {
 		// The access's pc may lie past the blob's last debug
 		// information; the sampled pc is the frame's all the same.
@@ -217,6 +238,12 @@ func (r *Resolver) compiled(out []vmcode.Frame, pc uint64, s Sample) ([]vmcode.F
 	}
 	if b.Kind != vmcode.KindNMethod {
 		return out, nil
+	}
+	if fromAt && k.id != 0 && b.Start == k.blob && uint64(uint32(b.CompileID)) == k.id {
+		if len(r.named) >= maxNamed {
+			clear(r.named)
+		}
+		r.named[k] = fs
 	}
 	return append(out, fs...), nil
 }

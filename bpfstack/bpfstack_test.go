@@ -122,7 +122,7 @@ func TestTarget(t *testing.T) {
 				t.Errorf("%s: heap %+v", jdk, h)
 			}
 		}
-		if l.HeapBlockSize == 0 || l.FrameSize == 0 || l.FrameComplete == 0 || l.CodeBegin == 0 || l.CodeIsOffset != (jdk == "jdk25") {
+		if l.HeapBlockSize == 0 || l.FrameSize == 0 || l.FrameComplete == 0 || l.CodeBegin == 0 || l.CompileID == 0 || l.CodeIsOffset != (jdk == "jdk25") {
 			t.Errorf("%s: layout %+v", jdk, l)
 		}
 	}
@@ -148,8 +148,35 @@ func TestResolveCompiled(t *testing.T) {
 				t.Errorf("%s nmethod %d: %v (missing %q, native %#x), want %v", jdk, id, got, p.Missing, p.NativePC, fx.Truth.Chain)
 			}
 		}
-		if s := r.Stats(); s.Stacks == 0 || s.Complete != s.Stacks || s.Failed != 0 {
+		if s := r.Stats(); s.Stacks == 0 || s.Complete != s.Stacks || s.Failed != 0 || s.Cached != 0 {
 			t.Errorf("%s: stats %+v", jdk, s)
+		}
+	}
+}
+
+// A compiled frame that BPF saw with its nmethod's compile id is named
+// from the cache the second time; under another compile id (a blob freed
+// and reused) it is read again.
+func TestResolveCache(t *testing.T) {
+	for _, jdk := range jdks {
+		code, fx := fixtureCode(t, jdk)
+		r := New(code)
+		for id, pc := range fx.Truth.ChainPCs {
+			b, err := code.Blob(pc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, frameID := range []uint64{uint64(id), uint64(id), uint64(id) + 1} {
+				st := &sample.Stack{End: loader.UnwindEntry, Frames: []sample.RawFrame{{Blob: b.Start | loader.FrameSized, A: pc, B: frameID}}}
+				before := r.Stats().Cached
+				p := r.Resolve(st, Sample{IP: 1})
+				if got := names(p.Frames); !slices.Equal(got, fx.Truth.Chain) {
+					t.Errorf("%s nmethod %d, query %d: %v, want %v", jdk, id, i, got, fx.Truth.Chain)
+				}
+				if cached := r.Stats().Cached > before; cached != (i == 1) {
+					t.Errorf("%s nmethod %d, query %d (compile id %d): cached %v", jdk, id, i, frameID, cached)
+				}
+			}
 		}
 	}
 }

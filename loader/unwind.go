@@ -62,6 +62,9 @@ type CodeLayout struct {
 	FrameComplete16 bool
 	CodeBegin       uint32 // CodeBlob::_code_begin, or its offset field
 	CodeIsOffset    bool
+	// CompileID is nmethod::_compile_id's offset (an int), read with each
+	// compiled frame so that user space can cache its names (0: not read).
+	CompileID uint32
 }
 
 // loadUnwind loads the unwinding variant's maps and program.
@@ -91,6 +94,7 @@ func (s *Sampler) SetUnwind(pid int, heaps []CodeHeap, l CodeLayout) error {
 	t := bpf.DjxUnwindUnwindTarget{
 		Nheaps: uint32(len(heaps)), HbSize: l.HeapBlockSize,
 		OffFrameSize: l.FrameSize, OffFrameComplete: l.FrameComplete, OffCodeBegin: l.CodeBegin,
+		OffCompileId: l.CompileID,
 	}
 	if l.CodeIsOffset {
 		t.CodeIsOffset = 1

@@ -34,7 +34,7 @@ type Exporter struct {
 func New(endpoint, host string, header http.Header) (*Exporter, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("bad OTLP endpoint %q: %w", endpoint, err)
+		return nil, fmt.Errorf("bad OTLP endpoint %q (give a URL such as http://127.0.0.1:4318): %w", endpoint, err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("bad OTLP endpoint %q: give a URL such as http://127.0.0.1:4318", endpoint)

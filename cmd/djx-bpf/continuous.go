@@ -49,6 +49,16 @@ func (cf *continuousFlags) check(fs *flag.FlagSet) error {
 		}
 		return nil
 	}
+	bad := ""
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "duration", "format", "o", "top":
+			bad = f.Name
+		}
+	})
+	if bad != "" {
+		return fmt.Errorf("--%s does not apply to --continuous, which runs until stopped and pushes to --otlp-endpoint: leave it out", bad)
+	}
 	if cf.window < time.Second {
 		return fmt.Errorf("bad --window %v: give 1s or more, such as 60s", cf.window)
 	}

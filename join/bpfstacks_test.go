@@ -2,6 +2,7 @@ package join
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/djx-bpf/djx-bpf/agentwire"
@@ -81,5 +82,10 @@ func TestBPFStacksNamePaths(t *testing.T) {
 	s := j.stats
 	if s.SamplesBPFStack != 4 || s.SamplesBPFComplete != 2 || s.SamplesStackBorrowed != 0 || len(s.BPFStackEnds) != 3 {
 		t.Errorf("stats %+v", s)
+	}
+	// The frame that could not be named is in a note, with why.
+	notes := j.AgentNotes()
+	if len(notes) != 1 || !strings.Contains(notes[0], "1 frames of stacks unwound in BPF") || !strings.Contains(notes[0], "fake: no such code") {
+		t.Errorf("notes %q", notes)
 	}
 }

@@ -77,7 +77,7 @@ func (r *continuousRun) stop(t *testing.T) (cut, sent, retried, dropped int) {
 }
 
 // waitWindow waits until the collector has a window of seq or later.
-func waitWindow(t *testing.T, c *collector, seq int, within time.Duration) {
+func waitWindow(t *testing.T, c *collector, run *continuousRun, seq int, within time.Duration) {
 	t.Helper()
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		for _, l := range c.received(t) {
@@ -86,7 +86,7 @@ func waitWindow(t *testing.T, c *collector, seq int, within time.Duration) {
 			}
 		}
 	}
-	t.Fatalf("the collector has no window %d after %v", seq, within)
+	t.Fatalf("the collector has no window %d after %v; djx-bpf's stderr:\n%s", seq, within, run.output())
 }
 
 // windowsOf are the windows of pid's samples profiles the collector has,
@@ -115,7 +115,7 @@ func TestContinuousToCollector(t *testing.T) {
 	svc := startJVM(t, jdks()["jdk17"], []string{marker, "-Xmx2g"}, "-main=ServiceTruth", "100000", "20000", fmt.Sprint(serviceTable), "60")
 	time.Sleep(time.Second) // start-up is over when a host's agent finds a JVM
 	run := startContinuous(t, "--window", "4s", "--match", regexp.QuoteMeta(marker), "--otlp-endpoint", "http://"+c.addr, "--host", "test-host")
-	waitWindow(t, c, 3, 30*time.Second)
+	waitWindow(t, c, run, 3, 30*time.Second)
 	cut, sent, retried, dropped := run.stop(t)
 	t.Logf("%d windows cut, %d sent, %d retried, %d dropped", cut, sent, retried, dropped)
 	if cut < 4 || sent != cut || dropped != 0 {
@@ -168,7 +168,7 @@ func TestContinuousCollectorRestart(t *testing.T) {
 	j := startJVM(t, jdks()["jdk17"], []string{marker}, "60")
 	time.Sleep(time.Second)
 	run := startContinuous(t, "--window", "2s", "--queue", "2", "--match", regexp.QuoteMeta(marker), "--otlp-endpoint", "http://"+c.addr)
-	waitWindow(t, c, 1, 30*time.Second)
+	waitWindow(t, c, run, 1, 30*time.Second)
 	c.stop()
 	lastBefore := 0
 	for seq := range windowsOf(t, c.received(t), j.cmd.Process.Pid) {

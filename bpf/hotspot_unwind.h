@@ -291,8 +291,8 @@ static __always_inline int uw_step(const struct unwind_target *ut, struct uw_sta
 	f->b = uw_read(st->fp - 64, &err);
 	int r = st->fp == 0 ? UW_END_ZERO : uw_fp(st, 1);
 	if (r >= 0 && top) {
-		// A frameless stub (a vtable stub, a GC barrier, the
-		// interpreter's entry before it pushes rbp): the return
+		// A frameless stub (a vtable stub, a GC barrier) called
+		// from code that uses rbp as a register: the return
 		// address is at sp.
 		err = 0;
 		__u64 pc = uw_read(st->sp, &err);

@@ -76,6 +76,11 @@ func (cf *continuousFlags) run(fs *flag.FlagSet, so profiler.ScanOptions, quiet 
 	if !given {
 		so.Freq = continuousFreq
 	}
+	// Looking for new JVMs reads every process's /proc files: the scan's
+	// 2 s would be a fifth of djx-bpf's own CPU time here. A sixth of the
+	// window, 10 s at most, still attaches a new JVM within its first
+	// window.
+	so.Every = min(10*time.Second, max(2*time.Second, cf.window/6))
 	host := cf.host
 	if host == "" {
 		host, _ = os.Hostname()

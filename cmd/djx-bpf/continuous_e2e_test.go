@@ -128,8 +128,18 @@ func TestContinuousToCollector(t *testing.T) {
 	}
 	for pid, w := range want {
 		wins := windowsOf(t, lines, pid)
+		if len(wins) == 0 {
+			t.Errorf("pid %d: no window in the collector", pid)
+			continue
+		}
+		// Window 1 ends 4 s after djx-bpf starts: a JVM whose attach took
+		// longer on a loaded host is in the next one on.
+		first := slices.Min(keys(wins))
+		if first > 2 {
+			t.Errorf("pid %d: first window %d, want 1 or 2", pid, first)
+		}
 		tops := map[string]int64{}
-		for seq := 1; seq <= cut; seq++ {
+		for seq := first; seq <= cut; seq++ {
 			l, ok := wins[seq]
 			if !ok {
 				t.Errorf("pid %d: no window %d in the collector (has %d windows)", pid, seq, len(wins))

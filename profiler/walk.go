@@ -529,15 +529,28 @@ func (s *session) checkWalk() {
 }
 
 // moved counts the probes whose object is no longer where the walk found
-// it: the klass word there is another.
+// it: the klass word there is another. The probes are read in one vector;
+// those past a read that failed, one at a time.
 func (w *walker) moved() (moved, all int) {
 	l := w.layout
-	var b [16]byte
-	for _, p := range w.probes {
-		if n, _ := w.mem.ReadAt(b[:], int64(p.addr)); n < len(b) {
-			moved++
-			all++
-			continue
+	const hdr = 16
+	buf := make([]byte, hdr*len(w.probes))
+	got := 0
+	if vm, ok := w.mem.(heapwalk.VectorMem); ok && len(w.probes) > 0 {
+		spans := make([]heapwalk.Span, len(w.probes))
+		for i, p := range w.probes {
+			spans[i] = heapwalk.Span{Addr: p.addr, Len: hdr}
+		}
+		got, _ = vm.ReadVector(buf, spans)
+	}
+	for i, p := range w.probes {
+		b := buf[i*hdr : (i+1)*hdr]
+		if (i+1)*hdr > got {
+			if n, _ := w.mem.ReadAt(b, int64(p.addr)); n < hdr {
+				moved++
+				all++
+				continue
+			}
 		}
 		k := binary.LittleEndian.Uint64(b[8:])
 		if l.CompressedClassPointers {

@@ -9,8 +9,8 @@ set -eu
 NAME=$1 JH=${2:-/usr/lib/jvm/java-17-openjdk-amd64} GC=${3:-G1} HEAP=${4:-}
 J=/usr/share/java
 case $NAME in
-hsqldb) PKG=libhsqldb-java JAR=$J/hsqldb.jar MAIN=HsqldbService SIZE=${5:-400000} HEAP=${HEAP:-1g} ;;
-h2) PKG=libh2-java JAR=$J/h2.jar MAIN=H2Service SIZE=${5:-400000} HEAP=${HEAP:-1g} ;;
+hsqldb) PKG=libhsqldb-java JAR=$J/hsqldb.jar MAIN=SqlService SIZE="jdbc:hsqldb:mem:svc ${5:-400000}" HEAP=${HEAP:-1g} ;;
+h2) PKG=libh2-java JAR=$J/h2.jar MAIN=SqlService SIZE="jdbc:h2:mem:svc;DB_CLOSE_DELAY=-1 ${5:-400000}" HEAP=${HEAP:-1g} ;;
 jts) PKG=libjts-java JAR=$J/jts-core.jar MAIN=JtsService SIZE=${5:-1000000} HEAP=${HEAP:-2g} ;;
 guava) PKG=libguava-java JAR=$J/guava.jar MAIN=GuavaService SIZE=${5:-1000 500} HEAP=${HEAP:-1g} ;;
 *) echo "services.sh: no service $NAME (hsqldb, h2, jts or guava)" >&2; exit 2 ;;

@@ -5,17 +5,18 @@ import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.concurrent.ThreadLocalRandom;
 
-// An in-memory database service built the way real ones are: H2
-// (Debian's libh2-java) loads a table at start-up, then serves point
-// lookups by primary key and range sums over a secondary index.
+// An in-memory database service built the way real ones are: an embedded
+// SQL database from Debian's packages (HSQLDB, H2) loads a table at
+// start-up, then serves point lookups by primary key and range sums over a
+// secondary index.
 //
-// Arguments: rows, seconds to run. Prints "ready", then "ops N" each
-// second (queries so far).
-public class H2Service {
+// Arguments: JDBC URL of an in-memory database, rows, seconds to run.
+// Prints "ready", then "ops N" each second (queries so far).
+public class SqlService {
     public static void main(String[] args) throws Exception {
-        int rows = Integer.parseInt(args[0]);
-        long secs = Long.parseLong(args[1]);
-        Connection c = DriverManager.getConnection("jdbc:h2:mem:svc;DB_CLOSE_DELAY=-1", "sa", "");
+        int rows = Integer.parseInt(args[1]);
+        long secs = Long.parseLong(args[2]);
+        Connection c = DriverManager.getConnection(args[0], "sa", "");
         try (Statement st = c.createStatement()) {
             st.execute("CREATE TABLE ITEMS(ID INT PRIMARY KEY, GRP INT, PRICE DOUBLE, NAME VARCHAR(40))");
             st.execute("CREATE INDEX ITEMS_GRP ON ITEMS(GRP)");

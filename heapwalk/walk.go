@@ -431,26 +431,7 @@ func (w *walker) root(r Root) {
 
 // discover marks the object at a found over edge e and queues it, once.
 func (w *walker) discover(a uint64, e uint32) {
-	if a%8 != 0 {
-		w.stats.OutOfHeap++
-		return
-	}
-	if _, in := w.l.inHeap(a, 16); !in {
-		w.stats.OutOfHeap++
-		return
-	}
-	newly, ok := w.visited.testAndSet(a)
-	if !ok {
-		w.stats.BitmapDropped++
-		return
-	}
-	from := w.rootChain(&w.edges[e])
-	if !newly {
-		w.seen(a, from)
-		return
-	}
-	w.mark(a, from)
-	if q := w.admit(a); q != nil {
+	if q := w.fresh(a, w.rootChain(&w.edges[e])); q != nil {
 		w.push(q, a, e)
 	}
 }
@@ -788,8 +769,8 @@ func (w *walker) work(n int) bool {
 
 // fresh marks the object at a, referenced from an object of chain
 // from, as found and returns the queue it goes to: nil when it is not
-// new or a cap keeps it out. Like discover, split so the edge is made
-// only for new objects.
+// new or a cap keeps it out. A field's or element's edge is made only
+// for new objects, after it.
 func (w *walker) fresh(a uint64, from uint32) *queue {
 	if a%8 != 0 {
 		w.stats.OutOfHeap++

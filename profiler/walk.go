@@ -279,7 +279,12 @@ func (s *session) refreshRoots() {
 	}
 	s.askRoots()
 	if w.refreshing = w.collecting; !w.collecting {
-		w.rootsResp <- rootsPass{} // the agent cannot be asked: the walk drops its stale roots
+		// The agent cannot be asked: the walk drops its stale roots, or
+		// takes an answer already waiting in the channel.
+		select {
+		case w.rootsResp <- rootsPass{}:
+		default:
+		}
 	}
 }
 

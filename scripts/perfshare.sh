@@ -4,16 +4,16 @@
 # settings, under `perf record -a -g`; bench/cmd/perfshare tells each run's
 # share of the JVM's CPU samples by class. Run `make bench` once first (it
 # builds djx-bpf and the workloads). As root.
-# Usage: scripts/perfshare.sh [RUNS] [WORKLOAD...]   (default: 2 h2 xalan fft;
+# Usage: scripts/perfshare.sh [RUNS] [WORKLOAD...]   (default: 2 h2 hsqldb xalan fft;
 # the workloads are djxbench's; `djxbench cmdline` prints their command lines)
 set -eu
 cd "$(dirname "$0")/.."
 RUNS=${1:-2}
 shift || true
-WORKLOADS=${*:-h2 xalan fft}
+WORKLOADS=${*:-h2 hsqldb xalan fft}
 JAVA=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}/bin/java
 J=/usr/share/java
-CP=build/bench/java:$J/h2.jar:$J/xalan2.jar:$J/serializer.jar:$J/commons-math3.jar
+CP=build/bench/java:$J/h2.jar:$J/hsqldb.jar:$J/xalan2.jar:$J/serializer.jar:$J/commons-math3.jar
 OUT=${PERFSHARE_OUT:-build/perfshare-runs}
 [ "$(id -u)" = 0 ] || { echo "perfshare.sh: run as root (perf -a and djx-bpf need it)"; exit 1; }
 [ -x build/djx-bpf ] && [ -d build/bench/java ] || { echo "perfshare.sh: run make bench first"; exit 1; }

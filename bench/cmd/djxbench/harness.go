@@ -26,6 +26,8 @@ type workload struct {
 
 var workloads = []workload{
 	{Name: "h2", Class: "H2Bench", Args: []string{"60000", "1500"}, JVMFlags: []string{"-Xmx1g"}},
+	// The in-memory database service: H2Bench's SQL on HSQLDB.
+	{Name: "hsqldb", Class: "H2Bench", Args: []string{"100000", "8000", "jdbc:hsqldb:mem:bench"}, JVMFlags: []string{"-Xmx1g"}},
 	{Name: "xalan", Class: "XalanBench", Args: []string{"20000", "40"}, JVMFlags: []string{"-Xmx1g"}},
 	{Name: "fft", Class: "FftBench", Args: []string{"64", "14", "200"}, JVMFlags: []string{"-Xmx1g"}},
 	{Name: "allocheavy", Class: "AllocHeavy", Args: []string{"8"}, JVMFlags: []string{"-Xmx1g"}, FixedTime: true},

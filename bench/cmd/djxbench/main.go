@@ -139,7 +139,7 @@ func (c *common) registerJava(fs *flag.FlagSet) {
 func (c *common) register(fs *flag.FlagSet, prefix string) {
 	c.registerJava(fs)
 	fs.StringVar(&c.bin, "bin", "build/djx-bpf", "djx-bpf binary")
-	fs.StringVar(&c.workloads, "workloads", envStr("BENCH_WORKLOADS", "h2,xalan,fft,allocheavy,gchot"), "workloads: h2, xalan, fft, allocheavy, gchot, hotarrays (env BENCH_WORKLOADS)")
+	fs.StringVar(&c.workloads, "workloads", envStr("BENCH_WORKLOADS", "h2,xalan,fft,allocheavy,gchot"), "workloads: h2, hsqldb, xalan, fft, allocheavy, gchot, hotarrays (env BENCH_WORKLOADS)")
 	fs.StringVar(&c.djxFlags, "djx-flags", envStr("BENCH_DJX_FLAGS", ""), "extra djx-bpf profile flags for every profiled run (env BENCH_DJX_FLAGS)")
 	registerOut(fs, &c.out, prefix)
 }

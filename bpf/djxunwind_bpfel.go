@@ -44,7 +44,7 @@ type DjxUnwindSample struct {
 	Nframes   uint16
 	UwEnd     uint16
 	UwPad     uint32
-	Frames    [32]DjxUnwindUnwindFrame
+	Frames    [128]DjxUnwindUnwindFrame
 }
 
 type DjxUnwindTarget struct {
@@ -106,6 +106,21 @@ type DjxUnwindUnwindTarget struct {
 	Heaps            [4]DjxUnwindCodeHeap
 }
 
+type DjxUnwindUwScratch struct {
+	_  structs.HostLayout
+	S  DjxUnwindSample
+	St struct {
+		_    structs.HostLayout
+		Pc   uint64
+		Sp   uint64
+		Fp   uint64
+		N    uint32
+		Java uint32
+		Insn uint32
+		Tgid uint32
+	}
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -116,8 +131,11 @@ const (
 	DjxUnwindMapSigLast            = "sig_last"
 	DjxUnwindMapTargets            = "targets"
 	DjxUnwindMapUnwindTargets      = "unwind_targets"
+	DjxUnwindMapUwProgs            = "uw_progs"
+	DjxUnwindMapUwScratch          = "uw_scratch"
 	DjxUnwindProgOnSample          = "on_sample"
 	DjxUnwindProgOnSampleMem       = "on_sample_mem"
+	DjxUnwindProgUwStep            = "uw_step"
 	DjxUnwindVarSigGapNs           = "sig_gap_ns"
 	DjxUnwindVarUnusedCounter      = "unused_counter"
 	DjxUnwindVarUnusedSample       = "unused_sample"
@@ -173,6 +191,7 @@ type DjxUnwindSpecs struct {
 type DjxUnwindProgramSpecs struct {
 	OnSample    *ebpf.ProgramSpec `ebpf:"on_sample"`
 	OnSampleMem *ebpf.ProgramSpec `ebpf:"on_sample_mem"`
+	UwStep      *ebpf.ProgramSpec `ebpf:"uw_step"`
 }
 
 // DjxUnwindMapSpecs contains maps before they are loaded into the kernel.
@@ -185,6 +204,8 @@ type DjxUnwindMapSpecs struct {
 	SigLast       *ebpf.MapSpec `ebpf:"sig_last"`
 	Targets       *ebpf.MapSpec `ebpf:"targets"`
 	UnwindTargets *ebpf.MapSpec `ebpf:"unwind_targets"`
+	UwProgs       *ebpf.MapSpec `ebpf:"uw_progs"`
+	UwScratch     *ebpf.MapSpec `ebpf:"uw_scratch"`
 }
 
 // DjxUnwindVariableSpecs contains global variables before they are loaded into the kernel.
@@ -228,6 +249,8 @@ type DjxUnwindMaps struct {
 	SigLast       *ebpf.Map `ebpf:"sig_last"`
 	Targets       *ebpf.Map `ebpf:"targets"`
 	UnwindTargets *ebpf.Map `ebpf:"unwind_targets"`
+	UwProgs       *ebpf.Map `ebpf:"uw_progs"`
+	UwScratch     *ebpf.Map `ebpf:"uw_scratch"`
 }
 
 func (m *DjxUnwindMaps) Close() error {
@@ -238,6 +261,8 @@ func (m *DjxUnwindMaps) Close() error {
 		m.SigLast,
 		m.Targets,
 		m.UnwindTargets,
+		m.UwProgs,
+		m.UwScratch,
 	)
 }
 
@@ -262,12 +287,14 @@ type DjxUnwindVariables struct {
 type DjxUnwindPrograms struct {
 	OnSample    *ebpf.Program `ebpf:"on_sample"`
 	OnSampleMem *ebpf.Program `ebpf:"on_sample_mem"`
+	UwStep      *ebpf.Program `ebpf:"uw_step"`
 }
 
 func (p *DjxUnwindPrograms) Close() error {
 	return _DjxUnwindClose(
 		p.OnSample,
 		p.OnSampleMem,
+		p.UwStep,
 	)
 }
 

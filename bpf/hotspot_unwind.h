@@ -24,7 +24,13 @@
 #ifndef DJX_HOTSPOT_UNWIND_H
 #define DJX_HOTSPOT_UNWIND_H
 
-#define UNWIND_FRAMES 32 // physical frames per sample
+// Physical frames per sample. The walk runs UNWIND_STEP_FRAMES frames per
+// program run and tail-calls itself for the next ones (the verifier
+// checks a run's frames once, not the whole walk's), so the kernel's
+// chain limit (33 tail calls; 32 before 5.17) is the last bound:
+// 128 / 8 = 16 runs. The agent's stacks go to 128 Java frames.
+#define UNWIND_FRAMES 128
+#define UNWIND_STEP_FRAMES 8
 #define UNWIND_HEAPS 4   // CodeCache has at most 3 heaps (segmented code cache)
 // Segment map hops to a block's start: HotSpot writes the distances so
 // that a block of n segments takes about n/254 + log(n) hops; 32 covers
@@ -103,9 +109,16 @@ const struct unwind_target *unused_unwind_target __attribute__((unused));
 const enum unwind_kind *unused_unwind_kind __attribute__((unused));
 const enum unwind_end *unused_unwind_end __attribute__((unused));
 
-// Where the walk is: the frame's pc, its (unextended) sp and rbp.
+// Where the walk is, kept in the per-CPU scratch between the step
+// program's runs: the frame's pc, its (unextended) sp and rbp, how many
+// frames are written, whether a Java-side frame (one in the code cache)
+// was seen, and the first 3 bytes of the instruction at the sampled pc.
 struct uw_state {
 	__u64 pc, sp, fp;
+	__u32 n;
+	__u32 java;
+	__u32 insn;
+	__u32 tgid;
 };
 
 static __always_inline __u64 uw_read(__u64 addr, int *err)
@@ -208,63 +221,80 @@ static __always_inline int uw_sized(const struct unwind_target *ut, struct uw_st
 		if (complete > 0 && st->pc < begin + complete)
 			return uw_prologue(st, insn);
 	}
-	__u64 sender = st->sp + (__u64)words * 8;
-	__u64 pc = uw_read(sender - 8, &err);
-	__u64 fp = uw_read(sender - 16, &err);
-	if (err)
+	// The saved rbp and the return address in one read.
+	__u64 sender = st->sp + (__u64)words * 8, link[2] = {};
+	if (bpf_probe_read_user(link, sizeof(link), (void *)(sender - 16)) != 0)
 		return UW_END_READ;
-	st->pc = pc;
+	st->pc = link[1];
 	st->sp = sender;
-	st->fp = fp;
+	st->fp = link[0];
 	return -1;
 }
 
-// uw_fp unwinds an rbp-linked frame; java says whether it may be an
-// interpreter frame, whose sender sp is saved in it.
-static __always_inline int uw_fp(struct uw_state *st, int java)
+// The slots of an rbp-linked frame, read at once from rbp - 64 up to the
+// return address: the interpreter's bcp (rbp - 64) and Method* (rbp - 24),
+// the sender's sp (rbp - 8), the caller's rbp and the return address.
+enum {
+	UW_FP_BCP = 0,
+	UW_FP_METHOD = 5,
+	UW_FP_SENDER_SP = 7,
+	UW_FP_LINK = 8,
+	UW_FP_PC = 9,
+	UW_FP_SLOTS = 10,
+};
+
+// uw_fp unwinds an rbp-linked frame whose slots (from rbp - 64) are in
+// w; java says whether it may be an interpreter frame, whose sender sp is
+// saved in it.
+static __always_inline void uw_fp(struct uw_state *st, const __u64 *w, int java)
 {
-	int err = 0;
-	__u64 fp = st->fp;
-	if (fp <= st->sp || (fp & 7) || fp - st->sp > (1 << 20))
-		return UW_END_FRAME;
-	__u64 pc = uw_read(fp + 8, &err);
-	__u64 caller_fp = uw_read(fp, &err);
-	__u64 sp = fp + 16;
+	__u64 fp = st->fp, sp = fp + 16;
 	if (java) {
 		// The interpreter saves the caller's unextended sp; a stub
 		// that never set it has left rbp + 16's neighbour there.
-		__u64 saved = uw_read(fp - 8, &err);
+		__u64 saved = w[UW_FP_SENDER_SP];
 		if (saved > st->sp && saved <= fp + 16 + (1 << 16))
 			sp = saved;
 	}
-	if (err)
-		return UW_END_READ;
-	st->pc = pc;
+	st->pc = w[UW_FP_PC];
 	st->sp = sp;
-	st->fp = caller_fp;
-	return -1;
+	st->fp = w[UW_FP_LINK];
 }
 
-// uw_step records the frame at st and unwinds it. It returns -1 to go on,
-// else the reason the walk ends; *java says whether a Java-side frame
-// (one in the code cache) has been seen.
-static __always_inline int uw_step(const struct unwind_target *ut, struct uw_state *st, struct unwind_frame *f,
-				   int top, __u32 insn, int *java)
+// uw_fp_ok says whether rbp can be the frame pointer of the frame at sp:
+// above it, aligned, and at most 1 MiB away.
+static __always_inline int uw_fp_ok(const struct uw_state *st)
 {
+	__u64 fp = st->fp;
+	return fp > st->sp && !(fp & 7) && fp - st->sp <= (1 << 20);
+}
+
+// uw_frame records the frame at st and unwinds it. It returns -1 to go on,
+// else the reason the walk ends; st->java says whether a Java-side frame
+// (one in the code cache) has been seen.
+static __always_inline int uw_frame(const struct unwind_target *ut, struct uw_state *st, struct unwind_frame *f,
+				   int top)
+{
+	__u64 w[UW_FP_SLOTS] = {};
 	if (st->pc == 0)
 		return UW_END_ZERO;
 	int h = uw_heap(ut, st->pc);
 	if (h < 0) {
-		if (*java)
+		if (st->java)
 			return UW_END_ENTRY;
 		f->blob = UW_NATIVE;
 		f->a = st->pc;
 		f->b = 0;
 		if (st->fp == 0)
 			return UW_END_ZERO;
-		return uw_fp(st, 0);
+		if (!uw_fp_ok(st))
+			return UW_END_FRAME;
+		if (bpf_probe_read_user(&w[UW_FP_LINK], 16, (void *)st->fp) != 0)
+			return UW_END_READ;
+		uw_fp(st, w, 0);
+		return -1;
 	}
-	*java = 1;
+	st->java = 1;
 	__u64 blob = uw_blob(ut, h, st->pc);
 	if (!blob)
 		return UW_END_SEGMAP;
@@ -283,18 +313,29 @@ static __always_inline int uw_step(const struct unwind_target *ut, struct uw_sta
 		f->blob = blob | UW_SIZED;
 		f->a = st->pc;
 		f->b = (__u32)id;
-		return uw_sized(ut, st, blob, words, top, insn);
+		return uw_sized(ut, st, blob, words, top, st->insn);
 	}
-	int err = 0;
 	f->blob = blob | UW_FP;
-	f->a = uw_read(st->fp - 24, &err);
-	f->b = uw_read(st->fp - 64, &err);
-	int r = st->fp == 0 ? UW_END_ZERO : uw_fp(st, 1);
-	if (r >= 0 && top) {
+	f->a = 0;
+	f->b = 0;
+	int r = -1;
+	if (st->fp == 0)
+		r = UW_END_ZERO;
+	else if (!uw_fp_ok(st))
+		r = UW_END_FRAME;
+	else if (bpf_probe_read_user(w, sizeof(w), (void *)(st->fp - 64)) != 0)
+		r = UW_END_READ;
+	if (r < 0) {
+		f->a = w[UW_FP_METHOD];
+		f->b = w[UW_FP_BCP];
+		uw_fp(st, w, 1);
+		return -1;
+	}
+	if (top) {
 		// A frameless stub (a vtable stub, a GC barrier) called
 		// from code that uses rbp as a register: the return
 		// address is at sp.
-		err = 0;
+		int err = 0;
 		__u64 pc = uw_read(st->sp, &err);
 		if (err)
 			return UW_END_READ;
@@ -305,46 +346,31 @@ static __always_inline int uw_step(const struct unwind_target *ut, struct uw_sta
 	return r;
 }
 
-// unwind fills frames from the sampled registers (pt_regs: rbp 4, rip
-// 16, rsp 19) and says how many it wrote and why it stopped. Native frames
-// count against NATIVE_FRAMES until the first Java frame; sp must grow
-// with every frame, so a forged stack cannot loop.
-static __always_inline void unwind(const __u64 *regs, __u32 insn, struct unwind_frame *frames, __u16 *nframes,
-				   __u16 *uw_end, __u32 tgid)
+// uw_walk walks up to UNWIND_STEP_FRAMES frames from st into frames
+// (st->n of them written so far). It returns -1 when the walk goes on in
+// the next run, else why it ended. Native frames count against
+// NATIVE_FRAMES until the first Java frame; sp must grow with every
+// frame, so a forged stack cannot loop.
+static __always_inline int uw_walk(const struct unwind_target *ut, struct uw_state *st, struct unwind_frame *frames)
 {
-	*nframes = 0;
-	*uw_end = UW_END_NO_INFO;
-	const struct unwind_target *ut = bpf_map_lookup_elem(&unwind_targets, &tgid);
-	if (!ut)
-		return;
-	struct uw_state st = {.pc = regs[16], .sp = regs[19], .fp = regs[4]};
-	int java = 0, end = UW_END_DEPTH, n = 0;
-	for (int i = 0; i < UNWIND_FRAMES; i++) {
-		if (!java && i >= NATIVE_FRAMES) {
-			end = UW_END_NO_JAVA;
-			break;
-		}
-		__u64 sp = st.sp;
-		struct unwind_frame *f = &frames[i];
+	for (int k = 0; k < UNWIND_STEP_FRAMES; k++) {
+		__u32 n = st->n;
+		if (n >= UNWIND_FRAMES)
+			return UW_END_DEPTH;
+		if (!st->java && n >= NATIVE_FRAMES)
+			return UW_END_NO_JAVA;
+		__u64 sp = st->sp;
+		struct unwind_frame *f = &frames[n];
 		f->blob = 0;
-		int r = uw_step(ut, &st, f, i == 0, i == 0 ? insn : 0, &java);
+		int r = uw_frame(ut, st, f, n == 0);
 		if (f->blob)
-			n = i + 1;
-		if (r >= 0) {
-			end = r;
-			break;
-		}
-		if (st.sp <= sp) {
-			end = UW_END_FRAME;
-			break;
-		}
+			st->n = n + 1;
+		if (r >= 0)
+			return r;
+		if (st->sp <= sp)
+			return UW_END_FRAME;
 	}
-	// A walk that found no Java frame has no stack to give, whatever
-	// stopped it.
-	if (!java)
-		end = UW_END_NO_JAVA;
-	*nframes = n;
-	*uw_end = end;
+	return st->n >= UNWIND_FRAMES ? UW_END_DEPTH : -1;
 }
 
 #endif

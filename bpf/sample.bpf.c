@@ -56,7 +56,8 @@ struct sample {
 	__u64 hdr[GPR_SLOTS][2];
 #ifdef DJX_UNWIND
 	// The Java stack, unwound in BPF (hotspot_unwind.h): nframes of
-	// frames[], and why the walk ended (enum unwind_end).
+	// frames[], and why the walk ended (enum unwind_end). The record ends
+	// after the nframes: its length varies.
 	__u16 nframes;
 	__u16 uw_end;
 	__u32 uw_pad;
@@ -268,6 +269,11 @@ static __always_inline __u32 read_mem(struct bpf_perf_event_data *ctx, struct sa
 	return SAMPLE_MEM_OK;
 }
 
+#ifdef DJX_UNWIND
+// The unwinding variant's programs: the sample is built in a per-CPU
+// scratch while the stack is walked over tail calls.
+#include "hotspot_unwind_prog.h"
+#else
 // stack_signal says which signal asks the thread for its stack: none when
 // one was sent a moment ago, the thread is young, or it runs no Java code
 // (then *flags gets SAMPLE_NO_STACK).
@@ -347,13 +353,6 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int mem)
 	}
 
 	__u32 flags = read_insns(s, ctx->regs.rip);
-#ifdef DJX_UNWIND
-	// After read_insns: a top frame in its prologue is told by the
-	// instruction at ip.
-	s->uw_pad = 0;
-	__u32 insn = (flags & SAMPLE_AT_OK) ? s->at[0] | s->at[1] << 8 | s->at[2] << 16 : 0;
-	unwind(s->regs, insn, s->frames, &s->nframes, &s->uw_end, tgid);
-#endif
 	s->data_src = 0;
 	s->weight = 0;
 	if (mem)
@@ -380,3 +379,4 @@ int on_sample_mem(struct bpf_perf_event_data *ctx)
 {
 	return sample(ctx, 1);
 }
+#endif

@@ -100,10 +100,13 @@ type Sampler struct {
 	// unwindTargets is the unwinding variant's map of code caches (nil:
 	// the default program).
 	unwindTargets *ebpf.Map
-	fds           []int
-	links         []link.Link // referenced so that finalizers don't close them
-	rd            *ringbuf.Reader
-	cfg           Config
+	// uwProgs is its tail-call array, holding uwStep.
+	uwProgs *ebpf.Map
+	uwStep  *ebpf.Program
+	fds     []int
+	links   []link.Link // referenced so that finalizers don't close them
+	rd      *ringbuf.Reader
+	cfg     Config
 	// runStats keeps the kernel's BPF run-time statistics on while the
 	// sampler is open (nil where the kernel lacks them, before 5.8).
 	runStats io.Closer
@@ -197,6 +200,9 @@ func Open(cfg Config) (s *Sampler, err error) {
 // events use on_sample_mem, whose kfunc (bpf_cast_to_kern_ctx) needs
 // Linux 6.2, so decode and page faults work on older kernels.
 func (s *Sampler) load(spec *ebpf.CollectionSpec) error {
+	if s.cfg.Unwind {
+		return s.loadUnwind(spec)
+	}
 	if s.cfg.Source == Hardware {
 		var o struct {
 			bpf.DjxMaps
@@ -205,9 +211,6 @@ func (s *Sampler) load(spec *ebpf.CollectionSpec) error {
 		err := spec.LoadAndAssign(&o, nil)
 		s.maps, s.prog = o.DjxMaps, o.Prog
 		return err
-	}
-	if s.cfg.Unwind {
-		return s.loadUnwind(spec)
 	}
 	var o struct {
 		bpf.DjxMaps
@@ -538,6 +541,12 @@ func (s *Sampler) Close() error {
 	errs = append(errs, s.maps.Close())
 	if s.unwindTargets != nil {
 		errs = append(errs, s.unwindTargets.Close())
+	}
+	if s.uwProgs != nil {
+		errs = append(errs, s.uwProgs.Close())
+	}
+	if s.uwStep != nil {
+		errs = append(errs, s.uwStep.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"encoding/binary"
 	"fmt"
 	"time"
 	"unsafe"
@@ -11,9 +12,15 @@ import (
 	"github.com/djx-bpf/djx-bpf/sample"
 )
 
-// unwindSampleSize is sizeof(struct sample) in the unwinding variant: the
-// default sample, then the stack.
-const unwindSampleSize = int(unsafe.Sizeof(bpf.DjxUnwindSample{}))
+// An unwinding variant's record is its sample up to the frames, then
+// Nframes frames: its length varies (bpf_ringbuf_output of the walked
+// part).
+var (
+	unwindHeadSize  = int(unsafe.Offsetof(bpf.DjxUnwindSample{}.Frames))
+	unwindFrameSize = int(unsafe.Sizeof(bpf.DjxUnwindUnwindFrame{}))
+	offNframes      = int(unsafe.Offsetof(bpf.DjxUnwindSample{}.Nframes))
+	offUwEnd        = int(unsafe.Offsetof(bpf.DjxUnwindSample{}.UwEnd))
+)
 
 // MaxUnwindFrames is how many physical frames the unwinder walks
 // (UNWIND_FRAMES) and MaxCodeHeaps how many code heaps it takes.
@@ -67,16 +74,37 @@ type CodeLayout struct {
 	CompileID uint32
 }
 
-// loadUnwind loads the unwinding variant's maps and program.
+// loadUnwind loads the unwinding variant's maps, its entry program for
+// the source and the step program, which it puts in the tail-call array.
 func (s *Sampler) loadUnwind(spec *ebpf.CollectionSpec) error {
+	entry, other := bpf.DjxUnwindProgOnSample, bpf.DjxUnwindProgOnSampleMem
+	if s.cfg.Source == Hardware {
+		entry, other = other, entry
+	}
+	delete(spec.Programs, other) // on_sample_mem needs Linux 6.2
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		return err
+	}
+	defer coll.Close()
 	var o struct {
 		bpf.DjxMaps
 		UnwindTargets *ebpf.Map     `ebpf:"unwind_targets"`
-		Prog          *ebpf.Program `ebpf:"on_sample"`
+		Progs         *ebpf.Map     `ebpf:"uw_progs"`
+		Step          *ebpf.Program `ebpf:"uw_step"`
 	}
-	err := spec.LoadAndAssign(&o, nil)
-	s.maps, s.prog, s.unwindTargets = o.DjxMaps, o.Prog, o.UnwindTargets
-	return err
+	if err := coll.Assign(&o); err != nil {
+		return err
+	}
+	s.maps, s.unwindTargets, s.uwProgs, s.uwStep = o.DjxMaps, o.UnwindTargets, o.Progs, o.Step
+	s.prog = coll.DetachProgram(entry)
+	if s.prog == nil {
+		return fmt.Errorf("no program %s", entry)
+	}
+	if err := s.uwProgs.Put(uint32(0), s.uwStep); err != nil {
+		return fmt.Errorf("put the step program in its tail-call array: %w", err)
+	}
+	return nil
 }
 
 // Unwinding says whether the sampler loaded the unwinding variant.
@@ -112,18 +140,18 @@ func (s *Sampler) SetUnwind(pid int, heaps []CodeHeap, l CodeLayout) error {
 }
 
 // parseStack copies the unwound frames of an unwinding variant's record
-// into s.Stack (a new slice: samples outlive the record).
+// into s.Stack (a new slice: samples outlive the record). A record cut
+// short keeps the frames it holds.
 func parseStack(b []byte, s *Sample) {
-	if len(b) < unwindSampleSize {
+	if len(b) < unwindHeadSize {
 		return
 	}
-	var r bpf.DjxUnwindSample
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&r)), unsafe.Sizeof(r)), b)
-	n := min(int(r.Nframes), len(r.Frames))
-	st := &sample.Stack{Frames: make([]sample.RawFrame, n), End: r.UwEnd}
+	le := binary.LittleEndian
+	n := min(int(le.Uint16(b[offNframes:])), MaxUnwindFrames, (len(b)-unwindHeadSize)/unwindFrameSize)
+	st := &sample.Stack{Frames: make([]sample.RawFrame, n), End: le.Uint16(b[offUwEnd:])}
 	for i := range n {
-		f := r.Frames[i]
-		st.Frames[i] = sample.RawFrame{Blob: f.Blob, A: f.A, B: f.B}
+		f := b[unwindHeadSize+i*unwindFrameSize:]
+		st.Frames[i] = sample.RawFrame{Blob: le.Uint64(f), A: le.Uint64(f[8:]), B: le.Uint64(f[16:])}
 	}
 	s.Stack = st
 }
@@ -143,3 +171,7 @@ func (s *Sampler) RunStats() (time.Duration, uint64, bool) {
 	}
 	return st.Runtime, st.RunCount, true
 }
+
+// unwindStepProg is the unwinding variant's step program: it walks a few
+// frames per run and tail-calls itself (uw_progs) until the walk ends.
+const unwindStepProg = bpf.DjxUnwindProgUwStep

@@ -1,0 +1,151 @@
+// The unwinding variant's programs (sample.bpf.c with -DDJX_UNWIND). The
+// entry program fills the sample as the default one does, but in a
+// per-CPU scratch, and tail-calls uw_step, which walks UNWIND_STEP_FRAMES
+// frames per run (hotspot_unwind.h) and tail-calls itself until the walk
+// ends. A ring buffer reservation cannot be held across a tail call, so
+// the last run copies the record out with bpf_ringbuf_output: the sample,
+// then only the frames walked (a record of variable length). This variant
+// sends no stack signal.
+
+#ifndef DJX_HOTSPOT_UNWIND_PROG_H
+#define DJX_HOTSPOT_UNWIND_PROG_H
+
+// The record being built and the walk's state. perf_event programs do not
+// nest on a CPU (bpf_prog_active), so one slot per CPU is enough.
+struct uw_scratch {
+	struct sample s;
+	struct uw_state st;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct uw_scratch);
+} uw_scratch SEC(".maps");
+
+// Slot 0: uw_step, put there by the loader.
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} uw_progs SEC(".maps");
+
+#define UW_RECORD_HEAD __builtin_offsetof(struct sample, frames)
+
+// uw_emit copies the sample and its n frames into the ring buffer.
+static __always_inline void uw_emit(struct uw_scratch *w, int end)
+{
+	__u32 n = w->st.n;
+	if (n > UNWIND_FRAMES)
+		n = UNWIND_FRAMES;
+	w->s.nframes = n;
+	w->s.uw_end = end;
+	__u64 size = UW_RECORD_HEAD + (__u64)n * sizeof(struct unwind_frame);
+	__u64 pending = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) + size;
+	if (bpf_ringbuf_output(&samples, &w->s, size, pending >= WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP) != 0)
+		count(CNT_DROPPED);
+}
+
+// sample_unwind fills one sample and starts its walk; mem as sample's in
+// the default program. The sample's time is taken here, a few
+// microseconds before the record reaches the ring: the reader's
+// completeness margin (milliseconds) covers that.
+static __always_inline int sample_unwind(struct bpf_perf_event_data *ctx, int mem)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+
+	struct target *tg = bpf_map_lookup_elem(&targets, &tgid);
+	if (!tg)
+		return 0;
+	count(CNT_MATCHED);
+	if ((ctx->regs.cs & 3) != 3) {
+		count(CNT_KERNEL);
+		return 0;
+	}
+	__u32 zero = 0;
+	struct uw_scratch *w = bpf_map_lookup_elem(&uw_scratch, &zero);
+	if (!w)
+		return 0;
+	struct sample *s = &w->s;
+	s->time = bpf_ktime_get_ns();
+	s->pid = tgid;
+	s->tid = tid;
+	s->addr = ctx->addr;
+	s->period = ctx->sample_period;
+	s->cpu = bpf_get_smp_processor_id();
+	__builtin_memcpy(s->regs, &ctx->regs, sizeof(s->regs));
+	s->pad = 0;
+	if (tg->heap_hi) {
+		read_headers(s, tg);
+	} else {
+		s->hdr_ok = 0;
+		s->hdr_narrow = 0;
+		__builtin_memset(s->hdr, 0, sizeof(s->hdr));
+	}
+	__u32 flags = read_insns(s, ctx->regs.rip);
+	s->data_src = 0;
+	s->weight = 0;
+	if (mem)
+		flags |= read_mem(ctx, s);
+	s->flags = flags;
+	s->uw_pad = 0;
+
+	struct uw_state *st = &w->st;
+	st->n = 0;
+	st->java = 0;
+	if (bpf_map_lookup_elem(&unwind_targets, &tgid)) {
+		st->pc = s->regs[16];
+		st->sp = s->regs[19];
+		st->fp = s->regs[4];
+		// A top frame in its prologue is told by the instruction at ip.
+		st->insn = (flags & SAMPLE_AT_OK) ? s->at[0] | s->at[1] << 8 | s->at[2] << 16 : 0;
+		st->tgid = tgid;
+		bpf_tail_call(ctx, &uw_progs, 0);
+	}
+	// No code cache known, or uw_step is not in uw_progs.
+	uw_emit(w, UW_END_NO_INFO);
+	return 0;
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	return sample_unwind(ctx, 0);
+}
+
+SEC("perf_event")
+int on_sample_mem(struct bpf_perf_event_data *ctx)
+{
+	return sample_unwind(ctx, 1);
+}
+
+// uw_step walks the next frames of the sample in the scratch. A tail call
+// that fails is the kernel's chain limit: the walk is cut (depth).
+SEC("perf_event")
+int uw_step(struct bpf_perf_event_data *ctx)
+{
+	__u32 zero = 0;
+	struct uw_scratch *w = bpf_map_lookup_elem(&uw_scratch, &zero);
+	if (!w)
+		return 0;
+	int end = UW_END_NO_INFO;
+	const struct unwind_target *ut = bpf_map_lookup_elem(&unwind_targets, &w->st.tgid);
+	if (ut) {
+		end = uw_walk(ut, &w->st, w->s.frames);
+		if (end < 0) {
+			bpf_tail_call(ctx, &uw_progs, 0);
+			end = UW_END_DEPTH;
+		}
+		// A walk that found no Java frame has no stack to give,
+		// whatever stopped it.
+		if (!w->st.java)
+			end = UW_END_NO_JAVA;
+	}
+	uw_emit(w, end);
+	return 0;
+}
+
+#endif

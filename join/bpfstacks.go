@@ -7,8 +7,15 @@ import (
 
 // UseBPFStacks names each sample's access path from its own stack, as the
 // sampling program unwound it (--stacks bpf), through r: no stack signal,
-// no borrowed callers.
-func (j *JVM) UseBPFStacks(r *bpfstack.Resolver) { j.bpfStacks = r }
+// no borrowed callers. The JIT code the join asks about (a leaf without a
+// Java stack, allocation scans, retries) is then read from the JVM's code
+// cache too (bpfstack.CodeMap): the agent sends no CompiledMethodLoad
+// records with BPF stacks.
+func (j *JVM) UseBPFStacks(r *bpfstack.Resolver) {
+	j.bpfStacks = r
+	j.bpfCode = r.CodeMap()
+	j.codeMap = j.bpfCode
+}
 
 // BPFStacks returns the resolver UseBPFStacks set, or nil.
 func (j *JVM) BPFStacks() *bpfstack.Resolver { return j.bpfStacks }
@@ -27,6 +34,10 @@ func (j *JVM) bpfPath(s *sample.Sample, accessPC uint64) (bpfResult, bool) {
 		for i, f := range p.Frames {
 			r.frames[i] = f.String()
 		}
+	} else if leaf, ok := codeLeaf(j.bpfCode, nil, s.IP(), accessPC); ok {
+		// No Java frames, yet in the code cache (a walk that could not
+		// start, a stub): named now, while the code is there.
+		r.leaf = leaf
 	}
 	return r, true
 }
@@ -36,6 +47,9 @@ type bpfResult struct {
 	native  uint64   // native code the sample was in below its Java frames (0: none)
 	frames  []string // Java frames, innermost first
 	missing string   // why the stack is not whole ("": it is)
+	// leaf is what the code cache named at the pc of a stack without
+	// Java frames (nil: the pc is not in the code cache).
+	leaf []pathFrame
 }
 
 // bpfAccessPath builds the access path of p from its BPF stack: a native
@@ -45,7 +59,11 @@ type bpfResult struct {
 func (j *JVM) bpfAccessPath(p *pending, fr []pathFrame) []pathFrame {
 	b := p.bpf
 	if len(b.frames) == 0 {
-		fr = j.leafFrames(p, fr)
+		if b.leaf != nil {
+			fr = append(fr, b.leaf...)
+		} else {
+			fr = j.leafFrames(p, fr)
+		}
 		j.countBPFEnd(b.missing)
 		return append(fr, pathFrame{name: "[no Java stack: " + b.missing + "]"})
 	}

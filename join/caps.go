@@ -385,5 +385,11 @@ func (j *JVM) AgentNotes() []string {
 				st.Failed, j.bpfStacks.LastError()))
 		}
 	}
+	if j.bpfCode != nil {
+		if st := j.bpfCode.Stats(); st.Errors > 0 {
+			notes = append(notes, fmt.Sprintf("%d of %d lookups of JIT code in the JVM's memory failed (leaves, allocation scans); the last: %v",
+				st.Errors, st.Lookups, j.bpfCode.LastError()))
+		}
+	}
 	return notes
 }

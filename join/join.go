@@ -134,6 +134,7 @@ func newJVM(pid int) *JVM {
 	j.faultGrace = pageFaultGrace
 	j.objectTable = objectTable{idx: objindex.New(), siteIdx: make(map[string]int32), tags: make(map[uint64]objindex.ID)}
 	j.stackStore = stackStore{syms: jvmsym.NewTable(), stacks: make(map[uint32]*stackQ), lastStacks: make(map[stackKey]*lastStack), code: jvmsym.NewCodeTable(), nativeCache: make(map[uint64]string)}
+	j.codeMap = j.code
 	j.idx.OnEvict(func(o objindex.Object) {
 		if j.reconciling && j.objs[o.ID].tag != 0 {
 			return // moved too: its own RECONCILE entry puts it back

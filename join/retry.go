@@ -24,8 +24,7 @@ func (j *JVM) retryable(p *pending) bool {
 	if p.retried || !p.store || len(j.retryQ)-j.retryH >= maxPending {
 		return false
 	}
-	_, inCode := j.code.Lookup(p.ip)
-	return !inCode
+	return !j.codeMap.Contains(p.ip)
 }
 
 // retry queues p, whose access path is fr, to be judged again after the

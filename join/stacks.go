@@ -20,12 +20,16 @@ type stackStore struct {
 	stacks        map[uint32]*stackQ
 	lastStacks    map[stackKey]*lastStack // per thread and code blob, for borrowStack
 	lastPrune     uint64
-	code          *jvmsym.CodeTable
-	native        NativeSymbols
-	nativeCache   map[uint64]string
-	perfMap       *jvmsym.PerfMap
-	pathBuf       []pathFrame
-	pathKeyBuf    []byte
+	// code is the agent's JIT code map (CODE, CODE_UNLOAD, STUB records);
+	// codeMap answers the join's questions about a pc: code itself, or
+	// the code cache read from the JVM with BPF stacks.
+	code        *jvmsym.CodeTable
+	codeMap     CodeLookup
+	native      NativeSymbols
+	nativeCache map[uint64]string
+	perfMap     *jvmsym.PerfMap
+	pathBuf     []pathFrame
+	pathKeyBuf  []byte
 	// noJava, when set, stops BPF's stack signals to a thread the agent
 	// found without a JNIEnv; noJavaTIDs are the threads handed to it.
 	noJava     func(tid uint32)
@@ -36,6 +40,7 @@ type stackStore struct {
 	// bpfStacks names the stacks BPF unwound (--stacks bpf); nil: the
 	// agent's stacks name the paths.
 	bpfStacks *bpfstack.Resolver
+	bpfCode   *bpfstack.CodeMap // the code map with bpfStacks
 }
 
 // borrowMaxAge bounds how old a stack may be and still lend its callers
@@ -385,22 +390,12 @@ func (j *JVM) refineLeaf(p *pending, frames []agentwire.Frame) ([]jvmsym.RawFram
 
 // leafFrames appends what the pc alone names: the (inlined) Java frames of
 // compiled code at the access, a JVM stub, a native symbol, a perf-map
-// entry, or a placeholder.
+// entry, or a placeholder. The code comes from codeMap: the agent's
+// records or, with BPF stacks, the JVM's code cache.
 func (j *JVM) leafFrames(p *pending, fr []pathFrame) []pathFrame {
 	ip := p.ip
-	if hit, ok := j.code.Lookup(ip); ok {
-		if hit.Stub == "" && p.accessPC != 0 {
-			if h2, ok := j.code.Lookup(p.accessPC); ok && h2.Start == hit.Start {
-				hit = h2
-			}
-		}
-		if hit.Stub != "" {
-			return append(fr, pathFrame{name: "[" + hit.Stub + "]"})
-		}
-		for _, f := range hit.Frames {
-			fr = append(fr, pathFrame{method: f.Method, bci: f.BCI})
-		}
-		return fr
+	if out, ok := codeLeaf(j.codeMap, fr, ip, p.accessPC); ok {
+		return out
 	}
 	if nf, ok := j.nativeFrame(ip); ok {
 		return append(fr, pathFrame{name: nf})

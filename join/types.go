@@ -202,10 +202,10 @@ func (j *JVM) allocObject(pr *allocProbe) (obj, klass uint64, found, final bool)
 // or code changed since the sample must be asked again.
 func (j *JVM) scanAlloc(pr *allocProbe) (hit allocHit, final bool) {
 	k, st := j.geo.AllocKlass(pr.at[:], pr.base)
-	if st != decode.ScanShort || j.code == nil || j.codeMem == nil {
+	if st != decode.ScanShort || j.codeMap == nil || j.codeMem == nil {
 		return allocHit{k, st == decode.ScanFound}, true
 	}
-	code, inCode := j.code.Lookup(pr.ip)
+	code, inCode := j.codeMap.Lookup(pr.ip)
 	if !inCode {
 		return allocHit{}, false
 	}

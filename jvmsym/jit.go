@@ -30,6 +30,11 @@ type CodeHit struct {
 	// shared with the table and must not be modified.
 	Method uint64
 	Frames []RawFrame
+	// Named is the Java stack at the pc already named ("pkg.Class.m:line",
+	// innermost first) when the code map read it from the JVM's own
+	// memory (bpfstack.CodeMap): Method is then a Method*, not a
+	// jmethodID, and Frames is nil. Shared; must not be modified.
+	Named []string
 }
 
 // codeBlob is one compiled method or stub in a CodeTable.
@@ -128,6 +133,12 @@ func (c *CodeTable) Lookup(pc uint64) (CodeHit, bool) {
 		hit.Frames = b.pcs[i].Frames
 	}
 	return hit, true
+}
+
+// Contains says whether pc is in code the table knows.
+func (c *CodeTable) Contains(pc uint64) bool {
+	_, ok := c.spans.find(pc)
+	return ok
 }
 
 // ResolveAll names raw frames, keeping their order.

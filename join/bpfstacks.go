@@ -13,8 +13,16 @@ import (
 // records with BPF stacks.
 func (j *JVM) UseBPFStacks(r *bpfstack.Resolver) {
 	j.bpfStacks = r
-	j.bpfCode = r.CodeMap()
-	j.codeMap = j.bpfCode
+	if j.bpfCode == nil {
+		j.UseCodeMap(r.CodeMap())
+	}
+}
+
+// UseCodeMap answers the join's questions about JIT code from m, the
+// JVM's code cache, instead of the agent's CODE and STUB records.
+func (j *JVM) UseCodeMap(m *bpfstack.CodeMap) {
+	j.bpfCode = m
+	j.codeMap = m
 }
 
 // BPFStacks returns the resolver UseBPFStacks set, or nil.

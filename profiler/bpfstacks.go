@@ -66,21 +66,24 @@ type unwinder interface {
 // useBPFStacks gives the unwinder the JVM's code cache and the join its
 // resolver, once the agent is connected (the JVM is initialised). Where
 // it cannot (not HotSpot, a layout vmcode does not know) the paths keep
-// their leaf, with a note.
+// their leaf, with a note. The agent was started without JIT code records
+// (code=0, agentOptions): the join reads JIT code from the code cache
+// whenever vmcode can read it, stacks or not.
 func (s *session) useBPFStacks() {
 	if s.opts.Stacks != StacksBPF || s.j.BPFStacks() != nil || !s.j.Connected() {
 		return
 	}
 	// Tried once: a failure leaves the paths to their leaves.
 	s.opts.Stacks = StacksAgent
+	r, err := bpfstack.Open(s.pid)
+	if err != nil {
+		s.addNote("no access stacks: the BPF unwinder cannot read this JVM's code: %v; %s", err, noCodeCache)
+		return
+	}
+	s.j.UseCodeMap(r.CodeMap())
 	u, ok := s.sampler.(unwinder)
 	if !ok {
 		s.addNote("no BPF stacks: the sampler does not unwind")
-		return
-	}
-	r, err := bpfstack.Open(s.pid)
-	if err != nil {
-		s.addNote("no access stacks: the BPF unwinder cannot read this JVM's code: %v", err)
 		return
 	}
 	heaps, l, err := r.Target()
@@ -94,3 +97,8 @@ func (s *session) useBPFStacks() {
 	s.j.UseBPFStacks(r)
 	s.opts.Stacks = StacksBPF
 }
+
+// noCodeCache says what a session with BPF stacks loses when vmcode cannot
+// read the JVM: the agent reports no JIT code then (code=0).
+const noCodeCache = "nor JIT code (the agent does not report it with BPF stacks): samples in compiled code keep [unknown code] as their leaf, " +
+	"objects being initialised there are typed from the sample's own bytes only, and stores from compiled code are judged twice"

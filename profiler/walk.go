@@ -474,8 +474,37 @@ func (w *walker) setProbes(res *heapwalk.Result, large []heapwalk.Object) {
 func (s *session) unnamedSince() bool {
 	w := s.walk
 	heap, attr := s.j.HeapSamples()
-	dh, da := heap-w.heapAt, attr-w.attrAt
-	return dh >= unnamedMin && (dh-da)*unnamedShare > dh
+	// A sample is counted in the heap when it comes and attributed when
+	// the join charges it, later: more may have been attributed than
+	// counted since the walk, which is no sign of unnamed objects.
+	return unnamed(heap-w.heapAt, attr-w.attrAt)
+}
+
+// unnamed says whether many of dh in-heap samples, da of them (or more)
+// attributed, met objects no walk found.
+func unnamed(dh, da uint64) bool {
+	return dh >= unnamedMin && da < dh && (dh-da)*unnamedShare > dh
+}
+
+// rebase keeps the counts since the last walk across a window's cut,
+// reset, which restarts the join's counters (counts) from 0: without it,
+// the counts since the walk wrap around and a cut starts another walk.
+func (w *walker) rebase(counts func() (stale, heap, attr uint64), reset func()) {
+	stale, heap, attr := counts()
+	reset()
+	s, h, a := counts()
+	// Unsigned arithmetic: now - at stays the count since the walk.
+	w.staleAt -= stale - s
+	w.heapAt -= heap - h
+	w.attrAt -= attr - a
+}
+
+// walkCounts are the join's counters a walk's checks start from.
+func walkCounts(j *join.JVM) func() (stale, heap, attr uint64) {
+	return func() (uint64, uint64, uint64) {
+		heap, attr := j.HeapSamples()
+		return j.StructureStale(), heap, attr
+	}
 }
 
 // A walk again when one in unnamedShare of at least unnamedMin in-heap

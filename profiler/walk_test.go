@@ -57,3 +57,23 @@ func TestWalkMoved(t *testing.T) {
 		t.Errorf("moved %d of %d in %d vectors, want 2 of 4 in 1", moved, all, m.vectors)
 	}
 }
+
+// A window's cut restarts the join's counters: the counts since the last
+// walk carry over it, and more samples attributed than counted in the
+// heap since the walk (attributed later) is no sign of unnamed objects.
+func TestWalkRebaseAtCut(t *testing.T) {
+	stale, heap, attr := uint64(20), uint64(1000), uint64(900)
+	counts := func() (uint64, uint64, uint64) { return stale, heap, attr }
+	w := &walker{staleAt: 15, heapAt: 950, attrAt: 890}
+	w.rebase(counts, func() { stale, heap, attr = 0, 0, 0 })
+	if ds, dh, da := stale-w.staleAt, heap-w.heapAt, attr-w.attrAt; ds != 5 || dh != 50 || da != 10 {
+		t.Fatalf("after the cut: %d stale, %d in heap, %d attributed since the walk, want 5, 50, 10", ds, dh, da)
+	}
+	stale, heap, attr = 3, 100, 40
+	if ds, dh, da := stale-w.staleAt, heap-w.heapAt, attr-w.attrAt; ds != 8 || dh != 150 || da != 50 {
+		t.Errorf("later: %d stale, %d in heap, %d attributed since the walk, want 8, 150, 50", ds, dh, da)
+	}
+	if unnamed(250, 260) || unnamed(250, 240) || !unnamed(250, 100) || unnamed(100, 0) {
+		t.Error("unnamed: want true only for 200 or more in-heap samples, over a quarter of them not attributed")
+	}
+}

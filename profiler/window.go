@@ -30,7 +30,11 @@ func (s *session) cutWindow() *report.Report {
 	now := s.clk.Now()
 	r := s.finish(now.Sub(s.windowFrom()))
 	s.notes = nil
-	s.j.ResetWindow()
+	if s.walk != nil {
+		s.walk.rebase(walkCounts(s.j), s.j.ResetWindow)
+	} else {
+		s.j.ResetWindow()
+	}
 	s.winStart = now
 	return r
 }

@@ -4,6 +4,7 @@
 package discover
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/user"
@@ -60,12 +61,132 @@ func Find() ([]JVM, error) {
 	return out, nil
 }
 
+// Finder finds the JVMs on the host again and again, as a scan that runs
+// for days does: it remembers what it read of each process, so that a
+// look at a process seen before reads the link to its executable (and a
+// JVM's stat) only, not its status, maps (a JVM's run to thousands of
+// lines) and command line.
+type Finder struct {
+	// Recheck is how long a process found not to be a JVM is believed
+	// (default DefaultRecheck): a program may load libjvm late (an
+	// embedding launcher), with neither its start time nor its executable
+	// changed.
+	Recheck time.Duration
+	seen    map[int]seenProc
+	now     func() time.Time
+}
+
+// DefaultRecheck is Finder.Recheck's default.
+const DefaultRecheck = time.Minute
+
+// youngProc is the age below which a process found not to be a JVM is
+// looked at in full again: the java launcher maps libjvm only after it
+// has started.
+const youngProc = 10 * time.Second
+
+// seenProc is what a Finder knows of a process: which one it is (its start
+// time and executable: a new pid, or an exec, is another process) and
+// whether it is a JVM.
+type seenProc struct {
+	start uint64
+	exe   string
+	jvm   *JVM // nil: not a JVM
+	at    time.Time
+}
+
+// Find lists the JVMs on the host, by pid, as the package's Find does.
+func (f *Finder) Find() ([]JVM, error) {
+	ents, err := os.ReadDir(ProcRoot)
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	if f.seen == nil {
+		f.seen = make(map[int]seenProc)
+	}
+	if f.now == nil {
+		f.now = time.Now
+	}
+	recheck := f.Recheck
+	if recheck <= 0 {
+		recheck = DefaultRecheck
+	}
+	now := f.now()
+	self := os.Getpid()
+	live := make(map[int]bool, len(ents))
+	var out []JVM
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		live[pid] = true
+		exe, _ := os.Readlink(procfs.Dir(ProcRoot, pid) + "/exe")
+		p, ok := f.seen[pid]
+		if ok && p.exe == exe && p.jvm == nil && now.Sub(p.at) < recheck {
+			// Its stat is not read: a pid taken again by the same
+			// program is believed no JVM as the last one was.
+			continue
+		}
+		start, alive := startOf(pid)
+		if !alive {
+			continue // gone, or a zombie
+		}
+		if ok && p.exe == exe && p.jvm != nil && p.start == start {
+			j := *p.jvm
+			j.Age = procfs.Age(ProcRoot, start)
+			out = append(out, j)
+			continue
+		}
+		j, isJVM, err := inspect(pid)
+		switch {
+		case err != nil:
+			delete(f.seen, pid)
+		case isJVM:
+			f.seen[pid] = seenProc{start: start, exe: exe, jvm: &j, at: now}
+			out = append(out, j)
+		case procfs.Age(ProcRoot, start) >= youngProc:
+			f.seen[pid] = seenProc{start: start, exe: exe, at: now}
+		default:
+			delete(f.seen, pid)
+		}
+	}
+	for pid := range f.seen {
+		if !live[pid] {
+			delete(f.seen, pid)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].PID < out[b].PID })
+	return out, nil
+}
+
+// startOf is pid's start time; ok is false when pid is gone or a zombie.
+func startOf(pid int) (start uint64, ok bool) {
+	data, err := procfs.Read(ProcRoot, pid, "stat")
+	if err != nil {
+		return 0, false
+	}
+	if i := bytes.LastIndexByte(data, ')'); i >= 0 && i+2 < len(data) {
+		if st := data[i+2]; st == 'Z' || st == 'X' {
+			return 0, false
+		}
+	}
+	start, err = procfs.ParseStartTime(data)
+	return start, err == nil
+}
+
 // Inspect reads what /proc says about pid; ok is false when pid is not a
 // JVM (or is gone).
 func Inspect(pid int) (JVM, bool) {
+	j, ok, err := inspect(pid)
+	return j, ok && err == nil
+}
+
+// inspect is Inspect, which tells a process that is not a JVM (isJVM
+// false, err nil) from one it could not read.
+func inspect(pid int) (_ JVM, isJVM bool, _ error) {
 	p, err := procfs.Inspect(ProcRoot, pid)
 	if err != nil || p.Kind == "" {
-		return JVM{}, false
+		return JVM{}, false, err
 	}
 	j := JVM{Process: p, Age: procfs.Age(ProcRoot, p.Start)}
 	j.User = strconv.Itoa(j.UID)
@@ -79,7 +200,7 @@ func Inspect(pid int) (JVM, bool) {
 		j.Main = MainOf(args)
 		j.Cmdline = strings.Join(args, " ")
 	}
-	return j, true
+	return j, true, nil
 }
 
 // optsWithValue are java launcher options whose value is the next argument.

@@ -3,6 +3,7 @@ package discover
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -191,5 +192,67 @@ func TestInspectVMKind(t *testing.T) {
 	jvms, err := Find()
 	if err != nil || len(jvms) != 2 || jvms[0].PID != 4242 || jvms[1].PID != 4243 {
 		t.Errorf("Find = %+v, %v", jvms, err)
+	}
+}
+
+// A Finder reads a process it has seen before again only when it is
+// another one (another start time, or an exec: another executable), when
+// it was too young to be believed, or past Recheck.
+func TestFinderRemembers(t *testing.T) {
+	saved := ProcRoot
+	ProcRoot = t.TempDir()
+	defer func() { ProcRoot = saved }()
+	os.WriteFile(filepath.Join(ProcRoot, "uptime"), []byte("100.00 150.00\n"), 0o644)
+	libjvm := "/usr/lib/jvm/java-17/lib/server/libjvm.so"
+	fakeJVM(t, ProcRoot, 4243, libjvm)
+	fakeJVM(t, ProcRoot, 4244, "/usr/bin/sleep") // started 58 s ago
+	fakeJVM(t, ProcRoot, 4245, "/usr/bin/sh")
+	dir := func(pid int) string { return filepath.Join(ProcRoot, strconv.Itoa(pid)) }
+	// 4245 started 5 s ago: too young to be believed no JVM.
+	os.WriteFile(filepath.Join(dir(4245), "stat"), []byte("4245 (sh) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 20 0 9500 1000 100\n"), 0o644)
+	os.Symlink("/usr/bin/sleep", filepath.Join(dir(4244), "exe"))
+	now := time.Unix(1000, 0)
+	f := &Finder{Recheck: time.Minute, now: func() time.Time { return now }}
+	find := func(want ...int) {
+		t.Helper()
+		jvms, err := f.Find()
+		var got []int
+		for _, j := range jvms {
+			got = append(got, j.PID)
+		}
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("Find = %v, %v; want %v", got, err, want)
+		}
+	}
+	find(4243)
+	// A JVM found is not read again: its maps are not needed.
+	os.Remove(filepath.Join(dir(4243), "maps"))
+	// 4244 loads libjvm late (as an embedding launcher does); 4245 execs
+	// java, still young.
+	maps := "7f0000000000-7f0000100000 r-xp 00000000 08:01 1234   " + libjvm + "\n"
+	os.WriteFile(filepath.Join(dir(4244), "maps"), []byte(maps), 0o644)
+	os.WriteFile(filepath.Join(dir(4245), "maps"), []byte(maps), 0o644)
+	find(4243, 4245)
+	// 4244 is believed no JVM until Recheck has passed.
+	now = now.Add(30 * time.Second)
+	find(4243, 4245)
+	now = now.Add(31 * time.Second)
+	find(4243, 4244, 4245)
+	// An exec is another process: 4244 execs sleep again.
+	os.WriteFile(filepath.Join(dir(4244), "maps"), []byte("7f0000000000-7f0000100000 r-xp 00000000 08:01 1234   /usr/bin/sleep\n"), 0o644)
+	find(4243, 4244, 4245)
+	os.Remove(filepath.Join(dir(4244), "exe"))
+	os.Symlink("/usr/bin/sleep2", filepath.Join(dir(4244), "exe"))
+	find(4243, 4245)
+	// A pid reused is another process: the new 4243 has no maps to read.
+	os.WriteFile(filepath.Join(dir(4243), "stat"), []byte("4243 (java) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 20 0 4300 1000 100\n"), 0o644)
+	find(4245)
+	// A process gone is forgotten, and a zombie is no JVM.
+	os.WriteFile(filepath.Join(dir(4245), "stat"), []byte("4245 (java) Z 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 20 0 9500 1000 100\n"), 0o644)
+	find()
+	os.RemoveAll(dir(4244))
+	f.Find()
+	if _, ok := f.seen[4244]; ok {
+		t.Error("the Finder still remembers pid 4244, gone")
 	}
 }

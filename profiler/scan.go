@@ -172,6 +172,7 @@ type scanRun struct {
 	sc      *report.Scan
 	results chan scanResult
 	known   map[int]bool // JVMs seen, started or not
+	finder  discover.Finder
 	gate    *scanGate
 	wg      sync.WaitGroup // the sessions running
 	// live is set in a continuous scan (live.go): its windows are cut on
@@ -201,7 +202,7 @@ func (sr *scanRun) watch(ctx context.Context) {
 
 // look starts a session for each JVM found that admit lets in.
 func (sr *scanRun) look(ctx context.Context) {
-	jvms, err := discover.Find()
+	jvms, err := sr.finder.Find()
 	if err != nil {
 		sr.sc.Notes = append(sr.sc.Notes, err.Error())
 		return

@@ -119,6 +119,7 @@ type DjxUnwindUwScratch struct {
 		Insn uint32
 		Tgid uint32
 	}
+	Ut DjxUnwindUnwindTarget
 }
 
 // Names of all BPF objects in the ELF.

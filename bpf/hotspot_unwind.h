@@ -28,9 +28,9 @@
 // program run and tail-calls itself for the next ones (the verifier
 // checks a run's frames once, not the whole walk's), so the kernel's
 // chain limit (33 tail calls; 32 before 5.17) is the last bound:
-// 128 / 8 = 16 runs. The agent's stacks go to 128 Java frames.
+// 128 / 4 = 32 runs. The agent's stacks go to 128 Java frames.
 #define UNWIND_FRAMES 128
-#define UNWIND_STEP_FRAMES 8
+#define UNWIND_STEP_FRAMES 4
 #define UNWIND_HEAPS 4   // CodeCache has at most 3 heaps (segmented code cache)
 // Segment map hops to a block's start: HotSpot writes the distances so
 // that a block of n segments takes about n/254 + log(n) hops; 32 covers

@@ -15,6 +15,9 @@
 struct uw_scratch {
 	struct sample s;
 	struct uw_state st;
+	// The process's code cache, copied once per sample: the step
+	// program's runs then need no hash lookup.
+	struct unwind_target ut;
 };
 
 struct {
@@ -96,7 +99,9 @@ static __always_inline int sample_unwind(struct bpf_perf_event_data *ctx, int me
 	struct uw_state *st = &w->st;
 	st->n = 0;
 	st->java = 0;
-	if (bpf_map_lookup_elem(&unwind_targets, &tgid)) {
+	const struct unwind_target *ut = bpf_map_lookup_elem(&unwind_targets, &tgid);
+	if (ut) {
+		__builtin_memcpy(&w->ut, ut, sizeof(w->ut));
 		st->pc = s->regs[16];
 		st->sp = s->regs[19];
 		st->fp = s->regs[4];
@@ -131,19 +136,15 @@ int uw_step(struct bpf_perf_event_data *ctx)
 	struct uw_scratch *w = bpf_map_lookup_elem(&uw_scratch, &zero);
 	if (!w)
 		return 0;
-	int end = UW_END_NO_INFO;
-	const struct unwind_target *ut = bpf_map_lookup_elem(&unwind_targets, &w->st.tgid);
-	if (ut) {
-		end = uw_walk(ut, &w->st, w->s.frames);
-		if (end < 0) {
-			bpf_tail_call(ctx, &uw_progs, 0);
-			end = UW_END_DEPTH;
-		}
-		// A walk that found no Java frame has no stack to give,
-		// whatever stopped it.
-		if (!w->st.java)
-			end = UW_END_NO_JAVA;
+	int end = uw_walk(&w->ut, &w->st, w->s.frames);
+	if (end < 0) {
+		bpf_tail_call(ctx, &uw_progs, 0);
+		end = UW_END_DEPTH;
 	}
+	// A walk that found no Java frame has no stack to give, whatever
+	// stopped it.
+	if (!w->st.java)
+		end = UW_END_NO_JAVA;
 	uw_emit(w, end);
 	return 0;
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/djx-bpf/djx-bpf/jvmsym"
+	"github.com/djx-bpf/djx-bpf/procfs"
 	"github.com/djx-bpf/djx-bpf/vmcode"
 )
 
@@ -39,6 +40,7 @@ type MapStats struct {
 	Cached  uint64 // ... named from the cache (the blob's header read only)
 	Misses  uint64 // ... in no live blob (a free block, a heap's unused part)
 	Errors  uint64 // ... in a blob vmcode could not read
+	Gone    uint64 // ... after the JVM exited (its last samples)
 }
 
 type mapKey struct {
@@ -109,9 +111,12 @@ func (m *CodeMap) Lookup(pc uint64) (jvmsym.CodeHit, bool) {
 	m.stats.Lookups++
 	fs, b, err := m.code.Frames(pc)
 	if err != nil {
-		if errors.Is(err, vmcode.ErrNotCode) {
+		switch {
+		case errors.Is(err, vmcode.ErrNotCode):
 			m.stats.Misses++
-		} else {
+		case errors.Is(err, procfs.ErrNoProcess):
+			m.stats.Gone++
+		default:
 			m.stats.Errors++
 			m.lastErr = err
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/djx-bpf/djx-bpf/procfs"
 	"github.com/djx-bpf/djx-bpf/vmcode"
 )
 
@@ -142,6 +143,10 @@ func TestCodeMapFailures(t *testing.T) {
 	f.err = fmt.Errorf("%w: segment map hops before the heap's start", vmcode.ErrMalformed)
 	if _, ok := m.Lookup(0x10010); ok || m.Stats().Errors != 1 || !errors.Is(m.LastError(), vmcode.ErrMalformed) {
 		t.Errorf("malformed blob found, stats %+v, last error %v", m.Stats(), m.LastError())
+	}
+	f.err = fmt.Errorf("frames at 0x10010: read pid 9: %w", procfs.ErrNoProcess)
+	if _, ok := m.Lookup(0x10010); ok || m.Stats().Errors != 1 || m.Stats().Gone != 1 {
+		t.Errorf("a JVM gone is an error: stats %+v", m.Stats())
 	}
 	f.err = nil
 	f.blob.Kind = vmcode.KindNMethod

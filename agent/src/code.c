@@ -12,7 +12,12 @@
  * unwound in BPF the profiler reads JIT code from the code cache itself
  * (bpfstack.CodeMap), and these records served only its JIT code map
  * (HotSpot's work to build a CompiledMethodLoad record is about 0.4% of
- * the JVM's CPU on H2, this callback's 0.2%).
+ * the JVM's CPU on H2, this callback's 0.2%). A CompiledMethodLoad
+ * listener also has C1 and C2 record debug information between
+ * safepoints (compute_recording_non_safepoints, debugInfoRec.cpp), which
+ * names a sampled access by its own line rather than its loop's safepoint:
+ * code=0 turns DebugNonSafepoints on instead, unless it was set, as
+ * async-profiler does.
  *
  * ClassLoad/ClassPrepare are enabled for AsyncGetCallTrace (stacks.c): it
  * returns ticks_no_class_load (-1) unless ClassLoad is enabled, and frames
@@ -28,11 +33,14 @@
 #include "config.h"
 #include "emit.h"
 #include "stats.h"
+#include "vmstructs.h"
 #include "writer.h"
 
 static struct {
-	int code_events;  /* can_generate_compiled_method_load_events acquired */
-	int class_events; /* ClassLoad/ClassPrepare enabled (for ASGCT) */
+	int code_events;    /* can_generate_compiled_method_load_events acquired */
+	int class_events;   /* ClassLoad/ClassPrepare enabled (for ASGCT) */
+	int non_safepoints; /* code=0 on HotSpot: DebugNonSafepoints on (1), chosen off (0), not found (-1) */
+	int hotspot;        /* vmStructs readable */
 } cd;
 
 int djx_code_class_events(void)
@@ -124,8 +132,16 @@ void djx_code_caps(jvmtiEnv *j)
 {
 	jvmtiCapabilities caps;
 
-	if (!djx_cfg->opt.code)
+	if (!djx_cfg->opt.code) {
+		char err[160];
+
+		/* Before any compilation it should cover: at Agent_OnLoad in
+		 * launch mode; code compiled before an attach keeps what it has. */
+		cd.hotspot = djx_vm_init(err, sizeof err) == 0;
+		if (cd.hotspot)
+			cd.non_safepoints = djx_vm_flag_on("DebugNonSafepoints");
 		return;
+	}
 	memset(&caps, 0, sizeof caps);
 	caps.can_generate_compiled_method_load_events = 1;
 	cd.code_events = (*j)->AddCapabilities(j, &caps) == JVMTI_ERROR_NONE;
@@ -167,8 +183,11 @@ void djx_code_start(jvmtiEnv *j, JNIEnv *jni)
 		cd.class_events = 1;
 		preload_method_ids(j, jni);
 	}
-	if (!djx_cfg->opt.code)
+	if (!djx_cfg->opt.code) {
+		if (cd.hotspot && cd.non_safepoints < 0)
+			djx_emit_error("DebugNonSafepoints not found in the flag table: compiled code's lines at safepoints only");
 		return;
+	}
 	if (!cd.code_events) {
 		djx_emit_error("AddCapabilities: no compiled-method events: no CODE records");
 	} else {

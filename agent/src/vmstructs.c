@@ -1,7 +1,8 @@
 /* HotSpot's vmStructs, read in-process: the tables libjvm exports for the
  * serviceability agent (gHotSpotVMStructs, gHotSpotVMTypes and the offsets
- * of their entries' members). Only the types feature (types.c) uses them;
- * a JVM without them (OpenJ9) makes djx_vm_init fail with a reason. */
+ * of their entries' members). The types feature (types.c) and the census
+ * roots (roots.c) read them; code.c turns DebugNonSafepoints on with them.
+ * A JVM without them (OpenJ9) makes djx_vm_init fail with a reason. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -109,9 +110,9 @@ int djx_vm_type_size(const char *type, uint64_t *size)
 	return -1;
 }
 
-/* A bool -XX flag from HotSpot's flag table (JVMFlag::flags): 0 or 1, or
- * -1 when this JVM has no such flag. */
-int djx_vm_flag(const char *name)
+/* The JVMFlag entry of a -XX flag in HotSpot's flag table (JVMFlag::flags)
+ * and the offset of its _flags word (origin bits), or NULL. */
+static const char *flag_entry(const char *name, uint64_t *o_flags)
 {
 	void *const *flags = djx_vm_static("JVMFlag", "flags");
 	const size_t *num = djx_vm_static("JVMFlag", "numFlags");
@@ -119,13 +120,57 @@ int djx_vm_flag(const char *name)
 
 	if (flags == NULL || num == NULL || *flags == NULL || djx_vm_offset("JVMFlag", "_name", &o_name) ||
 	    djx_vm_offset("JVMFlag", "_addr", &o_addr) || djx_vm_type_size("JVMFlag", &size) || size == 0)
-		return -1;
+		return NULL;
+	if (o_flags != NULL && djx_vm_offset("JVMFlag", "_flags", o_flags))
+		return NULL;
 	for (size_t i = 0; i < *num && i < VM_MAX_ENTRIES; i++) {
 		const char *f = (const char *)*flags + i * size;
 		const char *fn = *(const char *const *)(f + o_name);
 		const uint8_t *addr = *(const uint8_t *const *)(f + o_addr);
 		if (fn != NULL && addr != NULL && strcmp(fn, name) == 0)
-			return *addr != 0;
+			return f;
 	}
-	return -1;
+	return NULL;
+}
+
+static uint8_t *flag_addr(const char *f)
+{
+	uint64_t o_addr;
+
+	if (djx_vm_offset("JVMFlag", "_addr", &o_addr))
+		return NULL;
+	return *(uint8_t *const *)(f + o_addr);
+}
+
+/* A bool -XX flag from HotSpot's flag table (JVMFlag::flags): 0 or 1, or
+ * -1 when this JVM has no such flag. */
+int djx_vm_flag(const char *name)
+{
+	const char *f = flag_entry(name, NULL);
+	const uint8_t *addr = f != NULL ? flag_addr(f) : NULL;
+
+	return addr == NULL ? -1 : *addr != 0;
+}
+
+#define FLAG_ORIGIN_MASK 15 /* JVMFlag::VALUE_ORIGIN_MASK (JDK 11-25) */
+#define FLAG_ORIGIN_DEFAULT 0
+
+/* Turns a bool -XX flag on unless it was set (command line, environment,
+ * management): 1 when it is on now, 0 when it was chosen off, -1 when
+ * this JVM has no such flag. One byte store, as async-profiler does for
+ * DebugNonSafepoints. */
+int djx_vm_flag_on(const char *name)
+{
+	uint64_t o_flags;
+	const char *f = flag_entry(name, &o_flags);
+	uint8_t *addr = f != NULL ? flag_addr(f) : NULL;
+
+	if (addr == NULL)
+		return -1;
+	if (*addr != 0)
+		return 1;
+	if ((*(const uint32_t *)(f + o_flags) & FLAG_ORIGIN_MASK) != FLAG_ORIGIN_DEFAULT)
+		return 0;
+	*addr = 1;
+	return 1;
 }

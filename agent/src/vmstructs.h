@@ -1,4 +1,4 @@
-/* HotSpot's vmStructs tables, read in-process (for types.c). */
+/* HotSpot's vmStructs tables, read in-process (types.c, roots.c, code.c). */
 #ifndef DJX_VMSTRUCTS_H
 #define DJX_VMSTRUCTS_H
 
@@ -9,6 +9,7 @@ int djx_vm_init(char *err, size_t errlen); /* 0, or -1 (not HotSpot) with err */
 void *djx_vm_static(const char *type, const char *field); /* a static's address, or NULL */
 int djx_vm_offset(const char *type, const char *field, uint64_t *off);
 int djx_vm_type_size(const char *type, uint64_t *size);
-int djx_vm_flag(const char *name); /* a bool -XX flag: 0, 1, or -1 absent */
+int djx_vm_flag(const char *name);    /* a bool -XX flag: 0, 1, or -1 absent */
+int djx_vm_flag_on(const char *name); /* turn a default bool flag on: 1 on, 0 chosen off, -1 absent */
 
 #endif

@@ -29,6 +29,7 @@ package otlp
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"time"
@@ -122,6 +123,11 @@ type builder struct {
 	locKeys map[[2]int64]int32
 	stacks  map[string]int32
 	attrs   map[attrKey]int32
+	key     []byte // a stack's key, reused
+	// Of the pprof profile's samples, by index: their stack and
+	// attributes, mapped once for all its sample types.
+	sampleStack []int32
+	sampleAttrs [][]int32
 }
 
 type attrKey struct {
@@ -225,17 +231,18 @@ func (b *builder) location(l *profile.Location) int32 {
 // stack maps a sample's locations, leaf first in both formats.
 func (b *builder) stack(locs []*profile.Location) int32 {
 	idx := make([]int32, len(locs))
-	var key strings.Builder
+	key := b.key[:0]
 	for i, l := range locs {
 		idx[i] = b.location(l)
-		fmt.Fprintf(&key, "%d,", idx[i])
+		key = binary.LittleEndian.AppendUint32(key, uint32(idx[i]))
 	}
-	if i, ok := b.stacks[key.String()]; ok {
+	b.key = key
+	if i, ok := b.stacks[string(key)]; ok {
 		return i
 	}
 	i := int32(b.dict.StackTable().Len())
 	b.dict.StackTable().AppendEmpty().LocationIndices().FromRaw(idx)
-	b.stacks[key.String()] = i
+	b.stacks[string(key)] = i
 	return i
 }
 
@@ -243,6 +250,8 @@ func (b *builder) stack(locs []*profile.Location) int32 {
 // (samples always, so that every window of every JVM shows).
 func (b *builder) profiles(sp pprofile.ScopeProfiles, pp *profile.Profile, w *continuous.Window, jp *continuous.JVMProfile) {
 	b.locs = map[uint64]int32{} // pprof's ids are per profile
+	b.sampleStack = b.sampleStack[:0]
+	b.sampleAttrs = b.sampleAttrs[:0]
 	var id pprofile.ProfileID
 	rand.Read(id[:])
 	for vi, vt := range pp.SampleType {
@@ -264,9 +273,9 @@ func (b *builder) profiles(sp pprofile.ScopeProfiles, pp *profile.Profile, w *co
 			b.attr(attrKey{key: AttrWindowsDropped, num: int64(w.Dropped), isNum: true}),
 			b.attr(attrKey{key: AttrEvent, str: jp.Report.Event}),
 			b.attr(attrKey{key: AttrFinal, str: fmt.Sprint(jp.Final)}))
-		for _, s := range pp.Sample {
+		for si, s := range pp.Sample {
 			if s.Value[vi] != 0 {
-				b.sample(p, s, vi)
+				b.sample(p, si, s, vi)
 			}
 		}
 	}
@@ -281,14 +290,31 @@ func hasValue(pp *profile.Profile, vi int) bool {
 	return false
 }
 
-// sample adds pprof sample s's value vi to p, its labels as attributes.
-func (b *builder) sample(p pprofile.Profile, s *profile.Sample, vi int) {
+// sample adds pprof sample s (the si-th) value vi to p, its labels as
+// attributes.
+func (b *builder) sample(p pprofile.Profile, si int, s *profile.Sample, vi int) {
 	os := p.Samples().AppendEmpty()
-	os.SetStackIndex(b.stack(s.Location))
+	stack, attrs := b.mapSample(si, s)
+	os.SetStackIndex(stack)
 	os.Values().Append(s.Value[vi])
+	os.AttributeIndices().Append(attrs...)
+}
+
+// mapSample maps pprof sample s's stack and labels, once for all the sample
+// types it has values of.
+func (b *builder) mapSample(si int, s *profile.Sample) (int32, []int32) {
+	for len(b.sampleStack) <= si {
+		b.sampleStack = append(b.sampleStack, -1)
+		b.sampleAttrs = append(b.sampleAttrs, nil)
+	}
+	if b.sampleStack[si] >= 0 {
+		return b.sampleStack[si], b.sampleAttrs[si]
+	}
+	stack := b.stack(s.Location)
+	var attrs []int32
 	for k, vs := range s.Label {
 		for _, v := range vs {
-			os.AttributeIndices().Append(b.attr(attrKey{key: k, str: v}))
+			attrs = append(attrs, b.attr(attrKey{key: k, str: v}))
 		}
 	}
 	for k, vs := range s.NumLabel {
@@ -297,7 +323,9 @@ func (b *builder) sample(p pprofile.Profile, s *profile.Sample, vi int) {
 			unit = u[0]
 		}
 		for _, v := range vs {
-			os.AttributeIndices().Append(b.attr(attrKey{key: k, num: v, unit: unit, isNum: true}))
+			attrs = append(attrs, b.attr(attrKey{key: k, num: v, unit: unit, isNum: true}))
 		}
 	}
+	b.sampleStack[si], b.sampleAttrs[si] = stack, attrs
+	return stack, attrs
 }

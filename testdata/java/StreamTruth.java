@@ -1,0 +1,59 @@
+import java.util.List;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+
+// Ground truth for lambdas and streams: a report over orders written with
+// streams. Each order's price is looked up in an 8 MiB price table (one
+// long[]) by a lambda in an IntStream pipeline (ACCESS); the pipeline is
+// run per region by a Stream over the regions (CALL-REGION), from total
+// (CALL-TOTAL), from main (CALL-REPORT). Between the program's frames run
+// the JDK's stream frames (IntPipeline, ReduceOps, Spliterators, the
+// lambdas' hidden classes), which the truth allows:
+//
+//   lambda (ACCESS) <- [JDK] <- revenue:CALL-SUM <- lambda (CALL-REGION) <- [JDK] <- total:CALL-TOTAL... <- main:CALL-REPORT
+//
+// Usage: java StreamTruth [seconds (0 = forever)]
+// Prints "ready" once, and "done" at the end.
+public class StreamTruth {
+    static final int ITEMS = 1 << 20; // 8 MiB of long
+
+    static long[] prices;
+    static int[] orders; // item ids, in order of arrival
+
+    static long revenue(int region, int regions) {
+        int per = orders.length / regions, from = region * per;
+        return IntStream.range(from, from + per)
+                .map(i -> orders[i]) // ORDERS
+                .mapToLong(item -> prices[item]) // ACCESS
+                .sum(); // CALL-SUM
+    }
+
+    static long total(List<Integer> regions) {
+        return regions.stream()
+                .mapToLong(r -> revenue(r, regions.size())) // CALL-REGION
+                .sum(); // CALL-TOTAL
+    }
+
+    public static void main(String[] args) throws Exception {
+        double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 0;
+        long end = seconds > 0 ? System.nanoTime() + (long) (seconds * 1e9) : Long.MAX_VALUE;
+        prices = new long[ITEMS];
+        for (int i = 0; i < ITEMS; i++) {
+            prices[i] = 100 + i % 900;
+        }
+        orders = new int[1 << 16];
+        long s = 0x9E3779B97F4A7C15L;
+        for (int i = 0; i < orders.length; i++) {
+            s = s * 6364136223846793005L + 1442695040888963407L;
+            orders[i] = (int) (s >>> 40) & (ITEMS - 1);
+        }
+        List<Integer> regions = IntStream.range(0, 8).boxed().collect(Collectors.toList());
+        long sink = 0;
+        System.out.println("ready");
+        System.out.flush();
+        while (System.nanoTime() < end) {
+            sink += total(regions); // CALL-REPORT
+        }
+        System.out.println("done " + (sink == 42 ? "!" : ""));
+    }
+}

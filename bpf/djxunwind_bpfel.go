@@ -103,6 +103,7 @@ type DjxUnwindUnwindTarget struct {
 	CodeIsOffset     uint32
 	FrameComplete16  uint32
 	OffCompileId     uint32
+	Gen              uint64
 	Heaps            [4]DjxUnwindCodeHeap
 }
 
@@ -119,7 +120,15 @@ type DjxUnwindUwScratch struct {
 		Insn uint32
 		Tgid uint32
 	}
-	Ut DjxUnwindUnwindTarget
+	Ut    DjxUnwindUnwindTarget
+	Cache [256]struct {
+		_     structs.HostLayout
+		Pc    uint64
+		Gen   uint64
+		Blob  uint64
+		Words int32
+		Id    uint32
+	}
 }
 
 // Names of all BPF objects in the ELF.

@@ -94,6 +94,10 @@ struct unwind_target {
 	__u32 code_is_offset;
 	__u32 frame_complete_16; // _frame_complete_offset is an int16_t
 	__u32 off_compile_id;    // nmethod::_compile_id (int; 0: not read)
+	// Unique per process and code cache given (loader.SetUnwind): the key
+	// of the frame cache's entries with the pc, so that another process,
+	// or a new JVM with the same pid, misses.
+	__u64 gen;
 	struct code_heap heaps[UNWIND_HEAPS];
 };
 
@@ -120,6 +124,27 @@ struct uw_state {
 	__u32 insn;
 	__u32 tgid;
 };
+
+// A per-CPU cache of fixed-size frames by (code cache, pc): the blob, its
+// frame size and compile id, so that a frame seen before costs two reads
+// (the segment map at the blob and its compile id) instead of the segment
+// map walk and the blob's header. Direct-mapped; an entry is used only
+// while a block still starts at its blob and holds its compile id, which
+// is unique among a JVM's nmethods: a freed and reused blob misses.
+#define UW_CACHE_SLOTS 256
+
+struct uw_cache_entry {
+	__u64 pc;
+	__u64 gen; // unwind_target.gen
+	__u64 blob;
+	__s32 words;
+	__u32 id;
+};
+
+static __always_inline __u32 uw_slot(__u64 pc)
+{
+	return ((pc >> 2) ^ (pc >> 11)) & (UW_CACHE_SLOTS - 1);
+}
 
 static __always_inline __u64 uw_read(__u64 addr, int *err)
 {
@@ -164,6 +189,25 @@ static __always_inline __u64 uw_blob(const struct unwind_target *ut, int h, __u6
 		seg -= v;
 	}
 	return 0;
+}
+
+// uw_cached says whether the cached blob of e still starts a block of
+// heap h and holds e's compile id.
+static __always_inline int uw_cached(const struct unwind_target *ut, int h, const struct uw_cache_entry *e)
+{
+	if (h < 0 || h >= UNWIND_HEAPS)
+		return 0;
+	const struct code_heap *ch = &ut->heaps[h];
+	__u32 shift = UW_READ(ch->log2_seg) & 31, off = UW_READ(ut->off_compile_id);
+	__u64 low = UW_READ(ch->low) + UW_READ(ut->hb_size), blob = e->blob;
+	if (blob < low || !off)
+		return 0;
+	__u64 seg = (blob - low) >> shift;
+	__u8 v = FREE_SEGMENT;
+	__s32 id = 0;
+	if (seg >= UW_READ(ch->segmap_len) || bpf_probe_read_user(&v, 1, (void *)(UW_READ(ch->segmap) + seg)) != 0 || v != 0)
+		return 0;
+	return bpf_probe_read_user(&id, 4, (void *)(blob + off)) == 0 && (__u32)id == e->id;
 }
 
 // uw_prologue unwinds a top compiled frame whose prologue has not built
@@ -273,7 +317,7 @@ static __always_inline int uw_fp_ok(const struct uw_state *st)
 // else the reason the walk ends; st->java says whether a Java-side frame
 // (one in the code cache) has been seen.
 static __always_inline int uw_frame(const struct unwind_target *ut, struct uw_state *st, struct unwind_frame *f,
-				   int top)
+				    struct uw_cache_entry *cache, int top)
 {
 	__u64 w[UW_FP_SLOTS] = {};
 	if (st->pc == 0)
@@ -295,6 +339,16 @@ static __always_inline int uw_frame(const struct unwind_target *ut, struct uw_st
 		return -1;
 	}
 	st->java = 1;
+	struct uw_cache_entry *e = &cache[uw_slot(st->pc) & (UW_CACHE_SLOTS - 1)];
+	if (e->pc == st->pc && e->gen == UW_READ(ut->gen) && uw_cached(ut, h, e)) {
+		__s32 words = e->words;
+		if (words <= 0 || words > (1 << 16))
+			return UW_END_FRAME;
+		f->blob = e->blob | UW_SIZED;
+		f->a = st->pc;
+		f->b = e->id;
+		return uw_sized(ut, st, e->blob, words, top, st->insn);
+	}
 	__u64 blob = uw_blob(ut, h, st->pc);
 	if (!blob)
 		return UW_END_SEGMAP;
@@ -308,8 +362,13 @@ static __always_inline int uw_frame(const struct unwind_target *ut, struct uw_st
 		// so that it may name the pc from its cache without a read.
 		__s32 id = 0;
 		__u32 off = UW_READ(ut->off_compile_id);
-		if (off)
-			bpf_probe_read_user(&id, 4, (void *)(blob + off));
+		if (off && bpf_probe_read_user(&id, 4, (void *)(blob + off)) == 0) {
+			e->pc = st->pc;
+			e->blob = blob;
+			e->words = words;
+			e->id = (__u32)id;
+			e->gen = UW_READ(ut->gen);
+		}
 		f->blob = blob | UW_SIZED;
 		f->a = st->pc;
 		f->b = (__u32)id;
@@ -351,7 +410,8 @@ static __always_inline int uw_frame(const struct unwind_target *ut, struct uw_st
 // the next run, else why it ended. Native frames count against
 // NATIVE_FRAMES until the first Java frame; sp must grow with every
 // frame, so a forged stack cannot loop.
-static __always_inline int uw_walk(const struct unwind_target *ut, struct uw_state *st, struct unwind_frame *frames)
+static __always_inline int uw_walk(const struct unwind_target *ut, struct uw_state *st, struct unwind_frame *frames,
+				   struct uw_cache_entry *cache)
 {
 	for (int k = 0; k < UNWIND_STEP_FRAMES; k++) {
 		__u32 n = st->n;
@@ -362,7 +422,7 @@ static __always_inline int uw_walk(const struct unwind_target *ut, struct uw_sta
 		__u64 sp = st->sp;
 		struct unwind_frame *f = &frames[n];
 		f->blob = 0;
-		int r = uw_frame(ut, st, f, n == 0);
+		int r = uw_frame(ut, st, f, cache, n == 0);
 		if (f->blob)
 			st->n = n + 1;
 		if (r >= 0)

@@ -18,6 +18,7 @@ struct uw_scratch {
 	// The process's code cache, copied once per sample: the step
 	// program's runs then need no hash lookup.
 	struct unwind_target ut;
+	struct uw_cache_entry cache[UW_CACHE_SLOTS];
 };
 
 struct {
@@ -136,7 +137,7 @@ int uw_step(struct bpf_perf_event_data *ctx)
 	struct uw_scratch *w = bpf_map_lookup_elem(&uw_scratch, &zero);
 	if (!w)
 		return 0;
-	int end = uw_walk(&w->ut, &w->st, w->s.frames);
+	int end = uw_walk(&w->ut, &w->st, w->s.frames, w->cache);
 	if (end < 0) {
 		bpf_tail_call(ctx, &uw_progs, 0);
 		end = UW_END_DEPTH;

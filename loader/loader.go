@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -103,10 +104,13 @@ type Sampler struct {
 	// uwProgs is its tail-call array, holding uwStep.
 	uwProgs *ebpf.Map
 	uwStep  *ebpf.Program
-	fds     []int
-	links   []link.Link // referenced so that finalizers don't close them
-	rd      *ringbuf.Reader
-	cfg     Config
+	// unwindGen numbers the code caches given to the unwinder: the key
+	// of its per-CPU frame cache, so that a pid reused misses.
+	unwindGen atomic.Uint64
+	fds       []int
+	links     []link.Link // referenced so that finalizers don't close them
+	rd        *ringbuf.Reader
+	cfg       Config
 	// runStats keeps the kernel's BPF run-time statistics on while the
 	// sampler is open (nil where the kernel lacks them, before 5.8).
 	runStats io.Closer

@@ -120,6 +120,7 @@ func (s *Sampler) SetUnwind(pid int, heaps []CodeHeap, l CodeLayout) error {
 		return fmt.Errorf("set code cache of pid %d: %d code heaps (1..%d)", pid, len(heaps), MaxCodeHeaps)
 	}
 	t := bpf.DjxUnwindUnwindTarget{
+		Gen:    s.unwindGen.Add(1),
 		Nheaps: uint32(len(heaps)), HbSize: l.HeapBlockSize,
 		OffFrameSize: l.FrameSize, OffFrameComplete: l.FrameComplete, OffCodeBegin: l.CodeBegin,
 		OffCompileId: l.CompileID,

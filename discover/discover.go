@@ -5,6 +5,7 @@ package discover
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -139,12 +140,14 @@ func (f *Finder) Find() ([]JVM, error) {
 		}
 		j, isJVM, err := inspect(pid)
 		switch {
-		case err != nil:
+		case errors.Is(err, procfs.ErrNoProcess):
 			delete(f.seen, pid)
 		case isJVM:
 			f.seen[pid] = seenProc{start: start, exe: exe, jvm: &j, at: now}
 			out = append(out, j)
 		case procfs.Age(ProcRoot, start) >= youngProc:
+			// Not a JVM, or not one it may read (its maps refused):
+			// believed until Recheck, as it was read.
 			f.seen[pid] = seenProc{start: start, exe: exe, at: now}
 		default:
 			delete(f.seen, pid)

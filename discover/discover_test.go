@@ -225,6 +225,16 @@ func TestFinderRemembers(t *testing.T) {
 		}
 	}
 	find(4243)
+	// A process whose maps cannot be read is believed no JVM, as one that
+	// maps no libjvm.
+	fakeJVM(t, ProcRoot, 4246, "/usr/bin/sleep")
+	os.Remove(filepath.Join(dir(4246), "maps"))
+	os.Mkdir(filepath.Join(dir(4246), "maps"), 0o755)
+	find(4243)
+	if p, ok := f.seen[4246]; !ok || p.jvm != nil {
+		t.Errorf("pid 4246, unreadable: the Finder remembers %+v, %v; want no JVM", p, ok)
+	}
+	os.RemoveAll(dir(4246))
 	// A JVM found is not read again: its maps are not needed.
 	os.Remove(filepath.Join(dir(4243), "maps"))
 	// 4244 loads libjvm late (as an embedding launcher does); 4245 execs

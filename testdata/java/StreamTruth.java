@@ -1,16 +1,15 @@
-import java.util.List;
-import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
 // Ground truth for lambdas and streams: a report over orders written with
 // streams. Each order's price is looked up in an 8 MiB price table (one
-// long[]) by a lambda in an IntStream pipeline (ACCESS); the pipeline is
-// run per region by a Stream over the regions (CALL-REGION), from total
-// (CALL-TOTAL), from main (CALL-REPORT). Between the program's frames run
-// the JDK's stream frames (IntPipeline, ReduceOps, Spliterators, the
-// lambdas' hidden classes), which the truth allows:
+// long[]) by a lambda in an IntStream pipeline (ACCESS), after a lambda
+// that reads the order's item (ORDERS); the pipeline runs per region
+// (CALL-SUM), for each region of total's loop (CALL-REGION), from main
+// (CALL-REPORT). Between the program's frames run the JDK's stream frames
+// (IntPipeline, ReduceOps, Spliterators, the lambdas' hidden classes),
+// which the truth allows:
 //
-//   lambda (ACCESS) <- [JDK] <- revenue:CALL-SUM <- lambda (CALL-REGION) <- [JDK] <- total:CALL-TOTAL... <- main:CALL-REPORT
+//   lambda (ACCESS) <- [JDK] <- revenue:CALL-SUM <- total:CALL-REGION <- main:CALL-REPORT
 //
 // Usage: java StreamTruth [seconds (0 = forever)]
 // Prints "ready" once, and "done" at the end.
@@ -28,10 +27,12 @@ public class StreamTruth {
                 .sum(); // CALL-SUM
     }
 
-    static long total(List<Integer> regions) {
-        return regions.stream()
-                .mapToLong(r -> revenue(r, regions.size())) // CALL-REGION
-                .sum(); // CALL-TOTAL
+    static long total(int regions) {
+        long sum = 0;
+        for (int r = 0; r < regions; r++) {
+            sum += revenue(r, regions); // CALL-REGION
+        }
+        return sum;
     }
 
     public static void main(String[] args) throws Exception {
@@ -47,7 +48,7 @@ public class StreamTruth {
             s = s * 6364136223846793005L + 1442695040888963407L;
             orders[i] = (int) (s >>> 40) & (ITEMS - 1);
         }
-        List<Integer> regions = IntStream.range(0, 8).boxed().collect(Collectors.toList());
+        int regions = 8;
         long sink = 0;
         System.out.println("ready");
         System.out.flush();

@@ -94,6 +94,15 @@ const (
 	staleSamples   = 16 // a walk again after this many samples met moved objects
 )
 
+// A continuous scan's session, which runs for days and costs its host as
+// long, walks at most a hundredth of the time (a 50 ms walk every 5 s at
+// most, a 2 s walk every 200 s) and checks every 2 s: in windows of a
+// minute, samples on objects a GC moved are named again a little later.
+const (
+	continuousWalkShare  = 100
+	continuousCheckEvery = 2 * time.Second
+)
+
 // walkNoTypes is how long a walk that gets no roots waits for the agent's
 // class descriptions to arrive, and walkNoRoots how long one waits for
 // roots the agent never sends (the roots come after the classes).
@@ -425,7 +434,7 @@ func (s *session) onWalk(hw *join.HeapWalk) {
 	w := s.walk
 	w.running, w.checking = false, true
 	w.lastTook = s.clk.Now().Sub(w.lastStart)
-	w.checkAt = time.After(walkCheckEvery)
+	w.checkAt = time.After(s.walkCheckEvery())
 	if w.again = hw == nil; w.again {
 		s.j.AbandonHeapWalk()
 		return
@@ -528,6 +537,23 @@ func (s *session) walkAgain() {
 	}
 }
 
+// walkShare is how many times as long as the last walk took must pass
+// from its start before another: a continuous scan's walks take less.
+func (s *session) walkShare() time.Duration {
+	if s.cuts != nil {
+		return continuousWalkShare
+	}
+	return walkShare
+}
+
+// walkCheckEvery is how often the last walk is checked against the heap.
+func (s *session) walkCheckEvery() time.Duration {
+	if s.cuts != nil {
+		return continuousCheckEvery
+	}
+	return walkCheckEvery
+}
+
 // walkCheck is the loop's channel that checks the last walk against the
 // heap (nil: no walk to check).
 func (s *session) walkCheck() <-chan time.Time {
@@ -541,8 +567,8 @@ func (s *session) walkCheck() <-chan time.Time {
 // as the walks' share of the time allows.
 func (s *session) checkWalk() {
 	w := s.walk
-	w.checkAt = time.After(walkCheckEvery)
-	if s.clk.Now().Sub(w.lastStart) < walkShare*w.lastTook {
+	w.checkAt = time.After(s.walkCheckEvery())
+	if s.clk.Now().Sub(w.lastStart) < s.walkShare()*w.lastTook {
 		return
 	}
 	// The samples' own headers are the surest sign that a GC moved the

@@ -10,7 +10,8 @@ import (
 )
 
 // A CompiledMethodLoad listener has C1 and C2 record debug information
-// between safepoints. With code=0 (stacks unwound in BPF) there is none,
+// between safepoints. With code=0, or code=2 on HotSpot (stacks unwound in
+// BPF), there is none and no CODE or STUB record is sent,
 // so the agent turns DebugNonSafepoints on itself, unless the command
 // line chose it; with code=1 the flag is left alone (the listener does
 // its work). Without it a sampled access in a loop is named by its
@@ -24,6 +25,7 @@ func TestCodeOffDebugNonSafepoints(t *testing.T) {
 			want       bool
 		}{
 			{"code=0", "code=0", nil, true},
+			{"code=2", "code=2", nil, true},
 			{"code=0 chosen off", "code=0", []string{"-XX:-DebugNonSafepoints"}, false},
 			{"code=1", "", nil, false},
 		} {
@@ -41,8 +43,13 @@ func TestCodeOffDebugNonSafepoints(t *testing.T) {
 					time.Sleep(time.Second)
 				}
 				v.send("exit")
-				v.rest()
+				bs, _ := v.rest()
+				var s stackStream
+				s.addAll(t, bs)
 				v.exitCode(3)
+				if recs := len(s.codes) + len(s.stubs); (recs == 0) != (tc.opts != "") {
+					t.Errorf("%d CODE, %d STUB records with %q", len(s.codes), len(s.stubs), tc.opts)
+				}
 				if err != nil {
 					t.Fatalf("jcmd VM.flags: %v: %s", err, out)
 				}

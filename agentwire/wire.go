@@ -111,7 +111,8 @@
 // native frame has bci -3. A full handler ring (128 stacks) drops stacks,
 // counted in STATS stacks_dropped.
 //
-// JIT code (option code=1, the default): CODE for each compiled method
+// JIT code (option code=1, the default; code=2, with BPF stacks, sends it
+// only from a JVM other than HotSpot): CODE for each compiled method
 // (JVMTI CompiledMethodLoad). Code that existed before the session (all of
 // it in attach mode) is replayed at its start, so a CODE may be repeated.
 // PCs are sorted by pc, each with its inlining chain innermost first; at

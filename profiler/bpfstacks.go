@@ -67,8 +67,8 @@ type unwinder interface {
 // resolver, once the agent is connected (the JVM is initialised). Where
 // it cannot (not HotSpot, a layout vmcode does not know) the paths keep
 // their leaf, with a note. The agent was started without JIT code records
-// (code=0, agentOptions): the join reads JIT code from the code cache
-// whenever vmcode can read it, stacks or not.
+// on HotSpot (code=2, agentOptions): the join reads JIT code from the code
+// cache whenever vmcode can read it, stacks or not.
 func (s *session) useBPFStacks() {
 	if s.opts.Stacks != StacksBPF || s.j.BPFStacks() != nil || !s.j.Connected() {
 		return
@@ -99,6 +99,6 @@ func (s *session) useBPFStacks() {
 }
 
 // noCodeCache says what a session with BPF stacks loses when vmcode cannot
-// read the JVM: the agent reports no JIT code then (code=0).
-const noCodeCache = "nor JIT code (the agent does not report it with BPF stacks): samples in compiled code keep [unknown code] as their leaf, " +
+// read the JVM: on HotSpot the agent reports no JIT code then (code=2).
+const noCodeCache = "on HotSpot the agent does not report JIT code with BPF stacks either: samples in compiled code keep [unknown code] as their leaf, " +
 	"objects being initialised there are typed from the sample's own bytes only, and stores from compiled code are judged twice"

@@ -209,12 +209,13 @@ func (o *Options) note(format string, args ...any) {
 
 func (o *Options) agentOptions(sock string) string {
 	// With stacks unwound in BPF the join reads JIT code from the JVM's
-	// code cache (bpfstack.CodeMap): the agent leaves CompiledMethodLoad
-	// and DynamicCodeGenerated off (code=0). openUnwinder has decided by
-	// now (the sampler opens before the agent starts).
+	// code cache (bpfstack.CodeMap): on HotSpot the agent leaves
+	// CompiledMethodLoad and DynamicCodeGenerated off (code=2; another
+	// JVM, whose code cache vmcode cannot read, keeps them). openUnwinder
+	// has decided by now (the sampler opens before the agent starts).
 	code := ""
 	if o.Stacks == StacksBPF {
-		code = ",code=0"
+		code = ",code=2"
 	}
 	return "sock=" + sock + ",interval=" + strconv.FormatUint(o.Interval, 10) + ",minsize=" + strconv.FormatUint(o.MinSize, 10) +
 		",budget=" + strconv.FormatUint(o.AllocBudget, 10) + reconcileOpt(o.Relocation) + stacksOpt(o.StackSignal) + code + o.censusOpt() + o.typesOpt()

@@ -8,16 +8,18 @@
  * records for every method a CODE names go first. CompiledMethodUnload
  * becomes CODE_UNLOAD and DynamicCodeGenerated STUB.
  *
- * code=0 leaves all three off, and the capability unclaimed: with stacks
- * unwound in BPF the profiler reads JIT code from the code cache itself
- * (bpfstack.CodeMap), and these records served only its JIT code map
- * (HotSpot's work to build a CompiledMethodLoad record is about 0.4% of
- * the JVM's CPU on H2, this callback's 0.2%). A CompiledMethodLoad
- * listener also has C1 and C2 record debug information between
- * safepoints (compute_recording_non_safepoints, debugInfoRec.cpp), which
- * names a sampled access by its own line rather than its loop's safepoint:
- * code=0 turns DebugNonSafepoints on instead, unless it was set, as
- * async-profiler does.
+ * code=0 leaves all three off, and the capability unclaimed; code=2 does
+ * so on HotSpot only (its vmStructs found), where the profiler with stacks
+ * unwound in BPF reads JIT code from the code cache itself
+ * (bpfstack.CodeMap): these records served only its JIT code map, and
+ * HotSpot's work to build a CompiledMethodLoad record is about 0.4% of
+ * the JVM's CPU on H2. Another JVM keeps them, as the profiler cannot read
+ * its code. A CompiledMethodLoad listener also has C1 and C2 record debug
+ * information between safepoints (compute_recording_non_safepoints,
+ * debugInfoRec.cpp), which names a sampled access by its own line rather
+ * than its loop's safepoint: without the records the agent turns
+ * DebugNonSafepoints on instead, unless it was set, as async-profiler
+ * does, and back off at the session's end if it turned it on.
  *
  * ClassLoad/ClassPrepare are enabled for AsyncGetCallTrace (stacks.c): it
  * returns ticks_no_class_load (-1) unless ClassLoad is enabled, and frames
@@ -39,8 +41,9 @@
 static struct {
 	int code_events;    /* can_generate_compiled_method_load_events acquired */
 	int class_events;   /* ClassLoad/ClassPrepare enabled (for ASGCT) */
-	int non_safepoints; /* code=0 on HotSpot: DebugNonSafepoints on (1), chosen off (0), not found (-1) */
+	int records;        /* CODE/CODE_UNLOAD/STUB records (code=1; code=2 off HotSpot) */
 	int hotspot;        /* vmStructs readable */
+	int non_safepoints; /* without records: djx_vm_flag_set's answer for DebugNonSafepoints */
 } cd;
 
 int djx_code_class_events(void)
@@ -132,14 +135,18 @@ void djx_code_caps(jvmtiEnv *j)
 {
 	jvmtiCapabilities caps;
 
-	if (!djx_cfg->opt.code) {
-		char err[160];
+	char err[160];
 
+	cd.records = djx_cfg->opt.code;
+	if (djx_cfg->opt.code != 1) {
+		cd.hotspot = djx_vm_init(err, sizeof err) == 0;
+		cd.records = djx_cfg->opt.code == 2 && !cd.hotspot;
+	}
+	if (!cd.records) {
 		/* Before any compilation it should cover: at Agent_OnLoad in
 		 * launch mode; code compiled before an attach keeps what it has. */
-		cd.hotspot = djx_vm_init(err, sizeof err) == 0;
 		if (cd.hotspot)
-			cd.non_safepoints = djx_vm_flag_on("DebugNonSafepoints");
+			cd.non_safepoints = djx_vm_flag_set("DebugNonSafepoints", 1);
 		return;
 	}
 	memset(&caps, 0, sizeof caps);
@@ -183,7 +190,7 @@ void djx_code_start(jvmtiEnv *j, JNIEnv *jni)
 		cd.class_events = 1;
 		preload_method_ids(j, jni);
 	}
-	if (!djx_cfg->opt.code) {
+	if (!cd.records) {
 		if (cd.hotspot && cd.non_safepoints < 0)
 			djx_emit_error("DebugNonSafepoints not found in the flag table: compiled code's lines at safepoints only");
 		return;
@@ -211,8 +218,11 @@ void djx_code_release(jvmtiEnv *j)
 		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_CLASS_LOAD, NULL);
 		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_CLASS_PREPARE, NULL);
 	}
-	if (!djx_cfg->opt.code)
+	if (!cd.records) {
+		if (cd.non_safepoints == 2 && djx_vm_flag_set("DebugNonSafepoints", 0) == 2)
+			cd.non_safepoints = 1;
 		return;
+	}
 	(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_DYNAMIC_CODE_GENERATED, NULL);
 	if (cd.code_events) {
 		(*j)->SetEventNotificationMode(j, JVMTI_DISABLE, JVMTI_EVENT_COMPILED_METHOD_LOAD, NULL);

@@ -1,6 +1,6 @@
 /* The session's configuration and the option parser:
  * "sock=PATH,interval=BYTES,minsize=BYTES,budget=N,reconcile=0|1,
- * stacks=SIG,code=0|1,census=0|1|2,census_budget=US,recensus=MS,types=0|1". */
+ * stacks=SIG,code=0|1|2,census=0|1|2,census_budget=US,recensus=MS,types=0|1". */
 #include <stdio.h>
 #include <string.h>
 
@@ -66,7 +66,7 @@ static const struct opt {
 	{"budget", K_BYTES, offsetof(struct djx_options, budget), UINT64_MAX, ""},
 	{"reconcile", K_DIGIT, offsetof(struct djx_options, reconcile), 1, " (0 or 1)"},
 	{"stacks", K_SIGNAL, offsetof(struct djx_options, stacks), 64, " (a signal number 1..64; 0: off)"},
-	{"code", K_DIGIT, offsetof(struct djx_options, code), 1, " (0 or 1)"},
+	{"code", K_DIGIT, offsetof(struct djx_options, code), 2, " (0 off, 1 on, 2 off on HotSpot)"},
 	{"types", K_DIGIT, offsetof(struct djx_options, types), 1, " (0 or 1)"},
 	{"census", K_DIGIT, offsetof(struct djx_options, census), 2, " (0 off, 1 no holders, 2 holders)"},
 	{"census_budget", K_BYTES, offsetof(struct djx_options, census_budget_us), UINT64_MAX, " (µs)"},

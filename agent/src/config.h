@@ -15,7 +15,7 @@ struct djx_options {
 	uint64_t budget; /* max sampled-allocation callbacks per second; 0: no cap */
 	int reconcile;   /* report tracked objects' moves after each GC */
 	int stacks;      /* signal number of the stack handler; 0: off */
-	int code;        /* CODE/CODE_UNLOAD/STUB records (default 1; 0 with BPF stacks) */
+	int code;        /* CODE/CODE_UNLOAD/STUB records: 1 (default), 0 off, 2 off on HotSpot (BPF stacks) */
 	int census;      /* 0 off, 1 without holders, 2 with holders (on 'C') */
 	uint64_t census_budget_us; /* longest census pause; 0: no limit */
 	uint64_t recensus_ms;      /* least time between censuses after GCs; 0: none */

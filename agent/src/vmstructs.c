@@ -155,11 +155,11 @@ int djx_vm_flag(const char *name)
 #define FLAG_ORIGIN_MASK 15 /* JVMFlag::VALUE_ORIGIN_MASK (JDK 11-25) */
 #define FLAG_ORIGIN_DEFAULT 0
 
-/* Turns a bool -XX flag on unless it was set (command line, environment,
- * management): 1 when it is on now, 0 when it was chosen off, -1 when
- * this JVM has no such flag. One byte store, as async-profiler does for
- * DebugNonSafepoints. */
-int djx_vm_flag_on(const char *name)
+/* Sets a bool -XX flag to on unless it was set (command line, environment,
+ * management): 2 when this changed it, 1 when it was so already, 0 when it
+ * was chosen otherwise, -1 when this JVM has no such flag. One byte store,
+ * as async-profiler does for DebugNonSafepoints. */
+int djx_vm_flag_set(const char *name, int on)
 {
 	uint64_t o_flags;
 	const char *f = flag_entry(name, &o_flags);
@@ -167,10 +167,10 @@ int djx_vm_flag_on(const char *name)
 
 	if (addr == NULL)
 		return -1;
-	if (*addr != 0)
+	if ((*addr != 0) == (on != 0))
 		return 1;
 	if ((*(const uint32_t *)(f + o_flags) & FLAG_ORIGIN_MASK) != FLAG_ORIGIN_DEFAULT)
 		return 0;
-	*addr = 1;
-	return 1;
+	*addr = on != 0;
+	return 2;
 }

@@ -10,6 +10,6 @@ void *djx_vm_static(const char *type, const char *field); /* a static's address,
 int djx_vm_offset(const char *type, const char *field, uint64_t *off);
 int djx_vm_type_size(const char *type, uint64_t *size);
 int djx_vm_flag(const char *name);    /* a bool -XX flag: 0, 1, or -1 absent */
-int djx_vm_flag_on(const char *name); /* turn a default bool flag on: 1 on, 0 chosen off, -1 absent */
+int djx_vm_flag_set(const char *name, int on); /* a default bool flag: 2 changed, 1 was so, 0 chosen, -1 absent */
 
 #endif

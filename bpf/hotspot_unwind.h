@@ -1,8 +1,9 @@
 // HotSpot x86-64 stack unwinder for the sampling program, compiled only
 // into the DjxUnwind variant (-DDJX_UNWIND): the default object stays as
 // it was. It walks the sampled thread's frames from pt_regs and writes raw
-// (kind|blob, a, b) triples into the sample; package bpfstack names them
-// from the JVM's memory (vmcode). Every read is bpf_probe_read_user, every
+// (kind|blob, a, b) triples into the sample (its programs:
+// hotspot_unwind_prog.h); package bpfstack names them from the JVM's
+// memory (vmcode). Every read is bpf_probe_read_user, every
 // loop has a constant bound (bounded loops: Linux 5.3+, no bpf_loop), and
 // a failure ends the walk with a reason code.
 //

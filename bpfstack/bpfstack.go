@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/procfs"
 	"github.com/djx-bpf/djx-bpf/sample"
 	"github.com/djx-bpf/djx-bpf/vmcode"
 )
@@ -48,6 +49,7 @@ type Stats struct {
 	Complete uint64 // ... walked to the thread's entry
 	Frames   uint64 // Java frames named
 	Failed   uint64 // frames vmcode could not name (the walk's path ends there)
+	Gone     uint64 // ... of them read after the JVM exited (its last samples)
 	Cached   uint64 // compiled frames named from the cache, without a read
 }
 
@@ -74,7 +76,8 @@ func Open(pid int) (*Resolver, error) {
 // Stats returns the counts so far.
 func (r *Resolver) Stats() Stats { return r.stats }
 
-// LastError is why the last frame that could not be named could not.
+// LastError is why the last frame that could not be named could not
+// (the JVM's exit aside).
 func (r *Resolver) LastError() error { return r.lastErr }
 
 // Target is what the unwinder needs of the JVM: its code heaps and where
@@ -193,6 +196,10 @@ func (r *Resolver) Resolve(st *sample.Stack, s Sample) Path {
 		if err != nil {
 			r.stats.Failed++
 			p.Missing = "unreadable frame"
+			if errors.Is(err, procfs.ErrNoProcess) {
+				r.stats.Gone++
+				break
+			}
 			r.lastErr = fmt.Errorf("frame %d (%#x %#x %#x): %w", i, f.Blob, f.A, f.B, err)
 			break
 		}

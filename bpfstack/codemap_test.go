@@ -6,7 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/procfs"
+	"github.com/djx-bpf/djx-bpf/sample"
 	"github.com/djx-bpf/djx-bpf/vmcode"
 )
 
@@ -180,5 +182,17 @@ func TestCodeMapFailures(t *testing.T) {
 	}
 	if !m.Contains(0x10010) {
 		t.Error("heaps never read again")
+	}
+}
+
+// A frame read after the JVM exited ends its path as unreadable, but is
+// counted apart and is not the last error: the note about unnamed frames
+// is for frames a live JVM could not name.
+func TestResolveAfterExit(t *testing.T) {
+	f := &fakeBlobs{err: fmt.Errorf("frames at 0x10010: read pid 9: %w", procfs.ErrNoProcess)}
+	r := New(f)
+	p := r.Resolve(&sample.Stack{End: loader.UnwindEntry, Frames: []sample.RawFrame{{Blob: 0x10000 | loader.FrameSized, A: 0x10010, B: 3}}}, Sample{IP: 0x10010})
+	if p.Missing != "unreadable frame" || r.Stats().Failed != 1 || r.Stats().Gone != 1 || r.LastError() != nil {
+		t.Errorf("missing %q, stats %+v, last error %v", p.Missing, r.Stats(), r.LastError())
 	}
 }

@@ -380,9 +380,9 @@ func (j *JVM) AgentNotes() []string {
 		notes = append(notes, fmt.Sprintf("the agent reported errors%s: %s", more, strings.Join(j.agentErrs, "; ")))
 	}
 	if j.bpfStacks != nil {
-		if st := j.bpfStacks.Stats(); st.Failed > 0 {
+		if st := j.bpfStacks.Stats(); st.Failed > st.Gone {
 			notes = append(notes, fmt.Sprintf("%d frames of stacks unwound in BPF could not be named from the JVM's memory (their paths end there); the last: %v",
-				st.Failed, j.bpfStacks.LastError()))
+				st.Failed-st.Gone, j.bpfStacks.LastError()))
 		}
 	}
 	if j.bpfCode != nil {

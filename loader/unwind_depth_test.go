@@ -1,0 +1,135 @@
+package loader
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+)
+
+// The unwinder's fake code cache for TestUnwindDepthCap: this test
+// binary's text is one code heap of one segment (segMap), whose blob is
+// fakeBlob, a fixed-frame blob with depthFrame's frame size.
+var (
+	segMap   [8]byte // 0: the segment starts a block
+	fakeBlob struct {
+		words     int32  // CodeBlob::_frame_size
+		complete  int32  // _frame_complete_offset: 0, no prologue check
+		codeBegin uint64 // _code_begin
+		compileID int32
+		_         int32
+	}
+	depthStop  atomic.Bool
+	depthFrame atomic.Uintptr // depthRecurse's frame size, bytes
+	depthSink  atomic.Uint64
+)
+
+// depthRecurse recurses n times and spins at the bottom until depthStop,
+// having measured its own frame size from the caller's local (a pointer
+// into the stack: kept right if the stack is copied as it grows).
+//
+//go:noinline
+func depthRecurse(n int, up *byte) uint64 {
+	var x byte
+	if n == 0 {
+		depthFrame.Store(uintptr(unsafe.Pointer(up)) - uintptr(unsafe.Pointer(&x)))
+		s := uint64(0)
+		for !depthStop.Load() {
+			for i := range 1 << 16 {
+				s += uint64(i)
+			}
+		}
+		return s
+	}
+	return depthRecurse(n-1, &x) + uint64(x)
+}
+
+// textRange is this binary's executable mapping.
+func textRange(t *testing.T) (lo, hi uint64) {
+	t.Helper()
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 6 || fs[1] != "r-xp" || fs[5] != exe {
+			continue
+		}
+		a, b, _ := strings.Cut(fs[0], "-")
+		lo, _ = strconv.ParseUint(a, 16, 64)
+		hi, _ = strconv.ParseUint(b, 16, 64)
+		return lo, hi
+	}
+	t.Fatal("no executable mapping of the test binary")
+	return 0, 0
+}
+
+// A stack deeper than the unwinder walks is cut after exactly
+// MaxUnwindFrames frames, for depth, and the walk (32 tail-called runs)
+// ends there: this binary's text stands in for the code cache, so that
+// every frame of a Go recursion of 300 is a fixed-size "compiled" frame.
+func TestUnwindDepthCap(t *testing.T) {
+	s := openOrSkip(t, Config{Source: Decode, Freq: 1000, Unwind: true})
+	lo, hi := textRange(t)
+	blob := uint64(uintptr(unsafe.Pointer(&fakeBlob)))
+	if blob < lo || blob-lo >= 1<<32 || blob&7 != 0 || hi-lo >= 1<<31 {
+		t.Skipf("text %#x-%#x and data %#x not laid out for a fake code cache", lo, hi, blob)
+	}
+	depthStop.Store(false)
+	done := make(chan struct{})
+	go func() { depthSink.Add(depthRecurse(300, new(byte))); close(done) }()
+	for depthFrame.Load() == 0 {
+		select {
+		case <-done:
+			t.Fatal("recursion ended early")
+		default:
+		}
+	}
+	defer func() { depthStop.Store(true); <-done }()
+	heap := CodeHeap{Low: lo, High: hi, Segmap: uint64(uintptr(unsafe.Pointer(&segMap))), SegmapLen: 1, Log2SegmentSize: 31}
+	layout := CodeLayout{HeapBlockSize: uint32(blob - lo), FrameSize: 0, FrameComplete: 4, CodeBegin: 8, CompileID: 16}
+	// Fixed-size frames, then rbp-linked ones (Go keeps frame pointers).
+	for _, kind := range []uint64{FrameSized, FrameFP} {
+		fakeBlob.words = 0
+		if kind == FrameSized {
+			fakeBlob.words = int32(depthFrame.Load() / 8)
+		}
+		fakeBlob.compileID = 7
+		if err := s.SetUnwind(os.Getpid(), []CodeHeap{heap}, layout); err != nil {
+			t.Fatal(err)
+		}
+		since := Now() // samples before are the last kind's
+		samples := collect(t, s, 300, func(stop <-chan struct{}) { <-stop })
+		cut, deep := 0, 0
+		for _, smp := range samples {
+			st := smp.Stack
+			if smp.Time < since || st == nil || len(st.Frames) < 2 || st.Frames[1].Blob != blob|kind {
+				continue // another thread, or not in the recursion
+			}
+			deep++
+			ret := st.Frames[1].A // the recursion's return address (sized frames)
+			ok := len(st.Frames) == MaxUnwindFrames && st.End == UnwindDepth
+			for _, f := range st.Frames[1:] {
+				ok = ok && f.Blob == blob|kind && (kind != FrameSized || f.A == ret && f.B == 7)
+			}
+			if ok {
+				cut++
+			}
+		}
+		t.Logf("kind %d: %d samples, %d in the recursion (frame %d bytes), %d of them cut for depth after %d frames of it",
+			kind, len(samples), deep, depthFrame.Load(), cut, MaxUnwindFrames)
+		if deep < 50 || 10*cut < 9*deep {
+			t.Errorf("kind %d: %d of %d samples in the recursion cut for depth after exactly %d frames, want 90%% of at least 50", kind, cut, deep, MaxUnwindFrames)
+		}
+	}
+}

@@ -95,11 +95,12 @@ const (
 )
 
 // A continuous scan's session, which runs for days and costs its host as
-// long, walks at most a hundredth of the time (a 50 ms walk every 5 s at
-// most, a 2 s walk every 200 s) and checks every 2 s: in windows of a
-// minute, samples on objects a GC moved are named again a little later.
+// long, walks again at most 0.5% of the time (a 50 ms walk every 10 s at
+// most, a 2 s walk every 400 s: continuous profiling's goal for its whole
+// cost) and checks every 2 s: in windows of a minute, samples on objects
+// a GC moved are named again a little later.
 const (
-	continuousWalkShare  = 100
+	continuousWalkShare  = 200
 	continuousCheckEvery = 2 * time.Second
 )
 

@@ -239,6 +239,35 @@ static __always_inline int uw_prologue(struct uw_state *st, __u32 insn)
 	return -1;
 }
 
+#define UW_NOT_EPILOGUE (-2)
+
+// uw_epilogue unwinds a top compiled frame already torn down, told by the
+// instruction at pc. C1's and C2's x86-64 epilogue is `add $N,%rsp`, `pop
+// %rbp`, the return poll `cmp disp(%r15),%rsp` (then `ja`) and `ret`: at
+// the pop the saved rbp is at sp, after it the return address is. It
+// returns UW_NOT_EPILOGUE for any other instruction.
+static __always_inline int uw_epilogue(struct uw_state *st, __u32 insn)
+{
+	__u64 link[2] = {};
+	__u32 op = insn & 0xffffff;
+	if ((insn & 0xff) == 0x5d) {
+		if (bpf_probe_read_user(link, sizeof(link), (void *)st->sp) != 0)
+			return UW_END_READ;
+		st->fp = link[0];
+		st->pc = link[1];
+		st->sp += 16;
+		return -1;
+	}
+	if ((insn & 0xff) == 0xc3 || op == 0xa73b49 || op == 0x673b49) {
+		if (bpf_probe_read_user(link, 8, (void *)st->sp) != 0)
+			return UW_END_READ;
+		st->pc = link[0];
+		st->sp += 8;
+		return -1;
+	}
+	return UW_NOT_EPILOGUE;
+}
+
 // uw_sized unwinds a fixed-size frame of blob: the sender's sp, pc and
 // rbp. In the top frame a pc before the frame is complete means the
 // prologue has not built it (uw_prologue).
@@ -265,6 +294,9 @@ static __always_inline int uw_sized(const struct unwind_target *ut, struct uw_st
 			return UW_END_READ;
 		if (complete > 0 && st->pc < begin + complete)
 			return uw_prologue(st, insn);
+		int r = uw_epilogue(st, insn);
+		if (r != UW_NOT_EPILOGUE)
+			return r;
 	}
 	// The saved rbp and the return address in one read.
 	__u64 sender = st->sp + (__u64)words * 8, link[2] = {};

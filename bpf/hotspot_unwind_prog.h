@@ -52,6 +52,19 @@ static __always_inline void uw_emit(struct uw_scratch *w, int end)
 		count(CNT_DROPPED);
 }
 
+// uw_after_return_poll says whether ip is the `ja` after an epilogue's
+// return poll `cmp disp(%r15),%rsp` (disp32: 49 3b a7, disp8: 49 3b 67),
+// where the frame is already torn down.
+static __always_inline int uw_after_return_poll(const struct sample *s, __u32 flags)
+{
+	if (!(flags & SAMPLE_AT_OK) || !(flags & SAMPLE_BEFORE_OK))
+		return 0;
+	if (!(s->at[0] == 0x77 || (s->at[0] == 0x0f && s->at[1] == 0x87)))
+		return 0;
+	const __u8 *b = s->before; // b[15] is the byte before ip
+	return (b[9] == 0x49 && b[10] == 0x3b && b[11] == 0xa7) || (b[12] == 0x49 && b[13] == 0x3b && b[14] == 0x67);
+}
+
 // sample_unwind fills one sample and starts its walk; mem as sample's in
 // the default program. The sample's time is taken here, a few
 // microseconds before the record reaches the ring: the reader's
@@ -108,6 +121,8 @@ static __always_inline int sample_unwind(struct bpf_perf_event_data *ctx, int me
 		st->fp = s->regs[4];
 		// A top frame in its prologue is told by the instruction at ip.
 		st->insn = (flags & SAMPLE_AT_OK) ? s->at[0] | s->at[1] << 8 | s->at[2] << 16 : 0;
+		if (uw_after_return_poll(s, flags))
+			st->insn = 0xc3; // the frame is torn down as at the `ret`
 		st->tgid = tgid;
 		bpf_tail_call(ctx, &uw_progs, 0);
 	}

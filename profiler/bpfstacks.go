@@ -2,6 +2,8 @@ package profiler
 
 import (
 	"fmt"
+	"os/exec"
+	"path/filepath"
 
 	"github.com/djx-bpf/djx-bpf/bpfstack"
 	"github.com/djx-bpf/djx-bpf/loader"
@@ -21,9 +23,11 @@ const (
 	StacksAuto = "auto"
 )
 
-// DefaultStacks is where stacks come from unless asked: the agent's, until
-// the BPF unwinder is measured to be at least as accurate (docs/stacks.md).
-const DefaultStacks = StacksAgent
+// DefaultStacks is where stacks come from unless asked: BPF where it
+// loads. On HotPaths and the stack ground truths it gives 98-100% of the
+// samples their own whole stack, against 20-37% under the agent, without a
+// signal into the JVM (docs/stacks.md).
+const DefaultStacks = StacksAuto
 
 // CheckStacks says whether mode is a --stacks mode.
 func CheckStacks(mode string) error {
@@ -39,6 +43,9 @@ func CheckStacks(mode string) error {
 // to the default one and the agent's stacks, with a note. BPF stacks
 // turn the stack signal off.
 func (s *session) openUnwinder(cfg loader.Config) (*loader.Sampler, error) {
+	if s.opts.Stacks == StacksAuto && s.opts.StackSignal < 0 {
+		s.opts.Stacks = StacksAgent // no stacks asked for
+	}
 	if s.opts.Stacks != StacksBPF && s.opts.Stacks != StacksAuto {
 		return loader.Open(cfg)
 	}
@@ -102,3 +109,32 @@ func (s *session) useBPFStacks() {
 // read the JVM: on HotSpot the agent reports no JIT code then (code=2).
 const noCodeCache = "on HotSpot the agent does not report JIT code with BPF stacks either: samples in compiled code keep [unknown code] as their leaf, " +
 	"objects being initialised there are typed from the sample's own bytes only, and stores from compiled code are judged twice"
+
+// autoForOpenJ9 makes --stacks auto take the agent's stacks when the JVM
+// to profile is OpenJ9, whose code cache the BPF unwinder cannot read;
+// openj9 says whether it is.
+func (s *session) autoForOpenJ9(openj9 bool) {
+	if s.opts.Stacks == StacksAuto && openj9 {
+		s.opts.Stacks = StacksAgent
+		s.addNote("stacks from the agent: the BPF unwinder reads HotSpot's code cache only, and this JVM is OpenJ9")
+	}
+}
+
+// launchesOpenJ9 says whether the java command java (a path, or a name
+// looked up in PATH) belongs to an OpenJ9 JDK: its lib/ holds libj9vm.
+func launchesOpenJ9(java string) bool {
+	path, err := exec.LookPath(java)
+	if err != nil {
+		return false
+	}
+	if path, err = filepath.EvalSymlinks(path); err != nil {
+		return false
+	}
+	home := filepath.Dir(filepath.Dir(path))
+	for _, pat := range []string{"lib/*/libj9vm*.so", "jre/lib/*/*/libj9vm*.so"} {
+		if m, _ := filepath.Glob(filepath.Join(home, pat)); len(m) > 0 {
+			return true
+		}
+	}
+	return false
+}

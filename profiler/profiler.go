@@ -183,6 +183,9 @@ func (o *Options) fill() {
 	}
 	if o.Stacks == "" {
 		o.Stacks = DefaultStacks
+		if o.StackSignal < 0 {
+			o.Stacks = StacksAgent // no stacks asked for: nothing to unwind
+		}
 	}
 	if o.CensusBudget == 0 {
 		o.CensusBudget = DefaultCensusBudget

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/djx-bpf/djx-bpf/discover"
 	"io"
 	"net"
 	"os/exec"
@@ -150,6 +151,9 @@ func Attach(ctx context.Context, pid int, opts Options) (*report.Report, error) 
 		return nil, err
 	}
 	defer s.close()
+	if j, ok := discover.Inspect(pid); ok {
+		s.autoForOpenJ9(j.Kind == discover.OpenJ9)
+	}
 	if err := s.openSampler(); err != nil {
 		return nil, err
 	}
@@ -250,6 +254,7 @@ func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, s
 		return nil, nil, err
 	}
 	defer s.close()
+	s.autoForOpenJ9(launchesOpenJ9(argv[0]))
 	if err := s.openSampler(); err != nil {
 		return nil, nil, err
 	}

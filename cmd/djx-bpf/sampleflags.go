@@ -27,15 +27,17 @@ type sampleFlags struct {
 	quiet, verbose  bool
 	dataTypes       bool
 	out             string
+	fs              *flag.FlagSet
 }
 
 func (f *sampleFlags) register(fs *flag.FlagSet) {
+	f.fs = fs
 	fs.StringVar(&f.event, "event", pmu.NameAuto, "sample source: auto, decode, page-faults, a hardware event or a raw perf event (djx-bpf events lists them)")
 	fs.IntVar(&f.freq, "freq", profiler.DefaultFreq, "samples per second per CPU (decode; hardware events: frequency mode instead of the catalog's period)")
 	fs.StringVar(&f.relocate, "relocation", profiler.DefaultRelocation, "how to follow objects the GC moves: uprobe, rescan or off")
 	fs.Uint64Var(&f.budget, "alloc-budget", profiler.DefaultAllocBudget, "max sampled allocations per second in the JVM before the heap sampling interval is raised (0: no cap)")
 	fs.IntVar(&f.stackSig, "stack-signal", profiler.DefaultStackSignal, "`SIGNAL` number that asks sampled threads for their Java stacks (0: no access stacks)")
-	fs.StringVar(&f.stacks, "stacks", profiler.DefaultStacks, "where access stacks come from: agent (AsyncGetCallTrace on a signal), bpf (every sample's own stack, unwound in BPF; HotSpot x86-64) or auto (bpf where its program loads, else agent)")
+	fs.StringVar(&f.stacks, "stacks", profiler.DefaultStacks, "where access stacks come from: auto (bpf where its program loads and the JVM is HotSpot, else agent), bpf (every sample's own stack, unwound in BPF; HotSpot x86-64) or agent (AsyncGetCallTrace on a signal; the default when --stack-signal or --stack-interval is given)")
 	fs.DurationVar(&f.stackIvl, "stack-interval", profiler.DefaultStackInterval, "least time between two Java stacks of one thread; samples in between take their callers from the thread's last stack (0: a stack with every sample)")
 	fs.StringVar(&f.census, "census", profiler.CensusAuto, "objects that exist when djx-bpf attaches: auto (a heap walk from outside the JVM, no pause; else as jvmti), jvmti (the agent's census in pauses within --census-budget), on (the agent's census whatever the pause), objects (no holders), off")
 	fs.DurationVar(&f.censusBudget, "census-budget", profiler.DefaultCensusBudget, "longest stop-the-world pause the agent's census may cause (jvmti, objects, and auto where it cannot walk the heap); past it the census drops holders, then itself")
@@ -79,11 +81,26 @@ func (f *sampleFlags) options() profiler.Options {
 	// 0 asks for a stack with every sample: the BPF program's floor, not
 	// the profiler's default.
 	ivl := max(f.stackIvl, loader.MinStackGap)
+	stacks := f.stacks
+	if f.set("stack-signal") || f.set("stack-interval") {
+		if !f.set("stacks") {
+			stacks = profiler.StacksAgent // those flags set the agent's stacks
+		}
+	}
 	return profiler.Options{Event: f.event, Freq: f.freq, MinSize: f.minSize, AllocBudget: f.budget,
-		Relocation: f.relocate, StackSignal: sig, StackInterval: ivl, Census: f.census, CensusBudget: f.censusBudget, NoDataTypes: !f.dataTypes, Verbose: f.verbose, Stacks: f.stacks}
+		Relocation: f.relocate, StackSignal: sig, StackInterval: ivl, Census: f.census, CensusBudget: f.censusBudget, NoDataTypes: !f.dataTypes, Verbose: f.verbose, Stacks: stacks}
 }
 
 // table are the table options these flags set, with top rows.
 func (f *sampleFlags) table(top int) report.TableOptions {
 	return report.TableOptions{Top: top, AccessTop: f.accTop, Depth: f.depth}
+}
+
+// set says whether the command line set flag name.
+func (f *sampleFlags) set(name string) bool {
+	found := false
+	if f.fs != nil {
+		f.fs.Visit(func(fl *flag.Flag) { found = found || fl.Name == name })
+	}
+	return found
 }

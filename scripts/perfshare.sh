@@ -1,8 +1,10 @@
 #!/bin/bash
 # Puts djx-bpf and JFR side by side by perf: each workload of make bench
-# runs unprofiled, launched under djx-bpf, and with JFR's profile and default
-# settings, under `perf record -a -g`; bench/cmd/perfshare tells each run's
-# share of the JVM's CPU samples by class. Run `make bench` once first (it
+# runs unprofiled, launched under djx-bpf (its defaults, and with the agent's
+# stacks: djx-agent), and with JFR's profile and default settings
+# (PERFSHARE_MODES picks among base djx djx-agent jfr jfr-default), under
+# `perf record -a -g`; bench/cmd/perfshare tells each run's share of the
+# JVM's CPU samples by class. Run `make bench` once first (it
 # builds djx-bpf and the workloads). As root.
 # Usage: scripts/perfshare.sh [RUNS] [WORKLOAD...]   (default: 2 h2 hsqldb xalan fft;
 # the workloads are djxbench's; `djxbench cmdline` prints their command lines)
@@ -23,7 +25,7 @@ go build -o build/djxbench ./bench/cmd/djxbench
 mkdir -p "$OUT"
 for r in $(seq "$RUNS"); do
 	for wl in $WORKLOADS; do
-		for mode in base djx jfr jfr-default; do
+		for mode in ${PERFSHARE_MODES:-base djx djx-agent jfr jfr-default}; do
 			o=$OUT/$wl-$mode-$r
 			flags=
 			case $mode in
@@ -31,7 +33,10 @@ for r in $(seq "$RUNS"); do
 			jfr-default) flags="-XX:StartFlightRecording=settings=default,filename=$o.jfr" ;;
 			esac
 			cmd=$(build/djxbench cmdline -java "$JAVA" -cp "$CP" -jvm-flags "$flags" "$wl")
-			[ $mode = djx ] && cmd="build/djx-bpf profile --quiet --format json -o $o.json -- $cmd"
+			case $mode in
+			djx) cmd="build/djx-bpf profile --quiet --format json -o $o.json -- $cmd" ;;
+			djx-agent) cmd="build/djx-bpf profile --stacks agent --quiet --format json -o $o.json -- $cmd" ;;
+			esac
 			perf record -q -a -g -F 1999 -o "$o.data" -- $cmd >"$o.out" 2>&1
 			perf script -i "$o.data" -F comm,pid,tid,ip,sym,dso 2>/dev/null |
 				build/perfshare -agent agent/lib/libdjxagent.so >"$o.share"

@@ -69,6 +69,9 @@ type Config struct {
 	// stack in BPF (bpf/hotspot_unwind.h); SetUnwind gives it a JVM's
 	// code cache.
 	Unwind bool
+	// Poll is how often ReadBatch looks at the ring buffer (0:
+	// PollInterval).
+	Poll time.Duration
 }
 
 // MinStackGap bounds the stack signals of a thread whatever StackGap says:
@@ -428,7 +431,11 @@ func (s *Sampler) ReadBatch(dst []Sample) (_ []Sample, complete uint64, _ error)
 	var smp Sample
 	for {
 		t := Now()
-		s.rd.SetDeadline(time.Now().Add(PollInterval))
+		poll := s.cfg.Poll
+		if poll <= 0 {
+			poll = PollInterval
+		}
+		s.rd.SetDeadline(time.Now().Add(poll))
 		err := s.Read(&smp)
 		if err == nil {
 			break

@@ -84,7 +84,7 @@ func fromEvent(ev pmu.Event) (source, error) {
 
 // loaderConfig is the sampler configuration for src.
 func (src source) loaderConfig(o *Options) (loader.Config, error) {
-	cfg := loader.Config{Source: src.kind, Freq: o.Freq, Period: max(o.Period, 1), StackGap: o.StackInterval}
+	cfg := loader.Config{Source: src.kind, Freq: o.Freq, Period: max(o.Period, 1), StackGap: o.StackInterval, Poll: o.Poll}
 	if src.event == nil {
 		return cfg, nil
 	}

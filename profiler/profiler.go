@@ -144,6 +144,9 @@ type Options struct {
 	// Stacks is where access stacks come from: StacksAgent (default),
 	// StacksBPF or StacksAuto.
 	Stacks string
+	// Poll is how often the ring buffer is looked at when the BPF program
+	// has not woken the reader (0: loader.PollInterval).
+	Poll time.Duration
 }
 
 // Progress is a live view of a profile in progress.

@@ -17,6 +17,10 @@ import (
 // little (docs/continuous.md has the measurements).
 const continuousFreq = 49
 
+// continuousPoll is how often a continuous scan looks at the ring buffer
+// between the BPF program's wakeups.
+const continuousPoll = 250 * time.Millisecond
+
 // continuousFlags are scan's flags for --continuous.
 type continuousFlags struct {
 	on       bool
@@ -81,6 +85,9 @@ func (cf *continuousFlags) run(fs *flag.FlagSet, so profiler.ScanOptions, quiet 
 	// window, 10 s at most, still attaches a new JVM within its first
 	// window.
 	so.Every = min(10*time.Second, max(2*time.Second, cf.window/6))
+	// At 49 Hz the ring wakes the reader about every quarter second
+	// anyway; looking more often only wakes djx-bpf.
+	so.Poll = continuousPoll
 	host := cf.host
 	if host == "" {
 		host, _ = os.Hostname()

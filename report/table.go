@@ -193,7 +193,7 @@ func writeStats(w io.Writer, r *Report) {
 	if s.CostJVMCPUMs > 0 {
 		agent := s.AgentCostMs()
 		of := func(v float64) string { return fmt.Sprintf("%.2f%%", 100*v/s.CostJVMCPUMs) }
-		fmt.Fprintf(w, "cost: agent %s of the JVM's CPU (allocations %s, stacks %s, JIT records %s, writer %s)",
+		fmt.Fprintf(w, "cost: agent %s of the JVM's CPU (allocations %s, stacks %s, classes and JIT records %s, writer %s)",
 			of(agent), of(s.CostAllocMs), of(s.CostStackMs), of(s.CostCodeMs), of(s.CostWriterMs))
 		if s.CostShared {
 			fmt.Fprintln(w, "; BPF and djx-bpf: shared by the scan's JVMs (its last line)")

@@ -847,34 +847,10 @@ func markerLine(t *testing.T, file, marker string) int {
 	return 0
 }
 
-// Access paths: HotPaths' hot long[] is read by scanA (3/4 of its loads,
-// ACCESS-A, called at CALL-A) and scanB (1/4, ACCESS-B). The report must put
-// scanA's line first under the hot object, scanB's second.
-func TestAccessPathsGroundTruth(t *testing.T) {
-	setup(t)
-	for name, home := range jdks() {
-		for _, mode := range []string{"launch", "attach"} {
-			t.Run(name+"/"+mode, func(t *testing.T) {
-				out := filepath.Join(t.TempDir(), "r.json")
-				var args []string
-				if mode == "launch" {
-					args = []string{"profile", "--format", "json", "-o", out, "--",
-						filepath.Join(home, "bin", "java"), "-Xmx1g", "-cp", classDir, "HotPaths", "6"}
-				} else {
-					// Code C2 compiled before the attach has debug information at
-					// safepoints only (HotSpot records the rest only while a
-					// CompiledMethodLoad listener exists); DebugNonSafepoints makes
-					// the attach-mode line numbers as exact as launch mode's.
-					j := startJVM(t, home, []string{"-XX:+UnlockDiagnosticVMOptions", "-XX:+DebugNonSafepoints"}, "-main=HotPaths", "10")
-					args = []string{"profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--format", "json", "-o", out}
-				}
-				r := runJSON(t, out, args)
-				checkAccessPaths(t, r)
-			})
-		}
-	}
-}
-
+// checkAccessPaths: HotPaths' hot long[] is read by scanA (3/4 of its
+// loads, ACCESS-A, called at CALL-A) and scanB (1/4, ACCESS-B). The report
+// must put scanA's line first under the hot object, scanB's second
+// (TestBPFStacksGroundTruth runs it on each stacks mode).
 func checkAccessPaths(t *testing.T, r *report.Report) {
 	t.Helper()
 	at := func(method, marker string) string {

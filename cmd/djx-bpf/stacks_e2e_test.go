@@ -164,6 +164,8 @@ func TestBPFStacksGroundTruth(t *testing.T) {
 					return
 				}
 				checkAccessPaths(t, b.r)
+				// The agent's AsyncGetCallTrace path, on the same shape.
+				checkAccessPaths(t, a.r)
 			})
 		}
 	}

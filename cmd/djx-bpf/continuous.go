@@ -75,9 +75,7 @@ func (cf *continuousFlags) check(fs *flag.FlagSet) error {
 // run profiles the host's JVMs so selects until SIGINT or SIGTERM, pushing
 // each window to the Collector; then it pushes the window in progress.
 func (cf *continuousFlags) run(fs *flag.FlagSet, so profiler.ScanOptions, quiet bool) int {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "freq" })
-	if !given {
+	if !flagGiven(fs, "freq") {
 		so.Freq = continuousFreq
 	}
 	// Looking for new JVMs reads every process's /proc files: the scan's

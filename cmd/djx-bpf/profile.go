@@ -116,12 +116,8 @@ func parseProfileFlags(args []string) (*profileFlags, int) {
 		return nil, 2
 	}
 	pf.launch = fs.Args()
-	formatGiven := false
-	fs.Visit(func(f *flag.Flag) {
-		formatGiven = formatGiven || f.Name == "format"
-		pf.freqGiven = pf.freqGiven || f.Name == "freq"
-	})
-	pf.format = outputFormat(pf.format, formatGiven, pf.sf.out)
+	pf.freqGiven = flagGiven(fs, "freq")
+	pf.format = outputFormat(pf.format, flagGiven(fs, "format"), pf.sf.out)
 	return pf, 0
 }
 

@@ -97,10 +97,11 @@ func (f *sampleFlags) table(top int) report.TableOptions {
 }
 
 // set says whether the command line set flag name.
-func (f *sampleFlags) set(name string) bool {
+func (f *sampleFlags) set(name string) bool { return f.fs != nil && flagGiven(f.fs, name) }
+
+// flagGiven says whether fs's command line set flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
 	found := false
-	if f.fs != nil {
-		f.fs.Visit(func(fl *flag.Flag) { found = found || fl.Name == name })
-	}
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
 	return found
 }

@@ -132,9 +132,7 @@ func scanFilters(so *profiler.ScanOptions, pids, exclude, match string) error {
 // scanFormat is --format or, when it was not given, html for -o *.html
 // (scan writes no pprof: *.pb.gz keeps the table).
 func scanFormat(fs *flag.FlagSet, format, out string) string {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "format" })
-	if !given && strings.HasSuffix(out, ".html") {
+	if !flagGiven(fs, "format") && strings.HasSuffix(out, ".html") {
 		return "html"
 	}
 	return format

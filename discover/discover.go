@@ -42,24 +42,7 @@ var ProcRoot = procfs.Mount
 // Find lists the JVMs on the host, by pid. Processes that exit or cannot
 // be read while it runs are left out: they are not JVMs it could report.
 func Find() ([]JVM, error) {
-	ents, err := os.ReadDir(ProcRoot)
-	if err != nil {
-		return nil, fmt.Errorf("list processes: %w", err)
-	}
-	self := os.Getpid()
-	var out []JVM
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		j, ok := Inspect(pid)
-		if ok {
-			out = append(out, j)
-		}
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a].PID < out[b].PID })
-	return out, nil
+	return new(Finder).Find()
 }
 
 // Finder finds the JVMs on the host again and again, as a scan that runs

@@ -172,7 +172,3 @@ func (s *Sampler) RunStats() (time.Duration, uint64, bool) {
 	}
 	return st.Runtime, st.RunCount, true
 }
-
-// unwindStepProg is the unwinding variant's step program: it walks a few
-// frames per run and tail-calls itself (uw_progs) until the walk ends.
-const unwindStepProg = bpf.DjxUnwindProgUwStep

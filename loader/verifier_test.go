@@ -38,8 +38,8 @@ func loadVerified(tb testing.TB, unwind bool) (map[string]verifierStats, time.Du
 		tb.Fatal(err)
 	}
 	names := []string{"on_sample"}
-	if _, ok := spec.Programs[unwindStepProg]; ok && unwind {
-		names = append(names, unwindStepProg)
+	if _, ok := spec.Programs[bpf.DjxUnwindProgUwStep]; ok && unwind {
+		names = append(names, bpf.DjxUnwindProgUwStep)
 	}
 	for name := range spec.Programs {
 		keep := false

@@ -466,9 +466,9 @@ type Stats struct {
 	// Objects tracked without weak references (CommandUntag).
 	Untagged      uint64 // ALLOCs whose death the agent checks after each GC
 	UntaggedFreed uint64 // ... found dead (FREE records sent)
-	// What the agent cost the JVM: time in its SampledObjectAlloc callbacks,
-	// its stack signal handler, its JIT code and ClassPrepare callbacks, and
-	// its writer thread's CPU time.
+	// What the agent cost the JVM: wall time in its SampledObjectAlloc
+	// callbacks, its stack signal handler, its JIT code and ClassPrepare
+	// callbacks, and its writer thread's CPU time.
 	AllocNanos     uint64
 	StackNanos     uint64
 	CodeNanos      uint64

@@ -126,9 +126,9 @@ type StackStats struct {
 }
 
 // CostStats are what the profile cost, measured in ms of CPU time: the
-// JVM's own CPU time over the agent's session, the agent's CPU time inside
-// it (allocation callbacks, JIT code and class callbacks, writer thread;
-// the stack signal handler's wall time, as a handler is seldom
+// JVM's own CPU time over the agent's session, the agent's time inside it
+// (its writer thread's CPU time; the wall time of its allocation, JIT code
+// and class callbacks and of its stack signal handler, which are seldom
 // descheduled), the BPF sampling program's run time (every CPU, every
 // process it saw) and djx-bpf's CPU time. Not in them: the kernel's perf
 // interrupt and signal delivery, HotSpot's inline records for JIT code,

@@ -177,7 +177,7 @@ static void record(struct djx_pending *p, JNIEnv *jni, jobject object, uint64_t 
 void djx_alloc_sampled(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass, jlong size)
 {
 	jvmtiFrameInfo frames[DJX_MAX_FRAMES];
-	struct djx_alloc a = {.size = (uint64_t)size, .tid = djx_tid(), .frames = frames};
+	struct djx_alloc a = {.size = (uint64_t)size, .frames = frames};
 	struct djx_pending p;
 	char *tsig = NULL, errmsg[64];
 	jvmtiError e;
@@ -197,6 +197,7 @@ void djx_alloc_sampled(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass, j
 		djx_count(&djx_stats.below_minsize, 1);
 		return;
 	}
+	a.tid = djx_tid(); /* a system call: not for the samples dropped above */
 	/* NULL = current thread, which is the allocating one. */
 	e = (*j)->GetStackTrace(j, NULL, 0, DJX_MAX_FRAMES, frames, &a.nframes);
 	if (e != JVMTI_ERROR_NONE) {

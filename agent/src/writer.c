@@ -22,6 +22,7 @@
 #include "writer.h"
 
 #define BUF_KEEP (256u << 10)           /* resident part of a batch buffer after a flush */
+#define TRIM_AFTER 10                   /* small batches in a row before a buffer is trimmed */
 #define STOP_DEADLINE_NS 1500000000ull /* VMDeath waits 2 s for the final flush */
 #define SEND_SLOW_NS 100000000ull      /* callbacks stop waiting for buffer space */
 #define SEND_STALL_NS 5000000000ull    /* the session ends */
@@ -39,7 +40,12 @@ static struct {
 	uint64_t stop_ns; /* when VMDeath asked for the final flush; 0: it did not */
 	/* Writer thread only. */
 	uint8_t *spare;
-	uint64_t cpu0; /* the process's CPU time when the session started */
+	struct {
+		uint8_t *b;
+		size_t dirty; /* bytes written since its last trim */
+	} dirt[2];
+	unsigned small; /* batches in a row of at most BUF_KEEP */
+	uint64_t cpu0;  /* the process's CPU time when the session started */
 	int stalled;   /* atomic: send_all has waited on the loader past SEND_SLOW_NS */
 } wr = {.sock = -1, .evfd = -1};
 
@@ -104,6 +110,8 @@ int djx_writer_buffers(void)
 	wr.spare = malloc(DJX_BUF_CAP);
 	wr.cur_len = DJX_HDR_LEN;
 	wr.cur_n = 0;
+	memset(wr.dirt, 0, sizeof wr.dirt);
+	wr.small = 0;
 	return wr.evfd < 0 || wr.cur == NULL || wr.spare == NULL ? -1 : 0;
 }
 
@@ -252,6 +260,23 @@ static void trim(uint8_t *b, size_t used)
 		madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+/* Trims buffer b once TRIM_AFTER small batches followed its big one: each
+ * madvise and the faults that refill its pages cost TLB shootdowns, dear in
+ * a VM, and big batches come in runs (class dumps, censuses). Writer only. */
+static void after_send(uint8_t *b, size_t len)
+{
+	int i = wr.dirt[0].b == b ? 0 : wr.dirt[1].b == b ? 1 : wr.dirt[0].b == NULL ? 0 : 1;
+
+	wr.dirt[i].b = b;
+	if (len > wr.dirt[i].dirty)
+		wr.dirt[i].dirty = len;
+	wr.small = len > BUF_KEEP ? 0 : wr.small + 1;
+	if (wr.small >= TRIM_AFTER && wr.dirt[i].dirty > BUF_KEEP) {
+		trim(b, wr.dirt[i].dirty);
+		wr.dirt[i].dirty = BUF_KEEP;
+	}
+}
+
 /* STATS, from djx_stats and the clocks; mu held. */
 static void put_stats(struct wbuf *w)
 {
@@ -343,8 +368,7 @@ int djx_flush(const char *bye)
 
 	put_batch_hdr(b, w.len, n, wm);
 	rc = w.err ? -1 : send_all(b, w.len);
-	if (w.len > BUF_KEEP)
-		trim(b, w.len);
+	after_send(b, w.len);
 	wr.spare = b;
 	return rc;
 }

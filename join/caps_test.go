@@ -179,6 +179,31 @@ func TestClassesAskedOnce(t *testing.T) {
 	}
 }
 
+// TestClassesAskedPlausible: a narrow klass word is asked for by its
+// lower half, one that decodes to an unaligned Klass* is not asked for,
+// and AskedFound counts the asks a CLASS record answered.
+func TestClassesAskedPlausible(t *testing.T) {
+	j := newJVM(1)
+	j.OnBatch(batch(1, hello(1), &agentwire.TypesInfo{OK: true, Fields: true, OopBytes: 4,
+		KlassBytes: 4, KlassBase: 0x8_0000_0000}))
+	j.askClass(0x7003) // Klass* 0x8_0000_7003: no Klass is there
+	if j.WantClasses() {
+		t.Error("an unaligned klass word was asked for")
+	}
+	j.askClass(0x10_0000_7000) // an array of 16: the klass is the lower half
+	j.askClass(0x20_0000_7000)
+	if !j.WantClasses() || len(j.asked) != 1 {
+		t.Fatalf("asked %v, want the one narrow klass 0x7000", j.asked)
+	}
+	j.OnBatch(batch(2, &agentwire.Class{Klass: 0x8_0000_7000, Narrow: 0x7000, Sig: "[J"}))
+	if j.AskedFound() != 1 {
+		t.Errorf("AskedFound %d after the asked class came, want 1", j.AskedFound())
+	}
+	if l := j.types.ByKlassWord(0x30_0000_7000); l == nil || l.Sig != "[J" {
+		t.Errorf("klass word of a 48-element array named %v, want [J", l)
+	}
+}
+
 // methodStream is a crafted agent stream of n METHOD records, one a batch,
 // each naming its method with size bytes (shared, not copied n times).
 func methodStream(n, size int) io.Reader {

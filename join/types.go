@@ -32,8 +32,10 @@ type typeState struct {
 	// asked holds the klass words already asked for: one that the agent
 	// cannot describe (or a stray header) would otherwise cost a walk of
 	// every loaded class each second.
-	asked   map[uint64]struct{}
-	regions Regions
+	asked map[uint64]struct{}
+	// askedFound counts the CLASS records that answered an ask.
+	askedFound int
+	regions    Regions
 	// codeMem reads the JVM's JIT code (nil: not available); allocCache
 	// remembers, by pc and register, the klass word its code stores.
 	codeMem    io.ReaderAt
@@ -68,6 +70,13 @@ func (j *JVM) onClass(c *agentwire.Class) {
 		fs[i] = datatype.Field{Offset: f.Offset, Name: f.Name, Sig: f.Sig}
 	}
 	j.types.Add(c.Klass, c.Narrow, c.Sig, fs)
+	w := c.Klass
+	if j.geo.NarrowKlass {
+		w = uint64(c.Narrow)
+	}
+	if _, ok := j.asked[w]; ok {
+		j.askedFound++
+	}
 }
 
 // TypesInfo is what the agent said of its class descriptions (nil before
@@ -239,8 +248,25 @@ func (j *JVM) trackedType(sig string, off uint64) (typ, field string) {
 // new ones are asked for, as such a heap's headers are mostly stray.
 const maxAsked = 4096
 
-// askClass asks for the class of klass word k once.
+// AskedFound is how many of the klass words asked for the agent has
+// described so far.
+func (j *JVM) AskedFound() int { return j.askedFound }
+
+// askClass asks for the class of klass word k once. A narrow klass word
+// is its lower half (the upper one is an array's length or a field), and
+// one that cannot be a Klass* is not asked for: HotSpot aligns every
+// Klass to 8 bytes, so 7 in 8 stray words decode to none.
 func (j *JVM) askClass(k uint64) {
+	if ti := j.typesInfo; ti != nil {
+		p := k
+		if ti.KlassBytes == 4 {
+			k = uint64(uint32(k))
+			p = ti.KlassBase + k<<ti.KlassShift
+		}
+		if p == 0 || p%8 != 0 {
+			return
+		}
+	}
 	if _, ok := j.asked[k]; ok || len(j.asked) >= maxAsked {
 		return
 	}

@@ -65,9 +65,13 @@ type session struct {
 	heapKnown bool
 	relocC    reloc.Counters // the relocation tracker's counters at its stop
 	// typesSet: the BPF program was told the heap's encoding (agent's
-	// TYPES_INFO); classesAsked: when the agent was last asked for classes.
+	// TYPES_INFO); classesAsked: when the agent was last asked for
+	// classes, classesGap how long until it may be asked again, and
+	// classesFound the join's AskedFound then.
 	typesSet     bool
 	classesAsked time.Time
+	classesGap   time.Duration
+	classesFound int
 	sw           switcher // Options.Control
 	walk         *walker  // the heap walk of an attached JVM (nil: none)
 	// cuts asks a continuous scan's session for its window's report

@@ -76,6 +76,10 @@ static void read_words(const uintptr_t *addr, size_t n, uint64_t *out)
 	struct iovec loc[256], rem[256];
 	size_t idx[256];
 	static int plain;
+	static pid_t self; /* glibc's getpid() is a system call each time */
+
+	if (self == 0)
+		self = getpid();
 
 	memset(out, 0, n * sizeof *out);
 	for (size_t i = 0; i < n;) {
@@ -93,7 +97,7 @@ static void read_words(const uintptr_t *addr, size_t n, uint64_t *out)
 		}
 		if (m == 0)
 			break;
-		got = __atomic_load_n(&plain, RELAXED) ? -1 : process_vm_readv(getpid(), loc, m, rem, m, 0);
+		got = __atomic_load_n(&plain, RELAXED) ? -1 : process_vm_readv(self, loc, m, rem, m, 0);
 		if (got < 0 && !__atomic_load_n(&plain, RELAXED) && errno != EFAULT) {
 			__atomic_store_n(&plain, 1, RELAXED);
 		}

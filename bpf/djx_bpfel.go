@@ -26,6 +26,13 @@ const (
 	DjxCounterCNT_MAX           DjxCounter = 8
 )
 
+type DjxHdrKey struct {
+	_   structs.HostLayout
+	Pid uint32
+	Pad uint32
+	Ip  uint64
+}
+
 type DjxSample struct {
 	_         structs.HostLayout
 	Time      uint64
@@ -49,10 +56,11 @@ type DjxSample struct {
 type DjxSampleFlag uint32
 
 const (
-	DjxSampleFlagSAMPLE_BEFORE_OK DjxSampleFlag = 1
-	DjxSampleFlagSAMPLE_AT_OK     DjxSampleFlag = 2
-	DjxSampleFlagSAMPLE_MEM_OK    DjxSampleFlag = 4
-	DjxSampleFlagSAMPLE_NO_STACK  DjxSampleFlag = 8
+	DjxSampleFlagSAMPLE_BEFORE_OK  DjxSampleFlag = 1
+	DjxSampleFlagSAMPLE_AT_OK      DjxSampleFlag = 2
+	DjxSampleFlagSAMPLE_MEM_OK     DjxSampleFlag = 4
+	DjxSampleFlagSAMPLE_NO_STACK   DjxSampleFlag = 8
+	DjxSampleFlagSAMPLE_HDR_MASKED DjxSampleFlag = 16
 )
 
 type DjxTarget struct {
@@ -76,6 +84,7 @@ type DjxThreadKey struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	DjxMapCounters        = "counters"
+	DjxMapHdrMasks        = "hdr_masks"
 	DjxMapNoJava          = "no_java"
 	DjxMapSamples         = "samples"
 	DjxMapSigLast         = "sig_last"
@@ -84,6 +93,7 @@ const (
 	DjxProgOnSampleMem    = "on_sample_mem"
 	DjxVarSigGapNs        = "sig_gap_ns"
 	DjxVarUnusedCounter   = "unused_counter"
+	DjxVarUnusedHdrKey    = "unused_hdr_key"
 	DjxVarUnusedSample    = "unused_sample"
 	DjxVarUnusedTarget    = "unused_target"
 	DjxVarUnusedThreadKey = "unused_thread_key"
@@ -140,6 +150,7 @@ type DjxProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type DjxMapSpecs struct {
 	Counters *ebpf.MapSpec `ebpf:"counters"`
+	HdrMasks *ebpf.MapSpec `ebpf:"hdr_masks"`
 	NoJava   *ebpf.MapSpec `ebpf:"no_java"`
 	Samples  *ebpf.MapSpec `ebpf:"samples"`
 	SigLast  *ebpf.MapSpec `ebpf:"sig_last"`
@@ -152,6 +163,7 @@ type DjxMapSpecs struct {
 type DjxVariableSpecs struct {
 	SigGapNs        *ebpf.VariableSpec `ebpf:"sig_gap_ns"`
 	UnusedCounter   *ebpf.VariableSpec `ebpf:"unused_counter"`
+	UnusedHdrKey    *ebpf.VariableSpec `ebpf:"unused_hdr_key"`
 	UnusedSample    *ebpf.VariableSpec `ebpf:"unused_sample"`
 	UnusedTarget    *ebpf.VariableSpec `ebpf:"unused_target"`
 	UnusedThreadKey *ebpf.VariableSpec `ebpf:"unused_thread_key"`
@@ -178,6 +190,7 @@ func (o *DjxObjects) Close() error {
 // It can be passed to LoadDjxObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DjxMaps struct {
 	Counters *ebpf.Map `ebpf:"counters"`
+	HdrMasks *ebpf.Map `ebpf:"hdr_masks"`
 	NoJava   *ebpf.Map `ebpf:"no_java"`
 	Samples  *ebpf.Map `ebpf:"samples"`
 	SigLast  *ebpf.Map `ebpf:"sig_last"`
@@ -187,6 +200,7 @@ type DjxMaps struct {
 func (m *DjxMaps) Close() error {
 	return _DjxClose(
 		m.Counters,
+		m.HdrMasks,
 		m.NoJava,
 		m.Samples,
 		m.SigLast,
@@ -200,6 +214,7 @@ func (m *DjxMaps) Close() error {
 type DjxVariables struct {
 	SigGapNs        *ebpf.Variable `ebpf:"sig_gap_ns"`
 	UnusedCounter   *ebpf.Variable `ebpf:"unused_counter"`
+	UnusedHdrKey    *ebpf.Variable `ebpf:"unused_hdr_key"`
 	UnusedSample    *ebpf.Variable `ebpf:"unused_sample"`
 	UnusedTarget    *ebpf.Variable `ebpf:"unused_target"`
 	UnusedThreadKey *ebpf.Variable `ebpf:"unused_thread_key"`

@@ -23,6 +23,13 @@ type DjxUnwindCodeHeap struct {
 	Pad       uint32
 }
 
+type DjxUnwindHdrKey struct {
+	_   structs.HostLayout
+	Pid uint32
+	Pad uint32
+	Ip  uint64
+}
+
 type DjxUnwindSample struct {
 	_         structs.HostLayout
 	Time      uint64
@@ -136,6 +143,7 @@ type DjxUnwindUwScratch struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	DjxUnwindMapCounters           = "counters"
+	DjxUnwindMapHdrMasks           = "hdr_masks"
 	DjxUnwindMapNoJava             = "no_java"
 	DjxUnwindMapSamples            = "samples"
 	DjxUnwindMapSigLast            = "sig_last"
@@ -148,6 +156,7 @@ const (
 	DjxUnwindProgUwStep            = "uw_step"
 	DjxUnwindVarSigGapNs           = "sig_gap_ns"
 	DjxUnwindVarUnusedCounter      = "unused_counter"
+	DjxUnwindVarUnusedHdrKey       = "unused_hdr_key"
 	DjxUnwindVarUnusedSample       = "unused_sample"
 	DjxUnwindVarUnusedTarget       = "unused_target"
 	DjxUnwindVarUnusedThreadKey    = "unused_thread_key"
@@ -209,6 +218,7 @@ type DjxUnwindProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type DjxUnwindMapSpecs struct {
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
+	HdrMasks      *ebpf.MapSpec `ebpf:"hdr_masks"`
 	NoJava        *ebpf.MapSpec `ebpf:"no_java"`
 	Samples       *ebpf.MapSpec `ebpf:"samples"`
 	SigLast       *ebpf.MapSpec `ebpf:"sig_last"`
@@ -224,6 +234,7 @@ type DjxUnwindMapSpecs struct {
 type DjxUnwindVariableSpecs struct {
 	SigGapNs           *ebpf.VariableSpec `ebpf:"sig_gap_ns"`
 	UnusedCounter      *ebpf.VariableSpec `ebpf:"unused_counter"`
+	UnusedHdrKey       *ebpf.VariableSpec `ebpf:"unused_hdr_key"`
 	UnusedSample       *ebpf.VariableSpec `ebpf:"unused_sample"`
 	UnusedTarget       *ebpf.VariableSpec `ebpf:"unused_target"`
 	UnusedThreadKey    *ebpf.VariableSpec `ebpf:"unused_thread_key"`
@@ -254,6 +265,7 @@ func (o *DjxUnwindObjects) Close() error {
 // It can be passed to LoadDjxUnwindObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DjxUnwindMaps struct {
 	Counters      *ebpf.Map `ebpf:"counters"`
+	HdrMasks      *ebpf.Map `ebpf:"hdr_masks"`
 	NoJava        *ebpf.Map `ebpf:"no_java"`
 	Samples       *ebpf.Map `ebpf:"samples"`
 	SigLast       *ebpf.Map `ebpf:"sig_last"`
@@ -266,6 +278,7 @@ type DjxUnwindMaps struct {
 func (m *DjxUnwindMaps) Close() error {
 	return _DjxUnwindClose(
 		m.Counters,
+		m.HdrMasks,
 		m.NoJava,
 		m.Samples,
 		m.SigLast,
@@ -282,6 +295,7 @@ func (m *DjxUnwindMaps) Close() error {
 type DjxUnwindVariables struct {
 	SigGapNs           *ebpf.Variable `ebpf:"sig_gap_ns"`
 	UnusedCounter      *ebpf.Variable `ebpf:"unused_counter"`
+	UnusedHdrKey       *ebpf.Variable `ebpf:"unused_hdr_key"`
 	UnusedSample       *ebpf.Variable `ebpf:"unused_sample"`
 	UnusedTarget       *ebpf.Variable `ebpf:"unused_target"`
 	UnusedThreadKey    *ebpf.Variable `ebpf:"unused_thread_key"`

@@ -3,7 +3,7 @@
 // clang; `make generate` regenerates them (it installs clang-16).
 package bpf
 
-//go:generate go tool bpf2go -cc clang-16 -cflags "-O2 -g -Wall -Werror" -target bpfel -type sample -type sample_flag -type target -type counter -type thread_key Djx sample.bpf.c -- -D__x86_64__ -I/usr/include/x86_64-linux-gnu
+//go:generate go tool bpf2go -cc clang-16 -cflags "-O2 -g -Wall -Werror" -target bpfel -type sample -type sample_flag -type target -type counter -type thread_key -type hdr_key Djx sample.bpf.c -- -D__x86_64__ -I/usr/include/x86_64-linux-gnu
 //go:generate go tool bpf2go -cc clang-16 -cflags "-O2 -g -Wall -Werror" -target bpfel -type reloc_event -type reloc_kind -type reloc_flag -type reloc_counter Reloc reloc.bpf.c -- -D__x86_64__ -I/usr/include/x86_64-linux-gnu
 
 // The sampling program with the HotSpot stack unwinder (hotspot_unwind.h),

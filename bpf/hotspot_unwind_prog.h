@@ -95,19 +95,13 @@ static __always_inline int sample_unwind(struct bpf_perf_event_data *ctx, int me
 	s->cpu = bpf_get_smp_processor_id();
 	__builtin_memcpy(s->regs, &ctx->regs, sizeof(s->regs));
 	s->pad = 0;
-	if (tg->heap_hi) {
-		read_headers(s, tg);
-	} else {
-		s->hdr_ok = 0;
-		s->hdr_narrow = 0;
-		__builtin_memset(s->hdr, 0, sizeof(s->hdr));
-	}
+	fill_headers(s, tg);
 	__u32 flags = read_insns(s, ctx->regs.rip);
 	s->data_src = 0;
 	s->weight = 0;
 	if (mem)
 		flags |= read_mem(ctx, s);
-	s->flags = flags;
+	s->flags = sample_flags(s, flags);
 	s->uw_pad = 0;
 
 	struct uw_state *st = &w->st;

@@ -190,6 +190,15 @@ type Headers struct {
 // slots; rsp (-1) has no header.
 var ptSlot = [16]int8{10, 11, 12, 5, -1, 4, 13, 14, 9, 8, 7, 6, 3, 2, 1, 0}
 
+// Slot is the pt_regs slot of decode register reg, whose header the
+// sampling program reads; -1 for none (rsp, or no register).
+func Slot(reg int8) int {
+	if reg < 0 || reg >= 16 {
+		return -1
+	}
+	return int(ptSlot[reg])
+}
+
 func (h Headers) at(reg int8, narrow bool) (mark, klass uint64, ok bool) {
 	if reg < 0 || reg >= 16 || h.Hdr == nil {
 		return 0, 0, false

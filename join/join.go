@@ -47,6 +47,7 @@ type JVM struct {
 	censusState    // holder chains and census runs
 	structureState // what heap walks found of the small objects
 	typeState      // data types and regions of the samples
+	hdrLearner     // which headers the sampling program reads (hdrmask.go)
 
 	dec  decode.Decoder
 	regs decode.Regs

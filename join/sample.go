@@ -82,8 +82,14 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 			accessPC = s.IP()
 		}
 		p.store = res.Method != decode.None && res.Store
+		used, named := uint32(0), true
 		if res.Method != decode.None && j.heapKnown && j.heap.Contains(addr) {
 			j.locate(&p, &res, s)
+			named = p.located && p.typedBy != typedByAllocation && j.types != nil && j.types.ByKlassWord(p.klass) != nil
+			used = j.usedSlots(&res, p.obj, p.typedBy == typedByEnclosing)
+		}
+		if j.types != nil {
+			j.learnHeaders(s, used, named)
 		}
 	}
 	if addr != 0 {

@@ -19,6 +19,7 @@ func TestSampleFlagsMatchBPF(t *testing.T) {
 		{"FlagAtOK", sample.FlagAtOK, bpf.DjxSampleFlagSAMPLE_AT_OK},
 		{"FlagMemOK", sample.FlagMemOK, bpf.DjxSampleFlagSAMPLE_MEM_OK},
 		{"FlagNoStack", sample.FlagNoStack, bpf.DjxSampleFlagSAMPLE_NO_STACK},
+		{"FlagHdrMasked", sample.FlagHdrMasked, bpf.DjxSampleFlagSAMPLE_HDR_MASKED},
 	} {
 		if c.got != uint32(c.want) {
 			t.Errorf("sample.%s = %#x, sample.bpf.c says %#x", c.name, c.got, uint32(c.want))

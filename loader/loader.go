@@ -340,6 +340,50 @@ func (s *Sampler) NoJavaThread(pid int, tid uint32) error {
 	return nil
 }
 
+// SetHeaderMask makes the program read, at instruction k, only the object
+// headers of the pt_regs slots in mask. A full map (bpf/sample.bpf.c's
+// HDR_MASKS) refuses new keys: those keep reading every header.
+func (s *Sampler) SetHeaderMask(k sample.HeaderKey, mask uint32) error {
+	if err := s.maps.HdrMasks.Put(bpf.DjxHdrKey{Pid: k.PID, Ip: k.IP}, mask); err != nil {
+		return fmt.Errorf("set header mask at %#x: %w", k.IP, err)
+	}
+	return nil
+}
+
+// DropHeaderMask makes the program read every header at k again.
+func (s *Sampler) DropHeaderMask(k sample.HeaderKey) error {
+	err := s.maps.HdrMasks.Delete(bpf.DjxHdrKey{Pid: k.PID, Ip: k.IP})
+	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("drop header mask at %#x: %w", k.IP, err)
+	}
+	return nil
+}
+
+// dropHeaderMasks drops pid's header masks: a later process with its pid
+// must not inherit them.
+func (s *Sampler) dropHeaderMasks(pid int) error {
+	var (
+		k    bpf.DjxHdrKey
+		v    uint32
+		mine []bpf.DjxHdrKey
+	)
+	it := s.maps.HdrMasks.Iterate()
+	for it.Next(&k, &v) {
+		if k.Pid == uint32(pid) {
+			mine = append(mine, k)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("list header masks: %w", err)
+	}
+	for _, k := range mine {
+		if err := s.maps.HdrMasks.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("drop header mask: %w", err)
+		}
+	}
+	return nil
+}
+
 // RemovePID stops sampling pid.
 func (s *Sampler) RemovePID(pid int) error {
 	if err := s.maps.Targets.Delete(uint32(pid)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
@@ -349,6 +393,9 @@ func (s *Sampler) RemovePID(pid int) error {
 		if err := s.unwindTargets.Delete(uint32(pid)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("remove pid %d's code cache: %w", pid, err)
 		}
+	}
+	if err := s.dropHeaderMasks(pid); err != nil {
+		return fmt.Errorf("remove pid %d: %w", pid, err)
 	}
 	return nil
 }

@@ -10,7 +10,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/djx-bpf/djx-bpf/bpf"
 	"github.com/djx-bpf/djx-bpf/numa"
+	"github.com/djx-bpf/djx-bpf/sample"
 )
 
 func TestParseCPUList(t *testing.T) {
@@ -371,6 +373,82 @@ func TestSamplesCarryObjectHeaders(t *testing.T) {
 				t.Fatalf("%d of %d samples read the header the loop's register points at", hit, len(samples))
 			}
 		})
+	}
+}
+
+// A header mask limits the reads at its instruction: with mask 0 at every
+// instruction the loop was sampled at, its later samples there come
+// flagged and without headers; dropped, the masks leave every header read
+// again, and RemovePID drops a process's masks.
+func TestHeaderMaskLimitsReads(t *testing.T) {
+	s := openOrSkip(t, Config{Source: Decode, Freq: 1000})
+	mem, err := unix.Mmap(-1, 0, 1<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	lo := uint64(uintptrOf(mem))
+	ref := lo + 4096
+	binary.LittleEndian.PutUint64(mem[4096:], 0x1)
+	if err := s.SetHeap(os.Getpid(), lo, lo+1<<20, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	spin := func(stop <-chan struct{}) { spinWith(ref, stop) }
+	keys := map[sample.HeaderKey]bool{}
+	for _, smp := range collect(t, s, 200, spin) {
+		if smp.HdrOK != 0 {
+			keys[sample.KeyOf(&smp)] = true
+		}
+	}
+	if len(keys) == 0 {
+		t.Fatal("no sample read a header")
+	}
+	for k := range keys {
+		if err := s.SetHeaderMask(k, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	masked := 0
+	for _, smp := range collect(t, s, 200, spin) {
+		k := sample.KeyOf(&smp)
+		switch {
+		case smp.Flags&sample.FlagHdrMasked == 0:
+		case !keys[k]:
+			t.Fatalf("sample at %#x masked, but no mask was set there", smp.IP())
+		case smp.HdrOK != 0:
+			t.Fatalf("sample at %#x read headers %#x through mask 0", smp.IP(), smp.HdrOK)
+		default:
+			masked++
+		}
+	}
+	if masked < 50 {
+		t.Fatalf("%d masked samples of 200 at the loop's masked instructions", masked)
+	}
+	for k := range keys {
+		if err := s.DropHeaderMask(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dropped := Now()
+	for _, smp := range collect(t, s, 100, spin) {
+		if smp.Time > dropped && smp.Flags&sample.FlagHdrMasked != 0 {
+			t.Fatalf("sample at %#x masked after the masks were dropped", smp.IP())
+		}
+	}
+	for k := range keys {
+		if err := s.SetHeaderMask(k, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RemovePID(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		k bpf.DjxHdrKey
+		v uint32
+	)
+	if it := s.maps.HdrMasks.Iterate(); it.Next(&k, &v) {
+		t.Fatalf("mask at %#x of pid %d left after RemovePID", k.Ip, k.Pid)
 	}
 }
 

@@ -282,6 +282,14 @@ func (s recSampler) NoJavaThread(pid int, tid uint32) error {
 	return err
 }
 
+func (s recSampler) SetHeaderMask(k sample.HeaderKey, mask uint32) error {
+	return s.sampler.SetHeaderMask(k, mask)
+}
+
+func (s recSampler) DropHeaderMask(k sample.HeaderKey) error {
+	return s.sampler.DropHeaderMask(k)
+}
+
 type recConn struct {
 	agentConn
 	r *recorder

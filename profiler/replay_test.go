@@ -169,11 +169,13 @@ func (r *replaySampler) RemovePID(int) error                { return nil }
 func (r *replaySampler) SetHeap(int, uint64, uint64, uint64, uint) error {
 	return r.err("SetHeap")
 }
-func (r *replaySampler) SetStackSignal(int, int) error  { return r.err("SetStackSignal") }
-func (r *replaySampler) NoJavaThread(int, uint32) error { return r.err("NoJavaThread") }
-func (r *replaySampler) Enable() error                  { return nil }
-func (r *replaySampler) Disable()                       {}
-func (r *replaySampler) Flush() error                   { r.ls.release(sampleStream); return nil }
+func (r *replaySampler) SetStackSignal(int, int) error                { return r.err("SetStackSignal") }
+func (r *replaySampler) NoJavaThread(int, uint32) error               { return r.err("NoJavaThread") }
+func (r *replaySampler) SetHeaderMask(sample.HeaderKey, uint32) error { return nil }
+func (r *replaySampler) DropHeaderMask(sample.HeaderKey) error        { return nil }
+func (r *replaySampler) Enable() error                                { return nil }
+func (r *replaySampler) Disable()                                     {}
+func (r *replaySampler) Flush() error                                 { r.ls.release(sampleStream); return nil }
 func (r *replaySampler) RunTime() (time.Duration, bool) {
 	if len(r.runTimes) == 0 {
 		return 0, false

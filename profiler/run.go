@@ -216,6 +216,20 @@ func (s *session) onSamples(b sampleBatch) {
 		s.j.OnSample(&b.samples[i], s.src.kind)
 	}
 	s.reader.recycle(b.samples)
+	s.applyHeaderMasks()
+}
+
+// applyHeaderMasks hands the join's header masks to the sampling program.
+// A refused one (the program's map is full) only keeps reading every
+// header at its instruction.
+func (s *session) applyHeaderMasks() {
+	for _, m := range s.j.HeaderMasks() {
+		if m.Drop {
+			_ = s.sampler.DropHeaderMask(m.Key)
+		} else {
+			_ = s.sampler.SetHeaderMask(m.Key, m.Mask)
+		}
+	}
 }
 
 // progressMeter computes the live view's sample rate between two ticks.

@@ -39,6 +39,10 @@ type sampler interface {
 	SetHeap(pid int, lo, hi, base uint64, shift uint) error
 	SetStackSignal(pid, sig int) error
 	NoJavaThread(pid int, tid uint32) error
+	// SetHeaderMask and DropHeaderMask set which object headers the
+	// program reads at one instruction (join.HeaderMask).
+	SetHeaderMask(k sample.HeaderKey, mask uint32) error
+	DropHeaderMask(k sample.HeaderKey) error
 	Enable() error
 	Disable()
 	// Flush makes ReadBatch return what is pending, then fail.

@@ -78,6 +78,12 @@ type NamingStats struct {
 	// tracked object held at their time, judged again after a grace: an
 	// allocation's zeroing or a GC's copy comes before its record.
 	Rejudged uint64 `json:"rejudged,omitempty" merge:"sum"`
+	// HdrMasked counts samples whose object headers the sampling program
+	// read only for the registers the join had used at that instruction;
+	// HdrMaskDropped the masks dropped because such a sample then found no
+	// object (the instruction reads every header again).
+	HdrMasked      uint64 `json:"samples_hdr_masked,omitempty" merge:"sum"`
+	HdrMaskDropped uint64 `json:"hdr_masks_dropped,omitempty" merge:"sum"`
 }
 
 // RelocStats count the GC relocation tracking. HeapUntracked, a sample

@@ -29,7 +29,20 @@ const (
 	// FlagNoStack: stacks are asked for, but not for this sample (one was
 	// sent to its thread a moment ago, or the thread is new).
 	FlagNoStack = 1 << 3
+	// FlagHdrMasked: only the header slots the loader's mask for this
+	// instruction names were read (HeaderKey).
+	FlagHdrMasked = 1 << 4
 )
+
+// HeaderKey names one instruction of one process for the sampling
+// program's header masks.
+type HeaderKey struct {
+	PID uint32
+	IP  uint64
+}
+
+// KeyOf is the header key of s's instruction.
+func KeyOf(s *Sample) HeaderKey { return HeaderKey{PID: s.PID, IP: s.IP()} }
 
 // Sample is one sample of a profiled thread.
 type Sample struct {

@@ -54,10 +54,11 @@ func TestMemoryAfter1000Windows(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1,000 windows take a few seconds")
 	}
-	var bodies atomic.Int64
+	var bodies, reqs atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)
 		bodies.Add(n)
+		reqs.Add(1)
 	}))
 	defer srv.Close()
 	exp, err := New(srv.URL, "host", nil)
@@ -70,18 +71,24 @@ func TestMemoryAfter1000Windows(t *testing.T) {
 	go func() {
 		done <- continuous.Run(ctx, &windowSource{}, exp, continuous.Config{Window: time.Minute, Clock: clk, Flush: time.Second})
 	}()
+	// The heap is measured once the windows ticked so far are exported:
+	// one in flight holds its report and body, and on a busy machine the
+	// two measurements could otherwise differ by one export.
+	settled := func(n int64) uint64 {
+		for deadline := time.Now().Add(10 * time.Second); reqs.Load() < n && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		return heapInUse()
+	}
 	var at100 uint64
 	for i := 1; i <= 1000; i++ {
 		clk.now.Add(int64(time.Minute))
 		clk.tick <- clk.Now()
 		if i == 100 {
-			at100 = heapInUse()
+			at100 = settled(int64(i))
 		}
 	}
-	// The 1000th tick was taken; the next one waits for its export.
-	clk.now.Add(int64(time.Minute))
-	clk.tick <- clk.Now()
-	at1000 := heapInUse()
+	at1000 := settled(1000)
 	cancel()
 	st := <-done
 	t.Logf("heap after 100 windows %.2f MiB, after 1000 %.2f MiB; %d windows sent, %.1f KiB each on the wire",

@@ -94,7 +94,6 @@ static __always_inline int sample_unwind(struct bpf_perf_event_data *ctx, int me
 	s->period = ctx->sample_period;
 	s->cpu = bpf_get_smp_processor_id();
 	__builtin_memcpy(s->regs, &ctx->regs, sizeof(s->regs));
-	s->pad = 0;
 	fill_headers(s, tg);
 	__u32 flags = read_insns(s, ctx->regs.rip);
 	s->data_src = 0;

@@ -73,9 +73,6 @@ func (s *session) useTypes() {
 			s.setHeap(ti.OopBase, uint(ti.OopShift))
 		}
 	}
-	if s.classesGap == 0 {
-		s.classesGap = classesEvery
-	}
 	if now := s.clk.Now(); now.Sub(s.classesAsked) >= s.classesGap && s.j.WantClasses() {
 		found := s.j.AskedFound()
 		s.classesGap = classesGap(s.classesGap, s.classesAsked.IsZero() || found > s.classesFound)

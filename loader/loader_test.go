@@ -323,6 +323,21 @@ func TestNoJavaThreadGetsNoSignal(t *testing.T) {
 	}
 }
 
+// fakeHeap maps a 1 MiB "heap" at lo, unmapped when the test ends, with
+// one object at obj whose header words are mark and klass.
+func fakeHeap(t *testing.T, mark, klass uint64) (lo, obj uint64) {
+	t.Helper()
+	mem, err := unix.Mmap(-1, 0, 1<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	binary.LittleEndian.PutUint64(mem[4096:], mark)
+	binary.LittleEndian.PutUint64(mem[4096+8:], klass)
+	lo = uint64(uintptrOf(mem))
+	return lo, lo + 4096
+}
+
 // The sampling program reads the header of the object a register points
 // at, directly or as a compressed oop, while the thread is stopped: a fake
 // heap of one "object" whose address (and compressed form) the busy loop
@@ -331,16 +346,8 @@ func TestSamplesCarryObjectHeaders(t *testing.T) {
 	for _, narrow := range []bool{false, true} {
 		t.Run(map[bool]string{false: "direct", true: "compressed"}[narrow], func(t *testing.T) {
 			s := openOrSkip(t, Config{Source: Decode, Freq: 1000})
-			mem, err := unix.Mmap(-1, 0, 1<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer unix.Munmap(mem)
-			lo := uint64(uintptrOf(mem))
-			obj := lo + 4096
 			const mark, klass = 0x1, 0x0000000800c01234
-			binary.LittleEndian.PutUint64(mem[4096:], mark)
-			binary.LittleEndian.PutUint64(mem[4096+8:], klass)
+			lo, obj := fakeHeap(t, mark, klass)
 			base, shift := uint64(0), uint(0)
 			ref := obj
 			if narrow {
@@ -382,14 +389,7 @@ func TestSamplesCarryObjectHeaders(t *testing.T) {
 // again, and RemovePID drops a process's masks.
 func TestHeaderMaskLimitsReads(t *testing.T) {
 	s := openOrSkip(t, Config{Source: Decode, Freq: 1000})
-	mem, err := unix.Mmap(-1, 0, 1<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(mem)
-	lo := uint64(uintptrOf(mem))
-	ref := lo + 4096
-	binary.LittleEndian.PutUint64(mem[4096:], 0x1)
+	lo, ref := fakeHeap(t, 0x1, 0x0000000800c01234)
 	if err := s.SetHeap(os.Getpid(), lo, lo+1<<20, 0, 0); err != nil {
 		t.Fatal(err)
 	}

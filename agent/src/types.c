@@ -126,13 +126,17 @@ static uint64_t read_word(uintptr_t addr)
 }
 
 /* Reads out[i], the Klass* of ks[i] (the word at the mirror's klass
- * offset), in one GC epoch; -1 if GCs kept getting in the way (~20 ms). */
-static int klasses_of(const jclass *ks, size_t n, uint64_t *out)
+ * offset), for i < n, then out[n + i], the word at extra[i] (0 at 0), for
+ * i < nextra, in one read within one GC epoch; -1 if GCs kept getting in
+ * the way (~20 ms). */
+static int klasses_and_words(const jclass *ks, size_t n, const uintptr_t *extra, size_t nextra, uint64_t *out)
 {
 	struct timespec nap = {.tv_nsec = 1000000};
-	uintptr_t *addr = malloc((n + 1) * sizeof *addr);
+	uintptr_t *addr = malloc((n + nextra + 1) * sizeof *addr);
 	int rc = -1;
 
+	for (size_t i = 0; i < nextra && addr != NULL; i++)
+		addr[n + i] = extra[i];
 	for (int tries = 0; tries < 20 && addr != NULL; tries++) {
 		uint64_t s;
 		if (djx_epoch_begin(&s) == 0) {
@@ -140,7 +144,7 @@ static int klasses_of(const jclass *ks, size_t n, uint64_t *out)
 				uintptr_t m = oop_of(ks[i]);
 				addr[i] = m ? m + (uintptr_t)ty.klass_off : 0;
 			}
-			read_words(addr, n, out);
+			read_words(addr, n + nextra, out);
 			if (djx_epoch_same(s)) {
 				rc = 0;
 				break;
@@ -152,6 +156,11 @@ static int klasses_of(const jclass *ks, size_t n, uint64_t *out)
 	}
 	free(addr);
 	return rc;
+}
+
+static int klasses_of(const jclass *ks, size_t n, uint64_t *out)
+{
+	return klasses_and_words(ks, n, NULL, 0, out);
 }
 
 static uint64_t mirror_klass(jclass k)
@@ -522,6 +531,21 @@ static void free_fields(jvmtiEnv *j, struct flist *l)
 	free(l->v);
 }
 
+/* Adds the instance fields among c's ids to l. An instance jfieldID is
+ * its offset, encoded (fid_offset), and a static one its JNIid*: the
+ * self-check proved the encoding, so no GetFieldModifiers (HotSpot finds
+ * the field by a linear search of its class's fields). */
+static void instance_fields(jvmtiEnv *j, jclass c, const jfieldID *ids, jint nids, struct flist *l)
+{
+	for (jint i = 0; i < nids && l->n < DJX_CLASS_MAX_FIELDS; i++) {
+		uint32_t off;
+		if (fid_offset(ids[i], &off) != 0)
+			continue;
+		if (add_field(j, c, ids[i], off, l) != 0)
+			break;
+	}
+}
+
 /* Adds c's instance fields to l; -1 when c is not prepared. */
 static int class_fields(jvmtiEnv *j, jclass c, struct flist *l)
 {
@@ -530,98 +554,115 @@ static int class_fields(jvmtiEnv *j, jclass c, struct flist *l)
 
 	if ((*j)->GetClassFields(j, c, &nids, &ids) != JVMTI_ERROR_NONE)
 		return -1;
-	for (jint i = 0; i < nids && l->n < DJX_CLASS_MAX_FIELDS; i++) {
-		uint32_t off;
-		jint mods = 0;
-		if ((*j)->GetFieldModifiers(j, c, ids[i], &mods) != JVMTI_ERROR_NONE || (mods & 0x0008) ||
-		    fid_offset(ids[i], &off) != 0)
-			continue;
-		if (add_field(j, c, ids[i], off, l) != 0)
-			break;
-	}
+	instance_fields(j, c, ids, nids, l);
 	djx_dealloc(j, ids);
 	return 0;
 }
 
-/* Adds the statics k declares to l, at their offsets in k's mirror: one
- * read of all their JNIids. A JNIid that does not name klass as its
- * holder is left out. -1 when k is not prepared. */
-static int class_statics(jvmtiEnv *j, jclass k, uint64_t klass, struct flist *l)
-{
-	jfieldID *ids = NULL;
-	jint nids = 0;
-	uintptr_t *a;
-	uint64_t *w;
+/* What send_class needs of k itself: its fields (one GetClassFields for
+ * instance fields and statics) and the words of its statics' JNIids (the
+ * holder's Klass* and the offset in its mirror), read in one go, with the
+ * klass word when k was just prepared. */
+struct own {
+	jfieldID *ids;
+	jint nids;
+	uintptr_t *a; /* 2 per id: its JNIid's _holder and _offset; 0s for the others */
+	uint64_t *w;  /* w[0]: k's klass word (when read with them); w[1 + i]: the word at a[i] */
+};
 
-	if ((*j)->GetClassFields(j, k, &nids, &ids) != JVMTI_ERROR_NONE)
+/* Fills o for k: 0, or -1 when k is not prepared or memory ran out. */
+static int own_fields(jvmtiEnv *j, jclass k, const char *sig, struct own *o)
+{
+	*o = (struct own){NULL, 0, NULL, NULL};
+	if (sig[0] != '[' && (ty.fields || ty.statics) &&
+	    (*j)->GetClassFields(j, k, &o->nids, &o->ids) != JVMTI_ERROR_NONE)
 		return -1;
-	a = calloc(2 * (size_t)nids + 1, sizeof *a);
-	w = calloc(2 * (size_t)nids + 1, sizeof *w);
-	for (jint i = 0; i < nids && a != NULL && w != NULL; i++) {
-		jint mods = 0;
-		if ((*j)->GetFieldModifiers(j, k, ids[i], &mods) == JVMTI_ERROR_NONE && (mods & 0x0008) &&
-		    ids[i] != NULL && ((uintptr_t)ids[i] & 3) == 0) {
-			a[2 * i] = (uintptr_t)ids[i] + ty.jni_holder;
-			a[2 * i + 1] = (uintptr_t)ids[i] + ty.jni_off;
+	o->a = calloc(2 * (size_t)o->nids + 1, sizeof *o->a);
+	o->w = calloc(2 * (size_t)o->nids + 2, sizeof *o->w);
+	if (o->a == NULL || o->w == NULL)
+		return -1;
+	for (jint i = 0; i < o->nids && ty.statics; i++) {
+		if (o->ids[i] != NULL && ((uintptr_t)o->ids[i] & 3) == 0) {
+			o->a[2 * i] = (uintptr_t)o->ids[i] + ty.jni_holder;
+			o->a[2 * i + 1] = (uintptr_t)o->ids[i] + ty.jni_off;
 		}
 	}
-	if (a != NULL && w != NULL)
-		read_words(a, 2 * (size_t)nids, w);
-	for (jint i = 0; i < nids && a != NULL && w != NULL && l->n < DJX_CLASS_MAX_FIELDS; i++) {
-		uint32_t off = (uint32_t)w[2 * i + 1];
-		if (a[2 * i] == 0 || w[2 * i] != klass || off < 8 || off >= (1u << 24))
-			continue;
-		if (add_field(j, k, ids[i], off, l) != 0)
-			break;
-	}
-	free(a);
-	free(w);
-	djx_dealloc(j, ids);
 	return 0;
 }
 
-/* Sends the CLASS record of k (signature sig, Klass* klass), flushing
- * only on the writer thread: djx_emit_class's 0, 1 or -1, or 2 when k is
- * not prepared yet (its ClassPrepare comes later). */
-static int send_class(jvmtiEnv *j, JNIEnv *jni, jclass k, const char *sig, uint64_t klass, int flushing)
+static void own_free(jvmtiEnv *j, struct own *o)
+{
+	djx_dealloc(j, o->ids);
+	free(o->a);
+	free(o->w);
+}
+
+/* Adds the statics k declares to l, at their offsets in k's mirror. A
+ * JNIid that does not name klass as its holder is left out. */
+static void class_statics(jvmtiEnv *j, jclass k, uint64_t klass, const struct own *o, struct flist *l)
+{
+	for (jint i = 0; i < o->nids && l->n < DJX_CLASS_MAX_FIELDS; i++) {
+		uint32_t off = (uint32_t)o->w[2 * i + 2];
+		if (o->a[2 * i] == 0 || o->w[2 * i + 1] != klass || off < 8 || off >= (1u << 24))
+			continue;
+		if (add_field(j, k, o->ids[i], off, l) != 0)
+			break;
+	}
+}
+
+/* Sends the CLASS record of k (signature sig, Klass* klass, own fields
+ * o), flushing only on the writer thread: djx_emit_class's 0, 1 or -1. */
+static int send_class(jvmtiEnv *j, JNIEnv *jni, jclass k, const char *sig, uint64_t klass, const struct own *o,
+		      int flushing)
 {
 	struct flist fs = {NULL, 0, 0}, st = {NULL, 0, 0};
 	uint64_t nk = 0;
 	jboolean iface = 0;
-	int rc = 0;
+	int rc;
 
 	if (ty.fields && sig[0] != '[' && (*j)->IsInterface(j, k, &iface) == JVMTI_ERROR_NONE && !iface) {
-		jclass c = k;
+		jclass c = (*jni)->GetSuperclass(jni, k);
+		instance_fields(j, k, o->ids, o->nids, &fs);
 		while (c != NULL) {
 			jclass up;
-			if (class_fields(j, c, &fs) != 0 && c == k)
-				rc = -1;
+			class_fields(j, c, &fs);
 			up = (*jni)->GetSuperclass(jni, c);
-			if (c != k)
-				(*jni)->DeleteLocalRef(jni, c);
-			c = rc == 0 ? up : NULL;
-			if (rc != 0 && up != NULL)
-				(*jni)->DeleteLocalRef(jni, up);
+			(*jni)->DeleteLocalRef(jni, c);
+			c = up;
 		}
 		if (fs.n > 1)
 			qsort(fs.v, fs.n, sizeof *fs.v, cmp_fld);
 	}
 	/* Interfaces have statics too; a class's own only, in its own mirror. */
-	if (rc == 0 && ty.statics && sig[0] != '[' && class_statics(j, k, klass, &st) != 0)
-		rc = -1;
+	if (ty.statics && sig[0] != '[')
+		class_statics(j, k, klass, o, &st);
 	if (st.n > 1)
 		qsort(st.v, st.n, sizeof *st.v, cmp_fld);
 	if (ty.kbytes == 4 && klass >= ty.kbase && ((klass - ty.kbase) >> ty.kshift) <= 0xffffffffull)
 		nk = (klass - ty.kbase) >> ty.kshift;
-	if (rc == 0) {
+	{
 		struct djx_class c = {.klass = klass, .narrow = (uint32_t)nk, .sig = sig, .nfields = fs.n, .fields = fs.v,
 				      .nstatics = st.n, .statics = st.v};
 		rc = djx_emit_class(&c, flushing);
-	} else {
-		rc = 2;
 	}
 	free_fields(j, &fs);
 	free_fields(j, &st);
+	return rc;
+}
+
+/* send_class for the writer: reads k's own fields first. 2 when k is not
+ * prepared yet (its ClassPrepare comes later). */
+static int send_listed(jvmtiEnv *j, JNIEnv *jni, jclass k, const char *sig, uint64_t klass)
+{
+	struct own o;
+	int rc = 2;
+
+	if (own_fields(j, k, sig, &o) == 0) {
+		if (o.nids > 0)
+			read_words(o.a, 2 * (size_t)o.nids, o.w + 1);
+		rc = send_class(j, jni, k, sig, klass, &o, 1);
+	}
+	own_free(j, &o);
 	return rc;
 }
 
@@ -699,7 +740,7 @@ static int send_unsent(JNIEnv *jni)
 		    (*j)->GetClassSignature(j, l.ks[i], &l.sigs[i], NULL) != JVMTI_ERROR_NONE || l.sigs[i] == NULL ||
 		    sent_in(&ty.sent, key = key_of(kl[i], l.sigs[i])))
 			continue;
-		sent = send_class(j, jni, l.ks[i], l.sigs[i], kl[i], 1);
+		sent = send_listed(j, jni, l.ks[i], l.sigs[i], kl[i]);
 		if (sent == 0) {
 			mark_sent(key, kl[i]);
 			djx_count(&djx_stats.classes_sent, 1);
@@ -773,23 +814,28 @@ int djx_types_resend(JNIEnv *jni)
 void djx_types_prepare(jvmtiEnv *j, JNIEnv *jni, jclass k)
 {
 	uint64_t t0 = djx_now_ns(), klass = 0;
+	struct own o = {NULL, 0, NULL, NULL};
 	char *sig = NULL;
 	int sent;
 
 	__atomic_add_fetch(&ty.inflight, 1, __ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(&ty.on, __ATOMIC_SEQ_CST) || jni == NULL)
 		goto out;
+	/* One read for the klass word and the statics' JNIids: each read is a
+	 * system call, dear in a guest without PCID. */
 	if ((*j)->GetClassSignature(j, k, &sig, NULL) != JVMTI_ERROR_NONE || sig == NULL ||
-	    klasses_of(&k, 1, &klass) != 0 || klass == 0)
+	    own_fields(j, k, sig, &o) != 0 || klasses_and_words(&k, 1, o.a, 2 * (size_t)o.nids, o.w) != 0 ||
+	    (klass = o.w[0]) == 0)
 		goto out;
-	sent = send_class(j, jni, k, sig, klass, 0);
+	sent = send_class(j, jni, k, sig, klass, &o, 0);
 	if (sent == 0) {
 		mark_sent(key_of(klass, sig), klass);
 		djx_count(&djx_stats.classes_sent, 1);
-	} else if (sent != 2) {
+	} else {
 		djx_count(&djx_stats.classes_dropped, 1);
 	}
 out:
+	own_free(j, &o);
 	djx_dealloc(j, sig);
 	djx_count(&djx_stats.types_ns, djx_now_ns() - t0);
 	__atomic_sub_fetch(&ty.inflight, 1, __ATOMIC_ACQ_REL);

@@ -126,15 +126,18 @@ type DjxUnwindUwScratch struct {
 		Java uint32
 		Insn uint32
 		Tgid uint32
+		Tick uint32
+		Pad  uint32
 	}
 	Ut    DjxUnwindUnwindTarget
 	Cache [256]struct {
-		_     structs.HostLayout
-		Pc    uint64
-		Gen   uint64
-		Blob  uint64
-		Words int32
-		Id    uint32
+		_       structs.HostLayout
+		Pc      uint64
+		Blob    uint64
+		Gen     uint32
+		Words   int32
+		Id      uint32
+		Checked uint32
 	}
 }
 

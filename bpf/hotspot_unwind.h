@@ -124,22 +124,35 @@ struct uw_state {
 	__u32 java;
 	__u32 insn;
 	__u32 tgid;
+	__u32 tick; // the sample's time in ticks (UW_TICK_SHIFT)
+	__u32 pad;
 };
 
-// A per-CPU cache of fixed-size frames by (code cache, pc): the blob, its
-// frame size and compile id, so that a frame seen before costs two reads
-// (the segment map at the blob and its compile id) instead of the segment
-// map walk and the blob's header. Direct-mapped; an entry is used only
-// while a block still starts at its blob and holds its compile id, which
-// is unique among a JVM's nmethods: a freed and reused blob misses.
+// A per-CPU cache of frames by (code cache, pc): the blob, its frame size
+// (0: rbp-linked) and the int at nmethod::_compile_id's offset, so that a
+// frame seen before costs no read, or one (that int) when its entry was
+// last checked UW_TRUST_TICKS or more ago, instead of the segment map walk
+// and the blob's header. Direct-mapped. A pc on a live stack is in live
+// code, so an entry for it is stale only if its blob was freed and other
+// code now covers the pc: a new nmethod at the blob holds another compile
+// id (unique among a JVM's nmethods), and one starting elsewhere holds
+// the old id at that offset only by chance. HotSpot frees an nmethod only
+// after a sweep or GC cycle found it on no stack, so within a check's
+// trust (about 67 ms) the same pc in a new blob would take that cycle, a
+// new compile into the same memory and a frame at the very same pc. The
+// checks read cold cache lines: skipping them is most of a warm walk's
+// saving (docs/stacks.md).
 #define UW_CACHE_SLOTS 256
+#define UW_TICK_SHIFT 20 // a tick is 2^20 ns, about 1 ms
+#define UW_TRUST_TICKS 64
 
 struct uw_cache_entry {
 	__u64 pc;
-	__u64 gen; // unwind_target.gen
 	__u64 blob;
+	__u32 gen; // unwind_target.gen's low half
 	__s32 words;
 	__u32 id;
+	__u32 checked; // the tick of the last check
 };
 
 static __always_inline __u32 uw_slot(__u64 pc)
@@ -192,23 +205,19 @@ static __always_inline __u64 uw_blob(const struct unwind_target *ut, int h, __u6
 	return 0;
 }
 
-// uw_cached says whether the cached blob of e still starts a block of
-// heap h and holds e's compile id.
-static __always_inline int uw_cached(const struct unwind_target *ut, int h, const struct uw_cache_entry *e)
+// uw_cached says whether e is still right for the frame at st: checked
+// within the trust, or its blob still holding e's compile id.
+static __always_inline int uw_cached(const struct unwind_target *ut, const struct uw_state *st,
+				     struct uw_cache_entry *e)
 {
-	if (h < 0 || h >= UNWIND_HEAPS)
-		return 0;
-	const struct code_heap *ch = &ut->heaps[h];
-	__u32 shift = UW_READ(ch->log2_seg) & 31, off = UW_READ(ut->off_compile_id);
-	__u64 low = UW_READ(ch->low) + UW_READ(ut->hb_size), blob = e->blob;
-	if (blob < low || !off)
-		return 0;
-	__u64 seg = (blob - low) >> shift;
-	__u8 v = FREE_SEGMENT;
+	__u32 off = UW_READ(ut->off_compile_id);
 	__s32 id = 0;
-	if (seg >= UW_READ(ch->segmap_len) || bpf_probe_read_user(&v, 1, (void *)(UW_READ(ch->segmap) + seg)) != 0 || v != 0)
+	if (st->tick - e->checked < UW_TRUST_TICKS)
+		return 1;
+	if (!off || bpf_probe_read_user(&id, 4, (void *)(e->blob + off)) != 0 || (__u32)id != e->id)
 		return 0;
-	return bpf_probe_read_user(&id, 4, (void *)(blob + off)) == 0 && (__u32)id == e->id;
+	e->checked = st->tick;
+	return 1;
 }
 
 // uw_prologue unwinds a top compiled frame whose prologue has not built
@@ -373,24 +382,28 @@ static __always_inline int uw_frame(const struct unwind_target *ut, struct uw_st
 	}
 	st->java = 1;
 	struct uw_cache_entry *e = &cache[uw_slot(st->pc) & (UW_CACHE_SLOTS - 1)];
-	if (e->pc == st->pc && e->gen == UW_READ(ut->gen) && uw_cached(ut, h, e)) {
-		__s32 words = e->words;
-		if (words <= 0 || words > (1 << 16))
+	__u64 blob;
+	__s32 words;
+	if (e->pc == st->pc && e->gen == (__u32)UW_READ(ut->gen) && uw_cached(ut, st, e)) {
+		words = e->words;
+		if (words < 0 || words > (1 << 16))
 			return UW_END_FRAME;
-		f->blob = e->blob | UW_SIZED;
-		f->a = st->pc;
-		f->b = e->id;
-		return uw_sized(ut, st, e->blob, words, top, st->insn);
-	}
-	__u64 blob = uw_blob(ut, h, st->pc);
-	if (!blob)
-		return UW_END_SEGMAP;
-	__s32 words = 0;
-	if (bpf_probe_read_user(&words, 4, (void *)(blob + UW_READ(ut->off_frame_size))) != 0)
-		return UW_END_READ;
-	if (words < 0 || words > (1 << 16))
-		return UW_END_FRAME;
-	if (words > 0) {
+		if (words > 0) {
+			f->blob = e->blob | UW_SIZED;
+			f->a = st->pc;
+			f->b = e->id;
+			return uw_sized(ut, st, e->blob, words, top, st->insn);
+		}
+		blob = e->blob;
+	} else {
+		blob = uw_blob(ut, h, st->pc);
+		if (!blob)
+			return UW_END_SEGMAP;
+		words = 0;
+		if (bpf_probe_read_user(&words, 4, (void *)(blob + UW_READ(ut->off_frame_size))) != 0)
+			return UW_END_READ;
+		if (words < 0 || words > (1 << 16))
+			return UW_END_FRAME;
 		// The compile id tells user space which nmethod the blob held,
 		// so that it may name the pc from its cache without a read.
 		__s32 id = 0;
@@ -400,12 +413,15 @@ static __always_inline int uw_frame(const struct unwind_target *ut, struct uw_st
 			e->blob = blob;
 			e->words = words;
 			e->id = (__u32)id;
-			e->gen = UW_READ(ut->gen);
+			e->gen = (__u32)UW_READ(ut->gen);
+			e->checked = st->tick;
 		}
-		f->blob = blob | UW_SIZED;
-		f->a = st->pc;
-		f->b = (__u32)id;
-		return uw_sized(ut, st, blob, words, top, st->insn);
+		if (words > 0) {
+			f->blob = blob | UW_SIZED;
+			f->a = st->pc;
+			f->b = (__u32)id;
+			return uw_sized(ut, st, blob, words, top, st->insn);
+		}
 	}
 	f->blob = blob | UW_FP;
 	f->a = 0;

@@ -112,6 +112,7 @@ static __always_inline int sample_unwind(struct bpf_perf_event_data *ctx, int me
 		st->pc = s->regs[16];
 		st->sp = s->regs[19];
 		st->fp = s->regs[4];
+		st->tick = (__u32)(s->time >> UW_TICK_SHIFT);
 		// A top frame in its prologue is told by the instruction at ip.
 		st->insn = (flags & SAMPLE_AT_OK) ? s->at[0] | s->at[1] << 8 | s->at[2] << 16 : 0;
 		if (uw_after_return_poll(s, flags))

@@ -154,6 +154,7 @@ const (
 	DjxUnwindMapUnwindTargets      = "unwind_targets"
 	DjxUnwindMapUwProgs            = "uw_progs"
 	DjxUnwindMapUwScratch          = "uw_scratch"
+	DjxUnwindMapVmThreads          = "vm_threads"
 	DjxUnwindProgOnSample          = "on_sample"
 	DjxUnwindProgOnSampleMem       = "on_sample_mem"
 	DjxUnwindProgUwStep            = "uw_step"
@@ -229,6 +230,7 @@ type DjxUnwindMapSpecs struct {
 	UnwindTargets *ebpf.MapSpec `ebpf:"unwind_targets"`
 	UwProgs       *ebpf.MapSpec `ebpf:"uw_progs"`
 	UwScratch     *ebpf.MapSpec `ebpf:"uw_scratch"`
+	VmThreads     *ebpf.MapSpec `ebpf:"vm_threads"`
 }
 
 // DjxUnwindVariableSpecs contains global variables before they are loaded into the kernel.
@@ -276,6 +278,7 @@ type DjxUnwindMaps struct {
 	UnwindTargets *ebpf.Map `ebpf:"unwind_targets"`
 	UwProgs       *ebpf.Map `ebpf:"uw_progs"`
 	UwScratch     *ebpf.Map `ebpf:"uw_scratch"`
+	VmThreads     *ebpf.Map `ebpf:"vm_threads"`
 }
 
 func (m *DjxUnwindMaps) Close() error {
@@ -289,6 +292,7 @@ func (m *DjxUnwindMaps) Close() error {
 		m.UnwindTargets,
 		m.UwProgs,
 		m.UwScratch,
+		m.VmThreads,
 	)
 }
 

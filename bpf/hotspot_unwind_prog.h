@@ -36,6 +36,37 @@ struct {
 	__type(value, __u32);
 } uw_progs SEC(".maps");
 
+// The JVM's own threads (its compilers, GC workers, the VM thread), which
+// run no Java code: their samples skip the walk, which would only climb
+// their native frames to a stop. User space marks a thread with 1 (by its
+// name, after a walk of it found no Java frames); the thread's next
+// sample puts its start time there, so that a later thread reusing the
+// tid does not match and is walked again, its entry dropped.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct thread_key);
+	__type(value, __u64); // 1, then the thread's start time (CLOCK_MONOTONIC ns)
+} vm_threads SEC(".maps");
+
+// uw_vm_thread says whether the sampled thread is one of its JVM's own.
+static __always_inline int uw_vm_thread(__u32 tgid, __u32 tid)
+{
+	struct thread_key k = {.tgid = tgid, .tid = tid};
+	__u64 *v = bpf_map_lookup_elem(&vm_threads, &k);
+	if (!v)
+		return 0;
+	struct task_struct___djx *task = (void *)bpf_get_current_task();
+	__u64 born = BPF_CORE_READ(task, start_time);
+	if (*v == 1)
+		*v = born;
+	else if (*v != born) {
+		bpf_map_delete_elem(&vm_threads, &k);
+		return 0;
+	}
+	return 1;
+}
+
 #define UW_RECORD_HEAD __builtin_offsetof(struct sample, frames)
 
 // uw_emit copies the sample and its n frames into the ring buffer.
@@ -106,6 +137,10 @@ static __always_inline int sample_unwind(struct bpf_perf_event_data *ctx, int me
 	struct uw_state *st = &w->st;
 	st->n = 0;
 	st->java = 0;
+	if (uw_vm_thread(tgid, tid)) {
+		uw_emit(w, UW_END_NO_JAVA);
+		return 0;
+	}
 	const struct unwind_target *ut = bpf_map_lookup_elem(&unwind_targets, &tgid);
 	if (ut) {
 		__builtin_memcpy(&w->ut, ut, sizeof(w->ut));

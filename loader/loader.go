@@ -107,6 +107,8 @@ type Sampler struct {
 	// uwProgs is its tail-call array, holding uwStep.
 	uwProgs *ebpf.Map
 	uwStep  *ebpf.Program
+	// vmThreads: the JVMs' own threads, whose samples skip the walk.
+	vmThreads *ebpf.Map
 	// unwindGen numbers the code caches given to the unwinder: the key
 	// of its per-CPU frame cache, so that a pid reused misses.
 	unwindGen atomic.Uint64
@@ -384,6 +386,34 @@ func (s *Sampler) dropHeaderMasks(pid int) error {
 	return nil
 }
 
+// dropThreads deletes pid's entries from m, a map keyed by thread (nil:
+// none to drop).
+func dropThreads(m *ebpf.Map, pid int) error {
+	if m == nil {
+		return nil
+	}
+	var (
+		k    bpf.DjxThreadKey
+		mine []bpf.DjxThreadKey
+	)
+	v := make([]byte, m.ValueSize())
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		if k.Tgid == uint32(pid) {
+			mine = append(mine, k)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("list threads: %w", err)
+	}
+	for _, k := range mine {
+		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("drop thread: %w", err)
+		}
+	}
+	return nil
+}
+
 // RemovePID stops sampling pid.
 func (s *Sampler) RemovePID(pid int) error {
 	if err := s.maps.Targets.Delete(uint32(pid)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
@@ -396,6 +426,12 @@ func (s *Sampler) RemovePID(pid int) error {
 	}
 	if err := s.dropHeaderMasks(pid); err != nil {
 		return fmt.Errorf("remove pid %d: %w", pid, err)
+	}
+	// A later process with this pid must not inherit its threads' marks.
+	for _, m := range []*ebpf.Map{s.maps.NoJava, s.vmThreads} {
+		if err := dropThreads(m, pid); err != nil {
+			return fmt.Errorf("remove pid %d: %w", pid, err)
+		}
 	}
 	return nil
 }
@@ -599,6 +635,9 @@ func (s *Sampler) Close() error {
 	errs = append(errs, s.maps.Close())
 	if s.unwindTargets != nil {
 		errs = append(errs, s.unwindTargets.Close())
+	}
+	if s.vmThreads != nil {
+		errs = append(errs, s.vmThreads.Close())
 	}
 	if s.uwProgs != nil {
 		errs = append(errs, s.uwProgs.Close())

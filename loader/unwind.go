@@ -92,17 +92,32 @@ func (s *Sampler) loadUnwind(spec *ebpf.CollectionSpec) error {
 		UnwindTargets *ebpf.Map     `ebpf:"unwind_targets"`
 		Progs         *ebpf.Map     `ebpf:"uw_progs"`
 		Step          *ebpf.Program `ebpf:"uw_step"`
+		VMThreads     *ebpf.Map     `ebpf:"vm_threads"`
 	}
 	if err := coll.Assign(&o); err != nil {
 		return err
 	}
-	s.maps, s.unwindTargets, s.uwProgs, s.uwStep = o.DjxMaps, o.UnwindTargets, o.Progs, o.Step
+	s.maps, s.unwindTargets, s.uwProgs, s.uwStep, s.vmThreads = o.DjxMaps, o.UnwindTargets, o.Progs, o.Step, o.VMThreads
 	s.prog = coll.DetachProgram(entry)
 	if s.prog == nil {
 		return fmt.Errorf("no program %s", entry)
 	}
 	if err := s.uwProgs.Put(uint32(0), s.uwStep); err != nil {
 		return fmt.Errorf("put the step program in its tail-call array: %w", err)
+	}
+	return nil
+}
+
+// VMThread tells the unwinder that thread tid of process pid (host
+// namespace) is one of the JVM's own, which run no Java code: its samples
+// then skip the walk and end with UnwindNoJava. A later thread that reuses
+// the tid is walked again (the program tells them apart by start time).
+func (s *Sampler) VMThread(pid int, tid uint32) error {
+	if s.vmThreads == nil {
+		return fmt.Errorf("mark thread %d as the JVM's own: the unwinding program is not loaded", tid)
+	}
+	if err := s.vmThreads.Put(bpf.DjxThreadKey{Tgid: uint32(pid), Tid: tid}, uint64(1)); err != nil {
+		return fmt.Errorf("mark thread %d as the JVM's own: %w", tid, err)
 	}
 	return nil
 }

@@ -2,12 +2,20 @@ package loader
 
 import (
 	"bufio"
+	"errors"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/djx-bpf/djx-bpf/bpf"
 )
 
 // The unwinder's fake code cache for TestUnwindDepthCap: this test
@@ -129,5 +137,104 @@ func TestUnwindDepthCap(t *testing.T) {
 		len(samples), deep, depthFrame.Load(), cut, MaxUnwindFrames)
 	if deep < 50 || 10*cut < 9*deep {
 		t.Errorf("%d of %d samples in the recursion cut for depth after exactly %d frames, want 90%% of at least 50", cut, deep, MaxUnwindFrames)
+	}
+}
+
+// A thread marked as the JVM's own (VMThread) is not walked: its samples
+// come without frames, ended as having no Java frames; a mark whose
+// start time is another thread's (a tid reused) is dropped and the thread
+// walked again; RemovePID drops the process's marks.
+func TestVMThreadSkipsWalk(t *testing.T) {
+	s := openOrSkip(t, Config{Source: Decode, Freq: 1000, Unwind: true})
+	lo, hi := textRange(t)
+	blob := uint64(uintptr(unsafe.Pointer(&fakeBlob)))
+	if blob < lo || blob-lo >= 1<<32 || blob&7 != 0 || hi-lo >= 1<<31 {
+		t.Skipf("text %#x-%#x and data %#x not laid out for a fake code cache", lo, hi, blob)
+	}
+	depthStop.Store(false)
+	tids := make(chan uint32, 1)
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tids <- uint32(unix.Gettid())
+		depthSink.Add(depthRecurse(20, new(byte)))
+		close(done)
+	}()
+	tid := <-tids
+	for depthFrame.Load() == 0 {
+		runtime.Gosched()
+	}
+	defer func() { depthStop.Store(true); <-done }()
+	heap := CodeHeap{Low: lo, High: hi, Segmap: uint64(uintptr(unsafe.Pointer(&segMap))), SegmapLen: 1, Log2SegmentSize: 31}
+	layout := CodeLayout{HeapBlockSize: uint32(blob - lo), FrameSize: 0, FrameComplete: 4, CodeBegin: 8, CompileID: 16}
+	fakeBlob.words = int32(depthFrame.Load() / 8)
+	fakeBlob.compileID = 7
+	if err := s.SetUnwind(os.Getpid(), []CodeHeap{heap}, layout); err != nil {
+		t.Fatal(err)
+	}
+	// phase counts the recursing thread's samples from now on: walked
+	// (frames) and skipped (none, ended as without Java frames).
+	phase := func() (walked, skipped int) {
+		since := Now()
+		s.SetDeadline(time.Now().Add(3 * time.Second))
+		for walked+skipped < 30 {
+			var smp Sample
+			if err := s.Read(&smp); err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					break
+				}
+				t.Fatal(err)
+			}
+			if smp.Time < since || smp.TID != tid || smp.Stack == nil {
+				continue
+			}
+			switch {
+			case len(smp.Stack.Frames) > 1:
+				walked++
+			case len(smp.Stack.Frames) == 0 && smp.Stack.End == UnwindNoJava:
+				skipped++
+			}
+		}
+		return walked, skipped
+	}
+	if w, sk := phase(); w < 20 || sk != 0 {
+		t.Fatalf("unmarked thread: %d samples walked, %d skipped; want at least 20 walked, none skipped", w, sk)
+	}
+	if err := s.VMThread(os.Getpid(), tid); err != nil {
+		t.Fatal(err)
+	}
+	if w, sk := phase(); sk < 20 || w != 0 {
+		t.Fatalf("marked thread: %d samples walked, %d skipped; want at least 20 skipped, none walked", w, sk)
+	}
+	key := bpf.DjxThreadKey{Tgid: uint32(os.Getpid()), Tid: tid}
+	var born uint64
+	if err := s.vmThreads.Lookup(key, &born); err != nil || born <= 1 {
+		t.Fatalf("mark after the thread's samples: %d, %v; want its start time", born, err)
+	}
+	if err := s.vmThreads.Put(key, born+1); err != nil { // another thread's start
+		t.Fatal(err)
+	}
+	if w, sk := phase(); w < 20 || sk != 0 {
+		t.Fatalf("mark of another thread with this tid: %d samples walked, %d skipped; want at least 20 walked, none skipped", w, sk)
+	}
+	if err := s.vmThreads.Lookup(key, &born); !errors.Is(err, ebpf.ErrKeyNotExist) {
+		t.Fatalf("mark of another thread kept (%d, %v), want it dropped", born, err)
+	}
+	if err := s.VMThread(os.Getpid(), tid); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.NoJavaThread(os.Getpid(), tid); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemovePID(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	var b uint8
+	if err := s.vmThreads.Lookup(key, &born); !errors.Is(err, ebpf.ErrKeyNotExist) {
+		t.Errorf("after RemovePID the thread's mark is still there (%v)", err)
+	}
+	if err := s.maps.NoJava.Lookup(key, &b); !errors.Is(err, ebpf.ErrKeyNotExist) {
+		t.Errorf("after RemovePID the thread's no-Java mark is still there (%v)", err)
 	}
 }

@@ -103,6 +103,15 @@ func (s *session) useBPFStacks() {
 	}
 	s.j.UseBPFStacks(r)
 	s.opts.Stacks = StacksBPF
+	if vt, ok := s.sampler.(vmThreadMarker); ok {
+		s.vmThreads = newVMThreads(s.pid, vt.VMThread)
+	}
+}
+
+// vmThreadMarker is an unwinding sampler that can skip the walks of the
+// JVM's own threads (loader.Sampler.VMThread).
+type vmThreadMarker interface {
+	VMThread(pid int, tid uint32) error
 }
 
 // noCodeCache says what a session with BPF stacks loses when vmcode cannot

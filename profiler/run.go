@@ -213,6 +213,9 @@ func (s *session) agentEnded(err error, exited <-chan struct{}) {
 // its reader.
 func (s *session) onSamples(b sampleBatch) {
 	for i := range b.samples {
+		if s.vmThreads != nil {
+			s.vmThreads.see(&b.samples[i])
+		}
 		s.j.OnSample(&b.samples[i], s.src.kind)
 	}
 	s.reader.recycle(b.samples)

@@ -46,6 +46,9 @@ type session struct {
 	stacksAsked bool
 	// noJavaFailed: marking a non-Java thread in BPF failed once (noted).
 	noJavaFailed bool
+	// vmThreads marks HotSpot's own threads for the BPF unwinder (nil:
+	// stacks do not come from BPF).
+	vmThreads *vmThreads
 	// shared is set when the sampler serves several JVMs (scan): samples
 	// come from the scan's dispatcher, and the sampler is not this
 	// session's to stop or close.

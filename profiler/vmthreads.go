@@ -1,0 +1,68 @@
+package profiler
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/procfs"
+)
+
+// vmThreads tells the BPF unwinder which of a JVM's threads are HotSpot's
+// own (its compilers, GC workers, the VM thread): they run no Java code,
+// so the program stops walking their stacks, which climbed native frames
+// only to end without a Java one (a quarter to a half of the samples of a
+// JVM's first seconds, JIT compiling). A thread is judged once, by its
+// name, after a walk of it found no Java frames; Java threads, whose
+// walks find them, never cost the read.
+type vmThreads struct {
+	pid    int
+	judged map[uint32]bool
+	mark   func(pid int, tid uint32) error
+	failed bool // a mark was refused: no more tries
+}
+
+// maxJudged bounds the threads remembered; past it they are judged again.
+const maxJudged = 4096
+
+func newVMThreads(pid int, mark func(pid int, tid uint32) error) *vmThreads {
+	return &vmThreads{pid: pid, judged: make(map[uint32]bool), mark: mark}
+}
+
+// see judges the thread of smp if its walk found no Java frames.
+func (v *vmThreads) see(smp *loader.Sample) {
+	if v.failed || smp.Stack == nil || smp.Stack.End != loader.UnwindNoJava || len(smp.Stack.Frames) == 0 {
+		return
+	}
+	if _, ok := v.judged[smp.TID]; ok {
+		return
+	}
+	if len(v.judged) >= maxJudged {
+		clear(v.judged)
+	}
+	comm, err := procfs.Read("/proc", v.pid, "task/"+strconv.FormatUint(uint64(smp.TID), 10)+"/comm")
+	own := err == nil && hotspotThread(strings.TrimSuffix(string(comm), "\n"))
+	v.judged[smp.TID] = own
+	if own && v.mark(v.pid, smp.TID) != nil {
+		v.failed = true
+	}
+}
+
+// hotspotThread says whether comm (a thread's name, cut to 15 bytes by
+// the kernel) is one HotSpot gives its own threads that never run Java
+// code. Those that may (the Service, Notification and JVMCI compiler
+// threads, Signal Dispatcher, Finalizer, Reference Handler, Common-Cleaner,
+// Attach Listener) are left out. A Java thread that names itself so only
+// loses its own stacks.
+func hotspotThread(comm string) bool {
+	for _, p := range []string{
+		"C1 CompilerThre", "C2 CompilerThre", "VM Thread", "VM Periodic Tas", "Sweeper thread",
+		"Monitor Deflati", "GC Thread#", "G1 ", "ZDriver", "ZDirector", "ZStat", "ZUnmapper",
+		"ZUncommitter", "ZWorker", "ZRuntimeWorker", "Shenandoah", "StrDedup", "StringDedup",
+	} {
+		if strings.HasPrefix(comm, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -351,6 +351,7 @@ type stream struct {
 	hello   *agentwire.Hello
 	methods map[uint64]*agentwire.Method
 	allocs  []*agentwire.Alloc
+	raw     []*agentwire.AllocRaw
 	stats   *agentwire.Stats
 	bye     *agentwire.Bye
 	errs    []string
@@ -397,6 +398,12 @@ func (s *stream) add(t *testing.T, bs []*agentwire.Batch) {
 					}
 				}
 				s.allocs = append(s.allocs, r)
+			case *agentwire.AllocRaw:
+				if r.Size < s.hello.MinSize || r.Time < last || r.Time > b.Watermark {
+					t.Errorf("ALLOC_RAW of %d bytes at %d (previous %d, watermark %d)", r.Size, r.Time, last, b.Watermark)
+				}
+				last = r.Time
+				s.raw = append(s.raw, r)
 			case *agentwire.Stats:
 				s.stats = r
 			case *agentwire.Bye:

@@ -51,7 +51,7 @@ func TestConstantsMatchAgentHeader(t *testing.T) {
 		"REC_CENSUS_START": int64(TypeCensusStart), "REC_CENSUS_PATH": int64(TypeCensusPath),
 		"REC_CENSUS": int64(TypeCensus), "REC_CENSUS_END": int64(TypeCensusEnd),
 		"REC_TYPES_INFO": int64(TypeTypesInfo), "REC_CLASS": int64(TypeClass),
-		"REC_ROOT": int64(TypeRoot), "REC_ROOTS_END": int64(TypeRootsEnd),
+		"REC_ROOT": int64(TypeRoot), "REC_ROOTS_END": int64(TypeRootsEnd), "REC_ALLOC_RAW": int64(TypeAllocRaw),
 		"DJX_ROOTS_FAILED": int64(RootsFailed), "DJX_ROOTS_CAPPED": int64(RootsCapped),
 		"DJX_ROOTS_REFUSED": int64(RootsRefused), "DJX_ROOTS_NO_VM": int64(RootsNoVM),
 	}

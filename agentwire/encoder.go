@@ -73,6 +73,8 @@ func AppendRecord(dst []byte, rec Record) ([]byte, error) {
 		dst = appendMethod(dst, r)
 	case *Alloc:
 		dst = appendAlloc(dst, r)
+	case *AllocRaw:
+		dst = appendAllocRaw(dst, r)
 	case *Stats:
 		dst = appendStats(dst, r)
 	case *Bye:
@@ -181,6 +183,19 @@ func appendAlloc(dst []byte, r *Alloc) []byte {
 	return le.AppendUint64(dst, r.Tag)
 }
 
+func appendAllocRaw(dst []byte, r *AllocRaw) []byte {
+	le := binary.LittleEndian
+	dst = appendU64s(dst, r.Time, r.Addr, r.Size)
+	dst = le.AppendUint32(dst, r.TID)
+	dst = le.AppendUint32(dst, uint32(len(r.Frames)))
+	dst = le.AppendUint32(dst, r.End)
+	dst = appendStr(dst, r.TypeSig)
+	for _, f := range r.Frames {
+		dst = appendU64s(dst, f.Blob, f.A, f.B)
+	}
+	return le.AppendUint64(dst, r.Tag)
+}
+
 func appendStats(dst []byte, r *Stats) []byte {
 	return appendU64s(dst, r.Callbacks, r.BelowMinSize, r.Dropped, r.StackErrors, r.AllocsSent,
 		r.Frees, r.GCs, r.Reconciles, r.Reconciled,
@@ -188,7 +203,7 @@ func appendStats(dst []byte, r *Stats) []byte {
 		r.StackSignals, r.StacksSent, r.StacksDropped, r.CodeSent, r.CodeDropped, r.SignalsChained,
 		r.Untagged, r.UntaggedFreed, r.AllocNanos, r.StackNanos, r.CodeNanos, r.WriterCPUNanos,
 		r.ProcessCPUNanos, r.Tracked, r.TrackedLive, r.CensusNanos,
-		r.ClassesSent, r.ClassesDropped, r.TypesNanos)
+		r.ClassesSent, r.ClassesDropped, r.TypesNanos, r.RawStacks, r.RawFallbacks)
 }
 
 func appendReconcile(dst []byte, r *Reconcile) []byte {

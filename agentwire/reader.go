@@ -251,6 +251,7 @@ var recordDecoders = [...]func(*dec) Record{
 	TypeClass:       decodeClass,
 	TypeRoot:        decodeRoot,
 	TypeRootsEnd:    decodeRootsEnd,
+	TypeAllocRaw:    decodeAllocRaw,
 }
 
 func (d *dec) decodeRecord(typ RecordType, body []byte) (Record, error) {
@@ -312,6 +313,25 @@ func decodeAlloc(d *dec) Record {
 	return a
 }
 
+func decodeAllocRaw(d *dec) Record {
+	a := &AllocRaw{Time: d.u64(), Addr: d.u64(), Size: d.u64(), TID: d.u32()}
+	nf := d.u32()
+	a.End = d.u32()
+	a.TypeSig = d.str()
+	if !d.bad && uint64(nf)*24 > uint64(len(d.b)) {
+		d.bad = true
+	}
+	if !d.bad && nf > 0 {
+		a.Frames = make([]RawFrame, d.keep(int(nf), MaxFrames))
+		for i := range a.Frames {
+			a.Frames[i] = RawFrame{Blob: d.u64(), A: d.u64(), B: d.u64()}
+		}
+		d.take(uint64(int(nf)-len(a.Frames)) * 24)
+	}
+	a.Tag = d.u64()
+	return a
+}
+
 func decodeStats(d *dec) Record {
 	return &Stats{Callbacks: d.u64(), BelowMinSize: d.u64(), Dropped: d.u64(), StackErrors: d.u64(), AllocsSent: d.u64(),
 		Frees: d.opt64(), GCs: d.opt64(), Reconciles: d.opt64(), Reconciled: d.opt64(),
@@ -321,7 +341,8 @@ func decodeStats(d *dec) Record {
 		Untagged: d.opt64(), UntaggedFreed: d.opt64(),
 		AllocNanos: d.opt64(), StackNanos: d.opt64(), CodeNanos: d.opt64(), WriterCPUNanos: d.opt64(),
 		ProcessCPUNanos: d.opt64(), Tracked: d.opt64(), TrackedLive: d.opt64(), CensusNanos: d.opt64(),
-		ClassesSent: d.opt64(), ClassesDropped: d.opt64(), TypesNanos: d.opt64()}
+		ClassesSent: d.opt64(), ClassesDropped: d.opt64(), TypesNanos: d.opt64(),
+		RawStacks: d.opt64(), RawFallbacks: d.opt64()}
 }
 
 func decodeReconcile(d *dec) Record {

@@ -85,8 +85,20 @@
 //	             u32 status, string note, then trailing: u64 refs,
 //	             u64 objects, u64 threads, u64 gone, u64 tags_max_ns,
 //	             u64 emit_ns
+//	ALLOC_RAW 24 u64 time, u64 addr, u64 size, u32 tid, u32 nframes,
+//	             u32 end, string type_sig, nframes × raw_frame, u64 tag
 //
 // field = {u32 offset, string name, string sig}.
+//
+// raw_frame = {u64 blob, u64 a, u64 b}: a frame as the BPF unwinder writes
+// it (bpf/hotspot_unwind.h): blob is the code blob's start with the frame's
+// kind in its low bits, 1 a fixed-size frame (a = pc, b = compile id) or 2
+// an rbp-linked one (a = the interpreter's Method* slot, b = its bcp slot);
+// end is why the walk stopped (1: at the thread's entry, 0: at the depth
+// cap). ALLOC_RAW replaces ALLOC after the loader's 'A' (CommandRawStacks)
+// where the agent walked the allocating thread's stack itself (no METHOD
+// records: the loader names the frames from the JVM's memory); where the
+// walk found no whole stack the allocation still comes as an ALLOC.
 //
 // frame = {u64 jmethodid, u64 bci}, bci a signed 64-bit integer, innermost
 // frame first (as in ALLOC). Every nonzero jmethodid in an ALLOC, STACK or
@@ -157,7 +169,8 @@
 // never in RECONCILE records. 'P' and 'R' pause and resume allocation
 // sampling. 'C' (CommandCensus) runs the census. 'K' (CommandClasses)
 // sends the CLASS records not sent yet. 'G' (CommandRoots) sends the
-// heap's roots.
+// heap's roots. 'A' (CommandRawStacks) has allocations walk their own
+// stacks (ALLOC_RAW); an ERROR says why when the agent cannot.
 //
 // Data types (option types=1, HotSpot only): a TYPES_INFO first, then a
 // CLASS for every loaded class (array classes included), and one for each
@@ -238,6 +251,10 @@ const CommandClasses = 'K'
 // ROOTS_END (see the package comment).
 const CommandRoots = 'G'
 
+// CommandRawStacks has the agent walk sampled allocations' stacks itself
+// (ALLOC_RAW).
+const CommandRawStacks = 'A'
+
 // CommandUntag returns the command that tracks objects of at least min
 // bytes without JVMTI tags (see the package comment); 0 tags every object.
 func CommandUntag(min uint64) []byte {
@@ -317,6 +334,8 @@ const (
 	// TypeRoot and TypeRootsEnd: the heap's roots (see the package comment).
 	TypeRoot     RecordType = 22
 	TypeRootsEnd RecordType = 23
+	// TypeAllocRaw: an ALLOC whose stack the agent walked itself.
+	TypeAllocRaw RecordType = 24
 )
 
 func (t RecordType) String() string {
@@ -367,6 +386,8 @@ func (t RecordType) String() string {
 		return "ROOT"
 	case TypeRootsEnd:
 		return "ROOTS_END"
+	case TypeAllocRaw:
+		return "ALLOC_RAW"
 	}
 	return fmt.Sprintf("type %d", uint16(t))
 }
@@ -435,6 +456,22 @@ type Alloc struct {
 	Tag uint64
 }
 
+// AllocRaw is a sampled allocation whose stack the agent walked itself:
+// frames as the BPF unwinder writes them, named from the JVM's memory.
+type AllocRaw struct {
+	Time, Addr, Size uint64
+	TID              uint32
+	TypeSig          string
+	Frames           []RawFrame // innermost first
+	End              uint32     // why the walk stopped (the BPF unwinder's codes)
+	Tag              uint64
+}
+
+// RawFrame is a frame as the BPF unwinder writes it (sample.RawFrame).
+type RawFrame struct {
+	Blob, A, B uint64
+}
+
 // Frame is one stack frame, innermost first.
 type Frame struct {
 	Method uint64 // jmethodID, described by an earlier METHOD record
@@ -486,6 +523,10 @@ type Stats struct {
 	ClassesSent    uint64
 	ClassesDropped uint64
 	TypesNanos     uint64
+	// Allocation stacks the agent walked itself (ALLOC_RAW), and walks
+	// that found no whole stack (then GetStackTrace's ALLOC).
+	RawStacks    uint64
+	RawFallbacks uint64
 }
 
 // CensusKind says why a census ran.
@@ -680,6 +721,7 @@ type Unknown struct {
 func (*Hello) Type() RecordType       { return TypeHello }
 func (*Method) Type() RecordType      { return TypeMethod }
 func (*Alloc) Type() RecordType       { return TypeAlloc }
+func (*AllocRaw) Type() RecordType    { return TypeAllocRaw }
 func (*Stats) Type() RecordType       { return TypeStats }
 func (*Bye) Type() RecordType         { return TypeBye }
 func (*ErrorRec) Type() RecordType    { return TypeError }

@@ -33,7 +33,7 @@ var sample = []struct {
 		StackSignals: 11, StacksSent: 12, StacksDropped: 13, CodeSent: 14, CodeDropped: 15, SignalsChained: 16,
 		Untagged: 17, UntaggedFreed: 18, AllocNanos: 19, StackNanos: 20, CodeNanos: 21, WriterCPUNanos: 22,
 		ProcessCPUNanos: 23, Tracked: 24, TrackedLive: 25, CensusNanos: 26,
-		ClassesSent: 27, ClassesDropped: 28, TypesNanos: 29}},
+		ClassesSent: 27, ClassesDropped: 28, TypesNanos: 29, RawStacks: 30, RawFallbacks: 31}},
 	{"bye", &Bye{Reason: "vmdeath"}},
 	{"error", &ErrorRec{Message: "GetStackTrace failed: 15"}},
 	{"interval", &Interval{Time: 123456789, Interval: 8192}},
@@ -72,6 +72,9 @@ var sample = []struct {
 	{"rootsend", &RootsEnd{Time: 9600, Roots: 62, FollowNanos: 1.2e6, TagsNanos: 2e4, Status: RootsCapped,
 		Note: "more than 2097152 roots: the pass kept the first", Refs: 84, Objects: 62, Threads: 7, Gone: 1,
 		TagsMaxNanos: 1e4, EmitNanos: 6e4}},
+	{"allocraw", &AllocRaw{Time: 1001, Addr: 0xffe00020, Size: 4112, TID: 77, TypeSig: "[J",
+		Frames: []RawFrame{{0x7f00c0de0000 | 1, 0x7f00c0de0088, 42}, {0x7f00b0000000 | 2, 0x7f00aa000010, 0x7f00aa000123}},
+		End:    1, Tag: 0x1122334455667789}},
 	{"unknown", &Unknown{RecType: 99, Body: []byte{1, 2, 3}}},
 }
 
@@ -185,14 +188,14 @@ func TestOlderAgent(t *testing.T) {
 		want Record
 	}{
 		{&Alloc{Time: 1, TypeSig: "[J", Frames: []Frame{{1, 2}}, Tag: 9}, 8, &Alloc{Time: 1, TypeSig: "[J", Frames: []Frame{{1, 2}}}},
-		{&Stats{Callbacks: 1, AllocsSent: 2, Frees: 3, ReconcileNanos: 4}, 26 * 8, &Stats{Callbacks: 1, AllocsSent: 2}},
+		{&Stats{Callbacks: 1, AllocsSent: 2, Frees: 3, ReconcileNanos: 4}, 28 * 8, &Stats{Callbacks: 1, AllocsSent: 2}},
 		// Half a trailing field is ignored, not an error.
-		{&Stats{Callbacks: 1, GCs: 3}, 25*8 - 4, &Stats{Callbacks: 1}},
+		{&Stats{Callbacks: 1, GCs: 3}, 27*8 - 4, &Stats{Callbacks: 1}},
 		// An agent from before access stacks: no stack counters.
-		{&Stats{Callbacks: 1, ReconcileNanos: 4, StackSignals: 5, SignalsChained: 6}, 19 * 8,
+		{&Stats{Callbacks: 1, ReconcileNanos: 4, StackSignals: 5, SignalsChained: 6}, 21 * 8,
 			&Stats{Callbacks: 1, ReconcileNanos: 4}},
 		// An agent from before untagged humongous tracking: no untagged counters.
-		{&Stats{Callbacks: 1, SignalsChained: 6, Untagged: 7, UntaggedFreed: 8}, 13 * 8,
+		{&Stats{Callbacks: 1, SignalsChained: 6, Untagged: 7, UntaggedFreed: 8}, 15 * 8,
 			&Stats{Callbacks: 1, SignalsChained: 6}},
 		{&Hello{ProtoVersion: 1, Mode: "launch", StackSignal: 42}, 4, &Hello{ProtoVersion: 1, Mode: "launch"}},
 		// An agent from before statics: CLASS ends with its instance fields.

@@ -170,6 +170,9 @@ type Path struct {
 // the pc) and r13, which holds the bcp while the interpreter runs.
 type Sample struct {
 	IP, AccessPC, R13 uint64
+	// Calls: every frame is a call site, none the sampled one (an
+	// allocation's stack, walked from the runtime call).
+	Calls bool
 }
 
 // Resolve names the frames of st. Stubs (adapters, call_stub, runtime
@@ -189,7 +192,7 @@ func (r *Resolver) Resolve(st *sample.Stack, s Sample) Path {
 		case loader.FrameSized:
 			p.Frames, err = r.compiled(p.Frames, namedKey{blob, f.B, f.A}, s)
 		case loader.FrameFP:
-			p.Frames, err = r.rbpFrame(p.Frames, blob, f, i == 0, s)
+			p.Frames, err = r.rbpFrame(p.Frames, blob, f, i == 0 && !s.Calls, s)
 		default:
 			err = fmt.Errorf("frame kind %d", kind)
 		}

@@ -13,6 +13,7 @@
 #include "epoch.h"
 #include "stats.h"
 #include "track.h"
+#include "unwind.h"
 #include "util.h"
 #include "writer.h"
 
@@ -26,6 +27,7 @@
 
 static struct {
 	int disabled; /* SampledObjectAlloc switched off after the session */
+	int raw;      /* atomic: walk allocation stacks in-process (the loader's 'A') */
 	int paused;   /* writer thread only: the loader paused sampling ('P') */
 	/* Atomic. A callback that finds the rate over the budget asks for a
 	 * larger interval (want); a Java thread applies it (cur). */
@@ -72,6 +74,14 @@ void djx_alloc_pause(jvmtiEnv *j, int on)
 	if ((*j)->SetEventNotificationMode(j, on ? JVMTI_DISABLE : JVMTI_ENABLE,
 					   JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL) == JVMTI_ERROR_NONE)
 		al.paused = on;
+}
+
+int djx_alloc_raw_stacks(char *err, size_t errlen)
+{
+	if (djx_unwind_init(err, errlen) != 0)
+		return -1;
+	__atomic_store_n(&al.raw, 1, __ATOMIC_RELEASE);
+	return 0;
 }
 
 uint64_t djx_alloc_interval(void)
@@ -174,14 +184,31 @@ static void record(struct djx_pending *p, JNIEnv *jni, jobject object, uint64_t 
 		(*jni)->DeleteWeakGlobalRef(jni, ref);
 }
 
+/* Prepares the ALLOC_RAW of an allocation whose stack this thread walks
+ * itself: 0, 1 the walk found no whole Java stack (the caller asks JVMTI),
+ * or -1 out of memory. */
+static int prepare_raw(struct djx_pending *p, struct djx_alloc *a)
+{
+	struct djx_raw_frame raw[DJX_MAX_FRAMES];
+	uint32_t end;
+	int n = djx_unwind_self(raw, DJX_MAX_FRAMES, &end);
+
+	if (n == 0 || (end != DJX_UW_END_ENTRY && end != DJX_UW_END_DEPTH)) {
+		djx_count(&djx_stats.raw_fallbacks, 1);
+		return 1;
+	}
+	djx_count(&djx_stats.raw_stacks, 1);
+	return djx_emit_alloc_raw_prepare(p, a, raw, n, end);
+}
+
 void djx_alloc_sampled(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass, jlong size)
 {
 	jvmtiFrameInfo frames[DJX_MAX_FRAMES];
 	struct djx_alloc a = {.size = (uint64_t)size, .frames = frames};
 	struct djx_pending p;
 	char *tsig = NULL, errmsg[64];
-	jvmtiError e;
-	int rc;
+	jvmtiError e = JVMTI_ERROR_NONE;
+	int rc = 1;
 
 	check_budget(djx_count(&djx_stats.callbacks, 1));
 	if (djx_detached()) {
@@ -198,16 +225,20 @@ void djx_alloc_sampled(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass, j
 		return;
 	}
 	a.tid = djx_tid(); /* a system call: not for the samples dropped above */
-	/* NULL = current thread, which is the allocating one. */
-	e = (*j)->GetStackTrace(j, NULL, 0, DJX_MAX_FRAMES, frames, &a.nframes);
-	if (e != JVMTI_ERROR_NONE) {
-		djx_count(&djx_stats.stack_errors, 1);
-		a.nframes = 0;
-	}
 	if ((*j)->GetClassSignature(j, klass, &tsig, NULL) != JVMTI_ERROR_NONE)
 		tsig = NULL;
 	a.type = tsig;
-	rc = djx_emit_alloc_prepare(&p, jni, &a);
+	if (__atomic_load_n(&al.raw, __ATOMIC_ACQUIRE))
+		rc = prepare_raw(&p, &a);
+	if (rc == 1) {
+		/* NULL = current thread, which is the allocating one. */
+		e = (*j)->GetStackTrace(j, NULL, 0, DJX_MAX_FRAMES, frames, &a.nframes);
+		if (e != JVMTI_ERROR_NONE) {
+			djx_count(&djx_stats.stack_errors, 1);
+			a.nframes = 0;
+		}
+		rc = djx_emit_alloc_prepare(&p, jni, &a);
+	}
 	djx_dealloc(j, tsig);
 	if (rc < 0)
 		djx_count(&djx_stats.dropped, 1);

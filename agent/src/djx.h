@@ -36,6 +36,7 @@ enum {
 	REC_CLASS = 21,
 	REC_ROOT = 22,
 	REC_ROOTS_END = 23,
+	REC_ALLOC_RAW = 24,
 };
 
 /* Census kinds (CENSUS_START, CENSUS): at attach, and of large objects

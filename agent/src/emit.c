@@ -373,6 +373,31 @@ int djx_emit_alloc_prepare(struct djx_pending *p, JNIEnv *jni, const struct djx_
 	return p->w.err ? -1 : 0;
 }
 
+int djx_emit_alloc_raw_prepare(struct djx_pending *p, const struct djx_alloc *a, const struct djx_raw_frame *frames,
+			       int nframes, uint32_t end)
+{
+	size_t start;
+
+	pending_init(p);
+	p->rec = 0;
+	start = wb_begin(&p->w, REC_ALLOC_RAW);
+	wb_u64(&p->w, 0); /* time, stamped under the lock */
+	wb_u64(&p->w, 0); /* addr, read under the lock */
+	wb_u64(&p->w, a->size);
+	wb_u32(&p->w, a->tid);
+	wb_u32(&p->w, (uint32_t)nframes);
+	wb_u32(&p->w, end);
+	wb_str(&p->w, a->type);
+	for (int i = 0; i < nframes; i++) {
+		wb_u64(&p->w, frames[i].blob);
+		wb_u64(&p->w, frames[i].a);
+		wb_u64(&p->w, frames[i].b);
+	}
+	wb_u64(&p->w, 0); /* tag */
+	wb_end(&p->w, start);
+	return p->w.err ? -1 : 0;
+}
+
 int djx_emit_methods_locked(struct djx_pending *p)
 {
 	return append_methods_locked(p, p->w.len - p->rec);

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "unwind.h"
 #include "wbuf.h"
 
 /* HELLO, the session's first record, before the writer thread runs. */
@@ -55,6 +56,10 @@ struct djx_pending { /* on the caller's stack; what grows goes to the heap */
 	struct wbuf w;
 };
 int djx_emit_alloc_prepare(struct djx_pending *p, JNIEnv *jni, const struct djx_alloc *a); /* 0, 1 session over, -1 out of memory */
+/* ALLOC_RAW: an ALLOC whose frames the agent walked itself (unwind.h),
+ * named by the loader from the JVM's memory: no METHODs. The same steps. */
+int djx_emit_alloc_raw_prepare(struct djx_pending *p, const struct djx_alloc *a, const struct djx_raw_frame *frames,
+			       int nframes, uint32_t end); /* 0, -1 out of memory */
 int djx_emit_methods_locked(struct djx_pending *p); /* 0 appended with room for the record, -1 no room */
 void djx_emit_alloc_locked(struct djx_pending *p, uint64_t time, uint64_t addr, uint64_t tag);
 void djx_pending_free(struct djx_pending *p);

@@ -138,13 +138,26 @@ struct loop {
 	size_t ncmd;
 };
 
+/* The loader's 'A': an ERROR says why the stacks stay JVMTI's. */
+static void raw_stacks(void)
+{
+	char err[200], msg[256];
+
+	if (djx_alloc_raw_stacks(err, sizeof err) != 0) {
+		snprintf(msg, sizeof msg, "allocation stacks stay GetStackTrace's: %s", err);
+		djx_emit_error(msg);
+	}
+}
+
 /* Commands from the loader (agentwire.Command*), possibly split across
  * reads: 'Q' asks for the last batch and detach; 'H' and a u64
  * (little-endian) track objects of at least that many bytes without weak
  * references (big.c); 'P' and 'R' pause and resume allocation sampling
  * (only when attached); 'C' runs the census; 'K' sends the classes not
- * sent yet (types=1); 'G' sends the heap's roots (roots.c). Other bytes
- * are ignored. Returns 1 when a 'Q' came. */
+ * sent yet (types=1); 'G' sends the heap's roots (roots.c); 'A' has
+ * sampled allocations walk their own stacks (unwind.h: the loader names
+ * them from the JVM's memory). Other bytes are ignored. Returns 1 when a
+ * 'Q' came. */
 static int on_input(struct loop *l, const uint8_t *in, size_t len)
 {
 	int quit = 0;
@@ -163,6 +176,8 @@ static int on_input(struct loop *l, const uint8_t *in, size_t len)
 				l->types_req = 1;
 			else if (in[i] == 'G' && l->attached)
 				l->roots_req = 1;
+			else if (in[i] == 'A' && l->attached)
+				raw_stacks();
 			continue;
 		}
 		l->cmd[l->ncmd++] = in[i];

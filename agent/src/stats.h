@@ -18,6 +18,7 @@ struct djx_stats {
 	uint64_t tracked_live; /* a level, not a sum: stored under the session lock */
 	uint64_t census_ns;
 	uint64_t classes_sent, classes_dropped, types_ns;
+	uint64_t raw_stacks, raw_fallbacks; /* allocation stacks walked in-process, and walks that asked JVMTI instead */
 };
 extern struct djx_stats djx_stats;
 

@@ -13,7 +13,7 @@
 
 static struct {
 	const char *structs, *types;
-	uint64_t s_type, s_field, s_static, s_offset, s_address, s_stride;
+	uint64_t s_type, s_field, s_tstring, s_static, s_offset, s_address, s_stride;
 	uint64_t t_type, t_size, t_stride;
 } vm;
 
@@ -47,6 +47,7 @@ int djx_vm_init(char *err, size_t errlen)
 		return -1;
 	}
 	if (sym_u64("gHotSpotVMStructEntryTypeNameOffset", &vm.s_type) || sym_u64("gHotSpotVMStructEntryFieldNameOffset", &vm.s_field) ||
+	    sym_u64("gHotSpotVMStructEntryTypeStringOffset", &vm.s_tstring) ||
 	    sym_u64("gHotSpotVMStructEntryIsStaticOffset", &vm.s_static) || sym_u64("gHotSpotVMStructEntryOffsetOffset", &vm.s_offset) ||
 	    sym_u64("gHotSpotVMStructEntryAddressOffset", &vm.s_address) || sym_u64("gHotSpotVMStructEntryArrayStride", &vm.s_stride) ||
 	    sym_u64("gHotSpotVMTypeEntryTypeNameOffset", &vm.t_type) || sym_u64("gHotSpotVMTypeEntrySizeOffset", &vm.t_size) ||
@@ -91,6 +92,19 @@ int djx_vm_offset(const char *type, const char *field, uint64_t *off)
 	if (e == NULL || *(const int32_t *)(e + vm.s_static) != 0)
 		return -1;
 	*off = *(const uint64_t *)(e + vm.s_offset);
+	return 0;
+}
+
+int djx_vm_field(const char *type, const char *field, uint64_t *off, const char **ftype)
+{
+	const char *e = find_entry(type, field);
+
+	if (e == NULL || *(const int32_t *)(e + vm.s_static) != 0)
+		return -1;
+	*off = *(const uint64_t *)(e + vm.s_offset);
+	*ftype = *(const char *const *)(e + vm.s_tstring);
+	if (*ftype == NULL)
+		*ftype = "";
 	return 0;
 }
 

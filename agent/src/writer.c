@@ -315,6 +315,8 @@ static void put_stats(struct wbuf *w)
 	wb_u64(w, ld(&s->classes_sent));
 	wb_u64(w, ld(&s->classes_dropped));
 	wb_u64(w, ld(&s->types_ns));
+	wb_u64(w, ld(&s->raw_stacks));
+	wb_u64(w, ld(&s->raw_fallbacks));
 	wb_end(w, start);
 }
 

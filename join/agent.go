@@ -44,6 +44,9 @@ func (j *JVM) OnBatch(b *agentwire.Batch) {
 			j.syms.Add(r.ID, jvmsym.Method{ClassSig: r.ClassSig, Name: r.Name, Sig: r.Sig, SourceFile: r.SourceFile, Lines: lines})
 		case *agentwire.Alloc:
 			j.queueTimed(r.Time, r)
+		case *agentwire.AllocRaw:
+			// Named now, while the JVM still holds the code.
+			j.queueTimed(r.Time, j.nameRawAlloc(r))
 		case *agentwire.Interval:
 			j.queueTimed(r.Time, r)
 		case *agentwire.Free:
@@ -96,6 +99,8 @@ func (j *JVM) applyTimed(r agentwire.Record) {
 	switch r := r.(type) {
 	case *agentwire.Alloc:
 		j.onAlloc(r)
+	case *rawAlloc:
+		j.onRawAlloc(r)
 	case *agentwire.Interval:
 		if j.raisedAt == 0 {
 			j.raisedAt = r.Time

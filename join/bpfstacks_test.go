@@ -13,7 +13,8 @@ import (
 )
 
 // fakeCode is a code cache of two nmethods (scanA inlined in run at
-// 0x7000, main's at 0x8000) and the interpreter at 0x9000.
+// 0x7000, main's at 0x8000), the interpreter at 0x9000 and a runtime stub
+// at 0xA000.
 type fakeCode struct{}
 
 var errFake = errors.New("fake: no such code")
@@ -25,6 +26,8 @@ func (fakeCode) Frames(pc uint64) ([]vmcode.Frame, vmcode.Blob, error) {
 			vmcode.Blob{Start: 0x7000, Kind: vmcode.KindNMethod}, nil
 	case pc >= 0x8000 && pc < 0x8100:
 		return []vmcode.Frame{{Class: "Hot", Name: "main", Line: 30}}, vmcode.Blob{Start: 0x8000, Kind: vmcode.KindNMethod}, nil
+	case pc >= 0xA000 && pc < 0xA100:
+		return nil, vmcode.Blob{Start: 0xA000, Kind: vmcode.KindStub}, nil
 	}
 	return nil, vmcode.Blob{}, errFake
 }
@@ -87,5 +90,43 @@ func TestBPFStacksNamePaths(t *testing.T) {
 	notes := j.AgentNotes()
 	if len(notes) != 1 || !strings.Contains(notes[0], "1 frames of stacks unwound in BPF") || !strings.Contains(notes[0], "fake: no such code") {
 		t.Errorf("notes %q", notes)
+	}
+}
+
+// An ALLOC_RAW's frames are named as it arrives, by the resolver, with
+// the interpreter's top frame named from its slot (a call site: no
+// sampled frame); allocations with the same named stack share a site,
+// and a walk the resolver cannot finish ends with the reason.
+func TestRawAllocsNamed(t *testing.T) {
+	j := exactJVM(1)
+	j.OnBatch(batch(100, hello(100)))
+	j.UseBPFStacks(bpfstack.New(fakeCode{}))
+	raw := func(tm, addr uint64, fs ...agentwire.RawFrame) *agentwire.AllocRaw {
+		return &agentwire.AllocRaw{Time: tm, Addr: addr, Size: 1 << 20, TypeSig: "[J", Frames: fs, End: uint32(loader.UnwindEntry)}
+	}
+	stub := agentwire.RawFrame{Blob: 0xA000 | loader.FrameSized, A: 0xA010} // a runtime stub: no frame
+	compiled := agentwire.RawFrame{Blob: 0x7000 | loader.FrameSized, A: 0x7010}
+	interp := agentwire.RawFrame{Blob: 0x9000 | loader.FrameFP, A: 0x55, B: 31}
+	j.OnBatch(batch(200,
+		raw(110, 0x1000_0000, stub, compiled, agentwire.RawFrame{Blob: 0x8000 | loader.FrameSized, A: 0x8020}),
+		raw(120, 0x1010_0000, stub, compiled, agentwire.RawFrame{Blob: 0x8000 | loader.FrameSized, A: 0x8020}),
+		raw(130, 0x1020_0000, interp),
+		raw(140, 0x1030_0000, compiled, agentwire.RawFrame{Blob: 0x9000 | loader.FrameFP, A: 0x66, B: 1})))
+	j.Drain(true)
+	got := map[string]uint64{}
+	for _, o := range j.Report() {
+		got[strings.Join(o.AllocPath, " <- ")] += o.Objects
+	}
+	for k, v := range map[string]uint64{
+		"Hot.scanA:27 <- Hot.run:55 <- Hot.main:30": 2,
+		"Hot.main:31": 1,
+		"Hot.scanA:27 <- Hot.run:55 <- [stack cut: unreadable frame]": 1,
+	} {
+		if got[k] != v {
+			t.Errorf("site %q: %d objects, want %d (all: %v)", k, got[k], v, got)
+		}
+	}
+	if j.stats.AllocsTracked != 4 {
+		t.Errorf("%d allocations tracked, want 4", j.stats.AllocsTracked)
 	}
 }

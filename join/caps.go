@@ -68,6 +68,12 @@ func queuedBytes(r agentwire.Record) int {
 	switch r := r.(type) {
 	case *agentwire.Alloc:
 		return 128 + len(r.TypeSig) + 16*len(r.Frames)
+	case *rawAlloc:
+		n := 160 + len(r.rec.TypeSig)
+		for _, s := range r.names {
+			n += 16 + len(s)
+		}
+		return n
 	case *agentwire.Census:
 		return 128 + len(r.TypeSig)
 	case *agentwire.Reconcile:
@@ -152,6 +158,8 @@ func (j *JVM) admit(r agentwire.Record, wm uint64) bool {
 	why, bytes := "", false
 	switch r := r.(type) {
 	case *agentwire.Alloc:
+		why, bytes = j.admitObject(r.Time, r.Addr, ahead)
+	case *agentwire.AllocRaw:
 		why, bytes = j.admitObject(r.Time, r.Addr, ahead)
 	case *agentwire.Census:
 		why, bytes = j.admitObject(r.Time, r.Addr, ahead)

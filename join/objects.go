@@ -36,6 +36,7 @@ type object struct {
 type site struct {
 	typeSig   string
 	frames    []agentwire.Frame
+	names     []string             // the frames named already (an ALLOC_RAW's), instead of frames
 	census    agentwire.CensusKind // 0: sampled allocations
 	holder    uint32               // census: the holder chain (agentwire.CensusPath ID)
 	structure bool                 // a heap walk's data structure: objects counted, not tracked
@@ -109,6 +110,29 @@ func (j *JVM) internSite(k []byte, mk func() *site) int32 {
 
 // siteOverhead estimates a site's struct, pointer and index entry.
 const siteOverhead = 256
+
+// rawSiteOf is the site of an allocation whose stack came named.
+func (j *JVM) rawSiteOf(a *rawAlloc) int32 {
+	k := append(j.keyBuf[:0], 1) // apart from frame keys, whose type follows
+	k = append(k, a.rec.TypeSig...)
+	for _, n := range a.names {
+		k = append(k, 0)
+		k = append(k, n...)
+	}
+	return j.internSite(k, func() *site {
+		return &site{typeSig: a.rec.TypeSig, names: append([]string{}, a.names...)}
+	})
+}
+
+func (j *JVM) onRawAlloc(a *rawAlloc) {
+	si := j.rawSiteOf(a)
+	if !j.roomForObject(si) {
+		return
+	}
+	r := a.rec
+	j.track(si, r.Addr, r.Size, r.Tag, captureWeight(r.Size, j.interval))
+	j.stats.AllocsTracked++
+}
 
 func (j *JVM) onAlloc(a *agentwire.Alloc) {
 	si := j.siteOf(a)

@@ -14,9 +14,12 @@ func (j *JVM) Report() []report.Object {
 	byName := make(map[string]int)
 	var fields []map[string]uint64 // out index → samples by field
 	for _, s := range j.sites {
-		path := make([]string, len(s.frames))
-		for i, f := range s.frames {
-			path[i] = j.syms.Resolve(f.Method, f.BCI).String()
+		path := s.names
+		if path == nil {
+			path = make([]string, len(s.frames))
+			for i, f := range s.frames {
+				path[i] = j.syms.Resolve(f.Method, f.BCI).String()
+			}
 		}
 		siteName := "[no Java frames]"
 		if len(path) > 0 {
@@ -80,6 +83,8 @@ func (j *JVM) Stats() report.Stats {
 	st.StacksDropped = a.StacksDropped
 	st.HumongousUntagged = a.Untagged
 	st.HumongousFreed = a.UntaggedFreed
+	st.AllocRawStacks = a.RawStacks
+	st.AllocRawFallbacks = a.RawFallbacks
 	return st
 }
 

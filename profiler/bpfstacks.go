@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/bpfstack"
 	"github.com/djx-bpf/djx-bpf/loader"
 )
@@ -105,6 +106,12 @@ func (s *session) useBPFStacks() {
 	s.opts.Stacks = StacksBPF
 	if vt, ok := s.sampler.(vmThreadMarker); ok {
 		s.vmThreads = newVMThreads(s.pid, vt.VMThread)
+	}
+	// The agent walks sampled allocations' stacks itself from now on,
+	// instead of GetStackTrace (most of what a recorded allocation cost),
+	// and the join names them from the code cache as it does these.
+	if _, err := s.conn.Write([]byte{agentwire.CommandRawStacks}); err != nil {
+		s.addNote("allocation stacks stay GetStackTrace's: %v", err)
 	}
 }
 

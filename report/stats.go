@@ -57,6 +57,10 @@ type AgentStats struct {
 	AllocsBelowMin uint64 `json:"allocs_below_min" merge:"sum"`
 	AgentDropped   uint64 `json:"agent_dropped" merge:"sum"`
 	AgentErrors    uint64 `json:"agent_errors" merge:"sum"`
+	// Allocation stacks the agent walked itself (named from the JVM's
+	// memory), and walks that found no whole stack (GetStackTrace's).
+	AllocRawStacks    uint64 `json:"allocs_raw_stack,omitempty" merge:"sum"`
+	AllocRawFallbacks uint64 `json:"allocs_raw_fallback,omitempty" merge:"sum"`
 }
 
 // NamingStats say what named the samples' addresses beyond tracked

@@ -74,7 +74,8 @@ func setup(t *testing.T) {
 		if out, err := exec.Command(javac, "-d", classDir, "../../testdata/java/HotArrays.java", "../../testdata/java/AllocHeavy.java",
 			"../../testdata/java/GcHot.java", "../../testdata/java/Reuse.java", "../../testdata/java/HotPaths.java",
 			"../../testdata/java/Humongous.java", "../../testdata/java/CensusTruth.java", "../../testdata/java/LateBig.java",
-			"../../testdata/java/Storm.java", "../../testdata/java/TypeTruth.java", "../../testdata/java/ServiceTruth.java").CombinedOutput(); err != nil {
+			"../../testdata/java/Storm.java", "../../testdata/java/TypeTruth.java", "../../testdata/java/ServiceTruth.java",
+			"../../testdata/java/AllocPaths.java").CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("javac: %v\n%s", err, out)
 		}
 	})

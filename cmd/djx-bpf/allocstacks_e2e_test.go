@@ -18,7 +18,8 @@ import (
 // JIT left). With either, at least 95% of the tracked objects of each site
 // have its whole known path; the walked ones are most of the default
 // run's (those before the loader's 'A' are GetStackTrace's), with at most
-// 2% of walks falling back, and none of the agent run's.
+// 2% of walks falling back, and none of the agent run's (JDK 17: the
+// comparison; JDK 25: the walk alone).
 func TestAllocStacksGroundTruth(t *testing.T) {
 	setup(t)
 	at := func(method, marker string) string {
@@ -35,11 +36,15 @@ func TestAllocStacksGroundTruth(t *testing.T) {
 		"long[] C": {at("makeC", "SITE-C"), at("loopC", "CALL-C"), at("run", "RUN-C"), at("main", "MAIN")},
 	}
 	for name, home := range jdks() {
-		for _, stacks := range []string{"auto", "agent"} {
+		modes := []string{"auto", "agent"}
+		if name != "jdk17" {
+			modes = modes[:1]
+		}
+		for _, stacks := range modes {
 			t.Run(name+"/"+stacks, func(t *testing.T) {
 				out := filepath.Join(t.TempDir(), "r.json")
 				code, stdout, stderr := djx(t, "profile", "--stacks", stacks, "--format", "json", "-o", out, "--",
-					filepath.Join(home, "bin", "java"), "-Xmx512m", "-cp", classDir, "AllocPaths", "6")
+					filepath.Join(home, "bin", "java"), "-Xmx512m", "-cp", classDir, "AllocPaths", "4")
 				if code != 0 {
 					t.Fatalf("profile exited %d:\n%s\n%s", code, stdout, stderr)
 				}

@@ -367,3 +367,56 @@ func TestCensusOuterFrame(t *testing.T) {
 		})
 	}
 }
+
+// Censuses after GCs on a churning heap back off: AllocSite's bench loop
+// keeps only a ring of the latest 1 KiB arrays, so each census's finds are
+// dead by the next one's turn, and each gap is at least twice the last
+// (recensus=100 ms: 100, 200, 400, then at most 800 ms).
+func TestRecensusBacksOffOnChurn(t *testing.T) {
+	j := availableJDKs(t)[0]
+	flags := []string{"-XX:+UseSerialGC", "-Xmx64m", "-Xmn8m"}
+	v := startMain(t, j, "interval=1m,minsize=1024,census=1,recensus=100", true, flags, "AllocSite", "bench", "kib", "4")
+	var starts []uint64
+	var found []uint64
+	timeout := time.After(30 * time.Second)
+	for done := false; !done; {
+		select {
+		case be, ok := <-v.batches:
+			if !ok || be.err != nil {
+				done = true
+				break
+			}
+			for _, r := range be.b.Records {
+				switch r := r.(type) {
+				case *agentwire.CensusStart:
+					if r.Kind == agentwire.CensusAfterGC {
+						starts = append(starts, r.Time)
+					}
+				case *agentwire.CensusEnd:
+					if r.Kind == agentwire.CensusAfterGC {
+						found = append(found, r.Objects)
+					}
+				}
+			}
+		case <-timeout:
+			t.Fatal("the workload did not end")
+		}
+	}
+	var gaps []time.Duration
+	for i := 1; i < len(starts); i++ {
+		gaps = append(gaps, time.Duration(starts[i]-starts[i-1]))
+	}
+	t.Logf("%s: %d censuses after GCs, new objects %v, gaps %v", j.name, len(starts), found, gaps)
+	if len(starts) < 3 {
+		t.Fatalf("%d censuses after GCs in 5 s, want at least 3 (their first gaps are 100-400 ms)", len(starts))
+	}
+	for i := 1; i < len(gaps); i++ {
+		want := min(2*gaps[i-1], 800*time.Millisecond) * 9 / 10
+		if gaps[i] < want {
+			t.Errorf("gap %d is %v after %v: want at least %v (the finds died: back off)", i, gaps[i], gaps[i-1], want)
+		}
+	}
+	if len(starts) > 8 {
+		t.Errorf("%d censuses after GCs in 5 s, want the backoff to keep them to 8", len(starts))
+	}
+}

@@ -45,6 +45,38 @@
  * allocated. */
 #define RECENSUS_SHARE 400u
 #define RECENSUS_START_NS 20000000ull
+/* A census after a GC that found nothing new, or whose new objects had
+ * mostly died by the time the next one is due (a quarter or fewer tracked
+ * still), doubles the least time to the next, up to RECENSUS_BACKOFF times
+ * recensus_ms; one whose finds lived resets it. On a churning heap the
+ * censuses found only objects about to die (docs/census.md). */
+#define RECENSUS_BACKOFF 8u
+
+/* The tags of the objects the last census after a GC tracked (ascending:
+ * tags are handed out in order), and how many of them are humongous ones,
+ * which are not in the tracking table and count as alive. Writer thread
+ * and the census's emit (lock held). */
+static struct {
+	uint64_t *tags;
+	size_t n, cap, big;
+} fresh;
+
+static void fresh_add(uint64_t tag, int big)
+{
+	if (big) {
+		fresh.big++;
+		return;
+	}
+	if (fresh.n == fresh.cap) {
+		size_t cap = fresh.cap ? 2 * fresh.cap : 1024;
+		uint64_t *v = realloc(fresh.tags, cap * sizeof *v);
+		if (v == NULL)
+			return; /* not judged by it: counts as dead, a later census comes */
+		fresh.tags = v;
+		fresh.cap = cap;
+	}
+	fresh.tags[fresh.n++] = tag;
+}
 
 /* Phase 1. */
 static jint JNICALL iter_cb(jlong class_tag, jlong size, jlong *tag_ptr, jint length, void *ud)
@@ -173,6 +205,8 @@ static void emit_chunk_locked(struct target *tv, size_t *i, size_t end, uint64_t
 			t->ref = NULL; /* the tracking table owns it now */
 		}
 		o.type = t->cls >= 0 ? cs.cls[t->cls].sig : t->sig;
+		if (cs.kind == DJX_CENSUS_AFTER_GC)
+			fresh_add(o.tag, djx_big_wants(t->size));
 		djx_emit_census_locked(&o);
 		(*objects)++;
 		*bytes += t->size;
@@ -558,7 +592,31 @@ static uint64_t heap_used(JNIEnv *env)
  * used bytes then. Writer thread only. */
 static struct {
 	uint64_t last, spent, cost, heap;
+	uint64_t gap;    /* least time to the next census after a GC (0: recensus_ms) */
+	int ran, judged; /* one ran; the last one's finds were judged by their survival */
 } sched;
+
+/* Judges the last census after a GC by how many of its new objects are
+ * tracked still, once, and sets the least time to the next. */
+static void judge_last(uint64_t base)
+{
+	size_t found = fresh.n + fresh.big, alive = 0;
+
+	if (sched.judged || !sched.ran)
+		return;
+	sched.judged = 1;
+	if (found > 0) {
+		djx_lock();
+		alive = djx_track_alive_locked(fresh.tags, fresh.n) + fresh.big;
+		djx_unlock();
+	}
+	if (4 * alive <= found) {
+		uint64_t g = 2 * (sched.gap ? sched.gap : base);
+		sched.gap = g < RECENSUS_BACKOFF * base ? g : RECENSUS_BACKOFF * base;
+	} else {
+		sched.gap = base;
+	}
+}
 
 /* A census of large objects after a GC, when the allocation budget has
  * raised the sampling interval so far that an object of min size would be
@@ -576,6 +634,9 @@ static int recensus_due(JNIEnv *env, uint64_t since, uint64_t *used)
 		return 0;
 	if (now - sched.last < o->recensus_ms * 1000000ull)
 		return 0;
+	judge_last(o->recensus_ms * 1000000ull);
+	if (sched.gap != 0 && now - sched.last < sched.gap)
+		return 0;
 	*used = heap_used(env);
 	if (sched.heap != 0 && *used != 0)
 		next = (uint64_t)((double)sched.cost * (double)*used / (double)sched.heap);
@@ -585,9 +646,15 @@ static int recensus_due(JNIEnv *env, uint64_t since, uint64_t *used)
 static int run(JNIEnv *env, uint32_t kind, uint64_t used)
 {
 	uint64_t pause, cpu = djx_thread_ns();
-	int rc = census(env, kind, kind == DJX_CENSUS_ATTACH && djx_cfg->opt.census == 2,
-			djx_cfg->opt.census_budget_us * 1000ull, &pause);
+	int rc;
 
+	if (kind == DJX_CENSUS_AFTER_GC) {
+		fresh.n = fresh.big = 0;
+		sched.ran = 1;
+		sched.judged = 0;
+	}
+	rc = census(env, kind, kind == DJX_CENSUS_ATTACH && djx_cfg->opt.census == 2,
+		    djx_cfg->opt.census_budget_us * 1000ull, &pause);
 	sched.last = djx_now_ns();
 	/* Its cost is the pause and this thread's work on what it found,
 	 * which on a heap of many large objects is more than the pause. */

@@ -267,12 +267,17 @@ static __always_inline void count(__u32 slot)
 		*v += 1;
 }
 
-// read_insns copies the 16 bytes before and at ip, in two reads: the bytes
-// before ip may sit on an unmapped page even when the instruction at ip is
-// readable, and vice versa.
+// read_insns copies the 16 bytes before and at ip (before[] and at[] are
+// adjacent): in one read when both lie on one page, as nearly always, else
+// in two, since the bytes before ip may sit on an unmapped page even when
+// the instruction at ip is readable, and vice versa. Each read is a helper
+// call, dearer than the copy.
 static __always_inline __u32 read_insns(struct sample *s, __u64 ip)
 {
 	__u32 flags = 0;
+	if (((ip - INSN_BYTES) >> 12) == ((ip + INSN_BYTES - 1) >> 12) &&
+	    bpf_probe_read_user(s->before, 2 * INSN_BYTES, (void *)(ip - INSN_BYTES)) == 0)
+		return SAMPLE_BEFORE_OK | SAMPLE_AT_OK;
 	if (bpf_probe_read_user(s->before, INSN_BYTES, (void *)(ip - INSN_BYTES)) == 0)
 		flags |= SAMPLE_BEFORE_OK;
 	else

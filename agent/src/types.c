@@ -126,17 +126,14 @@ static uint64_t read_word(uintptr_t addr)
 }
 
 /* Reads out[i], the Klass* of ks[i] (the word at the mirror's klass
- * offset), for i < n, then out[n + i], the word at extra[i] (0 at 0), for
- * i < nextra, in one read within one GC epoch; -1 if GCs kept getting in
- * the way (~20 ms). */
-static int klasses_and_words(const jclass *ks, size_t n, const uintptr_t *extra, size_t nextra, uint64_t *out)
+ * offset), for i < n, in one read within one GC epoch; -1 if GCs kept
+ * getting in the way (~20 ms). */
+static int klasses_of(const jclass *ks, size_t n, uint64_t *out)
 {
 	struct timespec nap = {.tv_nsec = 1000000};
-	uintptr_t *addr = malloc((n + nextra + 1) * sizeof *addr);
+	uintptr_t *addr = malloc((n + 1) * sizeof *addr);
 	int rc = -1;
 
-	for (size_t i = 0; i < nextra && addr != NULL; i++)
-		addr[n + i] = extra[i];
 	for (int tries = 0; tries < 20 && addr != NULL; tries++) {
 		uint64_t s;
 		if (djx_epoch_begin(&s) == 0) {
@@ -144,7 +141,7 @@ static int klasses_and_words(const jclass *ks, size_t n, const uintptr_t *extra,
 				uintptr_t m = oop_of(ks[i]);
 				addr[i] = m ? m + (uintptr_t)ty.klass_off : 0;
 			}
-			read_words(addr, n + nextra, out);
+			read_words(addr, n, out);
 			if (djx_epoch_same(s)) {
 				rc = 0;
 				break;
@@ -156,11 +153,6 @@ static int klasses_and_words(const jclass *ks, size_t n, const uintptr_t *extra,
 	}
 	free(addr);
 	return rc;
-}
-
-static int klasses_of(const jclass *ks, size_t n, uint64_t *out)
-{
-	return klasses_and_words(ks, n, NULL, 0, out);
 }
 
 static uint64_t mirror_klass(jclass k)
@@ -590,6 +582,16 @@ static int own_fields(jvmtiEnv *j, jclass k, const char *sig, struct own *o)
 	return 0;
 }
 
+/* out[i] = the word at a[i] (0 at 0): words of static jfieldIDs' JNIids,
+ * which live in the C heap as long as their class. Plain loads: only with
+ * ty.statics, i.e. once the self-check found static jfieldIDs to be
+ * JNIids. (A process_vm_readv of them cost ClassPrepare most of its time.) */
+static void jniid_words(const uintptr_t *a, size_t n, uint64_t *out)
+{
+	for (size_t i = 0; i < n; i++)
+		out[i] = a[i] != 0 && ty.statics ? *(const volatile uint64_t *)a[i] : 0;
+}
+
 static void own_free(jvmtiEnv *j, struct own *o)
 {
 	djx_dealloc(j, o->ids);
@@ -659,7 +661,7 @@ static int send_listed(jvmtiEnv *j, JNIEnv *jni, jclass k, const char *sig, uint
 
 	if (own_fields(j, k, sig, &o) == 0) {
 		if (o.nids > 0)
-			read_words(o.a, 2 * (size_t)o.nids, o.w + 1);
+			jniid_words(o.a, 2 * (size_t)o.nids, o.w + 1);
 		rc = send_class(j, jni, k, sig, klass, &o, 1);
 	}
 	own_free(j, &o);
@@ -821,12 +823,12 @@ void djx_types_prepare(jvmtiEnv *j, JNIEnv *jni, jclass k)
 	__atomic_add_fetch(&ty.inflight, 1, __ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(&ty.on, __ATOMIC_SEQ_CST) || jni == NULL)
 		goto out;
-	/* One read for the klass word and the statics' JNIids: each read is a
-	 * system call, dear in a guest without PCID. */
+	/* The klass word is read safely (a GC may move the mirror), the
+	 * statics' JNIids plainly (jniid_words). */
 	if ((*j)->GetClassSignature(j, k, &sig, NULL) != JVMTI_ERROR_NONE || sig == NULL ||
-	    own_fields(j, k, sig, &o) != 0 || klasses_and_words(&k, 1, o.a, 2 * (size_t)o.nids, o.w) != 0 ||
-	    (klass = o.w[0]) == 0)
+	    own_fields(j, k, sig, &o) != 0 || klasses_of(&k, 1, o.w) != 0 || (klass = o.w[0]) == 0)
 		goto out;
+	jniid_words(o.a, 2 * (size_t)o.nids, o.w + 1);
 	sent = send_class(j, jni, k, sig, klass, &o, 0);
 	if (sent == 0) {
 		mark_sent(key_of(klass, sig), klass);

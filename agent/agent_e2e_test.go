@@ -327,6 +327,19 @@ func (v *jvm) send(line string) {
 	}
 }
 
+// finish has the workload exit, adds the rest of the stream (which must
+// end at EOF) to s and waits for java to exit.
+func (v *jvm) finish(t *testing.T, s *stream) {
+	t.Helper()
+	v.send("exit")
+	bs, err := v.rest()
+	if err != io.EOF {
+		t.Errorf("stream end: %v, want EOF", err)
+	}
+	s.add(t, bs)
+	v.exit()
+}
+
 // exit waits for java to exit and checks that it exited with code 0.
 func (v *jvm) exit() {
 	v.t.Helper()
@@ -511,13 +524,7 @@ func TestAgentLaunch(t *testing.T) {
 					}
 				}
 
-				v.send("exit")
-				bs, err := v.rest()
-				if err != io.EOF {
-					t.Errorf("stream end: %v, want EOF", err)
-				}
-				s.add(t, bs)
-				v.exit()
+				v.finish(t, &s)
 				if s.bye == nil || s.bye.Reason != "vmdeath" {
 					t.Errorf("BYE = %+v, want vmdeath", s.bye)
 				}

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -75,13 +74,7 @@ func TestAgentRawStacks(t *testing.T) {
 					t.Logf("ALLOC_RAW of %d bytes: %v (%s)", a.Size, names, p.Missing)
 				}
 			}
-			v.send("exit")
-			bs, err := v.rest()
-			if err != io.EOF {
-				t.Errorf("stream end: %v, want EOF", err)
-			}
-			s.add(t, bs)
-			v.exit()
+			v.finish(t, &s)
 			t.Logf("%s: after 'A' %d ALLOC_RAW (%d with the whole known stack), %d ALLOC; STATS raw %d, fallbacks %d",
 				j.name, len(s.raw), whole, len(s.allocs)-before, s.stats.RawStacks, s.stats.RawFallbacks)
 			if len(s.raw) < 100 || whole != len(s.raw) || len(s.allocs) != before {

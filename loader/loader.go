@@ -364,26 +364,7 @@ func (s *Sampler) DropHeaderMask(k sample.HeaderKey) error {
 // dropHeaderMasks drops pid's header masks: a later process with its pid
 // must not inherit them.
 func (s *Sampler) dropHeaderMasks(pid int) error {
-	var (
-		k    bpf.DjxHdrKey
-		v    uint32
-		mine []bpf.DjxHdrKey
-	)
-	it := s.maps.HdrMasks.Iterate()
-	for it.Next(&k, &v) {
-		if k.Pid == uint32(pid) {
-			mine = append(mine, k)
-		}
-	}
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("list header masks: %w", err)
-	}
-	for _, k := range mine {
-		if err := s.maps.HdrMasks.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("drop header mask: %w", err)
-		}
-	}
-	return nil
+	return dropKeys(s.maps.HdrMasks, "header masks", func(k *bpf.DjxHdrKey) bool { return k.Pid == uint32(pid) })
 }
 
 // dropThreads deletes pid's entries from m, a map keyed by thread (nil:
@@ -392,23 +373,28 @@ func dropThreads(m *ebpf.Map, pid int) error {
 	if m == nil {
 		return nil
 	}
+	return dropKeys(m, "threads", func(k *bpf.DjxThreadKey) bool { return k.Tgid == uint32(pid) })
+}
+
+// dropKeys deletes the keys of m that mine picks (what: for errors).
+func dropKeys[K any](m *ebpf.Map, what string, mine func(*K) bool) error {
 	var (
-		k    bpf.DjxThreadKey
-		mine []bpf.DjxThreadKey
+		k    K
+		keys []K
 	)
 	v := make([]byte, m.ValueSize())
 	it := m.Iterate()
 	for it.Next(&k, &v) {
-		if k.Tgid == uint32(pid) {
-			mine = append(mine, k)
+		if mine(&k) {
+			keys = append(keys, k)
 		}
 	}
 	if err := it.Err(); err != nil {
-		return fmt.Errorf("list threads: %w", err)
+		return fmt.Errorf("list %s: %w", what, err)
 	}
-	for _, k := range mine {
+	for _, k := range keys {
 		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("drop thread: %w", err)
+			return fmt.Errorf("drop %s: %w", what, err)
 		}
 	}
 	return nil

@@ -82,17 +82,42 @@ func textRange(t *testing.T) (lo, hi uint64) {
 	return 0, 0
 }
 
+// fakeCodeText is this binary's text and fakeBlob's address, or skips
+// when they are not laid out for a fake code cache of one segment.
+func fakeCodeText(t *testing.T) (lo, hi, blob uint64) {
+	t.Helper()
+	lo, hi = textRange(t)
+	blob = uint64(uintptr(unsafe.Pointer(&fakeBlob)))
+	if blob < lo || blob-lo >= 1<<32 || blob&7 != 0 || hi-lo >= 1<<31 {
+		t.Skipf("text %#x-%#x and data %#x not laid out for a fake code cache", lo, hi, blob)
+	}
+	return lo, hi, blob
+}
+
+// setFakeCodeCache gives the unwinder the text as one code heap whose one
+// blob, fakeBlob, has depthRecurse's frame size: every frame of the
+// recursion is a fixed-size "compiled" one. (Go keeps frame pointers, but
+// walked as rbp-linked Java frames their slot at rbp - 8, the
+// interpreter's sender sp, holds whatever the stack held before: the walk
+// may stop early as a bad frame.)
+func setFakeCodeCache(t *testing.T, s *Sampler, lo, hi, blob uint64) {
+	t.Helper()
+	heap := CodeHeap{Low: lo, High: hi, Segmap: uint64(uintptr(unsafe.Pointer(&segMap))), SegmapLen: 1, Log2SegmentSize: 31}
+	layout := CodeLayout{HeapBlockSize: uint32(blob - lo), FrameSize: 0, FrameComplete: 4, CodeBegin: 8, CompileID: 16}
+	fakeBlob.words = int32(depthFrame.Load() / 8)
+	fakeBlob.compileID = 7
+	if err := s.SetUnwind(os.Getpid(), []CodeHeap{heap}, layout); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A stack deeper than the unwinder walks is cut after exactly
 // MaxUnwindFrames frames, for depth, and the walk (32 tail-called runs)
 // ends there: this binary's text stands in for the code cache, so that
 // every frame of a Go recursion of 300 is a fixed-size "compiled" frame.
 func TestUnwindDepthCap(t *testing.T) {
 	s := openOrSkip(t, Config{Source: Decode, Freq: 1000, Unwind: true})
-	lo, hi := textRange(t)
-	blob := uint64(uintptr(unsafe.Pointer(&fakeBlob)))
-	if blob < lo || blob-lo >= 1<<32 || blob&7 != 0 || hi-lo >= 1<<31 {
-		t.Skipf("text %#x-%#x and data %#x not laid out for a fake code cache", lo, hi, blob)
-	}
+	lo, hi, blob := fakeCodeText(t)
 	depthStop.Store(false)
 	done := make(chan struct{})
 	go func() { depthSink.Add(depthRecurse(300, new(byte))); close(done) }()
@@ -104,17 +129,7 @@ func TestUnwindDepthCap(t *testing.T) {
 		}
 	}
 	defer func() { depthStop.Store(true); <-done }()
-	heap := CodeHeap{Low: lo, High: hi, Segmap: uint64(uintptr(unsafe.Pointer(&segMap))), SegmapLen: 1, Log2SegmentSize: 31}
-	layout := CodeLayout{HeapBlockSize: uint32(blob - lo), FrameSize: 0, FrameComplete: 4, CodeBegin: 8, CompileID: 16}
-	// Fixed-size frames. (Go keeps frame pointers, but walked as
-	// rbp-linked Java frames their slot at rbp - 8, the interpreter's
-	// sender sp, holds whatever the stack held before: the walk may stop
-	// early as a bad frame.)
-	fakeBlob.words = int32(depthFrame.Load() / 8)
-	fakeBlob.compileID = 7
-	if err := s.SetUnwind(os.Getpid(), []CodeHeap{heap}, layout); err != nil {
-		t.Fatal(err)
-	}
+	setFakeCodeCache(t, s, lo, hi, blob)
 	since := Now() // samples before had no code cache
 	samples := collect(t, s, 300, func(stop <-chan struct{}) { <-stop })
 	cut, deep := 0, 0
@@ -146,11 +161,7 @@ func TestUnwindDepthCap(t *testing.T) {
 // walked again; RemovePID drops the process's marks.
 func TestVMThreadSkipsWalk(t *testing.T) {
 	s := openOrSkip(t, Config{Source: Decode, Freq: 1000, Unwind: true})
-	lo, hi := textRange(t)
-	blob := uint64(uintptr(unsafe.Pointer(&fakeBlob)))
-	if blob < lo || blob-lo >= 1<<32 || blob&7 != 0 || hi-lo >= 1<<31 {
-		t.Skipf("text %#x-%#x and data %#x not laid out for a fake code cache", lo, hi, blob)
-	}
+	lo, hi, blob := fakeCodeText(t)
 	depthStop.Store(false)
 	tids := make(chan uint32, 1)
 	done := make(chan struct{})
@@ -166,13 +177,7 @@ func TestVMThreadSkipsWalk(t *testing.T) {
 		runtime.Gosched()
 	}
 	defer func() { depthStop.Store(true); <-done }()
-	heap := CodeHeap{Low: lo, High: hi, Segmap: uint64(uintptr(unsafe.Pointer(&segMap))), SegmapLen: 1, Log2SegmentSize: 31}
-	layout := CodeLayout{HeapBlockSize: uint32(blob - lo), FrameSize: 0, FrameComplete: 4, CodeBegin: 8, CompileID: 16}
-	fakeBlob.words = int32(depthFrame.Load() / 8)
-	fakeBlob.compileID = 7
-	if err := s.SetUnwind(os.Getpid(), []CodeHeap{heap}, layout); err != nil {
-		t.Fatal(err)
-	}
+	setFakeCodeCache(t, s, lo, hi, blob)
 	// phase counts the recursing thread's samples from now on: walked
 	// (frames) and skipped (none, ended as without Java frames).
 	phase := func() (walked, skipped int) {

@@ -5,8 +5,10 @@
 //                                 (1 KiB) arrays plus SMALL int[2], keep them
 //                                 all, print "READY <System.nanoTime()>", then
 //                                 repeat per stdin line until EOF or "exit".
-//   java AllocSite bench KIND SECS allocate KIND ("kib" = long[126], "small" =
-//                                 int[2]) in a loop, print "RATE <allocs/s>".
+//   java AllocSite bench KIND SECS [RING]
+//                                 allocate KIND ("kib" = long[126], "small" =
+//                                 int[2], "big" = long[8192]) in a loop into a
+//                                 ring of RING (4096) slots, print "RATE <allocs/s>".
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 
@@ -36,12 +38,13 @@ public class AllocSite {
         }
     }
 
-    static long run(boolean kib, Object[] ring, double secs) {
+    static long run(String kind, Object[] ring, double secs) {
         long deadline = System.nanoTime() + (long) (secs * 1e9);
         long n = 0;
+        boolean kib = kind.equals("kib"), big = kind.equals("big");
         while (System.nanoTime() < deadline) {
             for (int i = 0; i < ring.length; i++) {
-                ring[i] = kib ? new long[126] : new int[2];
+                ring[i] = kib ? new long[126] : big ? new long[8192] : new int[2];
             }
             n += ring.length;
         }
@@ -50,12 +53,12 @@ public class AllocSite {
 
     public static void main(String[] args) throws Exception {
         if (args[0].equals("bench")) {
-            boolean kib = args[1].equals("kib");
+            String kind = args[1];
             double secs = Double.parseDouble(args[2]);
-            Object[] ring = new Object[4096];
-            run(kib, ring, 1.0); // warm up: JIT
+            Object[] ring = new Object[args.length > 3 ? Integer.parseInt(args[3]) : 4096];
+            run(kind, ring, 1.0); // warm up: JIT
             long t0 = System.nanoTime();
-            long n = run(kib, ring, secs);
+            long n = run(kind, ring, secs);
             double rate = n / ((System.nanoTime() - t0) / 1e9);
             System.out.println("RATE " + (long) rate);
             return;

@@ -153,12 +153,6 @@ static struct {
 	int valid;
 } seen;
 
-static int cmp_addr(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static int tracked_refresh_locked(void)
 {
 	size_t n;
@@ -173,7 +167,7 @@ static int tracked_refresh_locked(void)
 		return -1;
 	seen.n = (size_t)djx_track_addrs_locked(seen.v, n);
 	seen.n += djx_big_addrs_locked(seen.v + seen.n, n - seen.n);
-	qsort(seen.v, seen.n, sizeof *seen.v, cmp_addr);
+	qsort(seen.v, seen.n, sizeof *seen.v, djx_cmp_u64);
 	seen.epoch = djx_epoch_starts_locked();
 	seen.valid = 1;
 	return 0;
@@ -181,7 +175,7 @@ static int tracked_refresh_locked(void)
 
 static int tracked(uint64_t addr)
 {
-	return bsearch(&addr, seen.v, seen.n, sizeof *seen.v, cmp_addr) != NULL;
+	return bsearch(&addr, seen.v, seen.n, sizeof *seen.v, djx_cmp_u64) != NULL;
 }
 
 /* Tracks the targets [*i, end) and appends their CENSUS records; lock

@@ -279,12 +279,6 @@ static int append_methods_locked(struct djx_pending *p, size_t rec_len)
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Appends rec[0..len) after METHOD records for the ids (any order,
  * duplicates and 0 allowed) not yet described, stamping the u64 at
  * rec + time_off (unless NO_TIME) under the lock. 0 appended, 1 the
@@ -304,7 +298,7 @@ static int emit_with_methods(JNIEnv *jni, const uint64_t *ids, size_t nids, uint
 	for (size_t i = 0; i < nids; i++)
 		if (ids[i] != 0)
 			p.ids[nu++] = ids[i];
-	qsort(p.ids, nu, sizeof *p.ids, cmp_u64);
+	qsort(p.ids, nu, sizeof *p.ids, djx_cmp_u64);
 	djx_lock();
 	if (djx_detached_locked()) {
 		djx_unlock();

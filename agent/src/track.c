@@ -73,18 +73,12 @@ int djx_track_add_locked(uint64_t tag, jweak ref, uint64_t addr)
 	return 0;
 }
 
-static int cmp_tag(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 size_t djx_track_alive_locked(const uint64_t *tags, size_t n)
 {
 	size_t alive = 0;
 
 	for (size_t i = 0; i < trk.n && n > 0; i++)
-		if (bsearch(&trk.v[i].tag, tags, n, sizeof *tags, cmp_tag) != NULL)
+		if (bsearch(&trk.v[i].tag, tags, n, sizeof *tags, djx_cmp_u64) != NULL)
 			alive++;
 	return alive;
 }

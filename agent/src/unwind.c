@@ -54,7 +54,6 @@ int djx_unwind_init(char *err, size_t errlen)
 {
 	void *const *heaps_p;
 	uint64_t o_len, o_data, o_mem, o_segmap, o_log2, o_low, o_high;
-	const char *ft;
 
 	if (__atomic_load_n(&uw.ready, __ATOMIC_ACQUIRE))
 		return 0;
@@ -65,7 +64,7 @@ int djx_unwind_init(char *err, size_t errlen)
 	    (djx_vm_offset("GrowableArrayBase", "_len", &o_len) && djx_vm_offset("GenericGrowableArray", "_len", &o_len)) ||
 	    djx_vm_offset("GrowableArray<int>", "_data", &o_data) || djx_vm_offset("CodeHeap", "_memory", &o_mem) ||
 	    djx_vm_offset("CodeHeap", "_segmap", &o_segmap) || djx_vm_offset("CodeHeap", "_log2_segment_size", &o_log2) ||
-	    djx_vm_field("VirtualSpace", "_low", &o_low, &ft) || djx_vm_field("VirtualSpace", "_high", &o_high, &ft) ||
+	    djx_vm_offset("VirtualSpace", "_low", &o_low) || djx_vm_offset("VirtualSpace", "_high", &o_high) ||
 	    djx_vm_type_size("HeapBlock", &uw.hb_size) || int_field("CodeBlob", "_frame_size", &uw.off_frame_size) ||
 	    int_field("nmethod", "_compile_id", &uw.off_compile_id)) {
 		snprintf(err, errlen, "the code cache's layout is not in vmStructs");

@@ -44,6 +44,12 @@ void djx_log(const char *fmt, ...)
 	fprintf(stderr, DJX_LOG "%s\n", line);
 }
 
+int djx_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 void djx_dealloc(jvmtiEnv *j, void *p)
 {
 	if (p != NULL)

@@ -20,6 +20,7 @@ uint32_t djx_tid(void); /* the kernel's id of the calling thread */
 /* One line on stderr, prefixed with DJX_LOG. */
 __attribute__((format(printf, 1, 2))) void djx_log(const char *fmt, ...);
 void djx_dealloc(jvmtiEnv *j, void *p); /* JVMTI Deallocate; p may be NULL */
+int djx_cmp_u64(const void *a, const void *b); /* qsort and bsearch of uint64_t, ascending */
 /* A JVMTI environment of its own for a heap walk (tags, and with lines
  * the frames' line numbers and, at start-up only, local names); NULL
  * when the JVM refuses one. Its tags go with DisposeEnvironment. */

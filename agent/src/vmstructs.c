@@ -85,16 +85,6 @@ void *djx_vm_static(const char *type, const char *field)
 	return *(void *const *)(e + vm.s_address);
 }
 
-int djx_vm_offset(const char *type, const char *field, uint64_t *off)
-{
-	const char *e = find_entry(type, field);
-
-	if (e == NULL || *(const int32_t *)(e + vm.s_static) != 0)
-		return -1;
-	*off = *(const uint64_t *)(e + vm.s_offset);
-	return 0;
-}
-
 int djx_vm_field(const char *type, const char *field, uint64_t *off, const char **ftype)
 {
 	const char *e = find_entry(type, field);
@@ -106,6 +96,13 @@ int djx_vm_field(const char *type, const char *field, uint64_t *off, const char 
 	if (*ftype == NULL)
 		*ftype = "";
 	return 0;
+}
+
+int djx_vm_offset(const char *type, const char *field, uint64_t *off)
+{
+	const char *ftype;
+
+	return djx_vm_field(type, field, off, &ftype);
 }
 
 int djx_vm_type_size(const char *type, uint64_t *size)

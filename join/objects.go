@@ -125,21 +125,20 @@ func (j *JVM) rawSiteOf(a *rawAlloc) int32 {
 }
 
 func (j *JVM) onRawAlloc(a *rawAlloc) {
-	si := j.rawSiteOf(a)
-	if !j.roomForObject(si) {
-		return
-	}
-	r := a.rec
-	j.track(si, r.Addr, r.Size, r.Tag, captureWeight(r.Size, j.interval))
-	j.stats.AllocsTracked++
+	j.trackAlloc(j.rawSiteOf(a), a.rec.Addr, a.rec.Size, a.rec.Tag)
 }
 
 func (j *JVM) onAlloc(a *agentwire.Alloc) {
-	si := j.siteOf(a)
+	j.trackAlloc(j.siteOf(a), a.Addr, a.Size, a.Tag)
+}
+
+// trackAlloc tracks a sampled allocation of site si, weighted by its
+// chance of capture.
+func (j *JVM) trackAlloc(si int32, addr, size, tag uint64) {
 	if !j.roomForObject(si) {
 		return // past a per-JVM cap (caps.go)
 	}
-	j.track(si, a.Addr, a.Size, a.Tag, captureWeight(a.Size, j.interval))
+	j.track(si, addr, size, tag, captureWeight(size, j.interval))
 	j.stats.AllocsTracked++
 }
 

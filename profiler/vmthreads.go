@@ -17,7 +17,7 @@ import (
 // walks find them, never cost the read.
 type vmThreads struct {
 	pid    int
-	judged map[uint32]bool
+	judged map[uint32]struct{}
 	mark   func(pid int, tid uint32) error
 	failed bool // a mark was refused: no more tries
 }
@@ -26,7 +26,7 @@ type vmThreads struct {
 const maxJudged = 4096
 
 func newVMThreads(pid int, mark func(pid int, tid uint32) error) *vmThreads {
-	return &vmThreads{pid: pid, judged: make(map[uint32]bool), mark: mark}
+	return &vmThreads{pid: pid, judged: make(map[uint32]struct{}), mark: mark}
 }
 
 // see judges the thread of smp if its walk found no Java frames.
@@ -41,9 +41,8 @@ func (v *vmThreads) see(smp *loader.Sample) {
 		clear(v.judged)
 	}
 	comm, err := procfs.Read("/proc", v.pid, "task/"+strconv.FormatUint(uint64(smp.TID), 10)+"/comm")
-	own := err == nil && hotspotThread(strings.TrimSuffix(string(comm), "\n"))
-	v.judged[smp.TID] = own
-	if own && v.mark(v.pid, smp.TID) != nil {
+	v.judged[smp.TID] = struct{}{}
+	if err == nil && hotspotThread(strings.TrimSuffix(string(comm), "\n")) && v.mark(v.pid, smp.TID) != nil {
 		v.failed = true
 	}
 }

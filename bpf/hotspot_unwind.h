@@ -384,6 +384,8 @@ static __always_inline int uw_frame(const struct unwind_target *ut, struct uw_st
 	struct uw_cache_entry *e = &cache[uw_slot(st->pc) & (UW_CACHE_SLOTS - 1)];
 	__u64 blob;
 	__s32 words;
+	// The hit and the miss each unwind a fixed-size frame themselves:
+	// joined after the if, their paths doubled the verifier's work.
 	if (e->pc == st->pc && e->gen == (__u32)UW_READ(ut->gen) && uw_cached(ut, st, e)) {
 		words = e->words;
 		if (words < 0 || words > (1 << 16))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 	"github.com/djx-bpf/djx-bpf/vmstructs"
 )
 
@@ -40,7 +41,7 @@ func BenchmarkWalkLive(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				mem := ProcessMem(gt.pid)
+				mem := targetmem.Open(gt.pid)
 				l, err := NewLayout(tab, mem, Options{})
 				if err != nil {
 					b.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 	"github.com/djx-bpf/djx-bpf/vmstructs"
 )
 
@@ -228,7 +229,7 @@ func TestLiveRefuses(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, err = NewLayout(tab, ProcessMem(gt.pid), Options{})
+				_, err = NewLayout(tab, targetmem.Open(gt.pid), Options{})
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("NewLayout: %v, want an error saying %s", err, tc.want)
 				}
@@ -255,7 +256,7 @@ func TestLiveChurn(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				mem := ProcessMem(gt.pid)
+				mem := targetmem.Open(gt.pid)
 				l, err := NewLayout(tab, mem, Options{})
 				if err != nil {
 					t.Fatal(err)

@@ -5,9 +5,8 @@ import (
 	"math"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/djx-bpf/djx-bpf/procfs"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 	"github.com/djx-bpf/djx-bpf/vmstructs"
 )
 
@@ -16,14 +15,12 @@ import (
 type Mem = vmstructs.Mem
 
 // Span is one range of the target's memory to read.
-type Span struct {
-	Addr uint64
-	Len  int
-}
+type Span = targetmem.Span
 
 // VectorMem is a Mem that reads many ranges in one call, as
 // process_vm_readv does with its iovecs: the walk reads each batch of
 // scattered objects that way, one system call for up to 1024 of them.
+// A *targetmem.Reader is one.
 type VectorMem interface {
 	Mem
 	// ReadVector reads the spans, in order, into dst one after the
@@ -32,60 +29,11 @@ type VectorMem interface {
 	ReadVector(dst []byte, spans []Span) (int, error)
 }
 
-// maxIov is IOV_MAX, the most iovecs process_vm_readv takes.
-const maxIov = 1024
-
-// ProcessMem reads the memory of process pid with process_vm_readv: an
-// unmapped page is an error, never a fault, and the process runs on.
-func ProcessMem(pid int) VectorMem { return processMem{vmstructs.ProcessMem(pid), pid} }
-
-// processMem reads one range a call as vmstructs does, and vectors too.
-type processMem struct {
-	vmstructs.Mem
-	pid int
-}
-
-func (m processMem) ReadVector(dst []byte, spans []Span) (int, error) {
-	var remote [maxIov]unix.RemoteIovec
-	done := 0
-	for len(spans) > 0 {
-		k := min(len(spans), maxIov)
-		total := 0
-		for i, s := range spans[:k] {
-			remote[i] = unix.RemoteIovec{Base: uintptr(s.Addr), Len: s.Len}
-			total += s.Len
-		}
-		if total == 0 {
-			spans = spans[k:]
-			continue
-		}
-		local := []unix.Iovec{{Base: &dst[done]}}
-		local[0].SetLen(total)
-		n, err := unix.ProcessVMReadv(m.pid, local, remote[:k], 0)
-		if n > 0 {
-			done += n
-		}
-		if err != nil || n < total {
-			// Find the first byte not read, for the message.
-			at, left := uint64(0), max(n, 0)
-			for _, s := range spans[:k] {
-				if left < s.Len {
-					at = s.Addr + uint64(left)
-					break
-				}
-				left -= s.Len
-			}
-			return done, vmstructs.ReadError(m.pid, at, err)
-		}
-		spans = spans[k:]
-	}
-	return done, nil
-}
-
 // fatal reports errors after which no read will work: the process is
-// gone or may not be read.
+// gone, may not be read, or its memory did not answer.
 func fatal(err error) bool {
-	return errors.Is(err, procfs.ErrNoProcess) || errors.Is(err, syscall.ESRCH) || errors.Is(err, syscall.EPERM)
+	return errors.Is(err, procfs.ErrNoProcess) || errors.Is(err, syscall.ESRCH) || errors.Is(err, syscall.EPERM) ||
+		errors.Is(err, targetmem.ErrHung)
 }
 
 // reader reads the target for one walk: metadata through an LRU cache

@@ -3,6 +3,7 @@ package heapwalk
 import (
 	"fmt"
 
+	"github.com/djx-bpf/djx-bpf/targetmem"
 	"github.com/djx-bpf/djx-bpf/vmstructs"
 )
 
@@ -15,7 +16,7 @@ func Open(pid int, opts Options) (*Layout, VectorMem, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	mem := ProcessMem(pid)
+	mem := targetmem.Open(pid)
 	l, err := NewLayout(tab, mem, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pid %d: %w", pid, err)

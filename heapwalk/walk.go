@@ -502,7 +502,7 @@ func (w *walker) readBatch() {
 			}
 		}
 		// A new span, even where the last one overlaps a's start.
-		w.spans = append(w.spans, Span{a, int(end - a)})
+		w.spans = append(w.spans, Span{Addr: a, Len: int(end - a)})
 		w.spanOf = append(w.spanOf, len(w.spans)-1)
 	}
 	total := 0
@@ -814,7 +814,7 @@ func (w *walker) readTails() {
 		j, total := i, uint64(0)
 		w.spans = w.spans[:0]
 		for j < len(w.tails) && w.tails[j].n <= bigTail && total+w.tails[j].n <= tailBatch {
-			w.spans = append(w.spans, Span{w.tails[j].addr, int(w.tails[j].n)})
+			w.spans = append(w.spans, Span{Addr: w.tails[j].addr, Len: int(w.tails[j].n)})
 			total += w.tails[j].n
 			j++
 		}

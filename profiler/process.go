@@ -1,16 +1,14 @@
 package profiler
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"strconv"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/region"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 )
 
 // process is what a session reads of its JVM's process, beside the VM:
@@ -34,7 +32,7 @@ type liveProcess int
 
 func (p liveProcess) native() join.NativeSymbols { return jvmsym.NewNative(int(p)) }
 
-func (p liveProcess) codeMem() io.ReaderAt { return procMem(p) }
+func (p liveProcess) codeMem() io.ReaderAt { return targetmem.Open(int(p)) }
 
 func (p liveProcess) perfMap(nsPID int) (*jvmsym.PerfMap, error) {
 	return jvmsym.LoadPerfMap(int(p), nsPID)
@@ -56,24 +54,4 @@ func (p liveProcess) hasThread(tid uint32) bool { return threadOf(int(p), tid) }
 func threadOf(pid int, tid uint32) bool {
 	_, err := os.Lstat("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.FormatUint(uint64(tid), 10))
 	return err == nil
-}
-
-// procMem reads a process's memory with process_vm_readv: no file to hold
-// open, and a process that has exited reads as an error.
-type procMem int
-
-func (p procMem) ReadAt(b []byte, off int64) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
-	local := []unix.Iovec{{Base: &b[0], Len: uint64(len(b))}}
-	remote := []unix.RemoteIovec{{Base: uintptr(off), Len: len(b)}}
-	n, err := unix.ProcessVMReadv(int(p), local, remote, 0)
-	if err != nil {
-		return 0, fmt.Errorf("read pid %d memory at %#x: %w", int(p), off, err)
-	}
-	if n < len(b) {
-		return n, io.ErrUnexpectedEOF
-	}
-	return n, nil
 }

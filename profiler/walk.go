@@ -12,6 +12,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/heapwalk"
 	"github.com/djx-bpf/djx-bpf/join"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 	"github.com/djx-bpf/djx-bpf/vmstructs"
 )
 
@@ -122,7 +123,7 @@ func (s *session) planWalk() (*walker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the JVM's vmStructs: %w", err)
 	}
-	mem := heapwalk.ProcessMem(s.pid)
+	mem := targetmem.Open(s.pid)
 	l, err := heapwalk.NewLayout(tab, mem, heapwalk.Options{})
 	if err != nil {
 		return nil, err // "heap layout: ...": the note says what it stops

@@ -4,13 +4,12 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 
 	"github.com/djx-bpf/djx-bpf/bpf"
 	"github.com/djx-bpf/djx-bpf/elfsafe"
+	"github.com/djx-bpf/djx-bpf/procfs"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 )
 
 // A JVM is tracked in two steps: planJVM works out every uprobe from
@@ -184,50 +183,22 @@ func gcProbes(f *elfsafe.File) (begin, end []Probe, err error) {
 	return begin, end, nil
 }
 
-// readProcess reads the mappings of pid and finds its libjvm.so. Its
-// memory is opened only if the plan reads it; close it when done.
-func readProcess(pid int) (process, *procMem, error) {
-	dir := filepath.Join("/proc", strconv.Itoa(pid))
-	data, err := os.ReadFile(filepath.Join(dir, "maps"))
+// readProcess reads the mappings of pid and finds its libjvm.so; its
+// memory is read through targetmem, and only if the plan reads it.
+func readProcess(pid int) (process, error) {
+	data, err := procfs.Read(procfs.Mount, pid, "maps")
 	if err != nil {
-		return process{}, nil, err
+		return process{}, err
 	}
 	ms, err := parseMaps(data)
 	if err != nil {
-		return process{}, nil, err
+		return process{}, err
 	}
 	jvm, ok := findLib(ms, "libjvm.so")
 	if !ok {
-		return process{}, nil, ErrNoJVM
+		return process{}, ErrNoJVM
 	}
-	mem := &procMem{path: filepath.Join(dir, "mem")}
-	return process{maps: ms, jvm: jvm, mem: mem}, mem, nil
-}
-
-// procMem reads /proc/PID/mem, opened at the first read: with the copy
-// sites, nothing of the target's memory is read.
-type procMem struct {
-	path string
-	f    *os.File
-	err  error
-}
-
-func (m *procMem) ReadAt(p []byte, off int64) (int, error) {
-	if m.f == nil && m.err == nil {
-		m.f, m.err = os.Open(m.path)
-	}
-	if m.err != nil {
-		return 0, m.err
-	}
-	return m.f.ReadAt(p, off)
-}
-
-// Close closes the file if it was opened.
-func (m *procMem) Close() error {
-	if m.f == nil {
-		return nil
-	}
-	return m.f.Close()
+	return process{maps: ms, jvm: jvm, mem: targetmem.Open(pid)}, nil
 }
 
 // heapFilter is the BPF filter entry of a JVM: copies of at least minLen

@@ -1,16 +1,14 @@
 package reloc
 
 import (
-	"bufio"
-	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/djx-bpf/djx-bpf/elfsafe"
+	"github.com/djx-bpf/djx-bpf/procfs"
 )
 
 // mapping is one line of /proc/PID/maps.
@@ -21,45 +19,21 @@ type mapping struct {
 }
 
 func parseMaps(data []byte) ([]mapping, error) {
-	var ms []mapping
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for n := 1; sc.Scan(); n++ {
-		// start-end perms offset dev inode [path]
-		f := strings.Fields(sc.Text())
-		if len(f) < 5 {
-			continue
-		}
-		lo, hi, ok := strings.Cut(f[0], "-")
-		if !ok {
-			return nil, fmt.Errorf("maps line %d: bad range %q", n, f[0])
-		}
-		var m mapping
-		var err1, err2, err3 error
-		m.start, err1 = strconv.ParseUint(lo, 16, 64)
-		m.end, err2 = strconv.ParseUint(hi, 16, 64)
-		m.offset, err3 = strconv.ParseUint(f[2], 16, 64)
-		if err1 != nil || err2 != nil || err3 != nil {
-			return nil, fmt.Errorf("maps line %d: bad number in %q", n, sc.Text())
-		}
-		m.perms = f[1]
-		if len(f) >= 6 {
-			// Paths may contain spaces: everything after the inode.
-			line := sc.Text()
-			if i := strings.IndexByte(line, '/'); i >= 0 {
-				m.path = line[i:]
-			}
+	pm, err := procfs.ParseMaps(data)
+	if err != nil {
+		return nil, err
+	}
+	ms := make([]mapping, 0, len(pm))
+	for _, p := range pm {
+		m := mapping{start: p.Start, end: p.End, offset: p.Offset, perms: p.Perms}
+		if strings.HasPrefix(p.Path, "/") {
+			m.path = p.Path
 		}
 		ms = append(ms, m)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read maps: %w", err)
 	}
 	return ms, nil
 }
 
-// findLib returns the mapping at file offset 0 of the first library whose
-// base name is base: where its ELF header, and so its load base, lies. A
 // deleted file counts: map_files still reaches it.
 func findLib(ms []mapping, base string) (mapping, bool) {
 	for _, m := range ms {
@@ -99,8 +73,8 @@ type CopyTarget struct {
 	Symbol  string   // name in Lib's symbol tables, "" if stripped
 }
 
-// memReader reads the target's memory; *os.File of /proc/PID/mem in
-// production, a fake in tests.
+// memReader reads the target's memory; a targetmem.Reader in production,
+// a fake in tests.
 type memReader interface {
 	ReadAt(p []byte, off int64) (int, error)
 }

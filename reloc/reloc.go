@@ -207,11 +207,10 @@ func (t *Tracker) AddJVM(pid int, heap []Range) (Info, error) {
 	if _, ok := t.jvms[pid]; ok {
 		return Info{}, fmt.Errorf("track pid %d: already tracked", pid)
 	}
-	proc, mem, err := readProcess(pid)
+	proc, err := readProcess(pid)
 	if err != nil {
 		return Info{}, fmt.Errorf("track pid %d: %w", pid, err)
 	}
-	defer mem.Close()
 	// Parsed, and probed through /proc/self/fd, from this one open file:
 	// the uprobes go on the inode verified here, not on a path.
 	jvm, err := openMapped(pid, proc.jvm)

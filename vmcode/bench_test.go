@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 	"github.com/djx-bpf/djx-bpf/vmstructs"
 )
 
@@ -87,7 +88,7 @@ func BenchmarkLiveFrames(b *testing.B) {
 		b.Fatal(err)
 	}
 	tr := liveTruth(b, jdk, pid, classes)
-	s0, err := New(tab, vmstructs.ProcessMem(pid))
+	s0, err := New(tab, targetmem.Open(pid))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
 	"github.com/djx-bpf/djx-bpf/procfs"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 	"github.com/djx-bpf/djx-bpf/vmstructs"
 )
 
@@ -115,7 +116,7 @@ func TestCapture(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := &recorder{mem: vmstructs.ProcessMem(pid)}
+			rec := &recorder{mem: targetmem.Open(pid)}
 			s, err := New(tab, rec)
 			if err != nil {
 				t.Fatal(err)

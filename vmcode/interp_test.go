@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
-	"github.com/djx-bpf/djx-bpf/vmstructs"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 )
 
 // parked is an interpreter frame found on a live thread's stack, with
@@ -35,7 +35,7 @@ func findParked(t testing.TB, s *Symbolizer, jdk testenv.JDK, pid int, method ui
 	sp := threadSP(t, pid, "parked")
 	stack := make([]byte, 256<<10)
 	// Read outside s.mem: a fixture keeps only what the symbolizer reads.
-	n, _ := vmstructs.ProcessMem(pid).ReadAt(stack, int64(sp))
+	n, _ := targetmem.Open(pid).ReadAt(stack, int64(sp))
 	words := make([]uint64, n/8)
 	for i := range words {
 		words[i] = binary.LittleEndian.Uint64(stack[8*i:])

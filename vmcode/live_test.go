@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 	"github.com/djx-bpf/djx-bpf/vmstructs"
 )
 
@@ -21,7 +22,7 @@ func TestLive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := New(tab, vmstructs.ProcessMem(pid))
+			s, err := New(tab, targetmem.Open(pid))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +48,7 @@ func TestLiveGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(tab, vmstructs.ProcessMem(pid))
+	s, err := New(tab, targetmem.Open(pid))
 	if err != nil {
 		t.Fatal(err)
 	}

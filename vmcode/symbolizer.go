@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/djx-bpf/djx-bpf/targetmem"
 	"github.com/djx-bpf/djx-bpf/vmstructs"
 )
 
@@ -61,13 +62,13 @@ func newSymbolizer(l *layout, mem Mem) *Symbolizer {
 }
 
 // Open returns a symbolizer for the HotSpot JVM pid (vmstructs.Open), its
-// memory read with process_vm_readv.
+// memory read through targetmem.
 func Open(pid int) (*Symbolizer, error) {
 	t, err := vmstructs.Open(pid)
 	if err != nil {
 		return nil, err
 	}
-	s, err := New(t, vmstructs.ProcessMem(pid))
+	s, err := New(t, targetmem.Open(pid))
 	if err != nil {
 		return nil, fmt.Errorf("pid %d: %w", pid, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 )
 
 // -record captures the fixtures again from the installed JDKs (as root):
@@ -209,7 +210,7 @@ func TestRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := &recorder{mem: ProcessMem(pid)}
+		rec := &recorder{mem: targetmem.Open(pid)}
 		var used spans
 		tab, err := read(rec, syms, func(a, n uint64) { used = append(used, [2]uint64{a, a + n}) })
 		if err != nil {

@@ -9,12 +9,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/elfsafe"
 	"github.com/djx-bpf/djx-bpf/procfs"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 )
 
 // Open reads the vmStructs of the HotSpot JVM pid, as /proc shows it. It
@@ -25,7 +23,7 @@ func Open(pid int) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := Read(ProcessMem(pid), syms)
+	t, err := Read(targetmem.Open(pid), syms)
 	if err != nil {
 		return nil, fmt.Errorf("read vmStructs of pid %d: %w", pid, err)
 	}
@@ -144,42 +142,4 @@ func findLibJVM(maps []byte) (mapping, bool) {
 		return mapping{start, end, path}, true
 	}
 	return mapping{}, false
-}
-
-// ProcessMem reads the memory of process pid with process_vm_readv: one
-// system call per read, and an unmapped page is an error, never a fault.
-func ProcessMem(pid int) Mem { return processMem(pid) }
-
-type processMem int
-
-func (m processMem) ReadAt(p []byte, off int64) (int, error) {
-	done := 0
-	for done < len(p) {
-		local := []unix.Iovec{{Base: &p[done]}}
-		local[0].SetLen(len(p) - done)
-		remote := []unix.RemoteIovec{{Base: uintptr(off) + uintptr(done), Len: len(p) - done}}
-		n, err := unix.ProcessVMReadv(int(m), local, remote, 0)
-		if err != nil || n <= 0 {
-			return done, m.err(uint64(off)+uint64(done), err)
-		}
-		done += n
-	}
-	return done, nil
-}
-
-// ReadError says why reading pid's memory at addr failed (err from
-// process_vm_readv; nil: a short read), and what to do about it.
-func ReadError(pid int, addr uint64, err error) error { return processMem(pid).err(addr, err) }
-
-// err says why reading at addr failed, and what to do about it.
-func (m processMem) err(addr uint64, err error) error {
-	switch {
-	case err == nil:
-		return fmt.Errorf("memory at %#x of pid %d is unreadable", addr, int(m))
-	case errors.Is(err, syscall.ESRCH):
-		return fmt.Errorf("read pid %d: %w: %w", int(m), procfs.ErrNoProcess, err)
-	case errors.Is(err, syscall.EPERM):
-		return fmt.Errorf("read memory of pid %d: %w (run as root, or as the JVM's user with kernel.yama.ptrace_scope at 0)", int(m), err)
-	}
-	return fmt.Errorf("read memory at %#x of pid %d: %w", addr, int(m), err)
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/djx-bpf/djx-bpf/elfsafe/elfcraft"
 	"github.com/djx-bpf/djx-bpf/procfs"
@@ -121,19 +120,5 @@ func TestOpenNotJVM(t *testing.T) {
 	_, err = Open(1 << 30)
 	if !errors.Is(err, procfs.ErrNoProcess) {
 		t.Errorf("Open(no such pid): %v, want ErrNoProcess", err)
-	}
-}
-
-// ProcessMem reads this process's own memory, and a hole is a short read
-// with an error, never a fault.
-func TestProcessMem(t *testing.T) {
-	want := []byte("vmstructs reads memory")
-	mem := ProcessMem(os.Getpid())
-	got := make([]byte, len(want))
-	if n, err := mem.ReadAt(got, int64(uintptr(unsafe.Pointer(&want[0])))); n != len(want) || err != nil || !bytes.Equal(got, want) {
-		t.Errorf("ReadAt = %d, %v, %q", n, err, got)
-	}
-	if n, err := mem.ReadAt(got, 0x1000); n != 0 || err == nil {
-		t.Errorf("ReadAt(unmapped) = %d, %v", n, err)
 	}
 }

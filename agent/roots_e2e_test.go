@@ -3,7 +3,6 @@ package agent
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 )
 
 // roots sends 'G' and collects the ROOT records up to the ROOTS_END.
@@ -69,11 +69,7 @@ func rootsLib(t *testing.T, j jdk) string {
 // (offset 12 with compressed class pointers, the default).
 func arrayLength(t *testing.T, v *jvm, addr uint64) uint32 {
 	t.Helper()
-	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", v.cmd.Process.Pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
+	mem := targetmem.Open(v.cmd.Process.Pid)
 	b := make([]byte, 4)
 	if _, err := mem.ReadAt(b, int64(addr)+12); err != nil {
 		t.Fatalf("read %#x: %v", addr, err)

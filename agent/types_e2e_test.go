@@ -2,8 +2,6 @@ package agent
 
 import (
 	"encoding/binary"
-	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 )
 
 // typesStream collects the data-type records of a stream.
@@ -137,11 +136,7 @@ func checkStatics(t *testing.T, v *jvm, s *typesStream, statics []unsafeStatic) 
 	if !in.Statics {
 		t.Fatalf("TYPES_INFO without statics: %q", in.Reason)
 	}
-	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", v.cmd.Process.Pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
+	mem := targetmem.Open(v.cmd.Process.Pid)
 	decode := func(raw uint64) uint64 {
 		if in.OopBytes == 4 && raw != 0 {
 			return in.OopBase + raw<<in.OopShift

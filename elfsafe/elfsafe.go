@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/djx-bpf/djx-bpf/procfs"
 	"github.com/djx-bpf/djx-bpf/safefs"
 )
 
@@ -68,8 +69,13 @@ func MapsPath(p string) (path string, deleted bool) {
 // reaches the very file mapped (even deleted, or in another mount
 // namespace); without it (no CAP_SYS_ADMIN, a fake proc in tests) the path
 // is opened inside the process's root through safefs, unless deleted. A
-// mapping of something else than a regular file is refused either way.
+// mapping of something else than a regular file is refused either way,
+// and so is a file on a filesystem whose open or read may never return
+// (procfs.CheckMapped: FUSE, network filesystems).
 func OpenMapped(proc string, pid int, start, end uint64, path string) (*File, error) {
+	if err := procfs.CheckMapped(proc, pid, start); err != nil {
+		return nil, fmt.Errorf("open mapped: %w", err)
+	}
 	pidDir := filepath.Join(proc, strconv.Itoa(pid))
 	link := filepath.Join(pidDir, "map_files", strconv.FormatUint(start, 16)+"-"+strconv.FormatUint(end, 16))
 	f, mapErr := openMapFile(link)

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/djx-bpf/djx-bpf/procfs"
 	"github.com/djx-bpf/djx-bpf/safefs"
 )
 
@@ -339,6 +340,10 @@ func (h *latestFirst) pop() {
 // must be a regular file (a FIFO would block the open, /dev/zero never
 // end), and is read up to MaxPerfMap (Stats says what was left out).
 func LoadPerfMap(hostPID, nsPID int) (*PerfMap, error) {
+	// A /tmp on FUSE would stall the open itself.
+	if err := procfs.CheckPath(procfs.Mount, hostPID, "/tmp/perf-"+strconv.Itoa(nsPID)+".map"); err != nil {
+		return nil, fmt.Errorf("open perf map: %w", err)
+	}
 	return loadPerfMap(filepath.Join("/proc", strconv.Itoa(hostPID), "root"), nsPID)
 }
 

@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -195,4 +196,47 @@ func MayBlock(fstype string) bool {
 		return true
 	}
 	return false
+}
+
+// ErrMayBlock means a file lies on a filesystem whose reads may wait for
+// another party for good (MayBlock).
+var ErrMayBlock = errors.New("on a filesystem that may never answer a read")
+
+// CheckMapped fails with ErrMayBlock when the file pid maps at start lies
+// on a filesystem that may block, by the mapping's device in its maps and
+// mountinfo (written by the kernel: reading them touches no such
+// filesystem). What it cannot tell (no such mapping, an unknown device,
+// unreadable files) it lets through.
+func CheckMapped(root string, pid int, start uint64) error {
+	ms, err := Maps(root, pid)
+	if err != nil {
+		return nil
+	}
+	for _, m := range ms {
+		if m.Start != start || !m.File() {
+			continue
+		}
+		mounts, err := Mounts(root, pid)
+		if err != nil {
+			return nil
+		}
+		if t := FSTypeOf(mounts, m.Major, m.Minor); MayBlock(t) {
+			return fmt.Errorf("%s of pid %d is %w (%s)", m.Path, pid, ErrMayBlock, t)
+		}
+		return nil
+	}
+	return nil
+}
+
+// CheckPath fails with ErrMayBlock when path, inside pid's root, lies on
+// a filesystem that may block, by the mount points in its mountinfo.
+func CheckPath(root string, pid int, path string) error {
+	mounts, err := Mounts(root, pid)
+	if err != nil {
+		return nil
+	}
+	if t := FSTypeAt(mounts, path); MayBlock(t) {
+		return fmt.Errorf("%s of pid %d is %w (%s)", path, pid, ErrMayBlock, t)
+	}
+	return nil
 }

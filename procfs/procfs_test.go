@@ -185,6 +185,61 @@ func FuzzParse(f *testing.F) {
 		}
 		ParseStartTime(data)
 		ClassifyMaps(data)
+		ParseMaps(data)
+		ParseMountinfo(data)
 		SplitNUL(data)
 	})
+}
+
+// TestMapsAndMounts parses maps and mountinfo as the kernel writes them
+// and says which files lie on filesystems that may block.
+func TestMapsAndMounts(t *testing.T) {
+	maps := "7f0000000000-7f0000001000 r--s 00001000 00:2f 12 /home/u/my fuse/f (deleted)\n" +
+		"7f0000002000-7f0000003000 rw-p 00000000 00:00 0 \n" +
+		"7f0000003000-7f0000004000 r-xp 00000000 fe:00 99      /usr/lib/jvm/lib/server/libjvm.so\n" +
+		"7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]\n"
+	ms, err := ParseMaps([]byte(maps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Mapping{
+		{Start: 0x7f0000000000, End: 0x7f0000001000, Offset: 0x1000, Perms: "r--s", Major: 0, Minor: 0x2f, Inode: 12, Path: "/home/u/my fuse/f (deleted)"},
+		{Start: 0x7f0000002000, End: 0x7f0000003000, Perms: "rw-p"},
+		{Start: 0x7f0000003000, End: 0x7f0000004000, Perms: "r-xp", Major: 0xfe, Inode: 99, Path: "/usr/lib/jvm/lib/server/libjvm.so"},
+		{Start: 0x7ffc00000000, End: 0x7ffc00021000, Perms: "rw-p", Path: "[stack]"},
+	}
+	if len(ms) != len(want) {
+		t.Fatalf("%d mappings, want %d", len(ms), len(want))
+	}
+	for i := range want {
+		if ms[i] != want[i] {
+			t.Errorf("mapping %d: %+v, want %+v", i, ms[i], want[i])
+		}
+	}
+	if _, err := ParseMaps([]byte("7f-zz r--p 0 00:00 0\n")); err == nil {
+		t.Error("a bad range parsed")
+	}
+
+	mounts := ParseMountinfo([]byte("27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n" +
+		"99 27 0:47 / /home/u/my\\040fuse rw,nosuid shared:5 - fuse.sshfs u@h: rw\n" +
+		"100 27 0:48 / /mnt/n rw - nfs4 srv:/x rw\n" +
+		"garbage\n"))
+	if len(mounts) != 3 || mounts[1].Point != "/home/u/my fuse" || mounts[1].Minor != 47 {
+		t.Fatalf("mounts %+v", mounts)
+	}
+	for _, c := range []struct {
+		path, typ string
+	}{{"/home/u/my fuse/f", "fuse.sshfs"}, {"/home/u/my fusex", "ext4"}, {"/mnt/n", "nfs4"}, {"/tmp/perf-1.map", "ext4"}} {
+		if got := FSTypeAt(mounts, c.path); got != c.typ {
+			t.Errorf("FSTypeAt(%q) = %q, want %q", c.path, got, c.typ)
+		}
+	}
+	if got := FSTypeOf(mounts, 0, 47); got != "fuse.sshfs" {
+		t.Errorf("FSTypeOf(0:47) = %q", got)
+	}
+	for typ, want := range map[string]bool{"fuse": true, "fuse.sshfs": true, "fuseblk": true, "nfs4": true, "cifs": true, "ext4": false, "tmpfs": false, "overlay": false, "": false} {
+		if MayBlock(typ) != want {
+			t.Errorf("MayBlock(%q) = %v", typ, !want)
+		}
+	}
 }

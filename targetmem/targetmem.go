@@ -44,8 +44,8 @@ var (
 	// no read of that process is issued any more.
 	ErrHung = errors.New("memory read did not answer")
 	// ErrMayBlock means the memory is a mapping of a file on a
-	// filesystem whose reads may wait for another party for good.
-	ErrMayBlock = errors.New("memory is a file mapping on a filesystem that may never answer")
+	// filesystem whose reads may wait on another party for good.
+	ErrMayBlock = procfs.ErrMayBlock
 )
 
 // Span is one range of the target's memory to read.
@@ -260,8 +260,8 @@ func (r *Reader) scan(addr, n uint64) (covered bool, err error) {
 			covered = false
 		}
 		if r.block[i] != "" {
-			return covered, fmt.Errorf("read memory at %#x of pid %d: %w: %s on %s (%s); not read",
-				max(addr, m.Start), r.pid, ErrMayBlock, m.Path, r.block[i], "a user can stall such a read for good")
+			return covered, fmt.Errorf("read memory at %#x of pid %d: it maps %s, %w (%s): not read, as its owner could stall the read for good",
+				max(addr, m.Start), r.pid, m.Path, ErrMayBlock, r.block[i])
 		}
 		r.last = i
 		at = m.End

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"unsafe"
@@ -94,8 +95,13 @@ func TestReadVector(t *testing.T) {
 	r := Open(os.Getpid())
 	got := make([]byte, len(want))
 	n, err := r.ReadVector(got, spans)
+	runtime.KeepAlive(big) // spans hold its address only: GC could reuse it
 	if err != nil || n != len(want) || !bytes.Equal(got, want) {
-		t.Fatalf("ReadVector = %d, %v (want %d)", n, err, len(want))
+		i := 0
+		for i < len(got) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("ReadVector = %d, %v (want %d); first difference at %d", n, err, len(want), i)
 	}
 
 	hole := pages(t, 3, 1)

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/procfs"
 	"github.com/djx-bpf/djx-bpf/safefs"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 )
 
 // MaxSection caps every section read: the largest a real JVM library needs
@@ -51,9 +51,9 @@ type File struct {
 	Progs    []*elf.Prog
 
 	ef    *elf.File
-	file  *os.File // nil for an in-memory file
-	owned bool     // Close closes file
-	limit uint64   // per-section cap: MaxSection and the allocated bytes
+	file  *targetmem.File // nil for an in-memory file
+	owned bool            // Close closes file
+	limit uint64          // per-section cap: MaxSection and the allocated bytes
 	key   Key
 }
 
@@ -95,7 +95,7 @@ func OpenMapped(proc string, pid int, start, end uint64, path string) (*File, er
 // openMapFile opens a map_files link: O_PATH first (following the magic
 // link, which is the kernel's, to the mapped file), then for reading only
 // if it is a regular file.
-func openMapFile(link string) (*os.File, error) {
+func openMapFile(link string) (*targetmem.File, error) {
 	fd, err := unix.Open(link, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", link, err)
@@ -120,7 +120,7 @@ func OpenPath(path string) (*File, error) {
 	return own(f)
 }
 
-func own(f *os.File) (*File, error) {
+func own(f *targetmem.File) (*File, error) {
 	ef, err := NewFile(f)
 	if err != nil {
 		f.Close()
@@ -131,9 +131,11 @@ func own(f *os.File) (*File, error) {
 }
 
 // NewFile parses the regular file f, which stays the caller's to close.
-func NewFile(f *os.File) (*File, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+// Its reads run in executors: a library that safefs let through may
+// still stall (see safefs).
+func NewFile(f *targetmem.File) (*File, error) {
+	st, err := f.Stat()
+	if err != nil {
 		return nil, fmt.Errorf("stat %s: %w", f.Name(), err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {

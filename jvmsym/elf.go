@@ -6,7 +6,6 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"sort"
@@ -165,16 +164,6 @@ var symCache = struct {
 	sync.Mutex
 	m map[elfsafe.Key]weak.Pointer[elfSyms]
 }{m: make(map[elfsafe.Key]weak.Pointer[elfSyms])}
-
-// openELFSyms returns the symbol table of an open file, from the cache when
-// possible (the file's identity is its fstat's); f stays the caller's.
-func openELFSyms(f *os.File) (*elfSyms, error) {
-	ef, err := elfsafe.NewFile(f)
-	if err != nil {
-		return nil, err
-	}
-	return cachedELFSyms(ef)
-}
 
 // cachedELFSyms returns the symbol table of ef, from the cache when
 // possible.

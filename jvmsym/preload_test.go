@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/djx-bpf/djx-bpf/elfsafe"
 )
 
 // A preloaded library's symbols are the ones a later lookup gets from the
@@ -18,12 +20,12 @@ func TestPreloadServesTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(self)
+	ef, err := elfsafe.OpenPath(self)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	es, err := openELFSyms(f)
+	defer ef.Close()
+	es, err := cachedELFSyms(ef)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,6 +100,7 @@ func Maps(root string, pid int) ([]Mapping, error) {
 // MountPoint is the part of a /proc/PID/mountinfo line that says which
 // filesystem a file is on.
 type MountPoint struct {
+	ID           int // mount ID, unique system-wide
 	Major, Minor uint32
 	Point        string // mount point, relative to the process's root, unescaped
 	FSType       string // "ext4", "fuse.sshfs", ...
@@ -121,7 +123,8 @@ func ParseMountinfo(data []byte) []MountPoint {
 		if !ok || err1 != nil || err2 != nil {
 			continue
 		}
-		ms = append(ms, MountPoint{Major: uint32(major), Minor: uint32(minor), Point: unescapeOctal(f[4]), FSType: g[0]})
+		id, _ := strconv.Atoi(f[0])
+		ms = append(ms, MountPoint{ID: id, Major: uint32(major), Minor: uint32(minor), Point: unescapeOctal(f[4]), FSType: g[0]})
 	}
 	return ms
 }
@@ -239,4 +242,40 @@ func CheckPath(root string, pid int, path string) error {
 		return fmt.Errorf("%s of pid %d is %w (%s)", path, pid, ErrMayBlock, t)
 	}
 	return nil
+}
+
+// FDFSType returns the type of the filesystem the open file fd (of this
+// process) lies on, by its mount ID in /proc/self/fdinfo and the
+// mountinfo of this process or, for a file reached through another mount
+// namespace, of process pid (0: none); "" when not found. Unlike fstatfs,
+// it never calls into the filesystem.
+func FDFSType(fd, pid int) string {
+	data, err := Read(Mount, os.Getpid(), "fdinfo/"+strconv.Itoa(fd))
+	if err != nil {
+		return ""
+	}
+	id := -1
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "mnt_id:"); ok {
+			id, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	if id < 0 {
+		return ""
+	}
+	for _, p := range []int{os.Getpid(), pid} {
+		if p <= 0 {
+			continue
+		}
+		mounts, err := Mounts(Mount, p)
+		if err != nil {
+			continue
+		}
+		for _, m := range mounts {
+			if m.ID == id {
+				return m.FSType
+			}
+		}
+	}
+	return ""
 }

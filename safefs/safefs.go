@@ -4,18 +4,28 @@
 // symlinks at all, the final file must be a regular one, opening never
 // blocks (a FIFO or a device is refused after a non-blocking open), and a
 // read stops at a size cap.
+//
+// A file the process controls may also lie on its user's FUSE filesystem
+// (or a network one), whose server can leave an open, a stat, a read or
+// a close waiting for good, and the task in it unkillable. So every such
+// call runs in a targetmem executor that is abandoned after
+// targetmem.Timeout, and a file whose open descriptor shows it on such a
+// filesystem (by its mount, procfs.FDFSType) is refused before it is
+// read.
 package safefs
 
 import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/djx-bpf/djx-bpf/procfs"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 )
 
 var (
@@ -51,7 +61,7 @@ func OpenAt(dirfd int, name string, flags int) (int, error) {
 func walk(dirfd int, name string, flags int) (int, error) {
 	parts := strings.FieldsFunc(name, func(r rune) bool { return r == '/' })
 	if len(parts) == 0 {
-		return unix.Openat(dirfd, ".", flags, 0)
+		return targetmem.Openat(dirfd, ".", flags)
 	}
 	cur := dirfd
 	for i, p := range parts {
@@ -65,7 +75,7 @@ func walk(dirfd int, name string, flags int) (int, error) {
 		if i == len(parts)-1 {
 			f = flags
 		}
-		next, err := unix.Openat(cur, p, f, 0)
+		next, err := targetmem.Openat(cur, p, f)
 		if cur != dirfd {
 			unix.Close(cur)
 		}
@@ -88,8 +98,8 @@ func OpenRoot(root string) (int, error) {
 }
 
 // Open opens name below root for reading (see OpenAt) and checks that it
-// is a regular file.
-func Open(root, name string) (*os.File, error) {
+// is a regular file on a filesystem that cannot stall its reads.
+func Open(root, name string) (*targetmem.File, error) {
 	rootfd, err := OpenRoot(root)
 	if err != nil {
 		return nil, err
@@ -99,35 +109,42 @@ func Open(root, name string) (*os.File, error) {
 }
 
 // OpenFileAt opens name below dirfd for reading (see OpenAt) and checks
-// that it is a regular file; display names it in errors and the *os.File.
-// The name is first opened O_PATH, so that a device is never opened for
-// reading (opening some, a watchdog, has effects) and a FIFO never waits.
-func OpenFileAt(dirfd int, name, display string) (*os.File, error) {
+// that it is a regular file on a filesystem that cannot stall its reads;
+// display names it in errors and the File. The name is first opened
+// O_PATH, so that a device is never opened for reading (opening some, a
+// watchdog, has effects) and a FIFO never waits.
+func OpenFileAt(dirfd int, name, display string) (*targetmem.File, error) {
 	fd, err := OpenAt(dirfd, name, unix.O_PATH)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", display, err)
 	}
-	defer unix.Close(fd)
+	defer unix.Close(fd) // O_PATH: no flush, nothing that could wait
 	return ReopenRegular(fd, display)
 }
 
 // ReopenRegular opens for reading, O_NONBLOCK, the file that fd (an O_PATH
 // fd, e.g. of a /proc/PID/map_files link) refers to, if it is a regular
-// file; the open goes through /proc/self/fd, so it reaches that very inode
-// whatever its path has become. display names it in errors.
-func ReopenRegular(fd int, display string) (*os.File, error) {
+// file on a filesystem that cannot stall its reads (CheckFS); the open
+// goes through /proc/self/fd, so it reaches that very inode whatever its
+// path has become. display names it in errors. The stat, the open and
+// every call on the File run in executors.
+func ReopenRegular(fd int, display string) (*targetmem.File, error) {
+	if err := CheckFS(fd, display); err != nil {
+		return nil, err
+	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := targetmem.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("stat %s: %w", display, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, fmt.Errorf("%s: %w (mode %#o)", display, ErrNotRegular, st.Mode)
 	}
-	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	// /proc/self is the executor's own, which shares our file table.
+	rfd, err := targetmem.Openat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("reopen %s: %w", display, err)
 	}
-	f := os.NewFile(uintptr(rfd), display)
+	f := targetmem.NewFile(rfd, display)
 	if err := Regular(f); err != nil {
 		f.Close()
 		return nil, err
@@ -135,14 +152,38 @@ func ReopenRegular(fd int, display string) (*os.File, error) {
 	return f, nil
 }
 
+// CheckFS fails with procfs.ErrMayBlock when the open file fd lies on a
+// filesystem whose reads may never answer (FUSE, network filesystems), by
+// its mount in mountinfo, which never calls into the filesystem: ours,
+// or that of the process a display path "/proc/PID/..." names (a file
+// reached through its root). Once targetmem.MaxStranded calls are stuck,
+// a filesystem of unknown type is refused too (targetmem.ErrStranded).
+func CheckFS(fd int, display string) error {
+	return targetmem.CheckFS(display, procfs.FDFSType(fd, procPID(display)))
+}
+
+// procPID is the PID of a path <procfs>/PID/..., 0 if it is not one.
+func procPID(path string) int {
+	rest, ok := strings.CutPrefix(path, procfs.Mount+"/")
+	if !ok {
+		return 0
+	}
+	n, _, _ := strings.Cut(rest, "/")
+	pid, err := strconv.Atoi(n)
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	return pid
+}
+
 // Regular checks that f is a regular file.
-func Regular(f *os.File) error {
-	fi, err := f.Stat()
+func Regular(f *targetmem.File) error {
+	st, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("stat %s: %w", f.Name(), err)
 	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: %w (mode %v)", f.Name(), ErrNotRegular, fi.Mode())
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%s: %w (mode %#o)", f.Name(), ErrNotRegular, st.Mode)
 	}
 	return nil
 }

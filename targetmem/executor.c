@@ -70,6 +70,8 @@ static long run(struct djx_exec *e)
 		return raw6(SYS_fstat, a[0], a[1], 0, 0, 0, 0);
 	case DJX_OP_CLOSE:
 		return raw6(SYS_close, a[0], 0, 0, 0, 0, 0);
+	case DJX_OP_OPENAT2:
+		return raw6(SYS_openat2, a[0], a[1], a[2], a[3], 0, 0);
 	}
 	return -EINVAL;
 }
@@ -91,7 +93,7 @@ static int serve(void *arg)
 			if (!__atomic_compare_exchange_n(&e->state, &want, DJX_EX_DONE, 0,
 							 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
 				/* Abandoned: nobody will take the fd. */
-				if (e->op == DJX_OP_OPENAT && r >= 0)
+				if ((e->op == DJX_OP_OPENAT || e->op == DJX_OP_OPENAT2) && r >= 0)
 					raw6(SYS_close, r, 0, 0, 0, 0, 0);
 				raw6(SYS_exit, 0, 0, 0, 0, 0, 0);
 			}

@@ -22,6 +22,7 @@ enum {
 	DJX_OP_PREAD = 3,  /* pread64(a0 fd, a1 buf, a2 len, a3 off) */
 	DJX_OP_FSTAT = 4,  /* fstat(a0 fd, a1 buf) */
 	DJX_OP_CLOSE = 5,  /* close(a0 fd) */
+	DJX_OP_OPENAT2 = 6, /* openat2(a0 dirfd, a1 path, a2 how, a3 size) */
 };
 
 #define DJX_EX_MAXIOV 1024

@@ -1,15 +1,18 @@
 // Package targetmem reads a target process's memory: the one reader of a
 // JVM's memory in djx-bpf (vmstructs, the heap walk, the code cache's
-// names, the JIT code of samples and relocation all read through it).
+// names, the JIT code of samples and relocation all read through it). Its
+// executors also run the opens, stats, reads and closes of the files a
+// target controls (File, used by safefs and elfsafe).
 //
 // A target's user may back the memory root follows with a file of their
 // own FUSE filesystem and never answer the read; process_vm_readv then
 // sleeps uninterruptibly, and a task so stuck keeps its whole process
 // alive, SIGKILL or not. So no read runs on a thread of djx-bpf: each
-// Reader hands its reads to an executor, a task of its own that shares
-// djx-bpf's memory (executor.c). A read that outlasts Timeout strands the
-// executor, which is abandoned; the pid is marked, and every later read of
-// it fails at once. Before that, a read of a file mapping on a filesystem
+// read is handed to an executor from a pool, a task of its own that
+// shares djx-bpf's memory (executor.c). A read that outlasts Timeout
+// strands the executor, which is abandoned; the pid is marked, and every
+// later read of it fails at once. Past MaxStranded stuck executors, only
+// what the checks prove safe is read. Before that, a read of a file mapping on a filesystem
 // that may block (FUSE, network filesystems: procfs.MayBlock, by the
 // mapping's device in /proc/PID/maps and /proc/PID/mountinfo, which the
 // kernel writes) is refused without being issued.
@@ -18,7 +21,6 @@ package targetmem
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sort"
 	"sync"
 	"syscall"
@@ -40,9 +42,10 @@ var timeout = Timeout
 const mapsReread = 100 * time.Millisecond
 
 var (
-	// ErrHung means a read of the process did not return within Timeout;
-	// no read of that process is issued any more.
-	ErrHung = errors.New("memory read did not answer")
+	// ErrHung means a read of the process (or a call on a file) did not
+	// return within Timeout; no read of that process (or file) is issued
+	// any more.
+	ErrHung = errors.New("no answer in time")
 	// ErrMayBlock means the memory is a mapping of a file on a
 	// filesystem whose reads may wait on another party for good.
 	ErrMayBlock = procfs.ErrMayBlock
@@ -68,29 +71,18 @@ type Reader struct {
 	proc string // where procfs is mounted
 
 	mu    sync.Mutex
-	ex    *slot
 	maps  []procfs.Mapping // sorted by Start
-	block []string         // per mapping: the type of its blocking filesystem, or ""
+	fs    []string         // per file mapping: its filesystem's type, "" if unknown
 	last  int              // index of the mapping the last check found
 	read  time.Time        // when maps was read; zero: never
 	stats Stats
 }
 
-// slot holds a Reader's executor apart from it, so that the Reader's
-// cleanup can retire the executor.
-type slot struct{ x *executor }
-
 // Open returns a reader of process pid's memory. Reading needs the right
 // to: root, or the process's own user where kernel.yama.ptrace_scope
 // allows it.
 func Open(pid int) *Reader {
-	r := &Reader{pid: pid, proc: procfs.Mount, ex: &slot{}}
-	runtime.AddCleanup(r, func(s *slot) {
-		if s.x != nil {
-			retire(s.x)
-		}
-	}, r.ex)
-	return r
+	return &Reader{pid: pid, proc: procfs.Mount}
 }
 
 // PID is the process read.
@@ -179,34 +171,16 @@ func firstUnread(remote []unix.RemoteIovec, n int) uint64 {
 	return 0
 }
 
-// readv runs one process_vm_readv into dst in the executor, starting one
-// if needed; a read that outlasts timeout marks the pid hung.
+// readv runs one process_vm_readv into dst in an executor; a read that
+// outlasts timeout marks the pid hung.
 func (r *Reader) readv(remote []unix.RemoteIovec, dst []byte) (int, error) {
-	for try := 0; ; try++ {
-		if r.ex.x == nil {
-			x, err := startExecutor()
-			if err != nil {
-				return 0, err
-			}
-			r.ex.x = x
-		}
-		r.stats.Reads++
-		n, err := r.ex.x.readv(r.pid, remote, len(dst), timeout)
-		switch {
-		case errors.Is(err, errExited) && try == 0:
-			retire(r.ex.x)
-			r.ex.x = nil
-			r.stats.Reads--
-			continue
-		case errors.Is(err, errTimeout):
-			r.ex.x = nil
-			return 0, markHung(r.proc, r.pid, uint64(remote[0].Base))
-		}
-		n = max(0, min(n, len(dst)))
-		copy(dst, r.ex.x.stage[:n])
-		r.stats.Bytes += int64(n)
-		return n, err
+	r.stats.Reads++
+	n, err := readv(r.pid, remote, dst, timeout)
+	if errors.Is(err, errTimeout) {
+		return 0, markHung(r.proc, r.pid, uint64(remote[0].Base))
 	}
+	r.stats.Bytes += int64(n)
+	return n, err
 }
 
 // err says why reading at addr failed (err from process_vm_readv; nil: a
@@ -228,16 +202,22 @@ func ReadError(pid int, addr uint64, err error) error {
 }
 
 // check refuses a read of [addr, addr+n) that touches a file mapping on a
-// filesystem that may block. The maps are reread (at most every
+// filesystem that may block; in strict mode (MaxStranded executors stuck)
+// also one that touches a file on a filesystem not found in mountinfo, or
+// memory the maps do not show. The maps are reread (at most every
 // mapsReread) when the range reaches beyond the mappings known.
 func (r *Reader) check(addr uint64, n int) error {
 	if n <= 0 {
 		return nil
 	}
-	covered, err := r.scan(addr, uint64(n))
+	strict := Strict()
+	covered, err := r.scan(addr, uint64(n), strict)
 	if err == nil && !covered && time.Since(r.read) >= mapsReread {
 		r.loadMaps()
-		covered, err = r.scan(addr, uint64(n))
+		covered, err = r.scan(addr, uint64(n), strict)
+	}
+	if err == nil && !covered && strict {
+		err = strictErr(fmt.Sprintf("read memory at %#x of pid %d, which its maps do not show", addr, r.pid))
 	}
 	if err != nil {
 		r.stats.Refused++
@@ -246,8 +226,9 @@ func (r *Reader) check(addr uint64, n int) error {
 }
 
 // scan looks up [addr, addr+n) in the known mappings: whether they cover
-// it all, and an error if one of them may block.
-func (r *Reader) scan(addr, n uint64) (covered bool, err error) {
+// it all, and an error if one of them may block (or, strict, lies on a
+// filesystem of unknown type).
+func (r *Reader) scan(addr, n uint64, strict bool) (covered bool, err error) {
 	end := addr + n
 	i := r.last
 	if i >= len(r.maps) || r.maps[i].Start > addr || r.maps[i].End <= addr {
@@ -259,9 +240,11 @@ func (r *Reader) scan(addr, n uint64) (covered bool, err error) {
 		if m.Start > at {
 			covered = false
 		}
-		if r.block[i] != "" {
+		if t := r.fs[i]; procfs.MayBlock(t) {
 			return covered, fmt.Errorf("read memory at %#x of pid %d: it maps %s, %w (%s): not read, as its owner could stall the read for good",
-				max(addr, m.Start), r.pid, m.Path, ErrMayBlock, r.block[i])
+				max(addr, m.Start), r.pid, m.Path, ErrMayBlock, t)
+		} else if strict && t == "" && m.File() {
+			return covered, strictErr(fmt.Sprintf("read memory at %#x of pid %d, a mapping of %s on a filesystem not in its mountinfo", max(addr, m.Start), r.pid, m.Path))
 		}
 		r.last = i
 		at = m.End
@@ -269,9 +252,10 @@ func (r *Reader) scan(addr, n uint64) (covered bool, err error) {
 	return covered && at >= end, nil
 }
 
-// loadMaps reads the maps and marks the mappings of files on filesystems
-// that may block. Without them (the process exited, or a fake /proc), the
-// check lets reads through: the executor still bounds their time.
+// loadMaps reads the maps and the filesystem type of each file mapping.
+// Without them (the process exited, or a fake /proc), the check lets
+// reads through (but in strict mode): the executor still bounds their
+// time.
 func (r *Reader) loadMaps() {
 	r.read = time.Now()
 	ms, err := procfs.Maps(r.proc, r.pid)
@@ -279,7 +263,7 @@ func (r *Reader) loadMaps() {
 		return
 	}
 	var mounts []procfs.MountPoint
-	block := make([]string, len(ms))
+	fs := make([]string, len(ms))
 	for i, m := range ms {
 		if !m.File() {
 			continue
@@ -289,11 +273,9 @@ func (r *Reader) loadMaps() {
 				return
 			}
 		}
-		if t := procfs.FSTypeOf(mounts, m.Major, m.Minor); procfs.MayBlock(t) {
-			block[i] = t
-		}
+		fs[i] = procfs.FSTypeOf(mounts, m.Major, m.Minor)
 	}
-	r.maps, r.block, r.last = ms, block, 0
+	r.maps, r.fs, r.last = ms, fs, 0
 }
 
 // hangs records the processes whose memory did not answer, by pid and

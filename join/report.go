@@ -1,6 +1,7 @@
 package join
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/djx-bpf/djx-bpf/jvmsym"
@@ -85,6 +86,28 @@ func (j *JVM) Stats() report.Stats {
 	st.HumongousFreed = a.UntaggedFreed
 	st.AllocRawStacks = a.RawStacks
 	st.AllocRawFallbacks = a.RawFallbacks
+	// What the caps of other packages cut, kept there.
+	caps := make(map[string]uint64, len(st.CapsCut)+2)
+	for k, v := range st.CapsCut {
+		caps[k] = v
+	}
+	var over uint64
+	if j.bpfStacks != nil {
+		over += j.bpfStacks.Stats().OverBudget
+	}
+	if j.bpfCode != nil {
+		over += j.bpfCode.Stats().OverBudget
+	}
+	if over > 0 {
+		caps["frames not named past the time budget for reading the JVM"] += over
+	}
+	if n := j.names.Refused(); n > 0 {
+		caps[fmt.Sprintf("frame names past %d MiB", maxNameBytes>>20)] += n
+	}
+	st.CapsCut = nil
+	if len(caps) > 0 {
+		st.CapsCut = caps
+	}
 	return st
 }
 

@@ -58,7 +58,7 @@ FUZZ_TARGETS := heapwalk:FuzzWalk agentwire:FuzzReader pprofile:FuzzRead attach:
 	heap:FuzzParseJavacore heap:FuzzParseVMInfo jvmsym:FuzzParsePerfMap cmd/djx-bpf:FuzzReadJSONReport decode:FuzzDecode \
 	region:FuzzParse procfs:FuzzParse agentwire:FuzzReaderLimits join:FuzzQueueOrder control:FuzzReadLines \
 	elfsafe:FuzzNewFile jvmsym:FuzzLoadELFSyms jvmsym:FuzzParsePerfMapCaps reloc:FuzzLibJVM termsafe:FuzzString \
-	vmstructs:FuzzRead
+	vmstructs:FuzzRead vmcode:FuzzForgedMemory vmcode:FuzzDecoders
 
 fuzz:
 	@mkdir -p $(BUILD)

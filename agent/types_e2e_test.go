@@ -2,6 +2,8 @@ package agent
 
 import (
 	"encoding/binary"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 	"github.com/djx-bpf/djx-bpf/targetmem"
 )
 
@@ -400,6 +403,52 @@ func TestTypesAttachCost(t *testing.T) {
 			}
 			t.Logf("%s attach: %d CLASS records (%d fields), %d bytes, build time %.1f ms, dropped %d",
 				j.name, s.nclass, fs, s.bytes, float64(s.stats.TypesNanos)/1e6, s.stats.ClassesDropped)
+		})
+	}
+}
+
+// seccompLib builds testdata/SeccompReadv.c, an agent that makes
+// process_vm_readv fail with EPERM on every thread of the JVM.
+func seccompLib(t *testing.T, j jdk) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		testenv.Skip(t, "no gcc to build the seccomp agent: %v", err)
+	}
+	lib := filepath.Join(t.TempDir(), "libseccompreadv.so")
+	out, err := exec.Command(gcc, "-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-I"+filepath.Join(j.home, "include"),
+		"-I"+filepath.Join(j.home, "include", "linux"), "-o", lib, "testdata/SeccompReadv.c").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return lib
+}
+
+// TestTypesReadvRefused: under a seccomp filter that refuses
+// process_vm_readv (as a container's may), the agent turns the data types
+// off and says why in TYPES_INFO, rather than reading class mirrors with
+// plain loads that a GC uncommitting memory could make fault; the JVM
+// runs on, and classes it prepares later send nothing.
+func TestTypesReadvRefused(t *testing.T) {
+	for _, j := range availableJDKs(t) {
+		t.Run(j.name, func(t *testing.T) {
+			flags := []string{"-XX:+UseG1GC", "-Xmx4g", "-agentpath:" + seccompLib(t, j)}
+			v := startMain(t, j, "types=1,interval=1g,minsize=1g", true, flags, "TypesSite")
+			siteLines(t, v)
+			var s typesStream
+			s.collect(t, v, "TYPES_INFO", func() bool { return s.info != nil })
+			if s.info.OK || !strings.Contains(s.info.Reason, "process_vm_readv on the JVM itself refused (EPERM") {
+				t.Fatalf("TYPES_INFO %+v, want off for the refused process_vm_readv", s.info)
+			}
+			v.send("load")
+			v.line("LOADED")
+			v.stdin.Close()
+			rest, _ := v.rest()
+			s.add(t, rest) // a CLASS after a TYPES_INFO that is not OK fails here
+			v.exit()
+			if s.nclass != 0 {
+				t.Errorf("%d CLASS records", s.nclass)
+			}
 		})
 	}
 }

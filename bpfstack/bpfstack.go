@@ -38,9 +38,11 @@ type Resolver struct {
 	// compile id BPF read from it with the frame, and the pc: a blob
 	// freed and reused holds another compile id, so an entry never names
 	// other code.
-	named   map[namedKey][]vmcode.Frame
-	stats   Stats
-	lastErr error // the last frame vmcode could not name
+	named      map[namedKey][]vmcode.Frame
+	namedBytes int // what named holds, names included
+	budget     *timeBudget
+	stats      Stats
+	lastErr    error // the last frame vmcode could not name
 }
 
 // Stats counts what the resolver made of the stacks.
@@ -51,17 +53,44 @@ type Stats struct {
 	Failed   uint64 // frames vmcode could not name (the walk's path ends there)
 	Gone     uint64 // ... of them read after the JVM exited (its last samples)
 	Cached   uint64 // compiled frames named from the cache, without a read
+	// OverBudget counts the frames not named past the time budgets
+	// (their paths end there); Cut the paths cut at MaxFrames or an
+	// inlining chain cut at MaxInlined.
+	OverBudget uint64
+	Cut        uint64
 }
 
 // namedKey is a pc in an nmethod, as BPF saw it.
 type namedKey struct{ blob, id, pc uint64 }
 
-// maxNamed bounds the cache of named pcs; past it, it starts over.
-const maxNamed = 1 << 16
+// maxNamed and maxNamedBytes bound the cache of named pcs; past
+// either, it starts over.
+const (
+	maxNamed      = 1 << 16
+	maxNamedBytes = 16 << 20
+)
+
+// Caps on a path's depth: the unwinder walks up to 128 physical frames,
+// and vmcode takes inlining chains up to vmcode.MaxInlineDepth. C2
+// inlines to 15 levels by default; real stacks are far below MaxFrames.
+const (
+	MaxFrames  = 512
+	MaxInlined = 32
+)
+
+// framesBytes estimates what frames hold, their names included.
+func framesBytes(fs []vmcode.Frame) int {
+	n := 64
+	for i := range fs {
+		f := &fs[i]
+		n += 96 + len(f.Class) + len(f.Name) + len(f.Signature) + len(f.Source)
+	}
+	return n
+}
 
 // New returns a resolver over code.
 func New(code Code) *Resolver {
-	return &Resolver{code: code, fpBlobs: make(map[uint64]vmcode.Kind), named: make(map[namedKey][]vmcode.Frame)}
+	return &Resolver{code: code, fpBlobs: make(map[uint64]vmcode.Kind), named: make(map[namedKey][]vmcode.Frame), budget: newTimeBudget()}
 }
 
 // Open returns a resolver for the HotSpot JVM pid.
@@ -180,6 +209,7 @@ type Sample struct {
 // cannot name ends the path there.
 func (r *Resolver) Resolve(st *sample.Stack, s Sample) Path {
 	var p Path
+	r.budget.record()
 	for i, f := range st.Frames {
 		kind := f.Blob & loader.FrameKinds
 		blob := f.Blob &^ loader.FrameKinds
@@ -195,6 +225,22 @@ func (r *Resolver) Resolve(st *sample.Stack, s Sample) Path {
 			p.Frames, err = r.rbpFrame(p.Frames, blob, f, i == 0 && !s.Calls, s)
 		default:
 			err = fmt.Errorf("frame kind %d", kind)
+		}
+		if len(p.Frames) > MaxFrames {
+			r.stats.Cut++
+			p.Frames = p.Frames[:MaxFrames]
+			p.Missing = fmt.Sprintf("deeper than %d frames", MaxFrames)
+			break
+		}
+		if errors.Is(err, errBudget) {
+			r.stats.OverBudget += uint64(len(st.Frames) - i)
+			p.Missing = budgetEnd
+			break
+		}
+		if errors.Is(err, errInlined) {
+			r.stats.Cut++
+			p.Missing = fmt.Sprintf("inlined deeper than %d", MaxInlined)
+			break
 		}
 		if err != nil {
 			r.stats.Failed++
@@ -234,14 +280,21 @@ func (r *Resolver) compiled(out []vmcode.Frame, k namedKey, s Sample) ([]vmcode.
 	k.pc = at
 	if fs, ok := r.named[k]; ok && k.id != 0 {
 		r.stats.Cached++
-		return append(out, fs...), nil
+		return inlined(out, fs)
 	}
-	fs, b, err := r.code.Frames(at)
+	var fs []vmcode.Frame
+	var b vmcode.Blob
+	var err error
+	if !r.budget.run(func() { fs, b, err = r.code.Frames(at) }) {
+		return out, errBudget
+	}
 	fromAt := err == nil
 	if err != nil && at != pc {
 		// The access's pc may lie past the blob's last debug
 		// information; the sampled pc is the frame's all the same.
-		fs, b, err = r.code.Frames(pc)
+		if !r.budget.run(func() { fs, b, err = r.code.Frames(pc) }) {
+			return out, errBudget
+		}
 	}
 	if err != nil {
 		return out, err
@@ -250,10 +303,25 @@ func (r *Resolver) compiled(out []vmcode.Frame, k namedKey, s Sample) ([]vmcode.
 		return out, nil
 	}
 	if fromAt && k.id != 0 && b.Start == k.blob && uint64(uint32(b.CompileID)) == k.id {
-		if len(r.named) >= maxNamed {
+		n := framesBytes(fs)
+		if len(r.named) >= maxNamed || r.namedBytes+n > maxNamedBytes {
 			clear(r.named)
+			r.namedBytes = 0
 		}
 		r.named[k] = fs
+		r.namedBytes += n
+	}
+	return inlined(out, fs)
+}
+
+// errInlined means an inlining chain was cut at MaxInlined frames.
+var errInlined = errors.New("inlining chain cut")
+
+// inlined appends the inlining chain fs, innermost first, cut to its
+// MaxInlined innermost frames.
+func inlined(out, fs []vmcode.Frame) ([]vmcode.Frame, error) {
+	if len(fs) > MaxInlined {
+		return append(out, fs[:MaxInlined]...), errInlined
 	}
 	return append(out, fs...), nil
 }
@@ -270,7 +338,11 @@ func (r *Resolver) rbpFrame(out []vmcode.Frame, blob uint64, f sample.RawFrame, 
 		if top {
 			pc = s.IP
 		}
-		b, err := r.code.Blob(pc)
+		var b vmcode.Blob
+		var err error
+		if !r.budget.run(func() { b, err = r.code.Blob(pc) }) {
+			return out, errBudget
+		}
 		if err != nil {
 			return out, err
 		}
@@ -282,12 +354,19 @@ func (r *Resolver) rbpFrame(out []vmcode.Frame, blob uint64, f sample.RawFrame, 
 	if kind != vmcode.KindInterpreter {
 		return out, nil
 	}
+	var fr vmcode.Frame
+	var err error
 	if top && s.R13 != 0 {
-		if fr, err := r.code.InterpretedFrame(f.A, s.R13); err == nil {
+		if !r.budget.run(func() { fr, err = r.code.InterpretedFrame(f.A, s.R13) }) {
+			return out, errBudget
+		}
+		if err == nil {
 			return append(out, fr), nil
 		}
 	}
-	fr, err := r.code.InterpretedFrame(f.A, f.B)
+	if !r.budget.run(func() { fr, err = r.code.InterpretedFrame(f.A, f.B) }) {
+		return out, errBudget
+	}
 	if err != nil {
 		return out, err
 	}

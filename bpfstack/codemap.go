@@ -2,6 +2,7 @@ package bpfstack
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/procfs"
@@ -29,7 +30,12 @@ type CodeMap struct {
 	// named caches hits by blob, compile id and pc: the compile id, read
 	// from the blob's header with each lookup, tells a blob freed and
 	// reused for other code, so a hit never names other code.
-	named   map[mapKey]jvmsym.CodeHit
+	named      map[mapKey]jvmsym.CodeHit
+	namedBytes int
+	// names, when set, interns the frames' names (the join's).
+	names   *jvmsym.Names
+	nameBuf []byte
+	budget  *timeBudget // shared with the resolver it came from
 	stats   MapStats
 	lastErr error
 }
@@ -41,6 +47,8 @@ type MapStats struct {
 	Misses  uint64 // ... in no live blob (a free block, a heap's unused part)
 	Errors  uint64 // ... in a blob vmcode could not read
 	Gone    uint64 // ... after the JVM exited (its last samples)
+	// OverBudget counts lookups not made past the time budgets (misses).
+	OverBudget uint64
 }
 
 type mapKey struct {
@@ -49,8 +57,15 @@ type mapKey struct {
 	pc   uint64
 }
 
-// maxMapHits bounds the named cache; past it, it starts over.
-const maxMapHits = 1 << 14
+// maxMapHits and maxMapHitBytes bound the named cache; past either, it
+// starts over.
+const (
+	maxMapHits     = 1 << 14
+	maxMapHitBytes = 16 << 20
+)
+
+// inlinedCut ends a leaf whose inlining chain was cut at MaxInlined.
+var inlinedCut = fmt.Sprintf("[stack cut: inlined deeper than %d]", MaxInlined)
 
 // heapRetry is how many lookups pass before a failed read of the code
 // heaps is tried again.
@@ -58,11 +73,19 @@ const heapRetry = 1024
 
 // NewCodeMap returns a code map over code.
 func NewCodeMap(code Code) *CodeMap {
-	return &CodeMap{code: code, named: make(map[mapKey]jvmsym.CodeHit)}
+	return &CodeMap{code: code, named: make(map[mapKey]jvmsym.CodeHit), budget: newTimeBudget()}
 }
 
-// CodeMap returns a code map over the resolver's JVM.
-func (r *Resolver) CodeMap() *CodeMap { return NewCodeMap(r.code) }
+// CodeMap returns a code map over the resolver's JVM, sharing its time
+// budget.
+func (r *Resolver) CodeMap() *CodeMap {
+	m := NewCodeMap(r.code)
+	m.budget = r.budget
+	return m
+}
+
+// UseNames interns the names of the frames the map names in n.
+func (m *CodeMap) UseNames(n *jvmsym.Names) { m.names = n }
 
 // Stats returns the counts so far.
 func (m *CodeMap) Stats() MapStats { return m.stats }
@@ -109,7 +132,14 @@ func (m *CodeMap) Lookup(pc uint64) (jvmsym.CodeHit, bool) {
 		return jvmsym.CodeHit{}, false
 	}
 	m.stats.Lookups++
-	fs, b, err := m.code.Frames(pc)
+	var fs []vmcode.Frame
+	var b vmcode.Blob
+	var err error
+	m.budget.record()
+	if !m.budget.run(func() { fs, b, err = m.code.Frames(pc) }) {
+		m.stats.OverBudget++
+		return jvmsym.CodeHit{}, false
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, vmcode.ErrNotCode):
@@ -139,16 +169,30 @@ func (m *CodeMap) Lookup(pc uint64) (jvmsym.CodeHit, bool) {
 		return h, true
 	}
 	hit.Method = b.Method
-	hit.Named = make([]string, len(fs))
+	cut := len(fs) > MaxInlined
+	fs = fs[:min(len(fs), MaxInlined)]
+	hit.Named = make([]string, len(fs), len(fs)+1)
+	n := 64 + 16*len(fs)
 	for i, f := range fs {
-		hit.Named[i] = f.String()
+		if m.names != nil {
+			m.nameBuf = f.Append(m.nameBuf[:0])
+			hit.Named[i] = m.names.Name(m.names.Intern(m.nameBuf))
+		} else {
+			hit.Named[i] = jvmsym.CutName(f.String())
+			n += len(hit.Named[i])
+		}
+	}
+	if cut {
+		hit.Named = append(hit.Named, inlinedCut)
 	}
 	if len(hit.Named) == 0 {
 		hit.Named = []string{"[compiled code]"}
 	}
-	if len(m.named) >= maxMapHits {
+	if len(m.named) >= maxMapHits || m.namedBytes+n > maxMapHitBytes {
 		clear(m.named)
+		m.namedBytes = 0
 	}
 	m.named[k] = hit
+	m.namedBytes += n
 	return hit, true
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // CompressedOops is HotSpot's own statement of its heap placement and oop
@@ -85,6 +86,21 @@ func ParseCompressedOops(text string) (CompressedOops, error) {
 	return c, nil
 }
 
+// maxVersion caps the "# Java VM:" line kept: HotSpot's is under 200
+// bytes, and the target writes the reply.
+const maxVersion = 256
+
+// cutName cuts s to at most n bytes, at a character's start.
+func cutName(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
+}
+
 // ParseVMInfo builds a HotSpot Geometry from `jcmd <pid> VM.info` output
 // (whole, or trimmed to the header and PROCESS section through its "Heap:"
 // block). The reservation and encoding come from the compressed-oops line;
@@ -94,7 +110,7 @@ func ParseCompressedOops(text string) (CompressedOops, error) {
 func ParseVMInfo(text string) (Geometry, error) {
 	g := Geometry{VM: HotSpot}
 	if m := jvmRE.FindStringSubmatch(text); m != nil {
-		g.Version = strings.TrimSpace(m[1])
+		g.Version = cutName(strings.TrimSpace(m[1]), maxVersion)
 	}
 	if m := klassRE.FindStringSubmatch(text); m != nil {
 		base, err := strconv.ParseUint(m[1][2:], 16, 64)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // renderGeometry is the golden form of a Geometry.
@@ -181,5 +182,14 @@ func TestParseVMInfoErrors(t *testing.T) {
 	}
 	if _, err := ParseVMInfo("hello\n"); err == nil {
 		t.Error("accepted text that says nothing about the heap")
+	}
+}
+
+// The "# Java VM:" line is the target's text: kept to maxVersion bytes.
+func TestVMInfoLongVersion(t *testing.T) {
+	long := strings.Repeat("é", 10000)
+	g, _ := ParseVMInfo("# Java VM: " + long + "\nHeap address: 0x0000000080000000, size: 2048 MB, Compressed Oops mode: 32-bit\n")
+	if len(g.Version) > maxVersion+3 || !strings.HasPrefix(long, strings.TrimSuffix(g.Version, "...")) || !utf8.ValidString(g.Version) {
+		t.Errorf("version of %d bytes: %d bytes kept: %q...", len(long), len(g.Version), g.Version[:min(len(g.Version), 20)])
 	}
 }

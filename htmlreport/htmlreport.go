@@ -21,6 +21,7 @@ import (
 	"strconv"
 
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/termsafe"
 )
 
 var (
@@ -118,7 +119,9 @@ func write(w io.Writer, views []View, info *scanInfo, opt Options) error {
 		p.Views[i] = newView(v.Label, v.Report, opt)
 	}
 	if len(views) == 1 {
-		p.Title = "djx-bpf: " + views[0].Label
+		// The label names the JVM: the target's text, escaped (termsafe)
+		// for a page printed to a terminal too.
+		p.Title = "djx-bpf: " + termsafe.String(views[0].Label)
 	}
 	err := pageTmpl.Execute(w, struct {
 		Title, CSP string

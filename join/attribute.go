@@ -8,7 +8,8 @@ import "github.com/djx-bpf/djx-bpf/report"
 func (j *JVM) attribute(p *pending) {
 	fr := p.path // a second judgement keeps the first one's path
 	if !p.retried {
-		fr = j.accessPath(p)
+		fr = j.capPath(j.accessPath(p))
+		j.pathBuf = fr
 	}
 	if p.addr != 0 {
 		if o, ok := j.idx.Lookup(p.addr); ok {
@@ -57,8 +58,7 @@ func (j *JVM) attribute(p *pending) {
 	default:
 		where = report.WhereOutside
 	}
-	j.pathKeyBuf = pathKey(j.pathKeyBuf, where, dtype, fr)
-	a := j.remainder.add(j.pathKeyBuf, where, dtype, fr)
+	a := j.addAccess(j.remainder, where, dtype, fr)
 	if p.memOK {
 		a.mem = j.addMem(a.mem, p)
 	}
@@ -74,8 +74,7 @@ func (j *JVM) chargeSite(s *site, p *pending, fr []pathFrame, w float64, typ, fi
 	if s.accesses == nil {
 		s.accesses = make(accessSet)
 	}
-	j.pathKeyBuf = pathKey(j.pathKeyBuf, "", "", fr)
-	a := s.accesses.add(j.pathKeyBuf, "", "", fr)
+	a := j.addAccess(s.accesses, "", "", fr)
 	j.charge(c, &s.mem, &s.numa)
 	j.charge(c, &a.mem, &a.numa)
 	if len(s.typeSig) > 0 && s.typeSig[0] != '[' && field != "" {

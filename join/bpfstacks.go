@@ -21,6 +21,7 @@ func (j *JVM) UseBPFStacks(r *bpfstack.Resolver) {
 // UseCodeMap answers the join's questions about JIT code from m, the
 // JVM's code cache, instead of the agent's CODE and STUB records.
 func (j *JVM) UseCodeMap(m *bpfstack.CodeMap) {
+	m.UseNames(j.names)
 	j.bpfCode = m
 	j.codeMap = m
 }
@@ -38,9 +39,11 @@ func (j *JVM) bpfPath(s *sample.Sample, accessPC uint64) (bpfResult, bool) {
 	p := j.bpfStacks.Resolve(s.Stack, bpfstack.Sample{IP: s.IP(), AccessPC: accessPC, R13: s.Regs[2]})
 	r := bpfResult{native: p.NativePC, missing: p.Missing}
 	if len(p.Frames) > 0 {
-		r.frames = make([]string, len(p.Frames))
-		for i, f := range p.Frames {
-			r.frames[i] = f.String()
+		// Interned: a sample holds 4 bytes a frame, and a name repeated
+		// across samples is kept once.
+		r.frames = make([]uint32, len(p.Frames))
+		for i := range p.Frames {
+			r.frames[i] = j.internFrame(&p.Frames[i])
 		}
 	} else if leaf, ok := codeLeaf(j.bpfCode, nil, s.IP(), accessPC); ok {
 		// No Java frames, yet in the code cache (a walk that could not
@@ -53,7 +56,7 @@ func (j *JVM) bpfPath(s *sample.Sample, accessPC uint64) (bpfResult, bool) {
 // bpfResult is a sample's BPF stack, named.
 type bpfResult struct {
 	native  uint64   // native code the sample was in below its Java frames (0: none)
-	frames  []string // Java frames, innermost first
+	frames  []uint32 // Java frames' names (stackStore.names), innermost first
 	missing string   // why the stack is not whole ("": it is)
 	// leaf is what the code cache named at the pc of a stack without
 	// Java frames (nil: the pc is not in the code cache).
@@ -83,8 +86,8 @@ func (j *JVM) bpfAccessPath(p *pending, fr []pathFrame) []pathFrame {
 			fr = append(fr, pathFrame{name: nf})
 		}
 	}
-	for _, f := range b.frames {
-		fr = append(fr, pathFrame{name: f})
+	for _, id := range b.frames {
+		fr = append(fr, j.namedFrame(id))
 	}
 	if b.missing != "" {
 		j.countBPFEnd(b.missing)

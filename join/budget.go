@@ -21,10 +21,12 @@ func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
 // Used is what the joins held at their latest records.
 func (b *Budget) Used() int64 { return b.used.Load() }
 
-// held estimates what the join keeps of its agent's stream: the tables
-// with a byte budget and the queued records.
+// held estimates what the join keeps of its agent's stream and of what
+// the JVM names: the tables with a byte budget, the queued records and
+// samples, the access paths and the frames' names.
 func (j *JVM) held() int64 {
-	return int64(j.syms.Bytes() + j.classBytes + j.codeBytes + j.siteBytes + j.censusPathBytes + j.queuedSize + j.stackBytes)
+	return int64(j.syms.Bytes() + j.classBytes + j.codeBytes + j.siteBytes + j.censusPathBytes + j.queuedSize + j.stackBytes +
+		j.names.Bytes() + j.accessBytes + j.pendingSize)
 }
 
 // overShared says whether the shared budget is spent, after publishing

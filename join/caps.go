@@ -69,11 +69,7 @@ func queuedBytes(r agentwire.Record) int {
 	case *agentwire.Alloc:
 		return 128 + len(r.TypeSig) + 16*len(r.Frames)
 	case *rawAlloc:
-		n := 160 + len(r.rec.TypeSig)
-		for _, s := range r.names {
-			n += 16 + len(s)
-		}
-		return n
+		return 160 + len(r.rec.TypeSig) + 4*len(r.ids) // the names are interned
 	case *agentwire.Census:
 		return 128 + len(r.TypeSig)
 	case *agentwire.Reconcile:

@@ -90,7 +90,7 @@ func (j *JVM) censusSite(c *agentwire.Census) int32 {
 	k := append(j.keyBuf[:0], "census\x00"...)
 	k = append(k, c.TypeSig...)
 	k = append(k, 0, byte(c.Kind), byte(c.Path), byte(c.Path>>8), byte(c.Path>>16), byte(c.Path>>24))
-	return j.internSite(k, func() *site { return &site{typeSig: c.TypeSig, census: c.Kind, holder: c.Path} })
+	return j.internSite(k, 0, func() *site { return &site{typeSig: c.TypeSig, census: c.Kind, holder: c.Path} })
 }
 
 // holderChain is the holder chain id, GC root first; nil when unknown.

@@ -134,7 +134,7 @@ func newJVM(pid int) *JVM {
 	j := &JVM{pid: pid, remainder: make(accessSet)}
 	j.faultGrace = pageFaultGrace
 	j.objectTable = objectTable{idx: objindex.New(), siteIdx: make(map[string]int32), tags: make(map[uint64]objindex.ID)}
-	j.stackStore = stackStore{syms: jvmsym.NewTable(), stacks: make(map[uint32]*stackQ), lastStacks: make(map[stackKey]*lastStack), code: jvmsym.NewCodeTable(), nativeCache: make(map[uint64]string)}
+	j.stackStore = stackStore{syms: jvmsym.NewTable(), stacks: make(map[uint32]*stackQ), lastStacks: make(map[stackKey]*lastStack), code: jvmsym.NewCodeTable(), nativeCache: make(map[uint64]uint32), names: newNames()}
 	j.codeMap = j.code
 	j.idx.OnEvict(func(o objindex.Object) {
 		if j.reconciling && j.objs[o.ID].tag != 0 {

@@ -81,14 +81,15 @@ func (j *JVM) siteOf(a *agentwire.Alloc) int32 {
 			k = append(k, byte(uint64(f.BCI)>>s))
 		}
 	}
-	return j.internSite(k, func() *site {
+	return j.internSite(k, 0, func() *site {
 		return &site{typeSig: a.TypeSig, frames: append([]agentwire.Frame(nil), a.Frames...)}
 	})
 }
 
-// internSite returns the index of the site keyed k, made by mk if new;
-// sitePastCount or sitePastBytes past a cap (caps.go).
-func (j *JVM) internSite(k []byte, mk func() *site) int32 {
+// internSite returns the index of the site keyed k, made by mk if new,
+// whose named frames print names bytes; sitePastCount or sitePastBytes
+// past a cap (caps.go).
+func (j *JVM) internSite(k []byte, names int, mk func() *site) int32 {
 	j.keyBuf = k
 	if i, ok := j.siteIdx[string(k)]; ok {
 		return i
@@ -97,7 +98,7 @@ func (j *JVM) internSite(k []byte, mk func() *site) int32 {
 		return sitePastCount
 	}
 	// The key and the site's own copies of the type and frames.
-	n := siteOverhead + len(k) + len(k)
+	n := siteOverhead + len(k) + len(k) + names
 	if j.siteBytes+n > maxSiteBytes {
 		return sitePastBytes
 	}
@@ -115,12 +116,18 @@ const siteOverhead = 256
 func (j *JVM) rawSiteOf(a *rawAlloc) int32 {
 	k := append(j.keyBuf[:0], 1) // apart from frame keys, whose type follows
 	k = append(k, a.rec.TypeSig...)
-	for _, n := range a.names {
-		k = append(k, 0)
-		k = append(k, n...)
+	k = append(k, 0)
+	names := 0
+	for _, id := range a.ids {
+		k = append(k, byte(id), byte(id>>8), byte(id>>16), byte(id>>24))
+		names += 16 + len(j.names.Name(id))
 	}
-	return j.internSite(k, func() *site {
-		return &site{typeSig: a.rec.TypeSig, names: append([]string{}, a.names...)}
+	return j.internSite(k, names, func() *site {
+		s := &site{typeSig: a.rec.TypeSig, names: make([]string, len(a.ids))}
+		for i, id := range a.ids {
+			s.names[i] = j.names.Name(id)
+		}
+		return s
 	})
 }
 

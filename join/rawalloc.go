@@ -10,8 +10,8 @@ import (
 // allocating thread's frames itself, and they are named as the record
 // arrives, from the JVM's memory (bpfstack), while the code is there.
 type rawAlloc struct {
-	rec   *agentwire.AllocRaw
-	names []string // innermost first
+	rec *agentwire.AllocRaw
+	ids []uint32 // the frames' names (stackStore.names), innermost first
 }
 
 func (*rawAlloc) Type() agentwire.RecordType { return agentwire.TypeAllocRaw }
@@ -22,7 +22,7 @@ func (*rawAlloc) Type() agentwire.RecordType { return agentwire.TypeAllocRaw }
 func (j *JVM) nameRawAlloc(r *agentwire.AllocRaw) *rawAlloc {
 	a := &rawAlloc{rec: r}
 	if j.bpfStacks == nil {
-		a.names = []string{"[allocation stack not named: no code cache reader]"}
+		a.ids = []uint32{j.names.InternString("[allocation stack not named: no code cache reader]")}
 		return a
 	}
 	st := &sample.Stack{Frames: make([]sample.RawFrame, len(r.Frames)), End: uint16(min(r.End, 0xffff))}
@@ -30,12 +30,12 @@ func (j *JVM) nameRawAlloc(r *agentwire.AllocRaw) *rawAlloc {
 		st.Frames[i] = sample.RawFrame{Blob: f.Blob, A: f.A, B: f.B}
 	}
 	p := j.bpfStacks.Resolve(st, bpfstack.Sample{Calls: true})
-	a.names = make([]string, 0, len(p.Frames)+1)
-	for _, f := range p.Frames {
-		a.names = append(a.names, f.String())
+	a.ids = make([]uint32, 0, len(p.Frames)+1)
+	for i := range p.Frames {
+		a.ids = append(a.ids, j.internFrame(&p.Frames[i]))
 	}
 	if p.Missing != "" {
-		a.names = append(a.names, "[stack cut: "+p.Missing+"]")
+		a.ids = append(a.ids, j.names.InternString("[stack cut: "+p.Missing+"]"))
 	}
 	return a
 }

@@ -1,6 +1,7 @@
 package join
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/djx-bpf/djx-bpf/jvmsym"
@@ -12,6 +13,7 @@ func (j *JVM) Report() []report.Object {
 	acc := make(map[int][]accessSet) // out index → access sets of its sites
 	out := make([]report.Object, 0, len(j.sites))
 	byName := make(map[string]int)
+	keys := newPathIDs()
 	var fields []map[string]uint64 // out index → samples by field
 	for _, s := range j.sites {
 		path := s.names
@@ -38,7 +40,7 @@ func (j *JVM) Report() []report.Object {
 		typ := jvmsym.TypeName(s.typeSig)
 		// Different bcis on one line name the same site, and chains that
 		// read the same the same holder: merge them.
-		key := origin + "\x00" + typ + "\x00" + siteName + "\x00" + strings.Join(path, "\x00") + "\x01" + strings.Join(holder, "\x00")
+		key := keys.key(origin+"\x00"+typ+"\x00"+siteName+"\x01"+strings.Join(holder, "\x00"), path)
 		o := report.Object{
 			Type: typ, Site: siteName, AllocPath: path, Origin: origin, Holder: holder,
 			Objects: s.objects, Bytes: s.bytes, EstObjects: s.estObjects, EstBytes: s.estBytes,
@@ -85,6 +87,28 @@ func (j *JVM) Stats() report.Stats {
 	st.HumongousFreed = a.UntaggedFreed
 	st.AllocRawStacks = a.RawStacks
 	st.AllocRawFallbacks = a.RawFallbacks
+	// What the caps of other packages cut, kept there.
+	caps := make(map[string]uint64, len(st.CapsCut)+2)
+	for k, v := range st.CapsCut {
+		caps[k] = v
+	}
+	var over uint64
+	if j.bpfStacks != nil {
+		over += j.bpfStacks.Stats().OverBudget
+	}
+	if j.bpfCode != nil {
+		over += j.bpfCode.Stats().OverBudget
+	}
+	if over > 0 {
+		caps["frames not named past the time budget for reading the JVM"] += over
+	}
+	if n := j.names.Refused(); n > 0 {
+		caps[fmt.Sprintf("frame names past %d MiB", maxNameBytes>>20)] += n
+	}
+	st.CapsCut = nil
+	if len(caps) > 0 {
+		st.CapsCut = caps
+	}
 	return st
 }
 
@@ -106,10 +130,11 @@ func (j *JVM) resolve(fr []pathFrame) []string {
 func (j *JVM) accesses(sets ...accessSet) []report.Access {
 	var out []report.Access
 	idx := make(map[string]int)
+	keys := newPathIDs()
 	for _, set := range sets {
 		for _, a := range set {
 			path := j.resolve(a.frames)
-			k := a.where + "\x01" + a.dtype + "\x01" + strings.Join(path, "\x00")
+			k := keys.key(a.where+"\x01"+a.dtype, path)
 			if i, ok := idx[k]; ok {
 				out[i].Samples += a.samples
 				out[i].Mem = report.SumMem(out[i].Mem, a.mem)
@@ -121,6 +146,30 @@ func (j *JVM) accesses(sets ...accessSet) []report.Access {
 		}
 	}
 	return out
+}
+
+// pathIDs keys paths by their names' ids, not the names joined: a path
+// of long names made a key of all of them.
+type pathIDs struct {
+	ids map[string]uint32
+	buf []byte
+}
+
+func newPathIDs() *pathIDs { return &pathIDs{ids: make(map[string]uint32)} }
+
+// key is the key of path after prefix.
+func (p *pathIDs) key(prefix string, path []string) string {
+	b := append(p.buf[:0], prefix...)
+	for _, n := range path {
+		id, ok := p.ids[n]
+		if !ok {
+			id = uint32(len(p.ids) + 1)
+			p.ids[n] = id
+		}
+		b = append(b, 0, byte(id), byte(id>>8), byte(id>>16), byte(id>>24))
+	}
+	p.buf = b
+	return string(b)
 }
 
 // addFields adds the samples by field of src to dst (allocated when nil

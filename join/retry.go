@@ -21,7 +21,7 @@ type retries struct {
 // retryable says whether sample p, in the heap and in no tracked object,
 // waits for a second judgement.
 func (j *JVM) retryable(p *pending) bool {
-	if p.retried || !p.store || len(j.retryQ)-j.retryH >= maxPending {
+	if p.retried || !p.store || len(j.retryQ)-j.retryH >= maxPending || j.pendingSize >= maxPendingBytes {
 		return false
 	}
 	return !j.codeMap.Contains(p.ip)
@@ -33,6 +33,7 @@ func (j *JVM) retry(p *pending, fr []pathFrame) {
 	q := *p
 	q.retried, q.path = true, slices.Clone(fr)
 	q.time += j.faultGrace
+	j.pendingSize += pendingBytes(&q)
 	j.retryQ = append(j.retryQ, q)
 	j.stats.Rejudged++
 }

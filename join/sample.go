@@ -1,6 +1,7 @@
 package join
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/decode"
@@ -102,9 +103,11 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 	}
 	// Samples without an address are queued too: their access paths go to
 	// the remainder.
-	if len(j.queue)-j.head >= maxPending {
-		j.attribute(&j.queue[j.head])
-		j.head++
+	for j.head < len(j.queue) && (len(j.queue)-j.head >= maxPending || j.pendingSize >= maxPendingBytes) {
+		if j.pendingSize >= maxPendingBytes {
+			j.countCap(fmt.Sprintf("samples judged before the agent's records of their time: waiting samples past %d MiB", maxPendingBytes>>20))
+		}
+		j.judgeNext()
 	}
 	t := s.Time
 	if src == sample.PageFaults {
@@ -123,6 +126,7 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 	p.memOK, p.dataSrc, p.weight, p.noStack = s.Flags&sample.FlagMemOK != 0, s.DataSrc, s.Weight, s.Flags&sample.FlagNoStack != 0
 	p.rsp = s.Regs[19]
 	p.bpf, p.hasBPF = j.bpfPath(s, accessPC)
+	j.pendingSize += pendingBytes(&p)
 	j.queue = append(j.queue, p)
 }
 

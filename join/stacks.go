@@ -23,13 +23,20 @@ type stackStore struct {
 	// code is the agent's JIT code map (CODE, CODE_UNLOAD, STUB records);
 	// codeMap answers the join's questions about a pc: code itself, or
 	// the code cache read from the JVM with BPF stacks.
-	code        *jvmsym.CodeTable
-	codeMap     CodeLookup
-	native      NativeSymbols
-	nativeCache map[uint64]string
+	code    *jvmsym.CodeTable
+	codeMap CodeLookup
+	native  NativeSymbols
+	// nativeCache names native pcs by their names' ids (0: none).
+	nativeCache map[uint64]uint32
 	perfMap     *jvmsym.PerfMap
 	pathBuf     []pathFrame
 	pathKeyBuf  []byte
+	// names interns the names of the frames the join keeps (pathcaps.go);
+	// nameBuf is where a frame's name is built; accessBytes is what the
+	// access sets hold.
+	names       *jvmsym.Names
+	nameBuf     []byte
+	accessBytes int
 	// noJava, when set, stops BPF's stack signals to a thread the agent
 	// found without a JNIEnv; noJavaTIDs are the threads handed to it.
 	noJava     func(tid uint32)
@@ -76,11 +83,13 @@ const stackPrune = uint64(time.Second)
 
 // pathFrame is one frame of an access path: a Java frame (method, bci)
 // resolved at report time, or a frame already named (native code, stubs,
-// placeholders) when name is set.
+// placeholders) when name is set; id is the name's in stackStore.names
+// once interned (0: not yet).
 type pathFrame struct {
 	method uint64
 	bci    int64
 	name   string
+	id     uint32
 }
 
 // access counts the samples of one access path.
@@ -411,33 +420,23 @@ func (j *JVM) leafFrames(p *pending, fr []pathFrame) []pathFrame {
 // nativeFrame names ip in a mapped ELF file, cached per ip: the process may
 // be gone by report time.
 func (j *JVM) nativeFrame(ip uint64) (string, bool) {
-	if name, ok := j.nativeCache[ip]; ok {
-		return name, name != ""
+	if id, ok := j.nativeCache[ip]; ok {
+		return j.names.Name(id), id != 0
 	}
-	name := ""
+	var id uint32
 	if j.native != nil {
 		if nf, ok := j.native.Lookup(ip); ok {
-			name = nf.String()
+			id = j.names.InternString(nf.String())
 		}
 	}
 	if len(j.nativeCache) < 1<<20 {
-		j.nativeCache[ip] = name
+		j.nativeCache[ip] = id
 	}
-	return name, name != ""
+	return j.names.Name(id), id != 0
 }
 
-// add counts one sample on the path fr in set, copying fr when new.
-func (s accessSet) add(key []byte, where, dtype string, fr []pathFrame) *access {
-	if a, ok := s[string(key)]; ok {
-		a.samples++
-		return a
-	}
-	a := &access{where: where, dtype: dtype, frames: append([]pathFrame(nil), fr...), samples: 1}
-	s[string(key)] = a
-	return a
-}
-
-// pathKey encodes where, dtype and fr into buf.
+// pathKey encodes where, dtype and fr, its names interned (capPath), into
+// buf: a named frame by its name's id.
 func pathKey(buf []byte, where, dtype string, fr []pathFrame) []byte {
 	k := append(buf[:0], where...)
 	k = append(k, 1)
@@ -445,7 +444,7 @@ func pathKey(buf []byte, where, dtype string, fr []pathFrame) []byte {
 	for _, f := range fr {
 		k = append(k, 0)
 		if f.name != "" {
-			k = append(k, f.name...)
+			k = append(k, 1, byte(f.id), byte(f.id>>8), byte(f.id>>16), byte(f.id>>24))
 			continue
 		}
 		k = strconv.AppendUint(k, f.method, 16)

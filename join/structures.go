@@ -253,7 +253,7 @@ func (j *JVM) structureSite(sig string, path uint32) int32 {
 	k := append(j.keyBuf[:0], "structure\x00"...)
 	k = append(k, sig...)
 	k = append(k, 0, byte(path), byte(path>>8), byte(path>>16), byte(path>>24))
-	return j.internSite(k, func() *site {
+	return j.internSite(k, 0, func() *site {
 		return &site{typeSig: sig, census: agentwire.CensusAttach, holder: path, structure: true}
 	})
 }

@@ -11,6 +11,8 @@ import (
 type timeline struct {
 	queue []pending // decoded samples
 	head  int
+	// pendingSize is what queue and retryQ hold (pendingBytes).
+	pendingSize int
 	// Allocation-stream records that must apply in time order, by (time,
 	// arrival): those that arrive in order wait in agentQ from agentH on,
 	// those stamped before its tail (FREE, RECONCILE, CENSUS) in the heap
@@ -213,10 +215,10 @@ func (j *JVM) Drain(final bool) {
 			p := j.retryQ[j.retryH]
 			j.retryQ[j.retryH] = pending{}
 			j.retryH++
+			j.pendingSize -= pendingBytes(&p)
 			j.attribute(&p)
 		default:
-			j.attribute(&j.queue[j.head])
-			j.head++
+			j.judgeNext()
 		}
 	}
 	j.pruneStacks(h, final)
@@ -224,6 +226,15 @@ func (j *JVM) Drain(final bool) {
 	j.retryQ, j.retryH = compact(j.retryQ, j.retryH)
 	j.agentQ, j.agentH = compact(j.agentQ, j.agentH)
 	j.gcQ, j.gcH = compact(j.gcQ, j.gcH)
+}
+
+// judgeNext attributes the first queued sample and releases its slot.
+func (j *JVM) judgeNext() {
+	p := &j.queue[j.head]
+	j.pendingSize -= pendingBytes(p)
+	j.attribute(p)
+	*p = pending{}
+	j.head++
 }
 
 // compact drops the consumed prefix of a queue once it dominates.

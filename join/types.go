@@ -308,8 +308,7 @@ func (j *JVM) countType(typ, field string, c charge, fr []pathFrame) *typeRow {
 		j.rows[k] = r
 	}
 	r.samples++
-	j.pathKeyBuf = pathKey(j.pathKeyBuf, "", "", fr)
-	a := r.accesses.add(j.pathKeyBuf, "", "", fr)
+	a := j.addAccess(r.accesses, "", "", fr)
 	j.charge(c, &r.mem, &r.numa)
 	j.charge(c, &a.mem, &a.numa)
 	return r

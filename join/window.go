@@ -24,6 +24,7 @@ func (j *JVM) ResetWindow() {
 		s.mem, s.numa = nil, nil
 	}
 	j.remainder = make(accessSet)
+	j.accessBytes = 0
 	if j.rows != nil {
 		j.rows = make(map[typeKey]*typeRow)
 	}

@@ -151,7 +151,7 @@ func (es *elfSyms) lookup(addr uint64) (name string, start uint64, ok bool) {
 	if !ok {
 		// Without parameters, as pprof does, but with template arguments:
 		// they tell HotSpot's closure-specialized GC loops apart.
-		name = demangle.Filter(es.syms[i].name, demangle.NoParams, demangle.NoEnclosingParams)
+		name = CutName(demangle.Filter(es.syms[i].name, demangle.NoParams, demangle.NoEnclosingParams))
 		es.demangled[i] = name
 	}
 	return name, es.syms[i].start, true

@@ -62,12 +62,15 @@ type Frame struct {
 }
 
 // String formats the frame as Class.method:line (or Class.method without a line).
-func (f Frame) String() string {
-	s := f.Class + "." + f.Method
+func (f Frame) String() string { return string(f.Append(nil)) }
+
+// Append appends the frame as String formats it to b.
+func (f Frame) Append(b []byte) []byte {
+	b = append(append(append(b, f.Class...), '.'), f.Method...)
 	if f.Line > 0 {
-		s += ":" + strconv.Itoa(f.Line)
+		b = strconv.AppendInt(append(b, ':'), int64(f.Line), 10)
 	}
-	return s
+	return b
 }
 
 // Table caches the methods of one JVM, as sent once each by the agent.
@@ -79,8 +82,10 @@ type Table struct {
 // NewTable returns an empty method table.
 func NewTable() *Table { return &Table{methods: make(map[uint64]*Method)} }
 
-// Add records a method; its line table is sorted for lookups.
+// Add records a method; its line table is sorted for lookups, and its
+// names are cut to MaxName bytes.
 func (t *Table) Add(id uint64, m Method) {
+	m.ClassSig, m.Name, m.Sig, m.SourceFile = CutName(m.ClassSig), CutName(m.Name), CutName(m.Sig), CutName(m.SourceFile)
 	lines := append([]LineEntry(nil), m.Lines...)
 	sort.Slice(lines, func(i, j int) bool { return lines[i].Start < lines[j].Start })
 	m.Lines = lines

@@ -106,7 +106,7 @@ func (n *Native) Lookup(ip uint64) (NativeFrame, bool) {
 	if !ok {
 		return NativeFrame{}, false
 	}
-	lib := filepath.Base(strings.TrimSuffix(m.path, " (deleted)"))
+	lib := CutName(filepath.Base(strings.TrimSuffix(m.path, " (deleted)")))
 	name, start, ok := m.syms.lookup(addr)
 	if !ok {
 		return NativeFrame{Lib: lib, Off: addr}, true
@@ -160,10 +160,15 @@ func (n *Native) openSyms(m *mapping) (*elfSyms, error) {
 	return cachedELFSyms(f)
 }
 
+// maxMapsPathBytes bounds the bytes of the paths kept of a process's
+// maps: the target chooses them (up to 4 KiB each, in 65,530 mappings).
+const maxMapsPathBytes = 16 << 20
+
 // parseMaps parses /proc/PID/maps: "start-end perms offset dev inode path",
 // where the path may contain spaces and may be missing.
 func parseMaps(r io.Reader) ([]*mapping, error) {
 	var maps []*mapping
+	pathBytes := 0
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for lineNo := 1; sc.Scan(); lineNo++ {
@@ -174,6 +179,9 @@ func parseMaps(r io.Reader) ([]*mapping, error) {
 		m, err := parseMapsLine(line)
 		if err != nil {
 			return nil, fmt.Errorf("maps line %d: %w", lineNo, err)
+		}
+		if pathBytes += len(m.path); pathBytes > maxMapsPathBytes {
+			m.path = "" // named by address only
 		}
 		maps = append(maps, m)
 	}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/djx-bpf/djx-bpf/procfs"
@@ -86,7 +85,7 @@ type perfEntry struct {
 const (
 	MaxPerfMap     = 16 << 20
 	maxPerfEntries = 1 << 18
-	maxPerfName    = 1 << 10
+	maxPerfName    = MaxName
 	maxPerfLine    = 64 << 10
 )
 
@@ -169,20 +168,6 @@ func (c *capReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.left -= int64(n)
 	return n, err
-}
-
-// cutName cuts name to at most max bytes, not inside a UTF-8 sequence.
-func cutName(name []byte, max int) []byte {
-	name = name[:max]
-	for i := len(name) - 1; i >= 0 && i >= len(name)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(name[i]) {
-			if !utf8.FullRune(name[i:]) {
-				name = name[:i]
-			}
-			break
-		}
-	}
-	return name
 }
 
 func parsePerfLine(line []byte) (start, end uint64, name []byte, err error) {

@@ -202,12 +202,16 @@ type CensusStats struct {
 
 // CapStats say what the per-JVM caps cut from the agent's stream: strings
 // and lists (frames, lines, fields) cut short at decode, records dropped
-// past a count cap and past a byte budget (the notes say which).
+// past a count cap and past a byte budget (the notes say which); and, by
+// reason, what the caps on what a target names cut (CapsCut): paths cut
+// at a depth, samples on paths past a count or byte cap, frames not named
+// past a time budget, names past a byte budget.
 type CapStats struct {
-	StringsTruncated    uint64 `json:"strings_truncated,omitempty" merge:"sum"`
-	ListsTruncated      uint64 `json:"lists_truncated,omitempty" merge:"sum"`
-	RecordsDroppedCount uint64 `json:"records_dropped_count,omitempty" merge:"sum"`
-	RecordsDroppedBytes uint64 `json:"records_dropped_bytes,omitempty" merge:"sum"`
+	StringsTruncated    uint64            `json:"strings_truncated,omitempty" merge:"sum"`
+	ListsTruncated      uint64            `json:"lists_truncated,omitempty" merge:"sum"`
+	RecordsDroppedCount uint64            `json:"records_dropped_count,omitempty" merge:"sum"`
+	RecordsDroppedBytes uint64            `json:"records_dropped_bytes,omitempty" merge:"sum"`
+	CapsCut             map[string]uint64 `json:"caps_cut,omitempty" merge:"sum"`
 }
 
 // AgentCostMs is the agent's measured time inside the JVM: its allocation

@@ -219,6 +219,11 @@ func writeStats(w io.Writer, r *Report) {
 			s.SamplesBPFStack, percent(s.SamplesBPFStack, s.Samples), s.SamplesBPFComplete, percent(s.SamplesBPFComplete, s.Samples),
 			strings.Replace(stackErrors(s.BPFStackEnds), "; no Java stack: ", "; not whole: ", 1))
 	}
+	if len(s.CapsCut) > 0 {
+		// What the caps on what a target names cut, as perf and
+		// async-profiler say what their stack caps cut.
+		fmt.Fprintf(w, "caps cut: %s\n", strings.TrimPrefix(stackErrors(s.CapsCut), "; no Java stack: "))
+	}
 }
 
 // safeCells escapes a table row in place: a newline would split the cell

@@ -122,3 +122,26 @@ func TestTableStructureRow(t *testing.T) {
 		}
 	}
 }
+
+// What a cap on what a target names cut is said under the table, as perf
+// and async-profiler say what their stack caps cut; a run that cut
+// nothing says nothing.
+func TestTableSaysWhatCapsCut(t *testing.T) {
+	r := &Report{PID: 1, Mode: "attach", Event: "decode"}
+	var b strings.Builder
+	if err := WriteTable(&b, r, TableOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "caps cut") {
+		t.Errorf("nothing cut, yet:\n%s", b.String())
+	}
+	r.Stats.CapsCut = map[string]uint64{"access paths cut at 512 frames": 3, "frames not named past the time budget for reading the JVM": 1024}
+	b.Reset()
+	if err := WriteTable(&b, r, TableOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "caps cut: frames not named past the time budget for reading the JVM 1024, access paths cut at 512 frames 3\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, b.String())
+	}
+}

@@ -2,6 +2,7 @@ package termsafe
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -80,4 +81,39 @@ func FuzzString(f *testing.F) {
 			t.Fatalf("String is not idempotent on %q", s)
 		}
 	})
+}
+
+// JSON keeps its meaning: what the C1, DEL and bidirectional controls
+// become decodes to the same string, also when a Write cuts a character.
+func TestJSONWriter(t *testing.T) {
+	in := map[string]string{"name": "x\x1b]0;t\x07\u009b1m\u202eevil\x7f café → …", "k\u2066": "v"}
+	enc, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, chunk := range []int{len(enc), 1, 2, 3, 5} {
+		var b bytes.Buffer
+		w := NewJSONWriter(&b)
+		for i := 0; i < len(enc); i += chunk {
+			if n, err := w.Write(enc[i:min(i+chunk, len(enc))]); err != nil || n != min(chunk, len(enc)-i) {
+				t.Fatalf("Write: %d, %v", n, err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, r := range out {
+			if r < 0x20 || r == 0x7f || special(r) {
+				t.Fatalf("chunks of %d: %U reaches the terminal: %q", chunk, r, out)
+			}
+		}
+		var back map[string]string
+		if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+			t.Fatalf("chunks of %d: %v: %s", chunk, err, out)
+		}
+		if back["name"] != in["name"] || back["k\u2066"] != "v" || !strings.Contains(out, `\u009b1m\u202eevil\u007f café → …`) {
+			t.Errorf("chunks of %d: %q decodes to %q", chunk, out, back)
+		}
+	}
 }

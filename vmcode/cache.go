@@ -40,13 +40,23 @@ func (c *lru[K, V]) put(k K, v V) {
 	}
 }
 
-// grow accounts n more bytes held by k's value (a cache inside it grew).
+// grow accounts n more bytes held by k's value (a cache inside it grew),
+// and drops the least recently used others past the budget.
 func (c *lru[K, V]) grow(k K, n int) {
-	if e, ok := c.m[k]; ok {
-		e.Value.(*lruEntry[K, V]).n += n
-		c.used += n
+	e, ok := c.m[k]
+	if !ok {
+		return
+	}
+	e.Value.(*lruEntry[K, V]).n += n
+	c.used += n
+	c.ll.MoveToFront(e)
+	for c.used > c.max && c.ll.Len() > 1 {
+		c.remove(c.ll.Back().Value.(*lruEntry[K, V]).k)
 	}
 }
+
+// bytes is what the values held, as counted.
+func (c *lru[K, V]) bytes() int { return c.used }
 
 func (c *lru[K, V]) remove(k K) {
 	if e, ok := c.m[k]; ok {

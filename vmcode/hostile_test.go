@@ -119,3 +119,33 @@ func TestForgedLoops(t *testing.T) {
 		t.Errorf("bcp outside the bytecodes: %v", err)
 	}
 }
+
+// TestForgedPcDescWidth: a vmStructs table may give PcDesc::_pc_offset a
+// 1-byte type at the last byte of a PcDesc, which the layout's check
+// allows; the PcDescs are read as int32s, so PCs and Frames must refuse
+// the table rather than read past the last entry.
+func TestForgedPcDescWidth(t *testing.T) {
+	for _, jdk := range []string{"jdk17", "jdk25"} {
+		s, fx := fixtureSymbolizer(t, jdk)
+		l := *s.l
+		l.pcOffset = field{off: l.pcDescSize - 1, width: 1}
+		if err := l.check(); err != nil {
+			t.Fatalf("%s: the forged layout is refused by check: %v", jdk, err)
+		}
+		forged := newSymbolizer(&l, fx)
+		forged.bias = s.bias
+		for _, e := range fx.Truth.Code {
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("%s: PCs(%#x) panicked: %v", jdk, e.CodeBegin, r)
+					}
+				}()
+				if pcs, err := forged.PCs(e.CodeBegin); len(pcs) != 0 {
+					t.Errorf("%s: PCs(%#x) = %d pcs (%v) from a table it cannot read", jdk, e.CodeBegin, len(pcs), err)
+				}
+				forged.Frames((e.CodeBegin + e.CodeEnd) / 2)
+			}()
+		}
+	}
+}

@@ -20,7 +20,8 @@ const (
 
 // Method is a Java method as its metadata names it.
 type Method struct {
-	Addr      uint64 // Method*
+	Addr uint64 // Method*
+	// The names are cut to jvmsym.MaxName bytes.
 	Class     string // Java name: "java.util.HashMap$Node"
 	Name      string // "get"
 	Signature string // JVM descriptor: "(Ljava/lang/Object;)Ljava/lang/Object;"
@@ -59,6 +60,15 @@ func (f Frame) JVM() jvmsym.Frame { return jvmsym.Frame{Class: f.Class, Method: 
 
 // String is "pkg.Class.method:line", as jvmsym.Frame prints frames.
 func (f Frame) String() string { return f.JVM().String() }
+
+// Append appends the frame as String formats it to b.
+func (f Frame) Append(b []byte) []byte { return f.JVM().Append(b) }
+
+// bytes estimates what a frame holds, its names included: a frame kept
+// keeps them alive after its method leaves the method cache.
+func (f *Frame) bytes() int {
+	return 96 + len(f.Class) + len(f.Name) + len(f.Signature) + len(f.Source)
+}
 
 func (m *Method) frame(bci int) Frame {
 	return Frame{Method: m.Addr, BCI: bci, Class: m.Class, Name: m.Name, Signature: m.Signature, Source: m.Source, Line: m.Line(bci)}
@@ -137,8 +147,15 @@ type class struct {
 	length       uint64 // entries in the pool
 }
 
-// maxClasses bounds the pool cache; it is cleared when full.
-const maxClasses = 8192
+// maxClasses and classCacheBytes bound the pool cache; it is cleared
+// when either is reached.
+const (
+	maxClasses      = 8192
+	classCacheBytes = 4 << 20
+)
+
+// bytes estimates what a cached class holds.
+func (c *class) bytes() int { return 96 + len(c.name) + len(c.source) }
 
 // poolClass reads the class of the pool at cp: its holder's name and
 // its source file.
@@ -180,10 +197,12 @@ func (s *Symbolizer) poolClass(r *reader, cp uint64) (*class, error) {
 		return nil, err
 	}
 	c.name = jvmsym.TypeName(name)
-	if len(s.classes) >= maxClasses {
+	if len(s.classes) >= maxClasses || s.classBytes+c.bytes() > classCacheBytes {
 		clear(s.classes)
+		s.classBytes = 0
 	}
 	s.classes[cp] = c
+	s.classBytes += c.bytes()
 	return c, nil
 }
 
@@ -257,13 +276,20 @@ func (s *Symbolizer) symbol(r *reader, p uint64, what string) (string, error) {
 	if length > maxSymbol {
 		return "", malformed("%s Symbol of %d bytes", what, length)
 	}
-	if body+length > uint64(n) {
-		buf = make([]byte, body+length)
+	// Only what is kept of a long name is read.
+	keep := min(length, jvmsym.MaxName)
+	if body+keep > uint64(n) {
+		buf = make([]byte, body+keep)
 		if err := r.read(buf, p); err != nil {
 			return "", fmt.Errorf("read %s Symbol: %w", what, err)
 		}
 	}
 	// Modified UTF-8 is UTF-8 but for NUL and supplementary characters,
 	// which come out replaced rather than failing the whole frame.
-	return strings.ToValidUTF8(string(buf[body:body+length]), "\uFFFD"), nil
+	name := strings.ToValidUTF8(string(buf[body:body+keep]), "\uFFFD")
+	if keep < length {
+		s.stats.NamesCut++
+		name = jvmsym.CutName(name + jvmsym.NameCut)
+	}
+	return name, nil
 }

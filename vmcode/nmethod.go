@@ -6,11 +6,14 @@ import (
 
 // Caps on one nmethod's debug information.
 const (
-	maxPcDescs   = 8 << 20 // bytes of PcDescs
-	maxScopes    = 16 << 20
-	maxMetadata  = 1 << 20
-	maxPCFrames  = 512 // decoded pcs cached per nmethod
-	maxBlobCache = 2048
+	maxPcDescs  = 8 << 20 // bytes of PcDescs
+	maxScopes   = 16 << 20
+	maxMetadata = 1 << 20
+	maxPCFrames = 512 // decoded pcs cached per nmethod
+	// maxBlobFrameBytes bounds what the frames cached for one nmethod
+	// hold, names included.
+	maxBlobFrameBytes = 1 << 20
+	maxBlobCache      = 2048
 )
 
 // debugInfo is an nmethod's PcDescs, scopes data and metadata, as read.
@@ -20,7 +23,10 @@ type debugInfo struct {
 	scopes   []byte
 	metadata []byte
 	frames   map[int32][]Frame // by pc offset from CodeBegin
-	bytes    int
+	// framesBytes is what frames holds (Frame.bytes); bytes, what the
+	// blob cache counts for the whole.
+	framesBytes int
+	bytes       int
 }
 
 // section is a range of the target's memory.

@@ -134,13 +134,21 @@ type pcDescs struct {
 	off, scope int
 }
 
+// len is the number of entries, 0 when the layout cannot be read: a
+// forged vmStructs table may place either int32 past an entry's end.
 func (p pcDescs) len() int {
-	if p.stride <= 0 {
+	if !p.readable() {
 		return 0
 	}
 	return len(p.buf) / p.stride
 }
 
+// readable says whether both int32s lie inside an entry of stride bytes.
+func (p pcDescs) readable() bool {
+	return p.stride >= 8 && p.off >= 0 && p.scope >= 0 && p.off+4 <= p.stride && p.scope+4 <= p.stride
+}
+
+// at reads entry i, which must be below len().
 func (p pcDescs) at(i int) (pcOff, scope int32) {
 	e := p.buf[i*p.stride:]
 	return int32(binary.LittleEndian.Uint32(e[p.off:])), int32(binary.LittleEndian.Uint32(e[p.scope:]))
@@ -152,9 +160,6 @@ func (p pcDescs) at(i int) (pcOff, scope int32) {
 // is described by the next safepoint). The table is sorted in a sane
 // nmethod; a forged one only makes the binary search pick a wrong entry.
 func (p pcDescs) find(off int32) (scope int32, found bool) {
-	if p.stride < 8 || p.off < 0 || p.scope < 0 || p.off+4 > p.stride || p.scope+4 > p.stride {
-		return 0, false
-	}
 	lo, hi := 0, p.len()
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)

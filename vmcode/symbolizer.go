@@ -22,6 +22,7 @@ type Stats struct {
 	Reads, Bytes             int // ReadAt calls and bytes asked for
 	MethodHits, MethodMisses int
 	BlobHits, BlobMisses     int // debug information of nmethods
+	NamesCut                 int // names cut to jvmsym.MaxName bytes
 }
 
 // Symbolizer turns code addresses and methods of one HotSpot JVM into
@@ -35,9 +36,11 @@ type Symbolizer struct {
 	heaps   []Heap
 	names   map[uint64]string
 	classes map[uint64]*class // by ConstantPool*
-	methods *lru[uint64, *Method]
-	blobs   *lru[uint64, *debugInfo]
-	stats   Stats
+	// classBytes is what classes holds (class.bytes).
+	classBytes int
+	methods    *lru[uint64, *Method]
+	blobs      *lru[uint64, *debugInfo]
+	stats      Stats
 }
 
 // New returns a symbolizer for the JVM whose vmStructs are t and whose
@@ -100,6 +103,7 @@ func (s *Symbolizer) Flush() {
 	s.blobs.clear()
 	clear(s.names)
 	clear(s.classes)
+	s.classBytes = 0
 	s.heaps = nil
 }
 
@@ -189,9 +193,16 @@ func (s *Symbolizer) nmethodFrames(r *reader, hb *header, pc uint64) ([]Frame, e
 		}
 		out = append(out, m.frame(int(rf[1])))
 	}
-	if len(d.frames) < maxPCFrames {
+	// The frames' names count: they outlive their methods in the
+	// method cache.
+	n := 64
+	for i := range out {
+		n += out[i].bytes()
+	}
+	if len(d.frames) < maxPCFrames && d.framesBytes+n <= maxBlobFrameBytes {
 		d.frames[off] = out
-		s.blobs.grow(b.Start, 64+96*len(out))
+		d.framesBytes += n
+		s.blobs.grow(b.Start, n)
 	}
 	return out, nil
 }

@@ -67,21 +67,29 @@ static uintptr_t oop_of(jobject h)
 	return h ? __atomic_load_n((uintptr_t *)h, RELAXED) : 0;
 }
 
+/* The errno of a process_vm_readv on ourselves that failed other than
+ * with EFAULT (EPERM or ENOSYS from a container's seccomp filter), 0
+ * while none did; atomic. It turns the types off for good: plain loads
+ * instead could fault the JVM on memory a GC uncommitted meanwhile. */
+static int refused;
+static int refusal_told; /* atomic: this session's ERROR sent */
+
 /* out[i] = the u64 at addr[i], 0 when unreadable or addr[i] is 0.
  * process_vm_readv on ourselves: memory a GC uncommitted meanwhile reads
- * as an error instead of faulting (a seccomp filter that refuses it:
- * plain loads). */
-static void read_words(const uintptr_t *addr, size_t n, uint64_t *out)
+ * as an error instead of faulting. 0, or -1 (every word 0) once the call
+ * is refused: ty.on goes off with it. */
+static int read_words(const uintptr_t *addr, size_t n, uint64_t *out)
 {
 	struct iovec loc[256], rem[256];
 	size_t idx[256];
-	static int plain;
 	static pid_t self; /* glibc's getpid() is a system call each time */
 
 	if (self == 0)
 		self = getpid();
 
 	memset(out, 0, n * sizeof *out);
+	if (__atomic_load_n(&refused, RELAXED) != 0)
+		return -1;
 	for (size_t i = 0; i < n;) {
 		size_t m = 0, next = i, done;
 		ssize_t got;
@@ -97,15 +105,13 @@ static void read_words(const uintptr_t *addr, size_t n, uint64_t *out)
 		}
 		if (m == 0)
 			break;
-		got = __atomic_load_n(&plain, RELAXED) ? -1 : process_vm_readv(self, loc, m, rem, m, 0);
-		if (got < 0 && !__atomic_load_n(&plain, RELAXED) && errno != EFAULT) {
-			__atomic_store_n(&plain, 1, RELAXED);
-		}
-		if (got < 0 && __atomic_load_n(&plain, RELAXED)) {
-			for (size_t k = 0; k < m; k++)
-				out[idx[k]] = *(volatile uint64_t *)addr[idx[k]];
-			i = next;
-			continue;
+		got = process_vm_readv(self, loc, m, rem, m, 0);
+		if (got < 0 && errno != EFAULT) {
+			int none = 0;
+			__atomic_compare_exchange_n(&refused, &none, errno ? errno : EPERM, 0, RELAXED, RELAXED);
+			__atomic_store_n(&ty.on, 0, __ATOMIC_SEQ_CST);
+			memset(out, 0, n * sizeof *out);
+			return -1;
 		}
 		/* Whole words read; the one after them failed. */
 		done = got > 0 ? (size_t)got / 8 : 0;
@@ -116,6 +122,35 @@ static void read_words(const uintptr_t *addr, size_t n, uint64_t *out)
 			i = next;
 		}
 	}
+	return 0;
+}
+
+/* Why the types are off after a refusal, in buf. */
+static void refusal_text(char *buf, size_t len)
+{
+	int e = __atomic_load_n(&refused, RELAXED);
+	char num[24];
+	const char *name = num;
+
+	if (e == EPERM)
+		name = "EPERM";
+	else if (e == ENOSYS)
+		name = "ENOSYS";
+	else
+		snprintf(num, sizeof num, "errno %d", e);
+	snprintf(buf, len, "process_vm_readv on the JVM itself refused (%s; a seccomp filter?): "
+		 "no data types, rather than plain loads that could fault the JVM", name);
+}
+
+/* Sends the refusal as an ERROR, once a session; never under the lock. */
+static void tell_refusal(void)
+{
+	char msg[200];
+
+	if (__atomic_load_n(&refused, RELAXED) == 0 || __atomic_exchange_n(&refusal_told, 1, RELAXED))
+		return;
+	refusal_text(msg, sizeof msg);
+	djx_emit_error(msg);
 }
 
 static uint64_t read_word(uintptr_t addr)
@@ -141,7 +176,8 @@ static int klasses_of(const jclass *ks, size_t n, uint64_t *out)
 				uintptr_t m = oop_of(ks[i]);
 				addr[i] = m ? m + (uintptr_t)ty.klass_off : 0;
 			}
-			read_words(addr, n, out);
+			if (read_words(addr, n, out) != 0)
+				break;
 			if (djx_epoch_same(s)) {
 				rc = 0;
 				break;
@@ -758,6 +794,15 @@ out:
 	return rc;
 }
 
+/* Whether process_vm_readv reads our own memory, tried on a word of ours. */
+static int self_readable(void)
+{
+	uintptr_t a = (uintptr_t)&ty.kbase;
+	uint64_t v;
+
+	return read_words(&a, 1, &v) == 0;
+}
+
 int djx_types_start(JNIEnv *jni)
 {
 	jvmtiEnv *j = djx_cfg->jvmti;
@@ -768,7 +813,10 @@ int djx_types_start(JNIEnv *jni)
 	int rc;
 
 	memset(&in, 0, sizeof in);
-	if (djx_vm_init(in.reason, sizeof in.reason) == 0) {
+	if (!self_readable()) {
+		refusal_text(in.reason, sizeof in.reason);
+		__atomic_store_n(&refusal_told, 1, RELAXED); /* TYPES_INFO says it */
+	} else if (djx_vm_init(in.reason, sizeof in.reason) == 0) {
 		if (get_loaded(j, &l, 1) == 0)
 			self_check(j, jni, l.ks, l.sigs, l.n, &in);
 		else
@@ -795,6 +843,7 @@ int djx_types_start(JNIEnv *jni)
 		return 0;
 	__atomic_store_n(&ty.on, 1, __ATOMIC_RELEASE);
 	rc = send_unsent(jni);
+	tell_refusal();
 	djx_count(&djx_stats.types_ns, djx_now_ns() - t0);
 	return rc;
 }
@@ -807,6 +856,7 @@ int djx_types_resend(JNIEnv *jni)
 	if (!__atomic_load_n(&ty.on, __ATOMIC_ACQUIRE))
 		return 0;
 	rc = send_unsent(jni);
+	tell_refusal();
 	djx_count(&djx_stats.types_ns, djx_now_ns() - t0);
 	return rc;
 }
@@ -839,6 +889,7 @@ void djx_types_prepare(jvmtiEnv *j, JNIEnv *jni, jclass k)
 out:
 	own_free(j, &o);
 	djx_dealloc(j, sig);
+	tell_refusal();
 	djx_count(&djx_stats.types_ns, djx_now_ns() - t0);
 	__atomic_sub_fetch(&ty.inflight, 1, __ATOMIC_ACQ_REL);
 }
@@ -860,6 +911,7 @@ void djx_types_release(jvmtiEnv *j, int keep_class_prepare)
 /* Session end, lock held. */
 void djx_types_reset_locked(void)
 {
+	__atomic_store_n(&refusal_told, 0, RELAXED);
 	mset_free(&ty.sent);
 	mset_free(&ty.sent_klass);
 }

@@ -122,7 +122,10 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *jvm {
 	cmd.Stdout, cmd.Stderr = pw, pw
 	// Cleanups do not run when the test binary panics at its -timeout:
 	// the JVM must not outlive it (one left running skewed benchmarks).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{} // else a test's credentials stay
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

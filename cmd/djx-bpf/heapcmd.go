@@ -14,6 +14,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/discover"
 	"github.com/djx-bpf/djx-bpf/heap"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/termsafe"
 )
 
 // cmdHeap prints a JVM's heap geometry: where the heap is reserved, its
@@ -48,9 +49,12 @@ func cmdHeap(args []string) int {
 		return 1
 	}
 	if *format == "json" {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(geo); err != nil {
+		err := jsonSafe(os.Stdout, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(geo)
+		})
+		if err != nil {
 			eprintf(os.Stderr, "djx-bpf heap: %v\n", err)
 			return 1
 		}
@@ -89,10 +93,13 @@ func geometryOf(ctx context.Context, pid int) (heap.Geometry, error) {
 	return geo, nil
 }
 
+// writeGeometry prints g; the VM's version and the regions' names are
+// the target's text, escaped (termsafe) like the rest of the lines.
 func writeGeometry(w io.Writer, pid int, g *heap.Geometry) {
-	fmt.Fprintf(w, "pid %d: %s\n", pid, g)
+	w = termsafe.NewWriter(w)
+	fmt.Fprintf(w, "pid %d: %s\n", pid, termsafe.String(g.String()))
 	if g.Version != "" {
-		fmt.Fprintf(w, "  VM: %s\n", g.Version)
+		fmt.Fprintf(w, "  VM: %s\n", termsafe.String(g.Version))
 	}
 	if g.Reserved.End > g.Reserved.Start {
 		fmt.Fprintf(w, "  reserved: [%#x, %#x) %s\n", g.Reserved.Start, g.Reserved.End, report.Bytes(g.Reserved.End-g.Reserved.Start))
@@ -105,6 +112,6 @@ func writeGeometry(w io.Writer, pid int, g *heap.Geometry) {
 		fmt.Fprintf(w, "  compressed class pointers: base %#x, shift %d\n", g.KlassBase, g.KlassShift)
 	}
 	for _, r := range g.Regions {
-		fmt.Fprintf(w, "  region %-28s [%#x, %#x) %s\n", r.Name, r.Start, r.End, report.Bytes(r.End-r.Start))
+		fmt.Fprintf(w, "  region %-28s [%#x, %#x) %s\n", termsafe.String(r.Name), r.Start, r.End, report.Bytes(r.End-r.Start))
 	}
 }

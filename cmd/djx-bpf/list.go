@@ -64,12 +64,15 @@ func cmdList(args []string) int {
 		}
 	}
 	if *format == "json" {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
 		if rows == nil {
 			rows = []listed{}
 		}
-		if err := enc.Encode(rows); err != nil {
+		err := jsonSafe(os.Stdout, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rows)
+		})
+		if err != nil {
 			eprintf(os.Stderr, "djx-bpf list: %v\n", err)
 			return 1
 		}

@@ -102,3 +102,14 @@ func eprintf(w io.Writer, format string, args ...any) {
 	}
 	fmt.Fprintf(w, format, safe...)
 }
+
+// jsonSafe writes through write with termsafe's JSONWriter: JSON, and the
+// HTML page whose target text is JSON, then print no control character
+// that encoding/json leaves raw (DEL, C1, bidirectional controls).
+func jsonSafe(w io.Writer, write func(io.Writer) error) error {
+	jw := termsafe.NewJSONWriter(w)
+	if err := write(jw); err != nil {
+		return err
+	}
+	return jw.Flush()
+}

@@ -304,12 +304,14 @@ func writeReport(rep *report.Report, format string, opt report.TableOptions, out
 	write := func(w io.Writer) error {
 		switch format {
 		case "json":
-			return report.WriteJSON(w, rep, opt.Top)
+			return jsonSafe(w, func(w io.Writer) error { return report.WriteJSON(w, rep, opt.Top) })
 		case "pprof":
 			start := time.Now().Add(-time.Duration(rep.DurationSec * float64(time.Second)))
 			return pprofile.Write(w, pprofile.Options{Time: start}, rep)
 		case "html":
-			return htmlreport.WriteReports(w, []*report.Report{rep}, htmlreport.Options{Top: opt.Top})
+			return jsonSafe(w, func(w io.Writer) error {
+				return htmlreport.WriteReports(w, []*report.Report{rep}, htmlreport.Options{Top: opt.Top})
+			})
 		}
 		return report.WriteTable(w, rep, opt)
 	}

@@ -216,7 +216,7 @@ func (rf *reportFlags) writeTo(w io.Writer, reps []*report.Report) error {
 	opt := report.TableOptions{Top: rf.top, AccessTop: rf.accTop, Depth: rf.depth}
 	switch rf.format {
 	case "json":
-		return report.WriteJSON(w, reps[0], opt.Top)
+		return jsonSafe(w, func(w io.Writer) error { return report.WriteJSON(w, reps[0], opt.Top) })
 	case "collapsed":
 		c := report.TableOptions{}
 		if rf.set["top"] {
@@ -229,7 +229,7 @@ func (rf *reportFlags) writeTo(w io.Writer, reps []*report.Report) error {
 	case "pprof":
 		return pprofile.Write(w, pprofile.Options{}, reps...)
 	case "html":
-		return htmlreport.WriteReports(w, reps, htmlreport.Options{Top: opt.Top})
+		return jsonSafe(w, func(w io.Writer) error { return htmlreport.WriteReports(w, reps, htmlreport.Options{Top: opt.Top}) })
 	}
 	return report.WriteTable(w, reps[0], opt)
 }

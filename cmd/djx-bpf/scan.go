@@ -143,9 +143,9 @@ func writeScan(sc *report.Scan, format string, opt report.TableOptions, out stri
 	write := func(w io.Writer) error {
 		switch format {
 		case "json":
-			return report.WriteScanJSON(w, sc, opt.Top)
+			return jsonSafe(w, func(w io.Writer) error { return report.WriteScanJSON(w, sc, opt.Top) })
 		case "html":
-			return htmlreport.WriteScan(w, sc, htmlreport.Options{Top: opt.Top})
+			return jsonSafe(w, func(w io.Writer) error { return htmlreport.WriteScan(w, sc, htmlreport.Options{Top: opt.Top}) })
 		}
 		return report.WriteScanTable(w, sc, opt)
 	}

@@ -26,6 +26,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/procfs"
+	"github.com/djx-bpf/djx-bpf/safefs"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 )
 
 var (
@@ -343,8 +345,13 @@ func (p *proc) dial() (net.Conn, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
+	// A /tmp on its user's FUSE filesystem could stall the stat and the
+	// connect for good.
+	if err := safefs.CheckFS(fd, filepath.Join(procfs.Dir(procRoot, p.t.PID), "root", name)); err != nil {
+		return nil, err
+	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := targetmem.Fstat(fd, &st); err != nil {
 		return nil, err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
@@ -356,9 +363,10 @@ func (p *proc) dial() (net.Conn, error) {
 	return net.Dial("unix", "/proc/self/fd/"+strconv.Itoa(fd))
 }
 
-// openInRoot opens name relative to rootfd as if rootfd were "/".
+// openInRoot opens name relative to rootfd as if rootfd were "/", in an
+// executor: a lookup on its user's FUSE filesystem may never answer.
 func openInRoot(rootfd int, name string, flags int) (int, error) {
-	fd, err := unix.Openat2(rootfd, name, &unix.OpenHow{
+	fd, err := targetmem.Openat2(rootfd, name, &unix.OpenHow{
 		Flags:   uint64(flags),
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	})

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/djx-bpf/djx-bpf/internal/fusetest"
 	"github.com/djx-bpf/djx-bpf/heap"
 
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
@@ -78,6 +79,7 @@ func sleeperClasses(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	fusetest.Main()
 	flag.Parse()
 	code := m.Run()
 	if classesDir != "" {

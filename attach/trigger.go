@@ -10,6 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/procfs"
+	"github.com/djx-bpf/djx-bpf/safefs"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 )
 
 // triggerDir is a directory where HotSpot looks for .attach_pid<pid>: its
@@ -33,7 +35,7 @@ func (p *proc) triggerDirs() []triggerDir {
 		// A root JVM's directory may be any system directory: it gets
 		// the trigger in /tmp, where HotSpot looks next.
 		dirs = append(dirs, triggerDir{path: cwd, mustOwn: true, ownerUID: p.t.UID, open: func() (int, error) {
-			return unix.Open(cwd, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			return targetmem.Openat(unix.AT_FDCWD, cwd, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
 		}})
 	}
 	return append(dirs,
@@ -85,6 +87,12 @@ func createTrigger(dirs []triggerDir, base string, uid, gid int) (*trigger, erro
 		dirfd, err := d.open()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("open %s: %w", d.path, err))
+			continue
+		}
+		// On its user's FUSE filesystem, a stat or a create could wait for good.
+		if err := safefs.CheckFS(dirfd, d.path); err != nil {
+			unix.Close(dirfd)
+			errs = append(errs, err)
 			continue
 		}
 		if d.mustOwn {

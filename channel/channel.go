@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/safefs"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 	"golang.org/x/sys/unix"
 )
 
@@ -150,7 +151,9 @@ func Create(spec Spec) (c *Channel, err error) {
 
 // openTmp opens <root>/tmp with no symlink on the way and checks that the
 // target's user cannot redirect it: a sticky, world-writable directory
-// owned by root (or by us, when not root).
+// owned by root (or by us, when not root), on a filesystem that cannot
+// stall what we do in it (a FUSE /tmp in the target's user namespace
+// could: safefs.CheckFS). The open and the stat run in executors.
 func openTmp(root string) (int, error) {
 	rootfd, err := safefs.OpenRoot(root)
 	if err != nil {
@@ -161,8 +164,12 @@ func openTmp(root string) (int, error) {
 	if err != nil {
 		return -1, err
 	}
+	if err := safefs.CheckFS(fd, filepath.Join(root, "tmp")); err != nil {
+		unix.Close(fd) // a directory: its release is not waited for
+		return -1, err
+	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := targetmem.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
 		return -1, err
 	}

@@ -239,7 +239,7 @@ func (f *File) fail(err error) error {
 // one of unknown type too. what names the file.
 func CheckFS(what, fstype string) error {
 	if procfs.MayBlock(fstype) {
-		return fmt.Errorf("%s is %w (%s): not opened, as its owner could stall the read for good", what, ErrMayBlock, fstype)
+		return fmt.Errorf("%s is %w (%s): not used, as its owner could stall any call on it for good", what, ErrMayBlock, fstype)
 	}
 	if fstype == "" && Strict() {
 		return strictErr(what + " lies on a filesystem of unknown type")

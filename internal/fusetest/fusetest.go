@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +33,10 @@ const FileName = "f"
 // FileSize is its size.
 const FileSize = 1 << 20
 
-const envDir = "DJX_FUSETEST_DIR"
+const (
+	envDir    = "DJX_FUSETEST_DIR"
+	envSilent = "DJX_FUSETEST_SILENT_GETATTR"
+)
 
 // Main runs the helper when the test binary was started as one, and then
 // exits; call it first in TestMain.
@@ -41,7 +45,7 @@ func Main() {
 	if dir == "" {
 		return
 	}
-	if err := helper(dir); err != nil {
+	if err := helper(dir, os.Getenv(envSilent) != ""); err != nil {
 		fmt.Fprintln(os.Stderr, "fusetest:", err)
 		os.Exit(1)
 	}
@@ -61,7 +65,20 @@ type Helper struct {
 
 // Start starts the helper, or skips the test where FUSE cannot be
 // mounted. Cleanup kills it, which ends any read stuck on its file.
-func Start(t testing.TB) *Helper {
+func Start(t testing.TB) *Helper { return StartWith(t, Options{}) }
+
+// Options vary the helper.
+type Options struct {
+	// Dir is the mount point (an existing directory); "" for a new
+	// temporary one.
+	Dir string
+	// SilentGetattr leaves GETATTR unanswered too: a stat of the
+	// filesystem's root, which the kernel has no attributes of, waits.
+	SilentGetattr bool
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, o Options) *Helper {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting FUSE needs root")
@@ -69,9 +86,15 @@ func Start(t testing.TB) *Helper {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		t.Skipf("no /dev/fuse: %v", err)
 	}
-	dir := t.TempDir()
+	dir := o.Dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Env = append(os.Environ(), envDir+"="+dir)
+	if o.SilentGetattr {
+		cmd.Env = append(cmd.Env, envSilent+"=1")
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -133,7 +156,7 @@ func abort(conn int) {
 
 // helper mounts the filesystem at dir, maps its file and serves it until
 // killed; it prints the mapping's address in hex once mapped.
-func helper(dir string) error {
+func helper(dir string, silentGetattr bool) error {
 	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -142,7 +165,7 @@ func helper(dir string) error {
 	if err := unix.Mount("djxfusetest", dir, "fuse.djxfusetest", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount fuse at %s: %w", dir, err)
 	}
-	go serve(fd)
+	go serve(fd, silentGetattr)
 	f, err := os.Open(dir + "/" + FileName)
 	if err != nil {
 		return err
@@ -154,12 +177,30 @@ func helper(dir string) error {
 	// Closed now, while it is served: closing it at exit would FLUSH to
 	// a server that is exiting, and wait for good.
 	f.Close()
-	var st unix.Stat_t
-	if err := unix.Stat(dir, &st); err != nil {
+	// The device from mountinfo: a stat of the root could wait on GETATTR.
+	minor, err := mountMinor(dir)
+	if err != nil {
 		return err
 	}
-	fmt.Printf("%x %d\n", uintptr(unsafe.Pointer(&m[0])), unix.Minor(st.Dev))
+	fmt.Printf("%x %d\n", uintptr(unsafe.Pointer(&m[0])), minor)
 	select {}
+}
+
+// mountMinor is the device minor of the filesystem mounted at dir, from
+// mountinfo.
+func mountMinor(dir string) (int, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[4] == dir {
+			_, min, _ := strings.Cut(f[2], ":")
+			return strconv.Atoi(min)
+		}
+	}
+	return 0, fmt.Errorf("%s not in mountinfo", dir)
 }
 
 // Opcodes and sizes of the FUSE protocol (include/uapi/linux/fuse.h).
@@ -183,7 +224,7 @@ const (
 var le = binary.LittleEndian
 
 // serve answers requests on fd, except READ, which it leaves unanswered.
-func serve(fd int) {
+func serve(fd int, silentGetattr bool) {
 	buf := make([]byte, 1<<20+4096)
 	for {
 		n, err := unix.Read(fd, buf)
@@ -219,6 +260,9 @@ func serve(fd int) {
 			le.PutUint64(out[24:], 3600) // attr_valid
 			reply(fd, unique, 0, append(out, attr(fileID)...))
 		case opGetattr:
+			if silentGetattr {
+				continue
+			}
 			out := make([]byte, 16, 104)
 			le.PutUint64(out[0:], 3600)
 			reply(fd, unique, 0, append(out, attr(node)...))

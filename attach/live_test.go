@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/internal/fusetest"
 	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/internal/fusetest"
 
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
 

@@ -84,6 +84,9 @@ static int serve(void *arg)
 	struct djx_exec *e = arg;
 	long idle = 0;
 
+	if (!e->files)
+		raw6(SYS_close_range, 0, ~0U, 0, 0, 0, 0);
+
 	for (;;) {
 		uint32_t st = __atomic_load_n(&e->state, __ATOMIC_SEQ_CST);
 		if (st == DJX_EX_REQ) {
@@ -143,13 +146,14 @@ void djx_exec_free(struct djx_exec *e)
 	munmap((char *)e - STACK_SIZE - GUARD_SIZE, MAP_SIZE);
 }
 
-int djx_exec_start(struct djx_exec *e)
+int djx_exec_start(struct djx_exec *e, int files)
 {
 	sigset_t all, old;
 	char *stack_top = (char *)e;
 	int pid, err;
 
 	e->parent = getpid();
+	e->files = files;
 	e->state = DJX_EX_IDLE;
 	/* The task inherits this thread's mask: with every signal blocked,
 	 * Go's handlers (copied, not shared: no CLONE_SIGHAND) never run on
@@ -157,7 +161,7 @@ int djx_exec_start(struct djx_exec *e)
 	 * a system call stuck in D state cannot keep djx-bpf from exiting. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = clone(serve, stack_top, CLONE_VM | CLONE_FS | CLONE_FILES, e);
+	pid = clone(serve, stack_top, CLONE_VM | CLONE_FS | (files ? CLONE_FILES : 0), e);
 	err = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return pid < 0 ? -err : pid;

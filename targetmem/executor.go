@@ -74,16 +74,21 @@ type executor struct {
 	state     *uint32
 	stage     []byte
 	abandoned bool // stranded in a call: counted in stranded until reaped
+	files     bool // shares our file table (see djx_exec_start)
 }
 
-func startExecutor() (*executor, error) {
+func startExecutor(files bool) (*executor, error) {
 	e := C.djx_exec_new()
 	if e == nil {
 		return nil, errors.New("start memory reader: cannot map its stack")
 	}
-	x := &executor{e: e}
+	x := &executor{e: e, files: files}
 	x.setIdle(idleExit)
-	pid := int(C.djx_exec_start(e))
+	share := C.int(0)
+	if files {
+		share = 1
+	}
+	pid := int(C.djx_exec_start(e, share))
 	if pid < 0 {
 		C.djx_exec_free(e)
 		return nil, fmt.Errorf("start memory reader: clone: %w", unix.Errno(-pid))
@@ -98,19 +103,21 @@ func startExecutor() (*executor, error) {
 // setIdle sets how long x waits for a request before it exits.
 func (x *executor) setIdle(d time.Duration) { x.e.idle_ms = C.int32_t(d / time.Millisecond) }
 
-// pool holds the idle executors. Each call takes one, so concurrent
-// callers never share one; an executor that exited idle is retired here
-// or by the reaper.
+// pool holds the idle executors: those for memory reads, which hold no
+// file, and those for calls on files, which share our file table. Each
+// call takes one, so concurrent callers never share one; an executor that
+// exited idle is retired here or by the reaper.
 var pool struct {
 	sync.Mutex
-	idle []*executor
+	idle [2][]*executor // by files
 }
 
-func getExecutor() (*executor, error) {
+func getExecutor(files bool) (*executor, error) {
 	pool.Lock()
-	for len(pool.idle) > 0 {
-		x := pool.idle[len(pool.idle)-1]
-		pool.idle = pool.idle[:len(pool.idle)-1]
+	idle := &pool.idle[b2i(files)]
+	for len(*idle) > 0 {
+		x := (*idle)[len(*idle)-1]
+		*idle = (*idle)[:len(*idle)-1]
 		if atomic.LoadUint32(x.state) == stIdle {
 			pool.Unlock()
 			return x, nil
@@ -118,14 +125,21 @@ func getExecutor() (*executor, error) {
 		retire(x)
 	}
 	pool.Unlock()
-	return startExecutor()
+	return startExecutor(files)
 }
 
 func putExecutor(x *executor) {
 	pool.Lock()
-	pool.idle = append(pool.idle, x)
+	pool.idle[b2i(x.files)] = append(pool.idle[b2i(x.files)], x)
 	pool.Unlock()
 	startReaper()
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // run runs op in an idle executor: prep fills its block and staging
@@ -134,7 +148,7 @@ func putExecutor(x *executor) {
 // errTimeout, and its executor stranded.
 func run(op int32, timeout time.Duration, prep func(x *executor) [6]int64, out func(x *executor, ret int64)) (int64, error) {
 	for try := 0; ; try++ {
-		x, err := getExecutor()
+		x, err := getExecutor(op != opReadv)
 		if err != nil {
 			return 0, err
 		}
@@ -307,18 +321,21 @@ func startReaper() {
 // whether any executor is left.
 func sweep() bool {
 	pool.Lock()
-	keep := pool.idle[:0]
 	var gone []*executor
-	for _, x := range pool.idle {
-		if atomic.LoadUint32(x.state) == stIdle {
-			keep = append(keep, x)
-		} else {
-			gone = append(gone, x)
+	left := false
+	for i, idle := range pool.idle {
+		keep := idle[:0]
+		for _, x := range idle {
+			if atomic.LoadUint32(x.state) == stIdle {
+				keep = append(keep, x)
+			} else {
+				gone = append(gone, x)
+			}
 		}
+		clear(idle[len(keep):])
+		pool.idle[i] = keep
+		left = left || len(keep) > 0
 	}
-	clear(pool.idle[len(keep):])
-	pool.idle = keep
-	left := len(keep) > 0
 	pool.Unlock()
 	for _, x := range gone {
 		retire(x)

@@ -35,6 +35,8 @@ struct djx_exec {
 	int32_t op;
 	int32_t parent; /* getpid() of djx-bpf when started */
 	int32_t idle_ms; /* exit after this long without a request */
+	int32_t files;   /* shares djx-bpf's file table; else holds no file */
+	int32_t pad;
 	int64_t arg[6];
 	int64_t ret; /* result, or -errno */
 	uint64_t iov[2 * (1 + DJX_EX_MAXIOV)]; /* one local iovec, then the remote ones */
@@ -43,8 +45,12 @@ struct djx_exec {
 
 /* djx_exec_new maps an executor's shared block and stack; NULL on failure. */
 struct djx_exec *djx_exec_new(void);
-/* djx_exec_start starts the executor task; its pid, or -errno. */
-int djx_exec_start(struct djx_exec *e);
+/* djx_exec_start starts the executor task; its pid, or -errno. With files
+ * set it shares djx-bpf's file table (for the calls on files); else its
+ * copy of the table is emptied first, so that a task stranded in a read
+ * of memory keeps no file of djx-bpf's open (its stdout, its BPF links)
+ * once djx-bpf has exited. */
+int djx_exec_start(struct djx_exec *e, int files);
 /* djx_exec_free unmaps what djx_exec_new mapped, once its task is reaped. */
 void djx_exec_free(struct djx_exec *e);
 

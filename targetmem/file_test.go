@@ -170,7 +170,7 @@ func TestIdleExecutorsReaped(t *testing.T) {
 	}
 	pool.Lock()
 	var pids []int
-	for _, x := range pool.idle {
+	for _, x := range pool.idle[0] {
 		x.setIdle(idle) // the executor rereads it
 		pids = append(pids, x.pid)
 	}

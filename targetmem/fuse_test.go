@@ -117,6 +117,10 @@ func TestFUSEReadAbandoned(t *testing.T) {
 	if w, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", x.pid)); string(w) != "request_wait_answer" {
 		t.Errorf("the abandoned executor %d waits in %q, not on the FUSE read", x.pid, w)
 	}
+	// It keeps none of our files open (our stdout, BPF links) once we exit.
+	if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", x.pid)); err != nil || len(fds) != 0 {
+		t.Errorf("the abandoned executor holds %d fds (%v)", len(fds), err)
+	}
 
 	start = time.Now()
 	r2 := Open(h.Pid)

@@ -176,7 +176,9 @@ func (s *session) attach(ctx context.Context, pid int) (*report.Report, error) {
 		return nil, err
 	}
 	s.vm, s.proc = vm, liveProcess(pid)
-	s.planCensus()
+	if err := s.planCensus(); err != nil {
+		return nil, err
+	}
 	lib, err := agent.Library()
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package profiler
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -135,13 +136,19 @@ func (s *session) planWalk() (*walker, error) {
 
 // planCensus picks, before the agent loads, what names the objects an
 // attached JVM holds already: a heap walk where one can run, else the
-// agent's census.
-func (s *session) planCensus() {
+// agent's census. vmStructs that lead into memory whose reads may never
+// answer (a FUSE mapping) end the session: the agent would read them
+// too, and stall the JVM's attach.
+func (s *session) planCensus() error {
 	w, err := s.planWalk()
+	if errors.Is(err, targetmem.ErrMayBlock) || errors.Is(err, targetmem.ErrHung) {
+		return fmt.Errorf("not attaching to pid %d: %w", s.pid, err)
+	}
 	if err != nil {
 		s.addNote("census in a pause instead of a heap walk: %v", err)
 	}
 	s.walk = w
+	return nil
 }
 
 // agentOptions are the agent's options for this session: with a heap

@@ -118,7 +118,7 @@ func (r *reader) use(addr, n uint64) {
 }
 
 func malformed(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)
 }
 
 // read reads into p at addr, counting what it asks for against the budget.
@@ -226,7 +226,7 @@ func (r *reader) entries(l *layout, vals map[string]uint64) ([]row, error) {
 			rows = append(rows, rw)
 		}
 		if got < len(buf) {
-			return nil, malformed("%s: entry %d at %#x is unreadable before the table's end: %v",
+			return nil, malformed("%s: entry %d at %#x is unreadable before the table's end: %w",
 				l.array, len(rows), addr+uint64(got)/stride*stride, err)
 		}
 		if addr > math.MaxUint64-uint64(len(buf)) {

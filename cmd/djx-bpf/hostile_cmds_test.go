@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/djx-bpf/djx-bpf/internal/fusetest"
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
 	"github.com/djx-bpf/djx-bpf/report"
 )
@@ -26,6 +27,7 @@ import (
 const testRole = "DJX_BPF_TEST_ROLE"
 
 func TestMain(m *testing.M) {
+	fusetest.Main()
 	switch os.Getenv(testRole) {
 	case "djx-bpf":
 		os.Exit(run(os.Args[1:]))

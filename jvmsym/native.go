@@ -1,10 +1,8 @@
 package jvmsym
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/elfsafe"
+	"github.com/djx-bpf/djx-bpf/procfs"
 )
 
 // NativeFrame is a native code location. String formats it the way perf
@@ -127,15 +126,11 @@ func (n *Native) find(ip uint64) *mapping {
 // that did not change.
 func (n *Native) readMaps() error {
 	n.readAt = n.now()
-	f, err := os.Open(filepath.Join(n.proc, strconv.Itoa(n.pid), "maps"))
+	ms, err := procfs.Maps(n.proc, n.pid)
 	if err != nil {
 		return fmt.Errorf("read maps: %w", err)
 	}
-	defer f.Close()
-	maps, err := parseMaps(f)
-	if err != nil {
-		return err
-	}
+	maps := fromProcfs(ms)
 	old := n.maps
 	for _, m := range maps {
 		i := sort.Search(len(old), func(i int) bool { return old[i].start >= m.start })
@@ -164,60 +159,32 @@ func (n *Native) openSyms(m *mapping) (*elfSyms, error) {
 // maps: the target chooses them (up to 4 KiB each, in 65,530 mappings).
 const maxMapsPathBytes = 16 << 20
 
-// parseMaps parses /proc/PID/maps: "start-end perms offset dev inode path",
-// where the path may contain spaces and may be missing.
+// parseMaps parses /proc/PID/maps text with procfs, sorted by address.
 func parseMaps(r io.Reader) ([]*mapping, error) {
-	var maps []*mapping
-	pathBytes := 0
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for lineNo := 1; sc.Scan(); lineNo++ {
-		line := sc.Text()
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		m, err := parseMapsLine(line)
-		if err != nil {
-			return nil, fmt.Errorf("maps line %d: %w", lineNo, err)
-		}
-		if pathBytes += len(m.path); pathBytes > maxMapsPathBytes {
-			m.path = "" // named by address only
-		}
-		maps = append(maps, m)
-	}
-	if err := sc.Err(); err != nil {
+	data, err := io.ReadAll(r)
+	if err != nil {
 		return nil, fmt.Errorf("read maps: %w", err)
 	}
-	sort.Slice(maps, func(i, j int) bool { return maps[i].start < maps[j].start })
-	return maps, nil
+	ms, err := procfs.ParseMaps(data)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Start < ms[j].Start })
+	return fromProcfs(ms), nil
 }
 
-func parseMapsLine(line string) (*mapping, error) {
-	var f [5]string
-	rest := line
-	for i := range f {
-		f[i], rest = cutField(rest)
+// fromProcfs keeps what Native needs of the mappings, their paths within
+// maxMapsPathBytes in all (past it, a mapping is named by address only).
+func fromProcfs(ms []procfs.Mapping) []*mapping {
+	maps := make([]*mapping, len(ms))
+	pathBytes := 0
+	for i, pm := range ms {
+		m := &mapping{start: pm.Start, end: pm.End, off: pm.Offset,
+			dev: fmt.Sprintf("%02x:%02x", pm.Major, pm.Minor), inode: pm.Inode, path: pm.Path}
+		if pathBytes += len(m.path); pathBytes > maxMapsPathBytes {
+			m.path = ""
+		}
+		maps[i] = m
 	}
-	lo, hi, ok := strings.Cut(f[0], "-")
-	if !ok {
-		return nil, fmt.Errorf("bad range %q", f[0])
-	}
-	m := &mapping{dev: f[3], path: strings.TrimLeft(rest, " \t")}
-	var err error
-	if m.start, err = strconv.ParseUint(lo, 16, 64); err != nil {
-		return nil, fmt.Errorf("bad start: %w", err)
-	}
-	if m.end, err = strconv.ParseUint(hi, 16, 64); err != nil {
-		return nil, fmt.Errorf("bad end: %w", err)
-	}
-	if m.end < m.start {
-		return nil, fmt.Errorf("range %q ends before it starts", f[0])
-	}
-	if m.off, err = strconv.ParseUint(f[2], 16, 64); err != nil {
-		return nil, fmt.Errorf("bad offset: %w", err)
-	}
-	if m.inode, err = strconv.ParseUint(f[4], 10, 64); err != nil {
-		return nil, fmt.Errorf("bad inode: %w", err)
-	}
-	return m, nil
+	return maps
 }

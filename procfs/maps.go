@@ -44,6 +44,10 @@ func ParseMaps(data []byte) ([]Mapping, error) {
 	return ms, nil
 }
 
+// ParseMapsLine parses one line of /proc/PID/maps, for callers that skip
+// a malformed line rather than refuse the whole file.
+func ParseMapsLine(line string) (Mapping, error) { return parseMapping(line) }
+
 func parseMapping(line string) (Mapping, error) {
 	var f [5]string
 	rest := line

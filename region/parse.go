@@ -3,6 +3,8 @@ package region
 import (
 	"strconv"
 	"strings"
+
+	"github.com/djx-bpf/djx-bpf/procfs"
 )
 
 // Every text this package parses is written by the target (its
@@ -74,42 +76,15 @@ func parseMaps(text string) []mapping {
 	return out
 }
 
-// parseMapsLine parses "start-end perms offset dev inode [path]".
+// parseMapsLine parses "start-end perms offset dev inode [path]" with
+// procfs, and refuses what no kernel writes: an empty range, one past
+// MaxAddr, odd permissions.
 func parseMapsLine(l string) (mapping, bool) {
-	var m mapping
-	f, rest, ok := field(l)
-	if !ok {
-		return m, false
+	pm, err := procfs.ParseMapsLine(l)
+	if err != nil || pm.Start >= pm.End || pm.End > MaxAddr || len(pm.Perms) != 4 {
+		return mapping{}, false
 	}
-	dash := strings.IndexByte(f, '-')
-	if dash < 0 {
-		return m, false
-	}
-	var err1, err2 error
-	m.start, err1 = strconv.ParseUint(f[:dash], 16, 64)
-	m.end, err2 = strconv.ParseUint(f[dash+1:], 16, 64)
-	if err1 != nil || err2 != nil || m.start >= m.end || m.end > MaxAddr {
-		return m, false
-	}
-	if m.perms, rest, ok = field(rest); !ok || len(m.perms) != 4 {
-		return m, false
-	}
-	if _, rest, ok = field(rest); !ok { // offset
-		return m, false
-	}
-	if _, rest, ok = field(rest); !ok { // dev
-		return m, false
-	}
-	var ino string
-	if ino, rest, ok = field(rest); !ok {
-		return m, false
-	}
-	var err error
-	if m.inode, err = strconv.ParseUint(ino, 10, 64); err != nil {
-		return m, false
-	}
-	m.path = strings.TrimLeft(rest, " ")
-	return m, true
+	return mapping{start: pm.Start, end: pm.End, perms: pm.Perms, inode: pm.Inode, path: pm.Path}, true
 }
 
 // field splits off the first space-separated field of s.

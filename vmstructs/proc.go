@@ -1,13 +1,11 @@
 package vmstructs
 
 import (
-	"bufio"
 	"bytes"
 	"debug/elf"
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/djx-bpf/djx-bpf/elfsafe"
@@ -110,36 +108,18 @@ type mapping struct {
 }
 
 // findLibJVM returns the mapping of libjvm.so's file offset 0, where its
-// ELF header and first segment are.
+// ELF header and first segment are. Lines procfs cannot parse are skipped.
 func findLibJVM(maps []byte) (mapping, bool) {
-	sc := bufio.NewScanner(bytes.NewReader(maps))
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		// start-end perms offset dev inode path
-		line := sc.Text()
-		f := strings.Fields(line)
-		if len(f) < 6 {
+	for len(maps) > 0 {
+		var line []byte
+		line, maps, _ = bytes.Cut(maps, []byte{'\n'})
+		m, err := procfs.ParseMapsLine(string(line))
+		if err != nil || m.Offset != 0 || m.End <= m.Start || !strings.HasPrefix(m.Path, "/") {
 			continue
 		}
-		if off, err := strconv.ParseUint(f[2], 16, 64); err != nil || off != 0 {
-			continue
+		if name, _ := elfsafe.MapsPath(m.Path); filepath.Base(name) == "libjvm.so" {
+			return mapping{m.Start, m.End, m.Path}, true
 		}
-		i := strings.IndexByte(line, '/')
-		if i < 0 {
-			continue
-		}
-		path := line[i:]
-		name, _ := elfsafe.MapsPath(path)
-		if filepath.Base(name) != "libjvm.so" {
-			continue
-		}
-		lo, hi, ok := strings.Cut(f[0], "-")
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if !ok || err1 != nil || err2 != nil || end <= start {
-			continue
-		}
-		return mapping{start, end, path}, true
 	}
 	return mapping{}, false
 }

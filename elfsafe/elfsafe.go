@@ -55,6 +55,10 @@ type File struct {
 	owned bool            // Close closes file
 	limit uint64          // per-section cap: MaxSection and the allocated bytes
 	key   Key
+	// proc and pid name the process whose file it is (OpenMapped), whose
+	// files a read that did not answer stops (targetmem.MarkFilesHung).
+	proc string
+	pid  int
 }
 
 // MapsPath undoes /proc/PID/maps' escaping of a path ("\012" for a
@@ -72,10 +76,21 @@ func MapsPath(p string) (path string, deleted bool) {
 // mapping of something else than a regular file is refused either way,
 // and so is a file on a filesystem whose open or read may never return
 // (procfs.CheckMapped: FUSE, network filesystems).
-func OpenMapped(proc string, pid int, start, end uint64, path string) (*File, error) {
+func OpenMapped(proc string, pid int, start, end uint64, path string) (ef *File, err error) {
+	if err := targetmem.FilesHung(proc, pid); err != nil {
+		return nil, fmt.Errorf("open mapped %q: %w", path, err)
+	}
 	if err := procfs.CheckMapped(proc, pid, start); err != nil {
 		return nil, fmt.Errorf("open mapped: %w", err)
 	}
+	defer func() {
+		if errors.Is(err, targetmem.ErrHung) {
+			targetmem.MarkFilesHung(proc, pid, err)
+		}
+		if ef != nil {
+			ef.proc, ef.pid = proc, pid
+		}
+	}()
 	pidDir := filepath.Join(proc, strconv.Itoa(pid))
 	link := filepath.Join(pidDir, "map_files", strconv.FormatUint(start, 16)+"-"+strconv.FormatUint(end, 16))
 	f, mapErr := openMapFile(link)
@@ -356,6 +371,9 @@ func (f *File) DataMax(s *elf.Section, limit uint64) ([]byte, error) {
 	}
 	data, err := s.Data()
 	if err != nil {
+		if errors.Is(err, targetmem.ErrHung) && f.pid > 0 {
+			targetmem.MarkFilesHung(f.proc, f.pid, err)
+		}
 		return nil, fmt.Errorf("read %s: %w", s.Name, err)
 	}
 	return data, nil

@@ -83,4 +83,14 @@ func TestOpenMappedUnseenFUSEEnds(t *testing.T) {
 	case <-time.After(targetmem.Timeout + 7*time.Second):
 		t.Fatalf("OpenMapped did not return in %v", targetmem.Timeout+7*time.Second)
 	}
+	// The process's files are given up on: the next open fails at once,
+	// rather than after another Timeout.
+	start = time.Now()
+	f, err := OpenMapped(proc, h.Pid, h.Addr, h.Addr+fusetest.FileSize, h.Dir+"/"+fusetest.FileName)
+	if err == nil {
+		f.Close()
+	}
+	if !errors.Is(err, targetmem.ErrHung) || time.Since(start) > time.Second {
+		t.Errorf("a later OpenMapped: %v after %v; want ErrHung at once", err, time.Since(start))
+	}
 }

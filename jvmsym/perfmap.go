@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/procfs"
 	"github.com/djx-bpf/djx-bpf/safefs"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 )
 
 // PerfMap is a /tmp/perf-PID.map, the JIT symbol file that perf reads and
@@ -329,7 +331,14 @@ func LoadPerfMap(hostPID, nsPID int) (*PerfMap, error) {
 	if err := procfs.CheckPath(procfs.Mount, hostPID, "/tmp/perf-"+strconv.Itoa(nsPID)+".map"); err != nil {
 		return nil, fmt.Errorf("open perf map: %w", err)
 	}
-	return loadPerfMap(filepath.Join("/proc", strconv.Itoa(hostPID), "root"), nsPID)
+	if err := targetmem.FilesHung(procfs.Mount, hostPID); err != nil {
+		return nil, fmt.Errorf("open perf map: %w", err)
+	}
+	pm, err := loadPerfMap(filepath.Join("/proc", strconv.Itoa(hostPID), "root"), nsPID)
+	if errors.Is(err, targetmem.ErrHung) {
+		targetmem.MarkFilesHung(procfs.Mount, hostPID, err)
+	}
+	return pm, err
 }
 
 func loadPerfMap(root string, nsPID int) (*PerfMap, error) {

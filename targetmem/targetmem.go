@@ -278,11 +278,17 @@ func (r *Reader) loadMaps() {
 	r.maps, r.fs, r.last = ms, fs, 0
 }
 
-// hangs records the processes whose memory did not answer, by pid and
-// start time (a pid reused by another process is read again).
+// hangs records the processes whose memory, or whose files, did not
+// answer, by pid and start time (a pid reused by another process is read
+// again).
 var hangs struct {
 	sync.Mutex
-	m map[int]hang
+	m map[hangKey]hang
+}
+
+type hangKey struct {
+	pid   int
+	files bool
 }
 
 type hang struct {
@@ -292,31 +298,49 @@ type hang struct {
 
 // markHung records that a read of pid at addr did not answer in time.
 func markHung(proc string, pid int, addr uint64) error {
-	start, _ := procfs.StartTime(proc, pid)
 	err := fmt.Errorf("memory of pid %d did not answer a read at %#x within %v (a FUSE or other blocking mapping); reads of it stopped: %w",
 		pid, addr, timeout, ErrHung)
-	hangs.Lock()
-	defer hangs.Unlock()
-	if hangs.m == nil {
-		hangs.m = make(map[int]hang)
-	}
-	hangs.m[pid] = hang{start, err}
+	setHang(proc, hangKey{pid, false}, err)
 	return err
 }
 
-// hung returns the error of pid's hang, nil if none.
-func hung(proc string, pid int) error {
+func setHang(proc string, k hangKey, err error) {
+	start, _ := procfs.StartTime(proc, k.pid)
 	hangs.Lock()
-	h, ok := hangs.m[pid]
+	defer hangs.Unlock()
+	if hangs.m == nil {
+		hangs.m = make(map[hangKey]hang)
+	}
+	hangs.m[k] = hang{start, err}
+}
+
+// hung returns the error of the hang of pid's memory, nil if none.
+func hung(proc string, pid int) error { return getHang(proc, hangKey{pid, false}) }
+
+func getHang(proc string, k hangKey) error {
+	hangs.Lock()
+	h, ok := hangs.m[k]
 	hangs.Unlock()
 	if !ok {
 		return nil
 	}
-	if start, err := procfs.StartTime(proc, pid); err == nil && start != h.start {
+	if start, err := procfs.StartTime(proc, k.pid); err == nil && start != h.start {
 		hangs.Lock()
-		delete(hangs.m, pid)
+		delete(hangs.m, k)
 		hangs.Unlock()
 		return nil
 	}
 	return h.err
 }
+
+// MarkFilesHung records that a call on a file process pid controls (a
+// library it maps, its /tmp) did not answer (err, an ErrHung): FilesHung
+// then fails at once, so that a target whose files all stall costs one
+// Timeout, not one per file. procfs is mounted at proc.
+func MarkFilesHung(proc string, pid int, err error) {
+	setHang(proc, hangKey{pid, true}, fmt.Errorf("files of pid %d are not opened any more: %w", pid, err))
+}
+
+// FilesHung returns why pid's files are not opened any more, nil if they
+// still are.
+func FilesHung(proc string, pid int) error { return getHang(proc, hangKey{pid, true}) }

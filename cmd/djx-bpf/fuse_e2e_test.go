@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/internal/fusetest"
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 	"github.com/djx-bpf/djx-bpf/procfs"
 	"github.com/djx-bpf/djx-bpf/vmstructs"
 )
@@ -43,6 +44,9 @@ const fuseLimit = 20 * time.Second
 // binary (e.g. one built before targetmem, which hangs in each case).
 func TestProfileFUSEMapping(t *testing.T) {
 	setup(t)
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		testenv.Skip(t, "needs nsenter (util-linux): %v", err)
+	}
 	bin := binPath
 	if b := os.Getenv("DJX_FUSE_E2E_BIN"); b != "" {
 		bin = b

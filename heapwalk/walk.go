@@ -387,7 +387,7 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 	if v, ok := mem.(VectorMem); ok {
 		w.r.vec = v
 	}
-	w.visited = newBitmap(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxBitmap)
+	w.visited = newBitmap(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxBitmap, l.minObjectShift())
 	w.klasses = make(map[uint64]*klass)
 	w.kbuf = make([]byte, max(l.off.klassSize, l.off.ikSize))
 	w.textIdx = make(map[string]uint32)
@@ -418,7 +418,7 @@ func (w *walker) root(r Root) {
 		w.stats.EdgesCapped++
 		return
 	}
-	if _, in := w.l.inHeap(r.Addr, 16); !in || r.Addr%8 != 0 {
+	if _, in := w.l.inHeap(r.Addr, w.l.HeaderSize); !in || r.Addr%8 != 0 {
 		w.stats.BadRoots++
 		return
 	}
@@ -776,7 +776,7 @@ func (w *walker) fresh(a uint64, from uint32) *queue {
 		w.stats.OutOfHeap++
 		return nil
 	}
-	if _, in := w.l.inHeap(a, 16); !in {
+	if _, in := w.l.inHeap(a, w.l.HeaderSize); !in {
 		w.stats.OutOfHeap++
 		return nil
 	}

@@ -392,10 +392,13 @@ static int vm_layout(jclass bk, struct djx_types_info *in)
 
 /* The klass word's width in an object header: 4 or 8 bytes, found by
  * decoding a byte[]'s (and an Integer's) header word both ways and
- * comparing with their mirrors' Klass*; 0 when neither matches. */
+ * comparing with their mirrors' Klass*; 0 when neither matches. With
+ * compact object headers (in->kmark set) the narrow klass is the mark
+ * word's top bits: 4 when they decode to the Klass*, else 0. */
 static uint32_t klass_width(jvmtiEnv *j, JNIEnv *jni, jclass bk, jclass ik, const struct djx_types_info *in)
 {
 	int ccp = djx_vm_flag("UseCompressedClassPointers");
+	uintptr_t at = in->kmark ? 0 : 8; /* where the word holding the klass is */
 	jobject arr = NULL, box = NULL;
 	uint32_t kbytes = 0;
 	jint st = 0;
@@ -417,15 +420,23 @@ static uint32_t klass_width(jvmtiEnv *j, JNIEnv *jni, jclass bk, jclass ik, cons
 			continue;
 		}
 		kB = mirror_klass(bk);
-		wB = read_word(oop_of(arr) + 8);
-		nB = (uint32_t)wB;
+		wB = read_word(oop_of(arr) + at);
+		nB = in->kmark ? (uint32_t)(wB >> in->kmark) : (uint32_t)wB;
 		if (box != NULL) {
 			kI = mirror_klass(ik);
-			wI = read_word(oop_of(box) + 8);
-			nI = (uint32_t)wI;
+			wI = read_word(oop_of(box) + at);
+			nI = in->kmark ? (uint32_t)(wI >> in->kmark) : (uint32_t)wI;
 		}
 		if (!djx_epoch_same(s))
 			continue;
+		if (in->kmark) {
+			/* Forwarded marks (lock bits 11) hold no klass. */
+			if ((wB & 3) != 3 && (box == NULL || (wI & 3) != 3) && kB != 0 &&
+			    in->kbase + ((uint64_t)nB << in->kshift) == kB &&
+			    (box == NULL || in->kbase + ((uint64_t)nI << in->kshift) == kI))
+				kbytes = 4;
+			break;
+		}
 		n4 = kB != 0 && in->kbase + ((uint64_t)nB << in->kshift) == kB &&
 		     (box == NULL || in->kbase + ((uint64_t)nI << in->kshift) == kI);
 		n8 = kB != 0 && wB == kB && (box == NULL || wI == kI);
@@ -452,11 +463,22 @@ static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n
 
 	if (vm_layout(bk, in) != 0)
 		return;
+	if (compact == 1) {
+		/* The narrow klass is the mark word's top bits, from
+		 * markWord::klass_shift (42 in JDK 24 and 25). */
+		uint64_t ks = 0;
+		if (djx_vm_long_const("markWord::klass_shift", &ks) != 0 || ks < 32 || ks > 62) {
+			snprintf(in->reason, sizeof in->reason,
+				 "vmStructs: UseCompactObjectHeaders without a usable markWord::klass_shift");
+			return;
+		}
+		in->kmark = (uint32_t)ks;
+	}
 	in->kbytes = klass_width(j, jni, bk, ik, in);
 	if (in->kbytes == 0) {
-		snprintf(in->reason, sizeof in->reason,
-			 "self-check: the word at object+8 is not the class mirror's Klass*%s",
-			 compact == 1 ? " (UseCompactObjectHeaders: the klass is in the mark word)" : "");
+		snprintf(in->reason, sizeof in->reason, "self-check: the %s is not the class mirror's Klass*",
+			 in->kmark ? "mark word's narrow klass (UseCompactObjectHeaders)" : "word at object+8");
+		in->kmark = 0;
 		return;
 	}
 	if (in->kbytes == 8)
@@ -465,7 +487,7 @@ static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n
 	/* Each box class's one instance field, value, follows the header (an
 	 * 8-byte one aligned to 8). Boxes are loaded at VM start but linked on
 	 * first use: check those already prepared, and need one. */
-	hdr = in->kbytes == 4 ? 12 : 16;
+	hdr = in->kmark ? 8 : in->kbytes == 4 ? 12 : 16;
 	if (box_fields_hold(j, ks, sigs, n, hdr))
 		in->fields = 1;
 	else

@@ -47,7 +47,7 @@ type Options struct {
 // the JVM runs.
 type Layout struct {
 	Release string // the JVM's release string
-	GC      string // "serial", "parallel", "g1", "epsilon"; "" if no flag says
+	GC      string // "serial", "parallel", "g1", "shenandoah", "epsilon"; "" if no flag says
 
 	CompressedOops bool
 	OopBase        uint64 // narrow oop decoding: OopBase + narrow<<OopShift
@@ -474,7 +474,9 @@ func (l *Layout) fromFlags(flags map[string]flag, opts Options) error {
 	case on("UseZGC"):
 		return fmt.Errorf("%w: ZGC's colored pointers and concurrent relocation are not walked", ErrUnsupported)
 	case on("UseShenandoahGC"):
-		return fmt.Errorf("%w: Shenandoah moves objects concurrently and is not walked", ErrUnsupported)
+		// Objects it moves concurrently are forwarded in the mark word:
+		// the walk reads them at their new address.
+		l.GC = "shenandoah"
 	case on("UseSerialGC"):
 		l.GC = "serial"
 	case on("UseParallelGC"):

@@ -138,7 +138,7 @@ func TestLive(t *testing.T) {
 	const mapN, treeN, listN = 5000, 20000, 1_000_000
 	for _, jdk := range jdks {
 		for _, mode := range headerModes(jdk) {
-			for _, gc := range []string{"Serial", "Parallel", "G1"} {
+			for _, gc := range []string{"Serial", "Parallel", "G1", "Shenandoah"} {
 				testLive(t, jdk, classes, gc, mode, mapN, treeN, listN)
 			}
 		}
@@ -267,9 +267,13 @@ func TestLiveChurn(t *testing.T) {
 	classes := compileGroundTruth(t, jdks[0])
 	const mapN, treeN, listN = 50_000, 20_000, 200_000
 	for _, jdk := range jdks {
-		for _, gc := range []string{"Parallel", "G1"} {
+		for _, gc := range []string{"Parallel", "G1", "Shenandoah"} {
 			t.Run(jdk.Name+"/"+gc, func(t *testing.T) {
-				gt := startGroundTruth(t, jdk, classes, gc, []string{"-Xmx256m", "-Xmn32m"},
+				flags := []string{"-Xmx256m", "-Xmn32m"}
+				if gc == "Shenandoah" {
+					flags = flags[:1] // it has no young generation
+				}
+				gt := startGroundTruth(t, jdk, classes, gc, flags,
 					strconv.Itoa(mapN), "16", strconv.Itoa(treeN), strconv.Itoa(listN), "2", "16", "churn")
 				tab, err := vmstructs.Open(gt.pid)
 				if err != nil {
@@ -301,9 +305,9 @@ func TestLiveChurn(t *testing.T) {
 							t.Errorf("walk %d, no collection: %d map values, want %d", i, r.Count, mapN)
 						}
 					}
-					t.Logf("walk %d: %d objects in %v, gc %d→%d, stopped %v; invalid %d, unreadable %d, forwarded %d, out of heap %d",
+					t.Logf("walk %d: %d objects in %v, gc %d→%d, stopped %v; invalid %d, unreadable %d, forwarded %d (read there %d), out of heap %d",
 						i, st.Objects, st.Time.Round(time.Millisecond), res.GC.Before, res.GC.After, st.StoppedOnGC,
-						st.Invalid, st.Unreadable, st.Forwarded, st.OutOfHeap)
+						st.Invalid, st.Unreadable, st.Forwarded, st.ReadForwarded, st.OutOfHeap)
 				}
 				t.Logf("%d walks clean, %d overlapped a collection, %d stopped at one", clean, overlapped, stopped)
 				if clean == 0 {

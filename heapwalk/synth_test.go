@@ -316,6 +316,25 @@ func (s *synth) statics() {
 	m.put64(s.static("Universe::_collectedHeap"), heap)
 }
 
+// setFlag adds the -XX flag name with value v to the flag table.
+func (s *synth) setFlag(name string, v uint64) {
+	old := s.m.get64(s.static("JVMFlag::flags"))
+	n := s.m.get64(s.static("JVMFlag::numFlags"))
+	fsize := s.size("JVMFlag")
+	// A new table, one entry longer: what follows the old one is taken.
+	arr := s.native((n + 1) * fsize)
+	entries := make([]byte, n*fsize)
+	s.m.read(entries, old)
+	s.m.write(arr, entries)
+	s.put64(s.static("JVMFlag::flags"), arr)
+	val := s.native(8)
+	s.put64(val, v)
+	e := arr + n*fsize
+	s.put64(e+s.f("JVMFlag::_addr"), val)
+	s.put64(e+s.f("JVMFlag::_name"), s.cstring(name))
+	s.put64(s.static("JVMFlag::numFlags"), n+1)
+}
+
 // klassStruct writes an InstanceKlass: layout helper lh, its name, its
 // super, a vtable and an itable, and the oop maps of oops (offsets,
 // made into blocks of consecutive fields).

@@ -156,7 +156,10 @@ type Stats struct {
 	Invalid    int64 // objects skipped: klass, size or length not valid
 	Unreadable int64 // objects skipped: memory unreadable
 	Forwarded  int64 // objects skipped: a GC's forwarding pointer in the mark word
-	OutOfHeap  int64 // references outside the heap or misaligned, not followed
+	// ReadForwarded: of those, objects read at their forwardee instead
+	// (Shenandoah's concurrent evacuation).
+	ReadForwarded int64
+	OutOfHeap     int64 // references outside the heap or misaligned, not followed
 
 	ObjectsCapped int64 // objects found past MaxObjects, not visited
 	QueueDropped  int64 // objects found past MaxQueue, not visited
@@ -539,9 +542,15 @@ func (w *walker) visit(a uint64, e uint32, view []byte) {
 		w.stats.Unreadable++
 		return
 	}
-	if le64(view)&3 == 3 {
-		// marked: a forwarding pointer, only seen while a GC moves objects
+	if mark := le64(view); mark&3 == 3 {
+		// marked: a forwarding pointer, only seen while a GC moves
+		// objects. Shenandoah moves them while the JVM runs: the copy
+		// is the object, and is read in its place.
 		w.stats.Forwarded++
+		if fwd := mark &^ 3; w.l.GC == "shenandoah" && fwd != a {
+			w.stats.ReadForwarded++
+			w.discover(fwd, e)
+		}
 		return
 	}
 	k := w.klassAt(l.decodeKlass(view))

@@ -2,6 +2,7 @@ package heapwalk
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -274,18 +275,7 @@ func TestLayoutSynthetic(t *testing.T) {
 
 // The flags NewLayout refuses, and the tables it cannot use.
 func TestLayoutRefuses(t *testing.T) {
-	setFlag := func(s *synth, name string, v uint64) {
-		arr := s.m.get64(s.static("JVMFlag::flags"))
-		n := s.m.get64(s.static("JVMFlag::numFlags"))
-		fsize := s.size("JVMFlag")
-		val := s.native(8)
-		s.put64(val, v)
-		e := arr + n*fsize
-		s.m.write(e, make([]byte, fsize))
-		s.put64(e+s.f("JVMFlag::_addr"), val)
-		s.put64(e+s.f("JVMFlag::_name"), s.cstring(name))
-		s.put64(s.static("JVMFlag::numFlags"), n+1)
-	}
+	setFlag := func(s *synth, name string, v uint64) { s.setFlag(name, v) }
 	for _, tc := range []struct {
 		name, want string
 		change     func(s *synth)
@@ -295,7 +285,6 @@ func TestLayoutRefuses(t *testing.T) {
 			setFlag(s, "UseCompressedClassPointers", 0)
 		}},
 		{"zgc", "ZGC", func(s *synth) { setFlag(s, "UseZGC", 1) }},
-		{"shenandoah", "Shenandoah", func(s *synth) { setFlag(s, "UseShenandoahGC", 1) }},
 		{"alignment", "ObjectAlignmentInBytes", func(s *synth) {
 			arr := s.m.get64(s.static("JVMFlag::flags"))
 			s.put64(s.m.get64(arr+4*s.size("JVMFlag")+s.f("JVMFlag::_addr")), 12)
@@ -534,5 +523,51 @@ func TestWalkCompactTinyObjects(t *testing.T) {
 	}
 	if got["java.lang.Object"] != 1 || got["app.Item"] != 1 {
 		t.Errorf("found %d java.lang.Object, %d app.Item; want 1 each", got["java.lang.Object"], got["app.Item"])
+	}
+}
+
+// TestWalkShenandoahForwarded: under Shenandoah an object the collector
+// evacuated while the JVM runs is forwarded in its mark word; the walk
+// reads its copy in its place, named by the chain that reached the old
+// one. Other collectors' forwarded objects (a pause moving them) are
+// skipped.
+func TestWalkShenandoahForwarded(t *testing.T) {
+	for _, v := range []variant{{"jdk17", true, true, false}, {"jdk25", true, true, true}} {
+		for _, shen := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%v/shenandoah=%v", v, shen), func(t *testing.T) {
+				s := newSynthV(t, v)
+				if shen {
+					s.setFlag("UseShenandoahGC", 1)
+				}
+				_, itemSize := s.fields(0)
+				item := s.class("app/Item", 0, itemSize+8, nil, 0)
+				app := s.class("App", 0, 16, nil, 1)
+				old := s.obj(item)
+				copied := s.obj(item)
+				s.put64(old, copied|3) // forwarded; with compact headers the klass bits go too
+				s.setStatic(app, 0, old)
+				l := s.finish()
+				if shen != (l.GC == "shenandoah") {
+					t.Fatalf("layout says GC %q", l.GC)
+				}
+				res := walkScene(t, &scene{l: l}, s.m, Config{FieldName: func(f FieldRef) string {
+					if f.Static {
+						return "App.held"
+					}
+					return ""
+				}})
+				r, ok := rowsBy(res)["App.held (static) | app.Item"]
+				want := uint64(0)
+				if shen {
+					want = 1
+				}
+				if r.Count != want || res.Stats.Forwarded != 1 || res.Stats.ReadForwarded != int64(want) {
+					t.Errorf("row %v %+v; forwarded %d, read at the copy %d; want %d", ok, r, res.Stats.Forwarded, res.Stats.ReadForwarded, want)
+				}
+				if shen && (len(r.Sample) != 1 || r.Sample[0] != copied) {
+					t.Errorf("sampled %x, want the copy at %#x", r.Sample, copied)
+				}
+			})
+		}
 	}
 }

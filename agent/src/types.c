@@ -60,8 +60,9 @@ static struct {
  * are trusted only between two reads of the GC counters showing that no
  * stop-the-world GC ran or started meanwhile (djx_epoch_begin and
  * djx_epoch_same): HotSpot posts GarbageCollectionStart in the pause before
- * any object moves, and collectors that move objects concurrently (ZGC,
- * Shenandoah) are refused. The local references keep the objects alive. */
+ * any object moves. Shenandoah moves objects concurrently but keeps the
+ * old copies whole until every handle points at the new ones; ZGC is
+ * refused. The local references keep the objects alive. */
 static uintptr_t oop_of(jobject h)
 {
 	return h ? __atomic_load_n((uintptr_t *)h, RELAXED) : 0;
@@ -369,8 +370,13 @@ static int vm_layout(jclass bk, struct djx_types_info *in)
 		snprintf(in->reason, sizeof in->reason, "vmStructs: java_lang_Class::_klass_offset or the compressed oops/klass bases not found");
 		return -1;
 	}
-	if (djx_vm_flag("UseZGC") == 1 || djx_vm_flag("UseShenandoahGC") == 1) {
-		snprintf(in->reason, sizeof in->reason, "ZGC and Shenandoah move objects concurrently: the agent cannot read class mirrors safely");
+	/* Shenandoah evacuates objects while the JVM runs, but leaves the old
+	 * copy whole (only its mark word forwards) until its region is freed,
+	 * after every handle was updated: a mirror read through a handle
+	 * holds the right Klass* either way. ZGC's handles hold colored
+	 * pointers. */
+	if (djx_vm_flag("UseZGC") == 1) {
+		snprintf(in->reason, sizeof in->reason, "ZGC's colored pointers: the agent cannot read class mirrors");
 		return -1;
 	}
 	if (!djx_epoch_events()) {

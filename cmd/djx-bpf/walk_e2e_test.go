@@ -112,6 +112,15 @@ func checkServiceTruth(t *testing.T, r *report.Report) {
 // safepointLine is a line of -Xlog:safepoint (JDK 17 and 25).
 var safepointLine = regexp.MustCompile(`Safepoint "([^"]+)".* Total: (\d+) ns`)
 
+// gcOperation says whether a safepoint's VM operation is a collector's
+// pause: G1's, Parallel's and Serial's (…Collect…, …GC…), Shenandoah's
+// (ShenandoahInitMark, ShenandoahFinalMarkStartEvac, ...) and ZGC's
+// (ZMarkStart, ZRelocateStartYoung, ...).
+func gcOperation(name string) bool {
+	return strings.Contains(name, "Collect") || strings.Contains(name, "GC") || strings.HasPrefix(name, "Shenandoah") ||
+		len(name) > 1 && name[0] == 'Z' && name[1] >= 'A' && name[1] <= 'Z'
+}
+
 // longestSafepoint is the longest safepoint in the log at path from byte
 // offset from on that is not a collection's, and its name.
 func longestSafepoint(t *testing.T, path string, from int64) (string, time.Duration) {
@@ -128,7 +137,7 @@ func longestSafepoint(t *testing.T, path string, from int64) (string, time.Durat
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		m := safepointLine.FindStringSubmatch(sc.Text())
-		if m == nil || strings.Contains(m[1], "Collect") || strings.Contains(m[1], "GC") {
+		if m == nil || gcOperation(m[1]) {
 			continue
 		}
 		ns, _ := strconv.ParseInt(m[2], 10, 64)

@@ -203,7 +203,12 @@ type Stats struct {
 type GCCheck struct {
 	Before, After             uint32
 	ActiveBefore, ActiveAfter bool
-	Overlapped                bool
+	// Evacuated: under Shenandoah, whose concurrent cycles leave the
+	// count alone, the walk met objects forwarded or no longer parsed: a
+	// cycle evacuated during it, and may have freed and reused regions
+	// the walk read before their references were updated.
+	Evacuated  bool
+	Overlapped bool
 }
 
 // Row is what the walk found of one class on one holder chain.
@@ -378,8 +383,9 @@ func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) 
 		return nil, fmt.Errorf("walk: %w", err)
 	}
 	res := w.result()
-	res.GC = GCCheck{Before: before, After: after, ActiveBefore: activeB, ActiveAfter: activeA,
-		Overlapped: before != after || activeB || activeA}
+	evac := l.GC == "shenandoah" && (w.stats.Forwarded > 0 || w.stats.Invalid > 0)
+	res.GC = GCCheck{Before: before, After: after, ActiveBefore: activeB, ActiveAfter: activeA, Evacuated: evac,
+		Overlapped: before != after || activeB || activeA || evac}
 	res.Stats.Time = time.Since(start)
 	return res, nil
 }

@@ -178,6 +178,9 @@ func (w *walker) readKlass(addr uint64) *klass {
 	// The mirror must point back: a strong check that addr is a Klass.
 	slot := le64(buf[o.klassMirror+o.oopHandleObj:])
 	m, ok := w.r.u64(slot)
+	if l.z != nil {
+		m = l.z.decode(m) // the handle holds a colored reference
+	}
 	if !ok || m%8 != 0 {
 		return nil
 	}

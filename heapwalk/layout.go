@@ -37,7 +37,7 @@ type Options struct {
 	CompressedOops          *bool
 	CompressedClassPointers *bool
 	// Heap, when set, replaces CollectedHeap::_reserved as the ranges
-	// every object must lie in.
+	// every object must lie in (not under ZGC: its page allocator says).
 	Heap []Range
 }
 
@@ -47,7 +47,7 @@ type Options struct {
 // the JVM runs.
 type Layout struct {
 	Release string // the JVM's release string
-	GC      string // "serial", "parallel", "g1", "shenandoah", "epsilon"; "" if no flag says
+	GC      string // "serial", "parallel", "g1", "shenandoah", "z", "epsilon"; "" if no flag says
 
 	CompressedOops bool
 	OopBase        uint64 // narrow oop decoding: OopBase + narrow<<OopShift
@@ -75,6 +75,7 @@ type Layout struct {
 	// Heap is where objects may be: CollectedHeap::_reserved, sorted.
 	Heap []Range
 
+	z             *zgc   // ZGC's address space; nil under other collectors
 	cldHead       uint64 // address of ClassLoaderDataGraph::_head
 	collectedHeap uint64 // the CollectedHeap object
 	off           offsets
@@ -319,6 +320,13 @@ func (o *offsets) read(v *tableReader) error {
 // readHeap takes the heap's range from opts, else from
 // CollectedHeap::_reserved.
 func (l *Layout) readHeap(v *tableReader, opts Options) error {
+	if l.GC == "z" {
+		// Its heap is in its offset space, whatever opts say.
+		if err := l.readZ(v); err != nil {
+			return fmt.Errorf("ZGC: %w", err)
+		}
+		return nil
+	}
 	l.Heap = opts.Heap
 	if len(l.Heap) > 0 {
 		return nil
@@ -472,7 +480,9 @@ func (l *Layout) fromFlags(flags map[string]flag, opts Options) error {
 	l.CompactHeaders = on("UseCompactObjectHeaders")
 	switch {
 	case on("UseZGC"):
-		return fmt.Errorf("%w: ZGC's colored pointers and concurrent relocation are not walked", ErrUnsupported)
+		// Colored references: the walk reads them through their colors,
+		// at one view of the heap (zgc.go).
+		l.GC = "z"
 	case on("UseShenandoahGC"):
 		// Objects it moves concurrently are forwarded in the mark word:
 		// the walk reads them at their new address.
@@ -576,6 +586,9 @@ func (l *Layout) inHeap(a, n uint64) (Range, bool) {
 func (l *Layout) decodeOop(v uint64) uint64 {
 	if v == 0 {
 		return 0
+	}
+	if l.z != nil {
+		return l.z.decode(v)
 	}
 	if l.CompressedOops {
 		return l.OopBase + v<<l.OopShift

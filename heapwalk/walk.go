@@ -405,7 +405,16 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 	w.chainIdx = make(map[uint64]uint32)
 	w.rowIdx = make(map[uint64]uint32)
 	w.pages = newPageTable(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxPages)
-	w.hot = newHotPages(w.lo, l.Heap[len(l.Heap)-1].End, cfg.Hot)
+	hot := cfg.Hot
+	if l.z != nil {
+		hot = make([]uint64, 0, len(cfg.Hot))
+		for _, a := range cfg.Hot {
+			if c, ok := l.Canonical(a); ok {
+				hot = append(hot, c)
+			}
+		}
+	}
+	w.hot = newHotPages(w.lo, l.Heap[len(l.Heap)-1].End, hot)
 	w.rng = 0x9e3779b97f4a7c15
 	// Id 0 of hops, edges and rows means none; chain 0 is the empty one.
 	w.intern("")
@@ -426,6 +435,9 @@ func (w *walker) root(r Root) {
 	if !ok {
 		w.stats.EdgesCapped++
 		return
+	}
+	if a, ok := w.l.Canonical(r.Addr); ok {
+		r.Addr = a // ZGC: the view the walk reads
 	}
 	if _, in := w.l.inHeap(r.Addr, w.l.HeaderSize); !in || r.Addr%8 != 0 {
 		w.stats.BadRoots++
@@ -787,6 +799,9 @@ func (w *walker) work(n int) bool {
 // new or a cap keeps it out. A field's or element's edge is made only
 // for new objects, after it.
 func (w *walker) fresh(a uint64, from uint32) *queue {
+	if a == 0 {
+		return nil // ZGC's null keeps its color bits
+	}
 	if a%8 != 0 {
 		w.stats.OutOfHeap++
 		return nil

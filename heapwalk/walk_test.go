@@ -284,7 +284,7 @@ func TestLayoutRefuses(t *testing.T) {
 			setFlag(s, "UseCompactObjectHeaders", 1)
 			setFlag(s, "UseCompressedClassPointers", 0)
 		}},
-		{"zgc", "ZGC", func(s *synth) { setFlag(s, "UseZGC", 1) }},
+		{"zgc without its globals", "ZGC: read ZGlobalsForVMStructs", func(s *synth) { setFlag(s, "UseZGC", 1) }},
 		{"alignment", "ObjectAlignmentInBytes", func(s *synth) {
 			arr := s.m.get64(s.static("JVMFlag::flags"))
 			s.put64(s.m.get64(arr+4*s.size("JVMFlag")+s.f("JVMFlag::_addr")), 12)

@@ -153,6 +153,11 @@ static __always_inline int sample_unwind(struct bpf_perf_event_data *ctx, int me
 		if (uw_after_return_poll(s, flags))
 			st->insn = 0xc3; // the frame is torn down as at the `ret`
 		st->tgid = tgid;
+		st->chunk_end = 0;
+		st->enter_blob = 0;
+		// A hot word of libjvm: one read, for any stack.
+		if (w->ut.enter_special)
+			bpf_probe_read_user(&st->enter_blob, 8, (void *)w->ut.enter_special);
 		bpf_tail_call(ctx, &uw_progs, 0);
 	}
 	// No code cache known, or uw_step is not in uw_progs.

@@ -143,7 +143,7 @@ type DjxUnwindUwScratch struct {
 		Insn      uint32
 		Tgid      uint32
 		Tick      uint32
-		Pad       uint32
+		Barrier   uint32
 	}
 	Ut    DjxUnwindUnwindTarget
 	Cache [256]struct {

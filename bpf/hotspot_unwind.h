@@ -152,7 +152,7 @@ struct uw_state {
 	__u32 insn;
 	__u32 tgid;
 	__u32 tick; // the sample's time in ticks (UW_TICK_SHIFT)
-	__u32 pad;
+	__u32 barrier; // the walk is at the return barrier (uw_step goes on in the chunk)
 };
 
 // A per-CPU cache of frames by (code cache, pc): the blob, its frame size
@@ -388,6 +388,10 @@ static __always_inline int uw_fp_ok(const struct uw_state *st)
 	return fp > st->sp && !(fp & 7) && fp - st->sp <= (1 << 20);
 }
 
+// uw_frame met the return barrier: the next run of uw_step goes on in
+// the chunk (uw_chunk), so that the verifier checks one copy of it,
+// not one per frame.
+#define UW_AT_BARRIER (-4)
 #define UW_CHUNK_ENTERED (-3)
 
 // uw_oop reads the oop field at addr (narrow with compressed oops); 0 if
@@ -485,7 +489,7 @@ static __always_inline int uw_frame(const struct unwind_target *ut, struct uw_st
 	if (st->pc == 0)
 		return UW_END_ZERO;
 	if (!top && st->pc == UW_READ(ut->ret_barrier))
-		return uw_chunk(ut, st);
+		return UW_AT_BARRIER;
 	int h = uw_heap(ut, st->pc);
 	if (h < 0) {
 		if (st->java)
@@ -582,7 +586,7 @@ static __always_inline int uw_frame(const struct unwind_target *ut, struct uw_st
 
 // uw_walk walks up to UNWIND_STEP_FRAMES frames from st into frames
 // (st->n of them written so far). It returns -1 when the walk goes on in
-// the next run, else why it ended. Native frames count against
+// the next run, UW_AT_BARRIER at the return barrier, else why it ended. Native frames count against
 // NATIVE_FRAMES until the first Java frame; sp must grow with every
 // frame, so a forged stack cannot loop.
 static __always_inline int uw_walk(const struct unwind_target *ut, struct uw_state *st, struct unwind_frame *frames,
@@ -600,10 +604,8 @@ static __always_inline int uw_walk(const struct unwind_target *ut, struct uw_sta
 		int r = uw_frame(ut, st, f, cache, n == 0);
 		if (f->blob)
 			st->n = n + 1;
-		if (r >= 0)
+		if (r >= 0 || r == UW_AT_BARRIER)
 			return r;
-		if (r == UW_CHUNK_ENTERED)
-			continue; // the chunk is elsewhere: sp starts over there
 		if (st->sp <= sp)
 			return UW_END_FRAME;
 		// A chunk's bottom frame is the virtual thread's first: past it no

@@ -323,8 +323,9 @@ func TestTypes(t *testing.T) {
 }
 
 // TestTypesOtherHeaders: without compressed class pointers the klass word
-// is 8 bytes; with compact object headers (JDK 25) it is in the mark word.
-// Either the feature works or it says why not, and the JVM stays up.
+// is 8 bytes; with compact object headers (JDK 25) it is in the mark word,
+// and TYPES_INFO says where (KlassInMark). Either the feature works or it
+// says why not, and the JVM stays up; with compact headers it works.
 func TestTypesOtherHeaders(t *testing.T) {
 	for _, j := range availableJDKs(t) {
 		cases := [][]string{{"-XX:-UseCompressedClassPointers"}}
@@ -339,13 +340,17 @@ func TestTypesOtherHeaders(t *testing.T) {
 				s.collect(t, v, "TYPES_INFO", func() bool { return s.info != nil })
 				in := s.info
 				t.Logf("%v: TYPES_INFO %+v", flags, in)
+				compact := flags[0] == "-XX:+UseCompactObjectHeaders"
+				if compact && (!in.OK || !in.Fields || in.KlassInMark != 42 || in.KlassBytes != 4) {
+					t.Errorf("compact headers: TYPES_INFO %+v, want OK with fields, the narrow klass at bit 42 of the mark", in)
+				}
 				if !in.OK {
 					if in.Reason == "" {
 						t.Error("TYPES_INFO not OK without a reason")
 					}
 				} else {
-					if flags[0] == "-XX:-UseCompressedClassPointers" && in.KlassBytes != 8 {
-						t.Errorf("klass bytes %d without compressed class pointers", in.KlassBytes)
+					if flags[0] == "-XX:-UseCompressedClassPointers" && (in.KlassBytes != 8 || in.KlassInMark != 0) {
+						t.Errorf("klass bytes %d (in the mark at %d) without compressed class pointers", in.KlassBytes, in.KlassInMark)
 					}
 					s.collect(t, v, "TypesSite$Derived", func() bool { return s.classes["LTypesSite$Derived;"] != nil })
 					for _, f := range fields {

@@ -288,7 +288,8 @@ func appendTypesInfo(dst []byte, r *TypesInfo) []byte {
 	dst = le.AppendUint32(dst, r.OopBytes)
 	dst = le.AppendUint64(dst, r.KlassBase)
 	dst = le.AppendUint32(dst, r.KlassShift)
-	return le.AppendUint32(dst, r.KlassBytes)
+	dst = le.AppendUint32(dst, r.KlassBytes)
+	return le.AppendUint32(dst, r.KlassInMark)
 }
 
 func appendClass(dst []byte, r *Class) []byte {

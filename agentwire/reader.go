@@ -392,7 +392,7 @@ func decodeTypesInfo(d *dec) Record {
 	fl := d.u32()
 	return &TypesInfo{OK: fl&1 != 0, Fields: fl&2 != 0, Statics: fl&4 != 0, Reason: d.str(),
 		OopBase: d.u64(), OopShift: d.u32(), OopBytes: d.u32(),
-		KlassBase: d.u64(), KlassShift: d.u32(), KlassBytes: d.u32()}
+		KlassBase: d.u64(), KlassShift: d.u32(), KlassBytes: d.u32(), KlassInMark: d.opt32()}
 }
 
 func decodeClass(d *dec) Record {

@@ -761,6 +761,11 @@ type TypesInfo struct {
 	KlassBase  uint64
 	KlassShift uint32
 	KlassBytes uint32
+	// KlassInMark, when not 0, says the object header is compact
+	// (-XX:+UseCompactObjectHeaders): the narrow klass (KlassBytes 4) is
+	// the mark word's bits from KlassInMark up, not the word at offset 8.
+	// A trailing field: 0 from an agent that does not send it.
+	KlassInMark uint32
 }
 
 // Class is one loaded class: its Klass*, JVM signature, instance fields

@@ -64,6 +64,8 @@ var sample = []struct {
 		Fields: []Field{{12, "color", "Z", false}, {16, "key", "Ljava/lang/Object;", false}, {20, "value", "Ljava/lang/Object;", false}}}},
 	{"classarray", &Class{Time: 9401, Klass: 0x7f0000001000, Narrow: 0x1000, Sig: "[J"}},
 	{"typesstatics", &TypesInfo{OK: true, Fields: true, Statics: true, OopShift: 3, OopBytes: 4, KlassBytes: 8}},
+	{"typescompact", &TypesInfo{OK: true, Fields: true, Statics: true, OopShift: 3, OopBytes: 4,
+		KlassBase: 0x6c000000, KlassShift: 10, KlassBytes: 4, KlassInMark: 42}},
 	{"classstatics", &Class{Time: 9402, Klass: 0x7f0000002000, Narrow: 0x2000, Sig: "Ljava/lang/Boolean;",
 		Fields:  []Field{{12, "value", "Z", false}},
 		Statics: []Field{{112, "TRUE", "Ljava/lang/Boolean;", true}, {116, "FALSE", "Ljava/lang/Boolean;", true}}}},

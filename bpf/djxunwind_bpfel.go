@@ -82,6 +82,7 @@ const (
 	DjxUnwindUnwindEndUW_END_NO_INFO  DjxUnwindUnwindEnd = 6
 	DjxUnwindUnwindEndUW_END_PROLOGUE DjxUnwindUnwindEnd = 7
 	DjxUnwindUnwindEndUW_END_ZERO     DjxUnwindUnwindEnd = 8
+	DjxUnwindUnwindEndUW_END_CHUNK    DjxUnwindUnwindEnd = 9
 )
 
 type DjxUnwindUnwindFrame struct {
@@ -112,22 +113,37 @@ type DjxUnwindUnwindTarget struct {
 	OffCompileId     uint32
 	Gen              uint64
 	Heaps            [4]DjxUnwindCodeHeap
+	RetBarrier       uint64
+	EnterSpecial     uint64
+	OopBase          uint64
+	OopShift         uint32
+	NarrowOops       uint32
+	EntrySize        uint32
+	OffEntryCont     uint32
+	OffContTail      uint32
+	OffChunkSp       uint32
+	OffChunkBottom   uint32
+	OffChunkPc       uint32
+	OffChunkStack    uint32
+	OffChunkParent   uint32
 }
 
 type DjxUnwindUwScratch struct {
 	_  structs.HostLayout
 	S  DjxUnwindSample
 	St struct {
-		_    structs.HostLayout
-		Pc   uint64
-		Sp   uint64
-		Fp   uint64
-		N    uint32
-		Java uint32
-		Insn uint32
-		Tgid uint32
-		Tick uint32
-		Pad  uint32
+		_         structs.HostLayout
+		Pc        uint64
+		Sp        uint64
+		Fp        uint64
+		EnterBlob uint64
+		ChunkEnd  uint64
+		N         uint32
+		Java      uint32
+		Insn      uint32
+		Tgid      uint32
+		Tick      uint32
+		Barrier   uint32
 	}
 	Ut    DjxUnwindUnwindTarget
 	Cache [256]struct {

@@ -67,6 +67,7 @@ enum unwind_end {
 	UW_END_NO_INFO = 6,  // no code heaps known for the process
 	UW_END_PROLOGUE = 7, // the top compiled frame is not set up yet
 	UW_END_ZERO = 8,     // a zero pc or rbp: the end of the chain
+	UW_END_CHUNK = 9,    // a virtual thread's frozen frames could not be walked
 };
 
 struct unwind_frame {
@@ -100,6 +101,27 @@ struct unwind_target {
 	// or a new JVM with the same pid, misses.
 	__u64 gen;
 	struct code_heap heaps[UNWIND_HEAPS];
+	// Virtual threads (JDK 21+; all 0 before): the return barrier
+	// (StubRoutines::_cont_returnBarrier), where the static
+	// ContinuationEntry::_enter_special (the enterSpecial nmethod, set
+	// at the first continuation) is, ContinuationEntry::size() and its
+	// _cont's offset, the offset of a Continuation's tail (its top
+	// StackChunk: a narrow oop when narrow_oops, decoded as oop_base +
+	// n << oop_shift), and those of a StackChunk's sp, bottom (ints, in
+	// words from its stack), pc, stack and parent (an oop).
+	__u64 ret_barrier;
+	__u64 enter_special;
+	__u64 oop_base;
+	__u32 oop_shift;
+	__u32 narrow_oops;
+	__u32 entry_size;
+	__u32 off_entry_cont;
+	__u32 off_cont_tail;
+	__u32 off_chunk_sp;
+	__u32 off_chunk_bottom;
+	__u32 off_chunk_pc;
+	__u32 off_chunk_stack;
+	__u32 off_chunk_parent;
 };
 
 struct {
@@ -120,12 +142,17 @@ const enum unwind_end *unused_unwind_end __attribute__((unused));
 // was seen, and the first 3 bytes of the instruction at the sampled pc.
 struct uw_state {
 	__u64 pc, sp, fp;
+	// A virtual thread's entry: the enterSpecial nmethod (0: none yet),
+	// and the bottom of its StackChunk while the walk is in it (0: on
+	// the thread's stack; rbp then holds the address of the frame's saved
+	// rbp slot, relative in a chunk).
+	__u64 enter_blob, chunk_end;
 	__u32 n;
 	__u32 java;
 	__u32 insn;
 	__u32 tgid;
 	__u32 tick; // the sample's time in ticks (UW_TICK_SHIFT)
-	__u32 pad;
+	__u32 barrier; // the walk is at the return barrier (uw_step goes on in the chunk)
 };
 
 // A per-CPU cache of frames by (code cache, pc): the blob, its frame size
@@ -277,13 +304,19 @@ static __always_inline int uw_epilogue(struct uw_state *st, __u32 insn)
 	return UW_NOT_EPILOGUE;
 }
 
-// uw_sized unwinds a fixed-size frame of blob: the sender's sp, pc and
-// rbp. In the top frame a pc before the frame is complete means the
-// prologue has not built it (uw_prologue).
-static __always_inline int uw_sized(const struct unwind_target *ut, struct uw_state *st, __u64 blob,
-				    __s32 words, int top, __u32 insn)
+// uw_sized unwinds a fixed-size frame of blob, recorded in f: the
+// sender's sp, pc and rbp. In the top frame a pc before the frame is
+// complete means the prologue has not built it (uw_prologue). A frame of
+// enterSpecial below the top is a virtual thread's entry: its stack ends
+// there, whole, without the carrier's frames (f is dropped).
+static __always_inline int uw_sized(const struct unwind_target *ut, struct uw_state *st, struct unwind_frame *f,
+				    __u64 blob, __s32 words, int top, __u32 insn)
 {
 	int err = 0;
+	if (!top && blob == st->enter_blob) {
+		f->blob = 0;
+		return UW_END_ENTRY;
+	}
 	if (top) {
 		__s32 complete = 0;
 		__u64 begin = 0;
@@ -313,7 +346,7 @@ static __always_inline int uw_sized(const struct unwind_target *ut, struct uw_st
 		return UW_END_READ;
 	st->pc = link[1];
 	st->sp = sender;
-	st->fp = link[0];
+	st->fp = st->chunk_end ? sender - 16 : link[0];
 	return -1;
 }
 
@@ -355,6 +388,97 @@ static __always_inline int uw_fp_ok(const struct uw_state *st)
 	return fp > st->sp && !(fp & 7) && fp - st->sp <= (1 << 20);
 }
 
+// uw_frame met the return barrier: the next run of uw_step goes on in
+// the chunk (uw_chunk), so that the verifier checks one copy of it,
+// not one per frame.
+#define UW_AT_BARRIER (-4)
+#define UW_CHUNK_ENTERED (-3)
+
+// uw_oop reads the oop field at addr (narrow with compressed oops); 0 if
+// it cannot.
+static __always_inline __u64 uw_oop(const struct unwind_target *ut, __u64 addr)
+{
+	__u64 v = 0;
+	if (UW_READ(ut->narrow_oops)) {
+		__u32 n = 0;
+		if (bpf_probe_read_user(&n, 4, (void *)addr) != 0 || !n)
+			return 0;
+		v = UW_READ(ut->oop_base) + ((__u64)n << (UW_READ(ut->oop_shift) & 7));
+	} else if (bpf_probe_read_user(&v, 8, (void *)addr) != 0) {
+		return 0;
+	}
+	return v & 7 ? 0 : v;
+}
+
+// Chunks tried from a continuation's tail: an empty one's frames were
+// all thawed, the rest are in its parent.
+#define UW_CHUNKS 3
+
+// uw_chunk follows the return barrier, where a virtual thread's stack
+// goes on in a StackChunk (its frames not thawed yet, in the heap). The
+// ContinuationEntry is right below the entry frame's saved rbp, which an
+// interpreted lowest thawed frame links to; a compiled one returns to
+// the entry's sp. The continuation's tail chunk, or the first non-empty
+// one of its parents, holds the frames from the chunk's sp to its
+// bottom, laid out as on a stack, the top frame's pc in the chunk. The
+// walk goes on there, once.
+static __always_inline int uw_chunk(const struct unwind_target *ut, struct uw_state *st)
+{
+	int err = 0;
+	__s32 csp = 0, bottom = 0;
+	__u64 entry = st->fp - UW_READ(ut->entry_size);
+	if (st->chunk_end)
+		return UW_END_CHUNK;
+	if (entry + 64 < st->sp || entry > st->sp + 64 || (entry & 7))
+		entry = st->sp;
+	__u64 cont = uw_read(entry + UW_READ(ut->off_entry_cont), &err);
+	if (err || !cont || (cont & 7))
+		return UW_END_CHUNK;
+	__u64 chunk = uw_oop(ut, cont + UW_READ(ut->off_cont_tail));
+	for (int i = 0; i < UW_CHUNKS; i++) {
+		if (!chunk)
+			return UW_END_CHUNK;
+		if (bpf_probe_read_user(&csp, 4, (void *)(chunk + UW_READ(ut->off_chunk_sp))) != 0 ||
+		    bpf_probe_read_user(&bottom, 4, (void *)(chunk + UW_READ(ut->off_chunk_bottom))) != 0)
+			return UW_END_CHUNK;
+		if (csp < bottom)
+			break;
+		chunk = uw_oop(ut, chunk + UW_READ(ut->off_chunk_parent));
+	}
+	__u64 pc = uw_read(chunk + UW_READ(ut->off_chunk_pc), &err);
+	if (err || csp < 0 || bottom <= csp || bottom > (1 << 20))
+		return UW_END_CHUNK;
+	__u64 stack = chunk + UW_READ(ut->off_chunk_stack);
+	st->sp = stack + (__u64)csp * 8;
+	st->chunk_end = stack + (__u64)bottom * 8;
+	st->fp = st->sp - 16; // the top frame's saved rbp slot
+	st->pc = pc;
+	return UW_CHUNK_ENTERED;
+}
+
+// uw_chunk_fp unwinds an interpreter frame in a chunk: its rbp is
+// stored relative to its slot, in words (ContinuationHelper::Frame::
+// patch_callee_link_relative); the caller's sp is right above the return
+// address, its rbp slot at this frame's rbp.
+static __always_inline int uw_chunk_fp(struct uw_state *st, struct unwind_frame *f)
+{
+	__u64 w[UW_FP_SLOTS] = {};
+	__s64 rel = 0;
+	if (bpf_probe_read_user(&rel, 8, (void *)st->fp) != 0)
+		return UW_END_CHUNK;
+	__u64 fp = st->fp + (__u64)(rel * 8);
+	if (fp <= st->sp || (fp & 7) || fp + 16 > st->chunk_end || fp - st->sp > (1 << 16))
+		return UW_END_CHUNK;
+	if (bpf_probe_read_user(w, sizeof(w), (void *)(fp - 64)) != 0)
+		return UW_END_CHUNK;
+	f->a = w[UW_FP_METHOD];
+	f->b = w[UW_FP_BCP];
+	st->pc = w[UW_FP_PC];
+	st->sp = fp + 16;
+	st->fp = fp;
+	return -1;
+}
+
 // uw_frame records the frame at st and unwinds it. It returns -1 to go on,
 // else the reason the walk ends; st->java says whether a Java-side frame
 // (one in the code cache) has been seen.
@@ -364,6 +488,8 @@ static __always_inline int uw_frame(const struct unwind_target *ut, struct uw_st
 	__u64 w[UW_FP_SLOTS] = {};
 	if (st->pc == 0)
 		return UW_END_ZERO;
+	if (!top && st->pc == UW_READ(ut->ret_barrier))
+		return UW_AT_BARRIER;
 	int h = uw_heap(ut, st->pc);
 	if (h < 0) {
 		if (st->java)
@@ -394,7 +520,7 @@ static __always_inline int uw_frame(const struct unwind_target *ut, struct uw_st
 			f->blob = e->blob | UW_SIZED;
 			f->a = st->pc;
 			f->b = e->id;
-			return uw_sized(ut, st, e->blob, words, top, st->insn);
+			return uw_sized(ut, st, f, e->blob, words, top, st->insn);
 		}
 		blob = e->blob;
 	} else {
@@ -422,12 +548,14 @@ static __always_inline int uw_frame(const struct unwind_target *ut, struct uw_st
 			f->blob = blob | UW_SIZED;
 			f->a = st->pc;
 			f->b = (__u32)id;
-			return uw_sized(ut, st, blob, words, top, st->insn);
+			return uw_sized(ut, st, f, blob, words, top, st->insn);
 		}
 	}
 	f->blob = blob | UW_FP;
 	f->a = 0;
 	f->b = 0;
+	if (st->chunk_end)
+		return uw_chunk_fp(st, f);
 	int r = -1;
 	if (st->fp == 0)
 		r = UW_END_ZERO;
@@ -458,7 +586,7 @@ static __always_inline int uw_frame(const struct unwind_target *ut, struct uw_st
 
 // uw_walk walks up to UNWIND_STEP_FRAMES frames from st into frames
 // (st->n of them written so far). It returns -1 when the walk goes on in
-// the next run, else why it ended. Native frames count against
+// the next run, UW_AT_BARRIER at the return barrier, else why it ended. Native frames count against
 // NATIVE_FRAMES until the first Java frame; sp must grow with every
 // frame, so a forged stack cannot loop.
 static __always_inline int uw_walk(const struct unwind_target *ut, struct uw_state *st, struct unwind_frame *frames,
@@ -476,10 +604,14 @@ static __always_inline int uw_walk(const struct unwind_target *ut, struct uw_sta
 		int r = uw_frame(ut, st, f, cache, n == 0);
 		if (f->blob)
 			st->n = n + 1;
-		if (r >= 0)
+		if (r >= 0 || r == UW_AT_BARRIER)
 			return r;
 		if (st->sp <= sp)
 			return UW_END_FRAME;
+		// A chunk's bottom frame is the virtual thread's first: past it no
+		// room is left for a frame's saved rbp and return address.
+		if (st->chunk_end && st->sp + 16 > st->chunk_end)
+			return UW_END_ENTRY;
 	}
 	return st->n >= UNWIND_FRAMES ? UW_END_DEPTH : -1;
 }

@@ -153,6 +153,12 @@ static __always_inline int sample_unwind(struct bpf_perf_event_data *ctx, int me
 		if (uw_after_return_poll(s, flags))
 			st->insn = 0xc3; // the frame is torn down as at the `ret`
 		st->tgid = tgid;
+		st->chunk_end = 0;
+		st->enter_blob = 0;
+		st->barrier = 0;
+		// A hot word of libjvm: one read, for any stack.
+		if (w->ut.enter_special)
+			bpf_probe_read_user(&st->enter_blob, 8, (void *)w->ut.enter_special);
 		bpf_tail_call(ctx, &uw_progs, 0);
 	}
 	// No code cache known, or uw_step is not in uw_progs.
@@ -181,7 +187,19 @@ int uw_step(struct bpf_perf_event_data *ctx)
 	struct uw_scratch *w = bpf_map_lookup_elem(&uw_scratch, &zero);
 	if (!w)
 		return 0;
-	int end = uw_walk(&w->ut, &w->st, w->s.frames, w->cache);
+	int end = -1;
+	if (w->st.barrier) {
+		// The last run stopped at the return barrier: on in the chunk.
+		w->st.barrier = 0;
+		if (uw_chunk(&w->ut, &w->st) != UW_CHUNK_ENTERED)
+			end = UW_END_CHUNK;
+	}
+	if (end < 0)
+		end = uw_walk(&w->ut, &w->st, w->s.frames, w->cache);
+	if (end == UW_AT_BARRIER) {
+		w->st.barrier = 1;
+		end = -1;
+	}
 	if (end < 0) {
 		bpf_tail_call(ctx, &uw_progs, 0);
 		end = UW_END_DEPTH;

@@ -12,10 +12,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/djx-bpf/djx-bpf/heapwalk"
 	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/procfs"
 	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/targetmem"
 	"github.com/djx-bpf/djx-bpf/vmcode"
+	"github.com/djx-bpf/djx-bpf/vmstructs"
 )
 
 // Code is what the resolver asks of a JVM's code: vmcode.Symbolizer.
@@ -43,6 +46,13 @@ type Resolver struct {
 	budget     *timeBudget
 	stats      Stats
 	lastErr    error // the last frame vmcode could not name
+	// cont ends virtual threads' stacks at their entry (zero: the
+	// unwinder does not know it; contErr says why).
+	cont     vmcode.Continuation
+	contErr  error
+	narrow   bool // compressed oops: OopBase + n << OopShift
+	oopBase  uint64
+	oopShift uint32
 }
 
 // Stats counts what the resolver made of the stacks.
@@ -95,12 +105,31 @@ func New(code Code) *Resolver {
 
 // Open returns a resolver for the HotSpot JVM pid.
 func Open(pid int) (*Resolver, error) {
-	s, err := vmcode.Open(pid)
+	t, err := vmstructs.Open(pid)
 	if err != nil {
 		return nil, fmt.Errorf("open the code cache of pid %d: %w", pid, err)
 	}
-	return New(s), nil
+	s, err := vmcode.New(t, targetmem.Open(pid))
+	if err != nil {
+		return nil, fmt.Errorf("open the code cache of pid %d: %w", pid, err)
+	}
+	r := New(s)
+	r.cont, r.contErr = vmcode.ReadContinuation(pid, t)
+	if r.contErr == nil {
+		// A continuation's tail chunk is an oop field: its encoding.
+		hl, err := heapwalk.NewLayout(t, targetmem.Open(pid), heapwalk.Options{})
+		if err != nil {
+			r.cont, r.contErr = vmcode.Continuation{}, fmt.Errorf("read the heap's layout: %w", err)
+		} else {
+			r.narrow, r.oopBase, r.oopShift = hl.CompressedOops, hl.OopBase, uint32(hl.OopShift)
+		}
+	}
+	return r, nil
 }
+
+// Continuation is what the unwinder knows of the JVM's virtual threads,
+// or why it knows nothing (their stacks then go on into their carriers').
+func (r *Resolver) Continuation() (vmcode.Continuation, error) { return r.cont, r.contErr }
 
 // Stats returns the counts so far.
 func (r *Resolver) Stats() Stats { return r.stats }
@@ -135,6 +164,10 @@ func (r *Resolver) Target() ([]loader.CodeHeap, loader.CodeLayout, error) {
 		CodeIsOffset:  o.CodeIsOffset,
 		// JDK 23 made it an int16_t.
 		FrameComplete16: o.BlobFrameComplete.Width == 2,
+		ReturnBarrier:   r.cont.ReturnBarrier, EnterSpecial: r.cont.EnterSpecial,
+		OopBase: r.oopBase, OopShift: r.oopShift, NarrowOops: r.narrow,
+		EntrySize: r.cont.EntrySize, EntryCont: r.cont.EntryCont, ContTail: r.cont.ContTail,
+		ChunkSP: r.cont.ChunkSP, ChunkBottom: r.cont.ChunkBottom, ChunkPC: r.cont.ChunkPC, ChunkStack: r.cont.ChunkStack, ChunkParent: r.cont.ChunkParent,
 	}
 	if o.NMethodCompileID.Width == 4 && o.NMethodCompileID.Offset <= 4096 {
 		l.CompileID = uint32(o.NMethodCompileID.Offset)
@@ -180,6 +213,8 @@ func endReason(end uint16) string {
 		return "in a method's prologue"
 	case loader.UnwindZero:
 		return "end of frame chain"
+	case loader.UnwindChunk:
+		return "virtual thread's frozen frames unreadable"
 	}
 	return fmt.Sprintf("unwinder code %d", end)
 }

@@ -15,8 +15,8 @@ import "github.com/djx-bpf/djx-bpf/decode"
 func (t *Table) Enclosing(addr uint64, regs *decode.Regs, h Headers) (obj, klass uint64, ok bool) {
 	for reg := int8(0); reg < 16; reg++ {
 		for _, narrow := range [2]bool{false, true} {
-			m, k, hdr := h.at(reg, narrow)
-			if !hdr || !plausibleMark(m) {
+			m, k, hdr := t.geo.header(h, reg, narrow)
+			if !hdr || !t.geo.plausibleMark(m) {
 				continue
 			}
 			o := regs.GPR[reg]
@@ -41,8 +41,16 @@ const klassOffset = 8
 
 // AllocKlass reads the klass word of the object at register base from
 // the code that initialises it: its store of a constant klass word, in
-// the straight-line code from the sampled pc.
+// the straight-line code from the sampled pc. With compact headers it is
+// the store of the mark word, the class's prototype header.
 func (g Geometry) AllocKlass(code []byte, base int8) (uint64, decode.Scan) {
+	if g.KlassInMark != 0 {
+		m, st := decode.StoredConst(code, base, 0, 8)
+		if st != decode.ScanFound {
+			return 0, st
+		}
+		return g.KlassWord(m, 0), st
+	}
 	size := 8
 	if g.NarrowKlass {
 		size = 4

@@ -30,15 +30,36 @@ type Geometry struct {
 	// OopBase and OopShift decode a compressed oop: base + oop<<shift.
 	OopBase  uint64
 	OopShift uint
+	// KlassInMark, when not 0, says the header is compact
+	// (-XX:+UseCompactObjectHeaders): the narrow klass is the mark
+	// word's bits from KlassInMark up (markWord::klass_shift), and an
+	// instance's fields, or an array's length, start at 8. NarrowKlass
+	// is then set too.
+	KlassInMark uint
 }
 
 // headerSize is where the first instance field (or an array's length)
 // can start.
 func (g Geometry) headerSize() uint64 {
-	if g.NarrowKlass {
+	switch {
+	case g.KlassInMark != 0:
+		return 8
+	case g.NarrowKlass:
 		return 12
 	}
 	return 16
+}
+
+// KlassWord is the klass word of an object header whose first 16 bytes
+// are mark and next: the 8 bytes at offset 8, or with compact headers the
+// narrow klass from the mark with the array length (the 4 bytes at
+// offset 8) above it, as a narrow klass word holds them. Tables and
+// Holds take this word.
+func (g Geometry) KlassWord(mark, next uint64) uint64 {
+	if g.KlassInMark == 0 {
+		return next
+	}
+	return mark>>g.KlassInMark | uint64(uint32(next))<<32
 }
 
 // Layout is one class: its name and the instance fields of it and its
@@ -199,7 +220,9 @@ func Slot(reg int8) int {
 	return int(ptSlot[reg])
 }
 
-func (h Headers) at(reg int8, narrow bool) (mark, klass uint64, ok bool) {
+// header is the mark and klass word (KlassWord) of the object register
+// reg points at, as a narrow oop or not.
+func (g Geometry) header(h Headers, reg int8, narrow bool) (mark, klass uint64, ok bool) {
 	if reg < 0 || reg >= 16 || h.Hdr == nil {
 		return 0, 0, false
 	}
@@ -207,7 +230,7 @@ func (h Headers) at(reg int8, narrow bool) (mark, klass uint64, ok bool) {
 	if s < 0 || h.OK&(1<<s) == 0 || (h.Narrow&(1<<s) != 0) != narrow {
 		return 0, 0, false
 	}
-	return h.Hdr[s][0], h.Hdr[s][1], true
+	return h.Hdr[s][0], g.KlassWord(h.Hdr[s][0], h.Hdr[s][1]), true
 }
 
 // Object finds the object a decoded access addressed: the base register
@@ -223,13 +246,13 @@ func (g Geometry) Object(res decode.Result, regs *decode.Regs, h Headers) (obj, 
 	}
 	if res.Index >= 0 && res.Index < 16 && res.Scale == 1<<g.OopShift && (res.Base == decode.NoReg || hasBase && baseVal == g.OopBase) {
 		narrow := g.OopShift > 0 || g.OopBase != 0
-		if m, k, ok := h.at(res.Index, narrow); ok {
-			return g.OopBase + regs.GPR[res.Index]<<g.OopShift, m, k, plausibleMark(m)
+		if m, k, ok := g.header(h, res.Index, narrow); ok {
+			return g.OopBase + regs.GPR[res.Index]<<g.OopShift, m, k, g.plausibleMark(m)
 		}
 	}
 	if hasBase {
-		if m, k, ok := h.at(res.Base, false); ok {
-			return baseVal, m, k, plausibleMark(m)
+		if m, k, ok := g.header(h, res.Base, false); ok {
+			return baseVal, m, k, g.plausibleMark(m)
 		}
 	}
 	return 0, 0, 0, false
@@ -238,8 +261,13 @@ func (g Geometry) Object(res decode.Result, regs *decode.Regs, h Headers) (obj, 
 // plausibleMark rejects words that cannot be a mark word: an unlocked
 // mark (lock bits 01) keeps its top 22 bits clear on 64-bit HotSpot (25
 // up to JDK 23, 22 since). Locked and inflated marks hold pointers and
-// are left to the klass check.
-func plausibleMark(m uint64) bool {
+// are left to the klass check. A compact mark holds the narrow klass in
+// those bits, in every state but forwarded (lock bits 11: the mark is
+// the object's new address).
+func (g Geometry) plausibleMark(m uint64) bool {
+	if g.KlassInMark != 0 {
+		return m&3 != 3 && m>>g.KlassInMark != 0
+	}
 	return m&3 != 1 || m>>42 == 0
 }
 
@@ -259,8 +287,11 @@ func (t *Table) Holds(l *Layout, w, off uint64) bool {
 	if !t.geo.NarrowKlass {
 		return true
 	}
+	// Elements start after the length, aligned to their size (JDK 17
+	// aligns them to a word: at most the same for 8-byte elements).
+	es := uint64(t.elemSize(l.Sig))
 	length := w >> 32
-	return off < h+4+length*uint64(t.elemSize(l.Sig))
+	return off < (h+4+es-1)&^(es-1)+length*es
 }
 
 // elemSize is the size of an element of the array class sig.

@@ -138,3 +138,77 @@ func TestMirrorStatics(t *testing.T) {
 		t.Errorf("offset 112: %q, holds %v", got, tb.Holds(c, 0xc3000, 112))
 	}
 }
+
+// Compact object headers (JDK 25, -XX:+UseCompactObjectHeaders): the
+// narrow klass is in the mark word's top 22 bits, the fields start at 8,
+// an array's length is at 8 and its elements at 12 or 16.
+func TestCompactHeaders(t *testing.T) {
+	g := Geometry{NarrowKlass: true, NarrowOops: true, OopShift: 3, KlassInMark: 42}
+	tb := NewTable(g)
+	tb.Add(0x6c00_0000+0x3000<<10, 0x3000, "Ljava/util/TreeMap$Entry;", []Field{
+		{Offset: 8, Name: "color", Sig: "Z"},
+		{Offset: 12, Name: "key", Sig: "Ljava/lang/Object;"},
+		{Offset: 16, Name: "value", Sig: "Ljava/lang/Object;"},
+		{Offset: 20, Name: "left", Sig: "Ljava/util/TreeMap$Entry;"},
+		{Offset: 24, Name: "right", Sig: "Ljava/util/TreeMap$Entry;"},
+		{Offset: 28, Name: "parent", Sig: "Ljava/util/TreeMap$Entry;"},
+	})
+	tb.Add(0x6c00_0000+0x3001<<10, 0x3001, "[J", nil)
+
+	var regs decode.Regs
+	var hdr [15][2]uint64
+	const obj, arr = 0x7_0000_1000, 0x7_0000_2000
+	regs.GPR[6] = obj // rsi: pt_regs slot 13
+	regs.GPR[7] = arr // rdi: pt_regs slot 14
+	// A mark with a hash and an age: unlocked; the word after it is the
+	// first fields'.
+	hdr[13] = [2]uint64{0x3000<<42 | 0x1234<<11 | 2<<3 | 1, 0xdead_0001_0000_0000}
+	hdr[14] = [2]uint64{0x3001<<42 | 1, 10} // length 10
+	h := Headers{OK: 1<<13 | 1<<14, Hdr: &hdr}
+
+	o, _, k, ok := g.Object(decode.Result{Base: 6, Index: decode.NoReg, Disp: 20}, &regs, h)
+	e := tb.ByKlassWord(k)
+	if !ok || o != obj || e == nil || e.Name != "java.util.TreeMap$Entry" {
+		t.Fatalf("entry: object %#x klass word %#x ok %v: %+v", o, k, ok, e)
+	}
+	for off, want := range map[uint64]string{0: FieldHeader, 7: FieldHeader, 8: "color", 12: "key", 20: "left", 28: "parent"} {
+		if got := tb.FieldAt(e, off); got != want {
+			t.Errorf("entry offset %d: %q, want %q", off, got, want)
+		}
+	}
+	if !tb.Holds(e, k, 31) || tb.Holds(e, k, 32) {
+		t.Errorf("entry extent: 31 %v, 32 %v", tb.Holds(e, k, 31), tb.Holds(e, k, 32))
+	}
+	o, _, k, ok = g.Object(decode.Result{Base: 7, Index: decode.NoReg, Disp: 16}, &regs, h)
+	a := tb.ByKlassWord(k)
+	if !ok || o != arr || a == nil || a.Name != "long[]" {
+		t.Fatalf("array: object %#x klass word %#x ok %v: %+v", o, k, ok, a)
+	}
+	for off, want := range map[uint64]string{0: FieldHeader, 8: FieldLength, 16: ""} {
+		if got := tb.FieldAt(a, off); got != want {
+			t.Errorf("array offset %d: %q, want %q", off, got, want)
+		}
+	}
+	if !tb.Holds(a, k, 16+79) || tb.Holds(a, k, 16+80) {
+		t.Errorf("array extent: %v %v", tb.Holds(a, k, 16+79), tb.Holds(a, k, 16+80))
+	}
+	// A body store past the register's object: Enclosing names it by
+	// the header the register points at.
+	if o, k, ok := tb.Enclosing(arr+40, &regs, h); !ok || o != arr || tb.ByKlassWord(k) != a {
+		t.Errorf("enclosing: %#x %#x %v", o, k, ok)
+	}
+	// A forwarded mark (lock bits 11) holds an address, not a klass.
+	hdr[13][0] = 0x7_0000_9000 | 3
+	if _, _, _, ok := g.Object(decode.Result{Base: 6, Index: decode.NoReg, Disp: 20}, &regs, h); ok {
+		t.Error("forwarded mark accepted")
+	}
+	// C2's allocation stores the prototype mark word (movabs, then mov).
+	code := []byte{0x48, 0xb8, 1, 0, 0, 0, 0, 0, 0, 0, 0x48, 0x89, 0x06} // movabs $..., %rax; mov %rax, (%rsi)
+	proto := uint64(0x3000)<<42 | 1
+	for i := range 8 {
+		code[2+i] = byte(proto >> (8 * i))
+	}
+	if w, st := g.AllocKlass(code, 6); st != decode.ScanFound || tb.ByKlassWord(w) != e {
+		t.Errorf("allocation's klass word %#x (%v)", w, st)
+	}
+}

@@ -75,7 +75,9 @@ func TestWalkCaps(t *testing.T) {
 			return ""
 		}},
 		{"bitmap", Config{MaxBitmap: 1}, func(r *Result) string {
-			if r.Stats.BitmapDropped == 0 || r.Stats.BitmapBytes > len(newBitmap(heapLo, heapLo+heapBytes, 0).top)*4+blockWords*8 {
+			// One block, the least the cap allows.
+			bm := newBitmap(heapLo, heapLo+heapBytes, 0, sc.l.minObjectShift())
+			if r.Stats.BitmapDropped == 0 || r.Stats.BitmapBytes > len(bm.top)*4+bm.words*8 {
 				return fmt.Sprintf("%d dropped, %d bytes", r.Stats.BitmapDropped, r.Stats.BitmapBytes)
 			}
 			return ""

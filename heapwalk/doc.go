@@ -6,7 +6,9 @@
 // (package vmstructs) and memory: compressed oop and klass encoding,
 // the object header, the Klass fields and layout helper encoding, the
 // heap's reserved range, java.lang.Class's injected fields. It refuses
-// what it cannot parse: compact object headers, ZGC, Shenandoah.
+// what it cannot parse: ZGC, Shenandoah. Under compact object headers
+// (-XX:+UseCompactObjectHeaders) the narrow klass is read from the mark
+// word.
 //
 // Walk starts from the statics of every loaded class, found the way
 // HotSpot keeps them (ClassLoaderDataGraph → ClassLoaderData → Klass →

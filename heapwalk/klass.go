@@ -3,6 +3,8 @@ package heapwalk
 import (
 	"slices"
 	"strings"
+
+	"github.com/djx-bpf/djx-bpf/jvmsym"
 )
 
 // Caps on what one klass in the target's metaspace may make the walk
@@ -12,7 +14,6 @@ const (
 	maxVtable       = 1 << 20 // words of a vtable, of an itable
 	maxOopMaps      = 1 << 12 // blocks; one per class of a hierarchy, plus @Contended groups
 	maxOopFields    = 1 << 16 // oop fields of one class
-	maxName         = 1024    // bytes of a class name kept (longer ones are cut)
 	maxSuperDepth   = 256     // superclasses followed
 	maxBadKlasses   = 1 << 16 // bad klass pointers remembered, so a garbled heap costs one read each
 	maxStatics      = 65535   // reference statics of one class: a class has at most 65535 fields
@@ -177,6 +178,9 @@ func (w *walker) readKlass(addr uint64) *klass {
 	// The mirror must point back: a strong check that addr is a Klass.
 	slot := le64(buf[o.klassMirror+o.oopHandleObj:])
 	m, ok := w.r.u64(slot)
+	if l.z != nil {
+		m = l.z.decode(m) // the handle holds a colored reference
+	}
 	if !ok || m%8 != 0 {
 		return nil
 	}
@@ -251,7 +255,7 @@ func (w *walker) symbol(addr uint64) (string, bool) {
 	if n == 0 {
 		return "", false
 	}
-	n = min(n, maxName)
+	n = min(n, jvmsym.MaxName+1) // enough to tell a name that AppendCut must cut
 	b := make([]byte, n)
 	if !w.r.cached(b, addr+o.symBody) {
 		return "", false
@@ -261,7 +265,7 @@ func (w *walker) symbol(addr uint64) (string, bool) {
 			return "", false
 		}
 	}
-	return string(b), true
+	return string(jvmsym.AppendCut(nil, b)), true
 }
 
 // hasOop says whether the klass's instances have an oop field at off.

@@ -10,8 +10,7 @@ import (
 
 var (
 	// ErrUnsupported means the JVM's heap is one the walker cannot
-	// parse: compact object headers, ZGC, Shenandoah, a table it does
-	// not understand.
+	// parse: ZGC, Shenandoah, a table it does not understand.
 	ErrUnsupported = errors.New("unsupported heap layout")
 	// ErrNotReady means the JVM has no heap yet (still starting).
 	ErrNotReady = errors.New("JVM not initialised")
@@ -38,7 +37,7 @@ type Options struct {
 	CompressedOops          *bool
 	CompressedClassPointers *bool
 	// Heap, when set, replaces CollectedHeap::_reserved as the ranges
-	// every object must lie in.
+	// every object must lie in (not under ZGC: its page allocator says).
 	Heap []Range
 }
 
@@ -48,7 +47,7 @@ type Options struct {
 // the JVM runs.
 type Layout struct {
 	Release string // the JVM's release string
-	GC      string // "serial", "parallel", "g1", "epsilon"; "" if no flag says
+	GC      string // "serial", "parallel", "g1", "shenandoah", "z", "epsilon"; "" if no flag says
 
 	CompressedOops bool
 	OopBase        uint64 // narrow oop decoding: OopBase + narrow<<OopShift
@@ -59,8 +58,15 @@ type Layout struct {
 	KlassBase               uint64
 	KlassShift              uint
 
-	// HeaderSize is an instance's header, mark word and klass (12 or
-	// 16 bytes); an array's length is at HeaderSize.
+	// CompactHeaders: -XX:+UseCompactObjectHeaders, the narrow klass is
+	// the mark word's bits from KlassMarkShift up (markWord::klass_shift)
+	// and the header is the mark word alone.
+	CompactHeaders bool
+	KlassMarkShift uint
+
+	// HeaderSize is an instance's header, mark word and klass (8 with
+	// compact headers, 12 or 16 bytes); an array's length is at
+	// HeaderSize.
 	HeaderSize uint64
 	// Alignment is ObjectAlignmentInBytes: every object's size is a
 	// multiple of it.
@@ -69,6 +75,7 @@ type Layout struct {
 	// Heap is where objects may be: CollectedHeap::_reserved, sorted.
 	Heap []Range
 
+	z             *zgc   // ZGC's address space; nil under other collectors
 	cldHead       uint64 // address of ClassLoaderDataGraph::_head
 	collectedHeap uint64 // the CollectedHeap object
 	off           offsets
@@ -162,6 +169,9 @@ func newLayout(tab *vmstructs.Table, mem Mem, opts Options) (*Layout, error) {
 	if err := l.setShifts(oopShift, klassShift); err != nil {
 		return nil, err
 	}
+	if err := l.markKlass(tab); err != nil {
+		return nil, err
+	}
 	for _, o := range []uint64{l.off.mirrorKlass, l.off.mirrorOopSize, l.off.mirrorStaticCount} {
 		if o < l.HeaderSize || o > 4096 || o%4 != 0 {
 			return nil, fmt.Errorf("%w: java.lang.Class field offset %d (is java.lang.Class loaded?)", ErrNotReady, int64(o))
@@ -249,6 +259,24 @@ func (l *Layout) setShifts(oopShift, klassShift uint64) error {
 	return nil
 }
 
+// markKlass takes the narrow klass's place in a compact mark word from
+// markWord::klass_shift: its bits up to the word's top are the narrow
+// klass, at most 32 of them.
+func (l *Layout) markKlass(tab *vmstructs.Table) error {
+	if !l.CompactHeaders {
+		return nil
+	}
+	s, ok := tab.LongConst("markWord::klass_shift")
+	if !ok {
+		return fmt.Errorf("%w: compact object headers without markWord::klass_shift in vmStructs", ErrUnsupported)
+	}
+	if s < 32 || s > 62 {
+		return fmt.Errorf("%w: compact object headers with markWord::klass_shift %d", ErrUnsupported, int64(s))
+	}
+	l.KlassMarkShift = uint(s)
+	return nil
+}
+
 // read takes the metadata's field offsets from the tables, and checks
 // that they lie where such fields can.
 func (o *offsets) read(v *tableReader) error {
@@ -292,6 +320,13 @@ func (o *offsets) read(v *tableReader) error {
 // readHeap takes the heap's range from opts, else from
 // CollectedHeap::_reserved.
 func (l *Layout) readHeap(v *tableReader, opts Options) error {
+	if l.GC == "z" {
+		// Its heap is in its offset space, whatever opts say.
+		if err := l.readZ(v); err != nil {
+			return fmt.Errorf("ZGC: %w", err)
+		}
+		return nil
+	}
 	l.Heap = opts.Heap
 	if len(l.Heap) > 0 {
 		return nil
@@ -442,14 +477,16 @@ func readFlags(r *reader, tab *vmstructs.Table) (map[string]flag, error) {
 // options), and refuses what the walker cannot parse.
 func (l *Layout) fromFlags(flags map[string]flag, opts Options) error {
 	on := func(name string) bool { f, ok := flags[name]; return ok && f.val&0xff != 0 }
-	if on("UseCompactObjectHeaders") {
-		return fmt.Errorf("%w: -XX:+UseCompactObjectHeaders puts the klass in the mark word, which the walk does not parse", ErrUnsupported)
-	}
+	l.CompactHeaders = on("UseCompactObjectHeaders")
 	switch {
 	case on("UseZGC"):
-		return fmt.Errorf("%w: ZGC's colored pointers and concurrent relocation are not walked", ErrUnsupported)
+		// Colored references: the walk reads them through their colors,
+		// at one view of the heap (zgc.go).
+		l.GC = "z"
 	case on("UseShenandoahGC"):
-		return fmt.Errorf("%w: Shenandoah moves objects concurrently and is not walked", ErrUnsupported)
+		// Objects it moves concurrently are forwarded in the mark word:
+		// the walk reads them at their new address.
+		l.GC = "shenandoah"
 	case on("UseSerialGC"):
 		l.GC = "serial"
 	case on("UseParallelGC"):
@@ -479,7 +516,14 @@ func (l *Layout) fromFlags(flags map[string]flag, opts Options) error {
 	if l.CompressedOops {
 		l.OopSize = 4
 	}
-	if l.CompressedClassPointers {
+	switch {
+	case l.CompactHeaders && !l.CompressedClassPointers:
+		// HotSpot turns compact headers off without compressed class
+		// pointers: the flags contradict each other.
+		return fmt.Errorf("%w: compact object headers without compressed class pointers", ErrUnsupported)
+	case l.CompactHeaders:
+		l.HeaderSize = 8
+	case l.CompressedClassPointers:
 		l.HeaderSize = 12
 	}
 	l.Alignment = 8
@@ -519,6 +563,15 @@ func (l *Layout) collections(r *reader) (uint32, bool, error) {
 	return count, active, nil
 }
 
+// minObjectShift is log2 of the smallest object's bytes: 8 with compact
+// headers (a mark word alone), else 16.
+func (l *Layout) minObjectShift() uint {
+	if l.HeaderSize <= 8 {
+		return 3
+	}
+	return 4
+}
+
 // inHeap says whether [a, a+n) lies in one heap range, and which.
 func (l *Layout) inHeap(a, n uint64) (Range, bool) {
 	for _, h := range l.Heap {
@@ -534,14 +587,33 @@ func (l *Layout) decodeOop(v uint64) uint64 {
 	if v == 0 {
 		return 0
 	}
+	if l.z != nil {
+		return l.z.decode(v)
+	}
 	if l.CompressedOops {
 		return l.OopBase + v<<l.OopShift
 	}
 	return v
 }
 
+// KlassOf returns the Klass* an object's header names: hdr holds at
+// least its first 16 bytes (12 without compact headers). A compact
+// header's is in its mark word, a forwarded object's nowhere (0).
+func (l *Layout) KlassOf(hdr []byte) uint64 { return l.decodeKlass(hdr) }
+
 // decodeKlass turns an object's klass word into a Klass*.
 func (l *Layout) decodeKlass(hdr []byte) uint64 {
+	if l.CompactHeaders {
+		mark := le64(hdr)
+		if mark&3 == 3 {
+			return 0 // forwarded: the mark is the new address
+		}
+		nk := mark >> l.KlassMarkShift
+		if nk == 0 {
+			return 0
+		}
+		return l.KlassBase + nk<<l.KlassShift
+	}
 	if l.CompressedClassPointers {
 		nk := uint64(le32(hdr[8:]))
 		if nk == 0 {

@@ -113,14 +113,18 @@ func (gt *groundTruth) fieldName(f FieldRef) string {
 }
 
 // liveWalk opens pid's tables and walks its heap, again when a
-// collection overlapped the walk.
-func liveWalk(t testing.TB, pid int, cfg Config) (*Layout, *Result) {
+// collection overlapped the walk; reset runs before each walk (to drop
+// what OnObject kept of the last).
+func liveWalk(t testing.TB, pid int, cfg Config, reset ...func()) (*Layout, *Result) {
 	t.Helper()
 	l, mem, err := Open(pid, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for try := 0; ; try++ {
+		for _, f := range reset {
+			f()
+		}
 		res, err := Walk(context.Background(), l, mem, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -138,32 +142,58 @@ func TestLive(t *testing.T) {
 	classes := compileGroundTruth(t, jdks[0])
 	const mapN, treeN, listN = 5000, 20000, 1_000_000
 	for _, jdk := range jdks {
-		for _, gc := range []string{"Serial", "Parallel", "G1"} {
-			t.Run(jdk.Name+"/"+gc, func(t *testing.T) {
-				gt := startGroundTruth(t, jdk, classes, gc, []string{"-Xmx512m", "-Xms512m"},
-					strconv.Itoa(mapN), "16", strconv.Itoa(treeN), strconv.Itoa(listN), "2", "64")
-				var large []Object
-				l, res := liveWalk(t, gt.pid, Config{
-					FieldName: gt.fieldName,
-					MinSize:   1 << 20,
-					OnObject:  func(o Object) { large = append(large, o) },
-				})
-				st := res.Stats
-				t.Logf("%s %s, %s: %d objects, %d MiB, %d rows, %d chains, %d classes in %d CLDs; %d reads, %d MiB read; "+
-					"invalid %d, unreadable %d, out of heap %d; %v (roots %v); gc %+v",
-					l.Release, l.GC, heapDesc(l), st.Objects, st.Bytes>>20, st.Rows, st.Chains, st.Classes, st.CLDs, st.Reads,
-					st.BytesRead>>20, st.Invalid, st.Unreadable, st.OutOfHeap, st.Time.Round(time.Millisecond),
-					st.RootsTime.Round(time.Millisecond), res.GC)
-				if l.GC != strings.ToLower(gc) {
-					t.Errorf("layout says GC %q", l.GC)
-				}
-				checkLive(t, l, res, large, mapN, treeN, listN)
-				if t.Failed() {
-					logTop(t, res, 40)
-				}
-			})
+		for _, mode := range headerModes(jdk) {
+			for _, gc := range []string{"Serial", "Parallel", "G1", "Shenandoah", "Z"} {
+				testLive(t, jdk, classes, gc, mode, mapN, treeN, listN)
+			}
 		}
 	}
+}
+
+// headerMode is a -XX setting of the object header's layout.
+type headerMode struct {
+	name  string // "" for the default
+	flags []string
+}
+
+// headerModes are the header layouts jdk runs: compact object headers
+// from JDK 25 (a product flag since then) besides the default.
+func headerModes(jdk testenv.JDK) []headerMode {
+	modes := []headerMode{{}}
+	if jdk.Name != "jdk17" {
+		modes = append(modes, headerMode{"compact", []string{"-XX:+UseCompactObjectHeaders"}})
+	}
+	return modes
+}
+
+func testLive(t *testing.T, jdk testenv.JDK, classes, gc string, mode headerMode, mapN, treeN, listN int) {
+	name := jdk.Name + "/" + gc
+	if mode.name != "" {
+		name += "/" + mode.name
+	}
+	t.Run(name, func(t *testing.T) {
+		gt := startGroundTruth(t, jdk, classes, gc, append([]string{"-Xmx512m", "-Xms512m"}, mode.flags...),
+			strconv.Itoa(mapN), "16", strconv.Itoa(treeN), strconv.Itoa(listN), "2", "64")
+		var large []Object
+		l, res := liveWalk(t, gt.pid, Config{
+			FieldName: gt.fieldName,
+			MinSize:   1 << 20,
+			OnObject:  func(o Object) { large = append(large, o) },
+		}, func() { large = large[:0] })
+		st := res.Stats
+		t.Logf("%s %s, %s: %d objects, %d MiB, %d rows, %d chains, %d classes in %d CLDs; %d reads, %d MiB read; "+
+			"invalid %d, unreadable %d, out of heap %d; %v (roots %v); gc %+v",
+			l.Release, l.GC, heapDesc(l), st.Objects, st.Bytes>>20, st.Rows, st.Chains, st.Classes, st.CLDs, st.Reads,
+			st.BytesRead>>20, st.Invalid, st.Unreadable, st.OutOfHeap, st.Time.Round(time.Millisecond),
+			st.RootsTime.Round(time.Millisecond), res.GC)
+		if l.GC != strings.ToLower(gc) || l.CompactHeaders != (mode.name == "compact") {
+			t.Errorf("layout says GC %q, compact headers %v", l.GC, l.CompactHeaders)
+		}
+		checkLive(t, l, res, large, mapN, treeN, listN)
+		if t.Failed() {
+			logTop(t, res, 40)
+		}
+	})
 }
 
 // TestLiveGeometry walks G1 heaps of other oop and klass encodings:
@@ -207,37 +237,6 @@ func TestLiveGeometry(t *testing.T) {
 	}
 }
 
-// TestLiveRefuses: the layouts the walk cannot parse are refused with
-// the reason.
-func TestLiveRefuses(t *testing.T) {
-	testenv.Root(t)
-	jdks := testenv.JDKs(t)
-	classes := compileGroundTruth(t, jdks[0])
-	for _, jdk := range jdks {
-		cases := []struct{ name, gc, want string }{{"zgc", "Z", "ZGC"}}
-		if jdk.Name == "jdk25" {
-			cases = append(cases, struct{ name, gc, want string }{"compact", "G1", "UseCompactObjectHeaders"})
-		}
-		for _, tc := range cases {
-			t.Run(jdk.Name+"/"+tc.name, func(t *testing.T) {
-				flags := []string{"-Xmx256m"}
-				if tc.name == "compact" {
-					flags = append(flags, "-XX:+UseCompactObjectHeaders")
-				}
-				gt := startGroundTruth(t, jdk, classes, tc.gc, flags, "10", "2", "10", "10", "2", "1")
-				tab, err := vmstructs.Open(gt.pid)
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, err = NewLayout(tab, targetmem.Open(gt.pid), Options{})
-				if err == nil || !strings.Contains(err.Error(), tc.want) {
-					t.Errorf("NewLayout: %v, want an error saying %s", err, tc.want)
-				}
-			})
-		}
-	}
-}
-
 // TestLiveChurn walks heaps that change and are collected during the
 // walks: each walk must end, say whether a collection overlapped it,
 // and skip what it could not parse; a walk no collection overlapped
@@ -248,9 +247,13 @@ func TestLiveChurn(t *testing.T) {
 	classes := compileGroundTruth(t, jdks[0])
 	const mapN, treeN, listN = 50_000, 20_000, 200_000
 	for _, jdk := range jdks {
-		for _, gc := range []string{"Parallel", "G1"} {
+		for _, gc := range []string{"Parallel", "G1", "Shenandoah"} {
 			t.Run(jdk.Name+"/"+gc, func(t *testing.T) {
-				gt := startGroundTruth(t, jdk, classes, gc, []string{"-Xmx256m", "-Xmn32m"},
+				flags := []string{"-Xmx256m", "-Xmn32m"}
+				if gc == "Shenandoah" {
+					flags = flags[:1] // it has no young generation
+				}
+				gt := startGroundTruth(t, jdk, classes, gc, flags,
 					strconv.Itoa(mapN), "16", strconv.Itoa(treeN), strconv.Itoa(listN), "2", "16", "churn")
 				tab, err := vmstructs.Open(gt.pid)
 				if err != nil {
@@ -282,9 +285,9 @@ func TestLiveChurn(t *testing.T) {
 							t.Errorf("walk %d, no collection: %d map values, want %d", i, r.Count, mapN)
 						}
 					}
-					t.Logf("walk %d: %d objects in %v, gc %d→%d, stopped %v; invalid %d, unreadable %d, forwarded %d, out of heap %d",
+					t.Logf("walk %d: %d objects in %v, gc %d→%d, stopped %v; invalid %d, unreadable %d, forwarded %d (read there %d), out of heap %d",
 						i, st.Objects, st.Time.Round(time.Millisecond), res.GC.Before, res.GC.After, st.StoppedOnGC,
-						st.Invalid, st.Unreadable, st.Forwarded, st.OutOfHeap)
+						st.Invalid, st.Unreadable, st.Forwarded, st.ReadForwarded, st.OutOfHeap)
 				}
 				t.Logf("%d walks clean, %d overlapped a collection, %d stopped at one", clean, overlapped, stopped)
 				if clean == 0 {

@@ -13,7 +13,7 @@ import (
 func TestWalkReach(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
-			s := newSynth(t, v.jdk, v.coops, v.ccp)
+			s := newSynthV(t, v)
 			_, itemSize := s.fields(0)
 			item := s.class("app/Item", 0, itemSize+8, nil, 0)
 			nodeF, size := s.fields(2) // next, value

@@ -121,6 +121,7 @@ type synth struct {
 	tab        *vmstructs.Table
 	m          *fakeMem
 	coops, ccp bool
+	compact    bool // compact object headers: the narrow klass in the mark word
 	oopBase    uint64
 	oopShift   uint
 	klassBase  uint64
@@ -161,7 +162,14 @@ func fixture(t testing.TB, jdk string) *vmstructs.Table {
 
 func newSynth(t testing.TB, jdk string, coops, ccp bool) *synth {
 	t.Helper()
-	s := &synth{t: t, jdk: jdk, tab: fixture(t, jdk), m: newFakeMem(), coops: coops, ccp: ccp,
+	return newSynthV(t, variant{jdk: jdk, coops: coops, ccp: ccp})
+}
+
+// newSynthV is newSynth for any variant, compact headers too.
+func newSynthV(t testing.TB, v variant) *synth {
+	t.Helper()
+	jdk, coops, ccp := v.jdk, v.coops, v.ccp
+	s := &synth{t: t, jdk: jdk, tab: fixture(t, jdk), m: newFakeMem(), coops: coops, ccp: ccp, compact: v.compact,
 		heapTop: heapLo, metaTop: metaLo + 4096, nativeTop: nativeLo, heapHi: heapLo + heapBytes, // narrow klass 0 is null
 		sizes: map[uint64]uint64{}, arrays: map[uint64]arrInfo{}, mirrors: map[uint64]uint64{}}
 	s.hdr, s.oop = 16, 8
@@ -170,6 +178,9 @@ func newSynth(t testing.TB, jdk string, coops, ccp bool) *synth {
 		s.klassBase = metaLo
 		if jdk == "jdk25" {
 			s.klassShift = 3
+		}
+		if s.compact {
+			s.hdr, s.klassShift = 8, 10 // 22 bits of narrow klass, as JDK 25 encodes them
 		}
 	}
 	if coops {
@@ -226,6 +237,14 @@ func (s *synth) meta(n uint64) uint64 {
 	return a
 }
 
+// klassMeta allocates a Klass: aligned so that the narrow klass encoding
+// (its shift) reaches it, as HotSpot places them.
+func (s *synth) klassMeta(n uint64) uint64 {
+	al := uint64(1) << s.klassShift
+	s.metaTop = (s.metaTop + al - 1) &^ (al - 1)
+	return s.meta(n)
+}
+
 func (s *synth) cstring(str string) uint64 {
 	a := s.native(uint64(len(str) + 1))
 	s.m.write(a, []byte(str))
@@ -271,7 +290,7 @@ func (s *synth) statics() {
 		flags = append(flags, struct {
 			name string
 			val  uint64
-		}{"UseCompactObjectHeaders", 0})
+		}{"UseCompactObjectHeaders", b(s.compact)})
 	}
 	fsize := s.size("JVMFlag")
 	arr := s.native(fsize * uint64(len(flags)))
@@ -297,6 +316,25 @@ func (s *synth) statics() {
 	m.put64(s.static("Universe::_collectedHeap"), heap)
 }
 
+// setFlag adds the -XX flag name with value v to the flag table.
+func (s *synth) setFlag(name string, v uint64) {
+	old := s.m.get64(s.static("JVMFlag::flags"))
+	n := s.m.get64(s.static("JVMFlag::numFlags"))
+	fsize := s.size("JVMFlag")
+	// A new table, one entry longer: what follows the old one is taken.
+	arr := s.native((n + 1) * fsize)
+	entries := make([]byte, n*fsize)
+	s.m.read(entries, old)
+	s.m.write(arr, entries)
+	s.put64(s.static("JVMFlag::flags"), arr)
+	val := s.native(8)
+	s.put64(val, v)
+	e := arr + n*fsize
+	s.put64(e+s.f("JVMFlag::_addr"), val)
+	s.put64(e+s.f("JVMFlag::_name"), s.cstring(name))
+	s.put64(s.static("JVMFlag::numFlags"), n+1)
+}
+
 // klassStruct writes an InstanceKlass: layout helper lh, its name, its
 // super, a vtable and an itable, and the oop maps of oops (offsets,
 // made into blocks of consecutive fields).
@@ -311,7 +349,7 @@ func (s *synth) klassStruct(name string, super uint64, lh uint32, oops []uint32,
 	}
 	ik := (s.size("InstanceKlass") + 7) &^ 7
 	const vtable, itable = 5, 3
-	k := s.meta(ik + 8*(vtable+itable) + 8*uint64(len(blocks)))
+	k := s.klassMeta(ik + 8*(vtable+itable) + 8*uint64(len(blocks)))
 	m := s.m
 	m.put32(k+s.f("Klass::_layout_helper"), lh)
 	m.put64(k+s.f("Klass::_name"), s.symbol(name))
@@ -343,7 +381,7 @@ func (s *synth) class(name string, super uint64, size uint64, oops []uint32, nSt
 
 // arrayClass makes an array class; obj for references.
 func (s *synth) arrayClass(name string, obj bool, log2 uint) uint64 {
-	k := s.meta(s.size("ObjArrayKlass"))
+	k := s.klassMeta(s.size("ObjArrayKlass"))
 	base := s.hdr + 4
 	align := uint64(8) // JDK 17: elements start at a word
 	if s.jdk == "jdk25" {
@@ -389,12 +427,28 @@ func (s *synth) alloc(k, size uint64) uint64 {
 	}
 	s.m.write(a, make([]byte, size))
 	s.put64(a, 1) // mark word: unlocked, no hash
-	if s.ccp {
-		s.m.put32(a+8, s.narrowKlass(k))
-	} else {
-		s.put64(a+8, k)
-	}
+	s.setKlass(a, k)
 	return a
+}
+
+// markKlassShift is markWord::klass_shift in the fixtures' tables.
+const markKlassShift = 42
+
+// setKlass writes the header's klass: in the mark word with compact
+// headers, else the narrow or full klass word.
+func (s *synth) setKlass(a, k uint64) { s.setKlassWord(a, uint64(s.narrowKlass(k)), k) }
+
+// setKlassWord writes a narrow klass or a full Klass* as the header
+// holds one.
+func (s *synth) setKlassWord(a, narrow, full uint64) {
+	switch {
+	case s.compact:
+		s.put64(a, s.m.get64(a)&(1<<markKlassShift-1)|narrow<<markKlassShift)
+	case s.ccp:
+		s.m.put32(a+8, uint32(narrow))
+	default:
+		s.put64(a+8, full)
+	}
 }
 
 func (s *synth) obj(k uint64) uint64 { return s.alloc(k, s.sizes[k]) }
@@ -425,6 +479,9 @@ func (s *synth) elem(arr uint64, i int, target uint64) {
 }
 
 func (s *synth) klassOf(a uint64) uint64 {
+	if s.compact {
+		return s.klassBase + s.m.get64(a)>>markKlassShift<<s.klassShift
+	}
 	if s.ccp {
 		return s.klassBase + uint64(s.m.get32(a+8))<<s.klassShift
 	}

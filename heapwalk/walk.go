@@ -156,7 +156,10 @@ type Stats struct {
 	Invalid    int64 // objects skipped: klass, size or length not valid
 	Unreadable int64 // objects skipped: memory unreadable
 	Forwarded  int64 // objects skipped: a GC's forwarding pointer in the mark word
-	OutOfHeap  int64 // references outside the heap or misaligned, not followed
+	// ReadForwarded: of those, objects read at their forwardee instead
+	// (Shenandoah's concurrent evacuation).
+	ReadForwarded int64
+	OutOfHeap     int64 // references outside the heap or misaligned, not followed
 
 	ObjectsCapped int64 // objects found past MaxObjects, not visited
 	QueueDropped  int64 // objects found past MaxQueue, not visited
@@ -200,7 +203,12 @@ type Stats struct {
 type GCCheck struct {
 	Before, After             uint32
 	ActiveBefore, ActiveAfter bool
-	Overlapped                bool
+	// Evacuated: under Shenandoah, whose concurrent cycles leave the
+	// count alone, the walk met objects forwarded or no longer parsed: a
+	// cycle evacuated during it, and may have freed and reused regions
+	// the walk read before their references were updated.
+	Evacuated  bool
+	Overlapped bool
 }
 
 // Row is what the walk found of one class on one holder chain.
@@ -375,8 +383,9 @@ func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) 
 		return nil, fmt.Errorf("walk: %w", err)
 	}
 	res := w.result()
-	res.GC = GCCheck{Before: before, After: after, ActiveBefore: activeB, ActiveAfter: activeA,
-		Overlapped: before != after || activeB || activeA}
+	evac := l.GC == "shenandoah" && (w.stats.Forwarded > 0 || w.stats.Invalid > 0)
+	res.GC = GCCheck{Before: before, After: after, ActiveBefore: activeB, ActiveAfter: activeA, Evacuated: evac,
+		Overlapped: before != after || activeB || activeA || evac}
 	res.Stats.Time = time.Since(start)
 	return res, nil
 }
@@ -387,7 +396,7 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 	if v, ok := mem.(VectorMem); ok {
 		w.r.vec = v
 	}
-	w.visited = newBitmap(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxBitmap)
+	w.visited = newBitmap(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxBitmap, l.minObjectShift())
 	w.klasses = make(map[uint64]*klass)
 	w.kbuf = make([]byte, max(l.off.klassSize, l.off.ikSize))
 	w.textIdx = make(map[string]uint32)
@@ -396,7 +405,16 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 	w.chainIdx = make(map[uint64]uint32)
 	w.rowIdx = make(map[uint64]uint32)
 	w.pages = newPageTable(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxPages)
-	w.hot = newHotPages(w.lo, l.Heap[len(l.Heap)-1].End, cfg.Hot)
+	hot := cfg.Hot
+	if l.z != nil {
+		hot = make([]uint64, 0, len(cfg.Hot))
+		for _, a := range cfg.Hot {
+			if c, ok := l.Canonical(a); ok {
+				hot = append(hot, c)
+			}
+		}
+	}
+	w.hot = newHotPages(w.lo, l.Heap[len(l.Heap)-1].End, hot)
 	w.rng = 0x9e3779b97f4a7c15
 	// Id 0 of hops, edges and rows means none; chain 0 is the empty one.
 	w.intern("")
@@ -418,7 +436,10 @@ func (w *walker) root(r Root) {
 		w.stats.EdgesCapped++
 		return
 	}
-	if _, in := w.l.inHeap(r.Addr, 16); !in || r.Addr%8 != 0 {
+	if a, ok := w.l.Canonical(r.Addr); ok {
+		r.Addr = a // ZGC: the view the walk reads
+	}
+	if _, in := w.l.inHeap(r.Addr, w.l.HeaderSize); !in || r.Addr%8 != 0 {
 		w.stats.BadRoots++
 		return
 	}
@@ -539,9 +560,15 @@ func (w *walker) visit(a uint64, e uint32, view []byte) {
 		w.stats.Unreadable++
 		return
 	}
-	if le64(view)&3 == 3 {
-		// marked: a forwarding pointer, only seen while a GC moves objects
+	if mark := le64(view); mark&3 == 3 {
+		// marked: a forwarding pointer, only seen while a GC moves
+		// objects. Shenandoah moves them while the JVM runs: the copy
+		// is the object, and is read in its place.
 		w.stats.Forwarded++
+		if fwd := mark &^ 3; w.l.GC == "shenandoah" && fwd != a {
+			w.stats.ReadForwarded++
+			w.discover(fwd, e)
+		}
 		return
 	}
 	k := w.klassAt(l.decodeKlass(view))
@@ -772,11 +799,14 @@ func (w *walker) work(n int) bool {
 // new or a cap keeps it out. A field's or element's edge is made only
 // for new objects, after it.
 func (w *walker) fresh(a uint64, from uint32) *queue {
+	if a == 0 {
+		return nil // ZGC's null keeps its color bits
+	}
 	if a%8 != 0 {
 		w.stats.OutOfHeap++
 		return nil
 	}
-	if _, in := w.l.inHeap(a, 16); !in {
+	if _, in := w.l.inHeap(a, w.l.HeaderSize); !in {
 		w.stats.OutOfHeap++
 		return nil
 	}

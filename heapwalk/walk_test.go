@@ -2,6 +2,7 @@ package heapwalk
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -40,7 +41,11 @@ const (
 )
 
 func buildScene(t testing.TB, jdk string, coops, ccp bool) *scene {
-	s := newSynth(t, jdk, coops, ccp)
+	return buildSceneV(t, variant{jdk: jdk, coops: coops, ccp: ccp})
+}
+
+func buildSceneV(t testing.TB, v variant) *scene {
+	s := newSynthV(t, v)
 	sc := &scene{s: s, mapN: 500, listN: 1000, treeN: 127, arrN: 4000} // the array's items span more than one read span (maxSpan)
 	_, itemSize := s.fields(0)
 	sc.item = s.class("app/Item", 0, itemSize+8, nil, 0)
@@ -158,11 +163,7 @@ func buildScene(t testing.TB, jdk string, coops, ccp bool) *scene {
 
 	// Garbled objects.
 	bad := s.obj(sc.item)
-	if ccp {
-		s.m.put32(bad+8, 0x7777_0001) // a klass nobody mapped
-	} else {
-		s.put64(bad+8, 0x7777_0000_0008)
-	}
+	s.setKlassWord(bad, 0x37_0001, 0x7777_0000_0008) // a klass nobody mapped
 	s.setStatic(sc.app, stBadKlass, bad)
 	s.heapTop = (s.heapTop + 2*4096) &^ 4095 // a page never written
 	s.setStatic(sc.app, stHole, s.heapTop-4096+64)
@@ -172,18 +173,14 @@ func buildScene(t testing.TB, jdk string, coops, ccp bool) *scene {
 	s.setStatic(sc.app, stHuge, huge)
 	// A forged klass: a layout helper, a name, but its mirror does not
 	// point back.
-	forged := s.meta(s.size("InstanceKlass"))
+	forged := s.klassMeta(s.size("InstanceKlass"))
 	s.m.put32(forged+s.f("Klass::_layout_helper"), 24)
 	s.put64(forged+s.f("Klass::_name"), s.symbol("app/Forged"))
 	slot := s.native(8)
 	s.put64(slot, s.mirrors[sc.item])
 	s.put64(forged+s.f("Klass::_java_mirror"), slot)
 	fo := s.obj(sc.item)
-	if ccp {
-		s.m.put32(fo+8, s.narrowKlass(forged))
-	} else {
-		s.put64(fo+8, forged)
-	}
+	s.setKlass(fo, forged)
 	s.setStatic(sc.app, stForged, fo)
 	fw := s.obj(sc.item)
 	s.put64(fw, s.heapTop|3) // forwarded: a GC moves it
@@ -234,23 +231,29 @@ func (sc *scene) names(f FieldRef) string {
 type variant struct {
 	jdk        string
 	coops, ccp bool
+	compact    bool
 }
 
 var variants = []variant{
-	{"jdk17", true, true}, {"jdk17", false, true}, {"jdk17", false, false},
-	{"jdk25", true, true}, {"jdk25", false, false},
+	{"jdk17", true, true, false}, {"jdk17", false, true, false}, {"jdk17", false, false, false},
+	{"jdk25", true, true, false}, {"jdk25", false, false, false},
+	{"jdk25", true, true, true}, {"jdk25", false, true, true},
 }
 
 func (v variant) String() string {
-	return v.jdk + map[bool]string{true: "-coops", false: "-oops"}[v.coops] + map[bool]string{true: "-ccp", false: "-cp"}[v.ccp]
+	s := v.jdk + map[bool]string{true: "-coops", false: "-oops"}[v.coops] + map[bool]string{true: "-ccp", false: "-cp"}[v.ccp]
+	if v.compact {
+		s += "-compact"
+	}
+	return s
 }
 
 func TestLayoutSynthetic(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
-			sc := buildScene(t, v.jdk, v.coops, v.ccp)
+			sc := buildSceneV(t, v)
 			l := sc.l
-			if l.CompressedOops != v.coops || l.CompressedClassPointers != v.ccp || l.GC != "g1" {
+			if l.CompressedOops != v.coops || l.CompressedClassPointers != v.ccp || l.CompactHeaders != v.compact || l.GC != "g1" {
 				t.Errorf("layout %+v", l)
 			}
 			if l.OopSize != sc.s.oop || l.HeaderSize != sc.s.hdr || l.Alignment != 8 {
@@ -272,25 +275,16 @@ func TestLayoutSynthetic(t *testing.T) {
 
 // The flags NewLayout refuses, and the tables it cannot use.
 func TestLayoutRefuses(t *testing.T) {
-	setFlag := func(s *synth, name string, v uint64) {
-		arr := s.m.get64(s.static("JVMFlag::flags"))
-		n := s.m.get64(s.static("JVMFlag::numFlags"))
-		fsize := s.size("JVMFlag")
-		val := s.native(8)
-		s.put64(val, v)
-		e := arr + n*fsize
-		s.m.write(e, make([]byte, fsize))
-		s.put64(e+s.f("JVMFlag::_addr"), val)
-		s.put64(e+s.f("JVMFlag::_name"), s.cstring(name))
-		s.put64(s.static("JVMFlag::numFlags"), n+1)
-	}
+	setFlag := func(s *synth, name string, v uint64) { s.setFlag(name, v) }
 	for _, tc := range []struct {
 		name, want string
 		change     func(s *synth)
 	}{
-		{"compact headers", "UseCompactObjectHeaders", func(s *synth) { setFlag(s, "UseCompactObjectHeaders", 1) }},
-		{"zgc", "ZGC", func(s *synth) { setFlag(s, "UseZGC", 1) }},
-		{"shenandoah", "Shenandoah", func(s *synth) { setFlag(s, "UseShenandoahGC", 1) }},
+		{"compact headers without compressed class pointers", "compact object headers", func(s *synth) {
+			setFlag(s, "UseCompactObjectHeaders", 1)
+			setFlag(s, "UseCompressedClassPointers", 0)
+		}},
+		{"zgc without its globals", "ZGC: read ZGlobalsForVMStructs", func(s *synth) { setFlag(s, "UseZGC", 1) }},
 		{"alignment", "ObjectAlignmentInBytes", func(s *synth) {
 			arr := s.m.get64(s.static("JVMFlag::flags"))
 			s.put64(s.m.get64(arr+4*s.size("JVMFlag")+s.f("JVMFlag::_addr")), 12)
@@ -338,7 +332,7 @@ func walkScene(t testing.TB, sc *scene, mem Mem, cfg Config) *Result {
 func TestWalkSynthetic(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
-			sc := buildScene(t, v.jdk, v.coops, v.ccp)
+			sc := buildSceneV(t, v)
 			var large []Object
 			cfg := Config{
 				FieldName: sc.names,
@@ -502,5 +496,83 @@ func TestWalkUnnamed(t *testing.T) {
 	if r, ok := rows[key]; !ok || r.Count != uint64(sc.mapN) {
 		dumpRows(t, res)
 		t.Errorf("no row %q with %d objects", key, sc.mapN)
+	}
+}
+
+// TestWalkCompactTinyObjects: with compact object headers an Object
+// without fields is 8 bytes, its mark word alone, and the next object
+// starts 8 bytes after it; the walk visits both.
+func TestWalkCompactTinyObjects(t *testing.T) {
+	s := newSynthV(t, variant{jdk: "jdk25", coops: true, ccp: true, compact: true})
+	_, itemSize := s.fields(0)
+	item := s.class("app/Item", 0, itemSize+8, nil, 0)
+	app := s.class("App", 0, 16, nil, 2)
+	s.heapTop = (s.heapTop + 15) &^ 15 // both in one 16-byte slot
+	tiny := s.alloc(s.objectK, 8)
+	next := s.obj(item)
+	if next != tiny+8 {
+		t.Fatalf("objects at %#x and %#x", tiny, next)
+	}
+	s.setStatic(app, 0, tiny)
+	s.setStatic(app, 1, next)
+	l := s.finish()
+	res := walkScene(t, &scene{l: l}, s.m, Config{})
+	got := map[string]uint64{}
+	for _, r := range res.Rows {
+		got[r.Class] += r.Count
+	}
+	if got["java.lang.Object"] != 1 || got["app.Item"] != 1 {
+		t.Errorf("found %d java.lang.Object, %d app.Item; want 1 each", got["java.lang.Object"], got["app.Item"])
+	}
+}
+
+// TestWalkShenandoahForwarded: under Shenandoah an object the collector
+// evacuated while the JVM runs is forwarded in its mark word; the walk
+// reads its copy in its place, named by the chain that reached the old
+// one. Other collectors' forwarded objects (a pause moving them) are
+// skipped.
+func TestWalkShenandoahForwarded(t *testing.T) {
+	for _, v := range []variant{{"jdk17", true, true, false}, {"jdk25", true, true, true}} {
+		for _, shen := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%v/shenandoah=%v", v, shen), func(t *testing.T) {
+				s := newSynthV(t, v)
+				if shen {
+					s.setFlag("UseShenandoahGC", 1)
+				}
+				_, itemSize := s.fields(0)
+				item := s.class("app/Item", 0, itemSize+8, nil, 0)
+				app := s.class("App", 0, 16, nil, 1)
+				old := s.obj(item)
+				copied := s.obj(item)
+				s.put64(old, copied|3) // forwarded; with compact headers the klass bits go too
+				s.setStatic(app, 0, old)
+				l := s.finish()
+				if shen != (l.GC == "shenandoah") {
+					t.Fatalf("layout says GC %q", l.GC)
+				}
+				res := walkScene(t, &scene{l: l}, s.m, Config{FieldName: func(f FieldRef) string {
+					if f.Static {
+						return "App.held"
+					}
+					return ""
+				}})
+				r, ok := rowsBy(res)["App.held (static) | app.Item"]
+				want := uint64(0)
+				if shen {
+					want = 1
+				}
+				if r.Count != want || res.Stats.Forwarded != 1 || res.Stats.ReadForwarded != int64(want) {
+					t.Errorf("row %v %+v; forwarded %d, read at the copy %d; want %d", ok, r, res.Stats.Forwarded, res.Stats.ReadForwarded, want)
+				}
+				if shen && (len(r.Sample) != 1 || r.Sample[0] != copied) {
+					t.Errorf("sampled %x, want the copy at %#x", r.Sample, copied)
+				}
+				// Shenandoah's cycles leave the collection count alone:
+				// the forwarded object says one evacuated during the walk.
+				if res.GC.Evacuated != shen || res.GC.Overlapped != shen {
+					t.Errorf("gc check %+v, want evacuated and overlapped %v", res.GC, shen)
+				}
+			})
+		}
 	}
 }

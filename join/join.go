@@ -36,6 +36,7 @@ type JVM struct {
 	pid       int
 	heap      heap.Info
 	heapKnown bool
+	canon     func(uint64) (uint64, bool) // nil: addresses are canonical
 	stats     report.Stats
 
 	timeline       // queues of records, GC batches and samples waiting for the horizon
@@ -81,6 +82,9 @@ type Config struct {
 	PID       int
 	Heap      heap.Info // the collector's name, and its ranges when HeapKnown
 	HeapKnown bool
+	// Canonical, when set, turns a heap address into the one objects are
+	// known by: ZGC's heap has several views (heapwalk.Layout.Canonical).
+	Canonical func(addr uint64) (uint64, bool)
 	Moves     Moves
 	// Native names native code; PerfMap names code the agent has not
 	// described (nil: none).
@@ -114,7 +118,7 @@ type NativeSymbols interface {
 func New(c Config) *JVM {
 	j := newJVM(c.PID)
 	j.sampleStream = true
-	j.heap, j.heapKnown = c.Heap, c.HeapKnown
+	j.heap, j.heapKnown, j.canon = c.Heap, c.HeapKnown, c.Canonical
 	j.regions, j.codeMem, j.budget = c.Regions, c.CodeMem, c.Budget
 	switch c.Moves {
 	case MovesUprobe:
@@ -180,4 +184,16 @@ func (j *JVM) AllocInterval() (initial, now uint64, raised bool, after float64) 
 		after = float64(j.raisedAt-j.helloTime) / 1e9
 	}
 	return j.initial, j.interval, j.raisedAt != 0, after
+}
+
+// canonical is the address objects are known by of a (a itself outside
+// the heap, or where the heap has one view).
+func (j *JVM) canonical(a uint64) uint64 {
+	if j.canon == nil || a == 0 {
+		return a
+	}
+	if c, ok := j.canon(a); ok {
+		return c
+	}
+	return a
 }

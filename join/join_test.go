@@ -220,3 +220,36 @@ func TestJoinAppliesGCMovesInTimeOrder(t *testing.T) {
 		t.Errorf("stats %+v", j.stats)
 	}
 }
+
+// Under JDK 17's ZGC the heap is mapped three times: a sample through one
+// view lands in an object the agent reported at another.
+func TestJoinZGCViews(t *testing.T) {
+	const off, views = 0x1000, 32 << 30
+	canon := func(a uint64) (uint64, bool) {
+		for _, b := range []uint64{1 << 42, 1 << 43, 1 << 44} {
+			if a >= b && a-b < views {
+				return a - b + 1<<42, true
+			}
+		}
+		return a, false
+	}
+	j := newJVM(1)
+	j.canon = canon
+	var rs []heap.Range
+	for _, b := range []uint64{1 << 42, 1 << 43, 1 << 44} {
+		rs = append(rs, heap.Range{Start: b, End: b + views})
+	}
+	j.heap, j.heapKnown = heap.Info{GC: "Z", Ranges: rs}, true
+	// Reported at Marked1, sampled at Remapped.
+	j.OnBatch(batch(10, hello(1), alloc(2, 1<<43|off, 1<<20, "[J", agentwire.Frame{Method: 1})))
+	s := &sample.Sample{Time: 5, Flags: sample.FlagAtOK}
+	copy(s.At[:], []byte{0x48, 0x8b, 0x54, 0xc8, 0x10, 0x90, 0x90, 0x90})
+	s.Regs[10] = 1<<44 | off // rax
+	s.Regs[11] = 3           // rcx
+	s.Regs[16] = 0x40_0000   // rip
+	j.OnSample(s, sample.Decode)
+	j.Drain(true)
+	if st := j.stats; st.InHeap != 1 || st.Attributed != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}

@@ -151,6 +151,7 @@ func (j *JVM) trackAlloc(si int32, addr, size, tag uint64) {
 
 // track starts following an object of site si, weighted w (1/p).
 func (j *JVM) track(si int32, addr, size, tag uint64, w float64) objindex.ID {
+	addr = j.canonical(addr)
 	s := j.sites[si]
 	s.objects++
 	s.bytes += size

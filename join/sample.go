@@ -58,7 +58,7 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 		return
 	}
 	j.stats.Samples++
-	addr := s.Addr
+	addr := j.canonical(s.Addr)
 	accessPC := s.IP() + 1 // page faults and hardware events: the access is at ip
 	var p pending
 	if src == sample.Decode {
@@ -82,10 +82,12 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 			addr = res.Addr
 			accessPC = s.IP()
 		}
+		addr = j.canonical(addr)
 		p.store = res.Method != decode.None && res.Store
 		used, named := uint32(0), true
 		if res.Method != decode.None && j.heapKnown && j.heap.Contains(addr) {
 			j.locate(&p, &res, s)
+			p.obj = j.canonical(p.obj)
 			named = p.located && p.typedBy != typedByAllocation && j.types != nil && j.types.ByKlassWord(p.klass) != nil
 			used = j.usedSlots(&res, p.obj, p.typedBy == typedByEnclosing)
 		}

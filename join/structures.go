@@ -315,7 +315,8 @@ func (j *JVM) klassPtr(p *pending) uint64 {
 		return 0
 	}
 	if ti.KlassBytes == 4 {
-		return ti.KlassBase + p.klass<<ti.KlassShift
+		// The klass word's upper half is an array's length or a field.
+		return ti.KlassBase + uint64(uint32(p.klass))<<ti.KlassShift
 	}
 	return p.klass
 }

@@ -55,7 +55,8 @@ type typeRow struct {
 
 func (j *JVM) onTypesInfo(ti *agentwire.TypesInfo) {
 	j.typesInfo = ti
-	j.geo = datatype.Geometry{NarrowKlass: ti.KlassBytes == 4, NarrowOops: ti.OopBytes == 4, OopBase: ti.OopBase, OopShift: uint(ti.OopShift)}
+	j.geo = datatype.Geometry{NarrowKlass: ti.KlassBytes == 4, NarrowOops: ti.OopBytes == 4, OopBase: ti.OopBase, OopShift: uint(ti.OopShift),
+		KlassInMark: uint(ti.KlassInMark)}
 	if ti.OK {
 		j.types = datatype.NewTable(j.geo)
 	}

@@ -40,6 +40,7 @@ const (
 	UnwindNoInfo   = uint16(bpf.DjxUnwindUnwindEndUW_END_NO_INFO)
 	UnwindPrologue = uint16(bpf.DjxUnwindUnwindEndUW_END_PROLOGUE)
 	UnwindZero     = uint16(bpf.DjxUnwindUnwindEndUW_END_ZERO)
+	UnwindChunk    = uint16(bpf.DjxUnwindUnwindEndUW_END_CHUNK)
 )
 
 // Frame kinds in the low bits of sample.RawFrame.Blob (enum unwind_kind).
@@ -72,6 +73,16 @@ type CodeLayout struct {
 	// CompileID is nmethod::_compile_id's offset (an int), read with each
 	// compiled frame so that user space can cache its names (0: not read).
 	CompileID uint32
+	// Virtual threads (vmcode.Continuation; zero: none): the return
+	// barrier, the address of ContinuationEntry::_enter_special, that
+	// entry's size and its continuation's offset, the offset of a
+	// Continuation's tail chunk and of a StackChunk's sp, bottom, pc and
+	// stack; how the heap's narrow oops decode (NarrowOops: the tail is
+	// one).
+	ReturnBarrier, EnterSpecial, OopBase                                                   uint64
+	OopShift                                                                               uint32
+	NarrowOops                                                                             bool
+	EntrySize, EntryCont, ContTail, ChunkSP, ChunkBottom, ChunkPC, ChunkStack, ChunkParent uint32
 }
 
 // loadUnwind loads the unwinding variant's maps, its entry program for
@@ -139,6 +150,13 @@ func (s *Sampler) SetUnwind(pid int, heaps []CodeHeap, l CodeLayout) error {
 		Nheaps: uint32(len(heaps)), HbSize: l.HeapBlockSize,
 		OffFrameSize: l.FrameSize, OffFrameComplete: l.FrameComplete, OffCodeBegin: l.CodeBegin,
 		OffCompileId: l.CompileID,
+		RetBarrier:   l.ReturnBarrier, EnterSpecial: l.EnterSpecial, OopBase: l.OopBase, OopShift: l.OopShift,
+		EntrySize: l.EntrySize, OffEntryCont: l.EntryCont, OffContTail: l.ContTail,
+		OffChunkSp: l.ChunkSP, OffChunkBottom: l.ChunkBottom, OffChunkPc: l.ChunkPC, OffChunkStack: l.ChunkStack,
+		OffChunkParent: l.ChunkParent,
+	}
+	if l.NarrowOops {
+		t.NarrowOops = 1
 	}
 	if l.CodeIsOffset {
 		t.CodeIsOffset = 1

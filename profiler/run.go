@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/heap"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/report"
@@ -54,6 +55,9 @@ func (s *session) prepare(ctx context.Context) *relocation {
 	s.prepareCensus()
 	rel, moves := s.startRelocation()
 	cfg.Heap, cfg.HeapKnown, cfg.Moves = s.heap, s.heapKnown, moves
+	if s.walk != nil && s.walk.layout.GC == "z" {
+		cfg.Canonical = s.walk.layout.Canonical
+	}
 	cfg.Regions = s.loadRegions(ctx)
 	s.j = join.New(cfg)
 	s.setHeap(0, 0)
@@ -380,6 +384,13 @@ func (s *session) loadPerfMap() *jvmsym.PerfMap {
 // sample is processed, so every sample is classified.
 func (s *session) loadHeap(ctx context.Context) {
 	info, err := s.vm.heap(ctx)
+	if errors.Is(err, errNoRanges) && s.walk != nil && s.walk.layout.GC == "z" {
+		// ZGC prints no addresses: the walk's layout knows its views.
+		for _, v := range s.walk.layout.Views() {
+			info.Ranges = append(info.Ranges, heap.Range{Start: v.Start, End: v.End, Name: "ZGC view"})
+		}
+		err = nil
+	}
 	s.heap = info // the collector's name, even without ranges
 	switch {
 	case errors.Is(err, errNoRanges):

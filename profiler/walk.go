@@ -2,7 +2,6 @@ package profiler
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -621,11 +620,7 @@ func (w *walker) moved() (moved, all int) {
 				continue
 			}
 		}
-		k := binary.LittleEndian.Uint64(b[8:])
-		if l.CompressedClassPointers {
-			k = l.KlassBase + uint64(binary.LittleEndian.Uint32(b[8:]))<<l.KlassShift
-		}
-		if k != p.klass {
+		if l.KlassOf(b) != p.klass {
 			moved++
 		}
 		all++

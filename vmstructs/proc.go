@@ -123,3 +123,44 @@ func findLibJVM(maps []byte) (mapping, bool) {
 	}
 	return mapping{}, false
 }
+
+// FindStatics finds the runtime addresses of names, static data of
+// libjvm.so in process pid that vmStructs does not export, in its .symtab
+// (JDK builds such as Temurin's keep it; a stripped library has none).
+// A name it does not find is absent from the map.
+func FindStatics(proc string, pid int, names []string) (map[string]uint64, error) {
+	maps, err := procfs.Read(proc, pid, "maps")
+	if err != nil {
+		return nil, fmt.Errorf("read maps of pid %d: %w", pid, err)
+	}
+	m, ok := findLibJVM(maps)
+	if !ok {
+		return nil, fmt.Errorf("%w: pid %d maps no libjvm.so", ErrNotHotSpot, pid)
+	}
+	ef, err := elfsafe.OpenMapped(proc, pid, m.start, m.end, m.path)
+	if err != nil {
+		return nil, fmt.Errorf("open libjvm of pid %d: %w", pid, err)
+	}
+	defer ef.Close()
+	base, err := symbolsOf(ef, m.start)
+	if err != nil {
+		return nil, fmt.Errorf("libjvm %q of pid %d: %w", m.path, pid, err)
+	}
+	tab, err := ef.Symbols(elf.SHT_SYMTAB)
+	if err != nil {
+		return nil, fmt.Errorf("libjvm %q of pid %d: read .symtab: %w", m.path, pid, err)
+	}
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		want[n] = true
+	}
+	out := make(map[string]uint64, len(names))
+	for i := 1; i < tab.Len(); i++ {
+		s := tab.At(i)
+		if elf.ST_TYPE(s.Info) != elf.STT_OBJECT || s.Section == elf.SHN_UNDEF || s.Value == 0 || !want[string(s.Name)] {
+			continue
+		}
+		out[string(s.Name)] = base.Base + s.Value
+	}
+	return out, nil
+}

@@ -191,11 +191,11 @@ static void record(struct djx_pending *p, JNIEnv *jni, jobject object, uint64_t 
 /* Prepares the ALLOC_RAW of an allocation whose stack this thread walks
  * itself: 0, 1 the walk found no whole Java stack (the caller asks JVMTI),
  * or -1 out of memory. */
-static int prepare_raw(struct djx_pending *p, struct djx_alloc *a)
+static int prepare_raw(struct djx_pending *p, struct djx_alloc *a, JNIEnv *jni)
 {
 	struct djx_raw_frame raw[DJX_MAX_FRAMES];
 	uint32_t end;
-	int n = djx_unwind_self(raw, DJX_MAX_FRAMES, &end);
+	int n = djx_unwind_self(raw, DJX_MAX_FRAMES, &end, jni);
 
 	if (n == 0 || (end != DJX_UW_END_ENTRY && end != DJX_UW_END_DEPTH)) {
 		djx_count(&djx_stats.raw_fallbacks, 1);
@@ -233,7 +233,7 @@ void djx_alloc_sampled(jvmtiEnv *j, JNIEnv *jni, jobject object, jclass klass, j
 		tsig = NULL;
 	a.type = tsig;
 	if (__atomic_load_n(&al.raw, __ATOMIC_ACQUIRE))
-		rc = prepare_raw(&p, &a);
+		rc = prepare_raw(&p, &a, jni);
 	if (rc == 1) {
 		/* NULL = current thread, which is the allocating one. */
 		e = (*j)->GetStackTrace(j, NULL, 0, DJX_MAX_FRAMES, frames, &a.nframes);

@@ -649,6 +649,7 @@ void djx_emit_types_info(const struct djx_types_info *in)
 	wb_u64(&w, in->kbase);
 	wb_u32(&w, in->kshift);
 	wb_u32(&w, in->kbytes);
+	wb_u32(&w, in->kmark);
 	wb_end(&w, start);
 	if (!w.err)
 		append_now(w.p, w.len, NO_TIME, 1);

@@ -111,6 +111,7 @@ struct djx_types_info {
 	char reason[200];
 	uint64_t oop_base, kbase;
 	uint32_t oop_shift, oop_bytes, kshift, kbytes;
+	uint32_t kmark; /* compact headers: the narrow klass's shift in the mark word; else 0 */
 };
 void djx_emit_types_info(const struct djx_types_info *in); /* no room: dropped (counted) */
 struct djx_field {

@@ -60,8 +60,9 @@ static struct {
  * are trusted only between two reads of the GC counters showing that no
  * stop-the-world GC ran or started meanwhile (djx_epoch_begin and
  * djx_epoch_same): HotSpot posts GarbageCollectionStart in the pause before
- * any object moves, and collectors that move objects concurrently (ZGC,
- * Shenandoah) are refused. The local references keep the objects alive. */
+ * any object moves. Shenandoah moves objects concurrently but keeps the
+ * old copies whole until every handle points at the new ones; ZGC is
+ * refused. The local references keep the objects alive. */
 static uintptr_t oop_of(jobject h)
 {
 	return h ? __atomic_load_n((uintptr_t *)h, RELAXED) : 0;
@@ -405,8 +406,13 @@ static int vm_layout(jclass bk, struct djx_types_info *in)
 		snprintf(in->reason, sizeof in->reason, "vmStructs: java_lang_Class::_klass_offset or the compressed oops/klass bases not found");
 		return -1;
 	}
-	if (djx_vm_flag("UseZGC") == 1 || djx_vm_flag("UseShenandoahGC") == 1) {
-		snprintf(in->reason, sizeof in->reason, "ZGC and Shenandoah move objects concurrently: the agent cannot read class mirrors safely");
+	/* Shenandoah evacuates objects while the JVM runs, but leaves the old
+	 * copy whole (only its mark word forwards) until its region is freed,
+	 * after every handle was updated: a mirror read through a handle
+	 * holds the right Klass* either way. ZGC's handles hold colored
+	 * pointers. */
+	if (djx_vm_flag("UseZGC") == 1) {
+		snprintf(in->reason, sizeof in->reason, "ZGC's colored pointers: the agent cannot read class mirrors");
 		return -1;
 	}
 	if (!djx_epoch_events()) {
@@ -428,10 +434,13 @@ static int vm_layout(jclass bk, struct djx_types_info *in)
 
 /* The klass word's width in an object header: 4 or 8 bytes, found by
  * decoding a byte[]'s (and an Integer's) header word both ways and
- * comparing with their mirrors' Klass*; 0 when neither matches. */
+ * comparing with their mirrors' Klass*; 0 when neither matches. With
+ * compact object headers (in->kmark set) the narrow klass is the mark
+ * word's top bits: 4 when they decode to the Klass*, else 0. */
 static uint32_t klass_width(jvmtiEnv *j, JNIEnv *jni, jclass bk, jclass ik, const struct djx_types_info *in)
 {
 	int ccp = djx_vm_flag("UseCompressedClassPointers");
+	uintptr_t at = in->kmark ? 0 : 8; /* where the word holding the klass is */
 	jobject arr = NULL, box = NULL;
 	uint32_t kbytes = 0;
 	jint st = 0;
@@ -453,15 +462,23 @@ static uint32_t klass_width(jvmtiEnv *j, JNIEnv *jni, jclass bk, jclass ik, cons
 			continue;
 		}
 		kB = mirror_klass(bk);
-		wB = read_word(oop_of(arr) + 8);
-		nB = (uint32_t)wB;
+		wB = read_word(oop_of(arr) + at);
+		nB = in->kmark ? (uint32_t)(wB >> in->kmark) : (uint32_t)wB;
 		if (box != NULL) {
 			kI = mirror_klass(ik);
-			wI = read_word(oop_of(box) + 8);
-			nI = (uint32_t)wI;
+			wI = read_word(oop_of(box) + at);
+			nI = in->kmark ? (uint32_t)(wI >> in->kmark) : (uint32_t)wI;
 		}
 		if (!djx_epoch_same(s))
 			continue;
+		if (in->kmark) {
+			/* Forwarded marks (lock bits 11) hold no klass. */
+			if ((wB & 3) != 3 && (box == NULL || (wI & 3) != 3) && kB != 0 &&
+			    in->kbase + ((uint64_t)nB << in->kshift) == kB &&
+			    (box == NULL || in->kbase + ((uint64_t)nI << in->kshift) == kI))
+				kbytes = 4;
+			break;
+		}
 		n4 = kB != 0 && in->kbase + ((uint64_t)nB << in->kshift) == kB &&
 		     (box == NULL || in->kbase + ((uint64_t)nI << in->kshift) == kI);
 		n8 = kB != 0 && wB == kB && (box == NULL || wI == kI);
@@ -488,11 +505,22 @@ static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n
 
 	if (vm_layout(bk, in) != 0)
 		return;
+	if (compact == 1) {
+		/* The narrow klass is the mark word's top bits, from
+		 * markWord::klass_shift (42 in JDK 24 and 25). */
+		uint64_t ks = 0;
+		if (djx_vm_long_const("markWord::klass_shift", &ks) != 0 || ks < 32 || ks > 62) {
+			snprintf(in->reason, sizeof in->reason,
+				 "vmStructs: UseCompactObjectHeaders without a usable markWord::klass_shift");
+			return;
+		}
+		in->kmark = (uint32_t)ks;
+	}
 	in->kbytes = klass_width(j, jni, bk, ik, in);
 	if (in->kbytes == 0) {
-		snprintf(in->reason, sizeof in->reason,
-			 "self-check: the word at object+8 is not the class mirror's Klass*%s",
-			 compact == 1 ? " (UseCompactObjectHeaders: the klass is in the mark word)" : "");
+		snprintf(in->reason, sizeof in->reason, "self-check: the %s is not the class mirror's Klass*",
+			 in->kmark ? "mark word's narrow klass (UseCompactObjectHeaders)" : "word at object+8");
+		in->kmark = 0;
 		return;
 	}
 	if (in->kbytes == 8)
@@ -501,7 +529,7 @@ static void self_check(jvmtiEnv *j, JNIEnv *jni, jclass *ks, char **sigs, jint n
 	/* Each box class's one instance field, value, follows the header (an
 	 * 8-byte one aligned to 8). Boxes are loaded at VM start but linked on
 	 * first use: check those already prepared, and need one. */
-	hdr = in->kbytes == 4 ? 12 : 16;
+	hdr = in->kmark ? 8 : in->kbytes == 4 ? 12 : 16;
 	if (box_fields_hold(j, ks, sigs, n, hdr))
 		in->fields = 1;
 	else

@@ -17,6 +17,7 @@
  * anything else it does not expect, ends with a reason: the caller then
  * falls back to GetStackTrace. */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,6 +42,14 @@ static struct {
 	int nheaps;
 	struct uw_heap heaps[UW_HEAPS];
 	uint64_t hb_size, off_frame_size, off_compile_id;
+	/* Virtual threads (JDK 21+; vt 0 before): a JavaThread's
+	 * ContinuationEntry*, that entry's size, and the static
+	 * ContinuationEntry::_return_pc (a pc in enterSpecial, set at the
+	 * first continuation); off_env, the JNIEnv's offset in a JavaThread
+	 * (not in vmStructs), is found at the first walk (atomic; 0 unknown). */
+	int vt;
+	uint64_t off_env, off_cont_entry, entry_size;
+	const volatile uint64_t *enter_pc;
 } uw;
 
 static int int_field(const char *type, const char *field, uint64_t *off)
@@ -96,6 +105,10 @@ int djx_unwind_init(char *err, size_t errlen)
 		}
 	}
 	uw.nheaps = n;
+	uw.enter_pc = djx_vm_static("ContinuationEntry", "_return_pc");
+	uw.vt = uw.enter_pc != NULL && djx_vm_offset("JavaThread", "_cont_entry", &uw.off_cont_entry) == 0 &&
+		djx_vm_type_size("ContinuationEntry", &uw.entry_size) == 0 && uw.off_cont_entry < 4096 &&
+		uw.entry_size < 256;
 	__atomic_store_n(&uw.ready, 1, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -246,10 +259,46 @@ static uint32_t java_frame(struct walk *w, struct djx_raw_frame *f)
 	return w->sp > sp ? 0 : DJX_UW_END_FRAME;
 }
 
-__attribute__((noinline)) int djx_unwind_self(struct djx_raw_frame *out, int max, uint32_t *end)
+/* The ContinuationEntry of the virtual thread mounted on the thread whose
+ * JNIEnv is env, 0 if none: JavaThread::_cont_entry, on its stack. */
+static uint64_t cont_entry(const void *env, uint64_t lo, uint64_t hi)
+{
+	uint64_t e, off = __atomic_load_n(&uw.off_env, __ATOMIC_RELAXED);
+
+	if (!uw.vt || env == NULL)
+		return 0;
+	if (off == 0) {
+		/* HotSpot keeps the current Thread* under a pthread key of its
+		 * own: the value just below env, the JNIEnv inside it. */
+		for (unsigned k = 0; k < PTHREAD_KEYS_MAX && off == 0; k++) {
+			const char *v = pthread_getspecific((pthread_key_t)k);
+			if (v != NULL && (const char *)env > v && (const char *)env - v < 4096)
+				off = (uint64_t)((const char *)env - v);
+		}
+		if (off == 0)
+			return 0;
+		__atomic_store_n(&uw.off_env, off, __ATOMIC_RELAXED);
+	}
+	e = *(const volatile uint64_t *)((const char *)env - off + uw.off_cont_entry);
+	return e >= lo && e < hi && !(e & 7) ? e : 0;
+}
+
+/* Whether pc, where the walk left a virtual thread's lowest frame, is in
+ * enterSpecial (its frames all on the stack: whole) rather than the
+ * return barrier (more frames frozen in the heap, which this walk does not
+ * read). */
+static int in_enter_special(uint64_t pc)
+{
+	uint64_t high, rpc = *uw.enter_pc;
+	const struct uw_heap *h = heap_of(pc, &high), *hr = heap_of(rpc, &high);
+
+	return h != NULL && h == hr && blob_of(h, pc) != 0 && blob_of(h, pc) == blob_of(hr, rpc);
+}
+
+__attribute__((noinline)) int djx_unwind_self(struct djx_raw_frame *out, int max, uint32_t *end, const void *env)
 {
 	struct walk w = {.fp = (uint64_t)__builtin_frame_address(0)};
-	uint64_t high;
+	uint64_t high, entry;
 	int n = 0, ok = 1;
 
 	*end = DJX_UW_END_NO_JAVA;
@@ -279,6 +328,7 @@ __attribute__((noinline)) int djx_unwind_self(struct djx_raw_frame *out, int max
 		if (heap_of(w.pc, &high) != NULL)
 			break;
 	}
+	entry = cont_entry(env, w.lo, w.hi);
 	while (n < max) {
 		uint32_t e = java_frame(&w, &out[n]);
 		if (e != 0) {
@@ -286,6 +336,13 @@ __attribute__((noinline)) int djx_unwind_self(struct djx_raw_frame *out, int max
 			return n;
 		}
 		n++;
+		/* A virtual thread's stack ends at its entry: the lowest frame's
+		 * caller is at the ContinuationEntry (compiled) or a word below
+		 * it (interpreted), no other frame's within 16 bytes of it. */
+		if (entry != 0 && w.sp + 8 >= entry && w.sp <= entry + uw.entry_size) {
+			*end = in_enter_special(w.pc) ? DJX_UW_END_ENTRY : DJX_UW_END_FROZEN;
+			return n;
+		}
 	}
 	*end = DJX_UW_END_DEPTH;
 	return n;

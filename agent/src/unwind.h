@@ -20,6 +20,9 @@
 #define DJX_UW_END_READ 3u   /* a word outside the thread's stack or the code heap */
 #define DJX_UW_END_SEGMAP 4u
 #define DJX_UW_END_FRAME 5u
+/* A virtual thread's lower frames are frozen in its StackChunk (the return
+ * barrier): the caller asks JVMTI, which reads them. */
+#define DJX_UW_END_FROZEN 16u
 
 struct djx_raw_frame {
 	uint64_t blob; /* blob start | kind */
@@ -32,7 +35,8 @@ int djx_unwind_init(char *err, size_t errlen);
 int djx_unwind_ready(void);
 
 /* Walks the calling thread's frames from the caller's: up to max Java-side
- * frames into out. Returns how many, with *end; 0 when there were none. */
-int djx_unwind_self(struct djx_raw_frame *out, int max, uint32_t *end);
+ * frames into out. Returns how many, with *end; 0 when there were none. A
+ * virtual thread's (env: the thread's JNIEnv, or NULL) end at its entry. */
+int djx_unwind_self(struct djx_raw_frame *out, int max, uint32_t *end, const void *env);
 
 #endif

@@ -121,6 +121,31 @@ int djx_vm_type_size(const char *type, uint64_t *size)
 	return -1;
 }
 
+/* A long constant (markWord::klass_shift) from gHotSpotVMLongConstants:
+ * {name, value} entries up to a NULL name. */
+int djx_vm_long_const(const char *name, uint64_t *out)
+{
+	const char **tab = jvm_sym("gHotSpotVMLongConstants");
+	uint64_t o_name, o_value, stride;
+	const char *e;
+
+	if (tab == NULL || *tab == NULL || sym_u64("gHotSpotVMLongConstantEntryNameOffset", &o_name) ||
+	    sym_u64("gHotSpotVMLongConstantEntryValueOffset", &o_value) ||
+	    sym_u64("gHotSpotVMLongConstantEntryArrayStride", &stride) || stride == 0)
+		return -1;
+	e = *tab;
+	for (int i = 0; i < VM_MAX_ENTRIES; i++, e += stride) {
+		const char *n = *(const char *const *)(e + o_name);
+		if (n == NULL)
+			return -1;
+		if (strcmp(n, name) == 0) {
+			*out = *(const uint64_t *)(e + o_value);
+			return 0;
+		}
+	}
+	return -1;
+}
+
 /* The JVMFlag entry of a -XX flag in HotSpot's flag table (JVMFlag::flags)
  * and the offset of its _flags word (origin bits), or NULL. */
 static const char *flag_entry(const char *name, uint64_t *o_flags)

@@ -11,6 +11,7 @@ int djx_vm_offset(const char *type, const char *field, uint64_t *off);
 /* A non-static field's offset and its type's name ("int", "address"). */
 int djx_vm_field(const char *type, const char *field, uint64_t *off, const char **ftype);
 int djx_vm_type_size(const char *type, uint64_t *size);
+int djx_vm_long_const(const char *name, uint64_t *out); /* gHotSpotVMLongConstants: 0, or -1 absent */
 int djx_vm_flag(const char *name);    /* a bool -XX flag: 0, 1, or -1 absent */
 int djx_vm_flag_set(const char *name, int on); /* a default bool flag: 2 changed, 1 was so, 0 chosen, -1 absent */
 

@@ -47,8 +47,12 @@ func checkServiceTruth(t *testing.T, r *report.Report) {
 			held += o.Samples
 		}
 	}
-	t.Logf("in heap %d, attributed %d, held %d (%.1f%%); walk %.0f ms, %d objects, %d structures, overlapped %v; census pause %.1f ms; notes %q",
-		s.InHeap, s.Attributed, held, pct(held, s.InHeap), s.WalkMs, s.WalkObjects, s.WalkStructures, s.WalkOverlapped, s.CensusPauseMs, r.Notes)
+	var typed uint64
+	for _, d := range r.DataTypes {
+		typed += d.Samples
+	}
+	t.Logf("in heap %d, attributed %d, held %d (%.1f%%), typed %d (%.1f%%); walk %.0f ms, %d objects, %d structures, overlapped %v; census pause %.1f ms; notes %q",
+		s.InHeap, s.Attributed, held, pct(held, s.InHeap), typed, pct(typed, s.InHeap), s.WalkMs, s.WalkObjects, s.WalkStructures, s.WalkOverlapped, s.CensusPauseMs, r.Notes)
 	if len(r.Objects) == 0 {
 		t.Fatal("no objects")
 	}
@@ -108,6 +112,15 @@ func checkServiceTruth(t *testing.T, r *report.Report) {
 // safepointLine is a line of -Xlog:safepoint (JDK 17 and 25).
 var safepointLine = regexp.MustCompile(`Safepoint "([^"]+)".* Total: (\d+) ns`)
 
+// gcOperation says whether a safepoint's VM operation is a collector's
+// pause: G1's, Parallel's and Serial's (…Collect…, …GC…), Shenandoah's
+// (ShenandoahInitMark, ShenandoahFinalMarkStartEvac, ...) and ZGC's
+// (ZMarkStart, ZRelocateStartYoung, ...).
+func gcOperation(name string) bool {
+	return strings.Contains(name, "Collect") || strings.Contains(name, "GC") || strings.HasPrefix(name, "Shenandoah") ||
+		len(name) > 1 && name[0] == 'Z' && name[1] >= 'A' && name[1] <= 'Z'
+}
+
 // longestSafepoint is the longest safepoint in the log at path from byte
 // offset from on that is not a collection's, and its name.
 func longestSafepoint(t *testing.T, path string, from int64) (string, time.Duration) {
@@ -124,7 +137,7 @@ func longestSafepoint(t *testing.T, path string, from int64) (string, time.Durat
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		m := safepointLine.FindStringSubmatch(sc.Text())
-		if m == nil || strings.Contains(m[1], "Collect") || strings.Contains(m[1], "GC") {
+		if m == nil || gcOperation(m[1]) {
 			continue
 		}
 		ns, _ := strconv.ParseInt(m[2], 10, 64)
@@ -139,22 +152,30 @@ func longestSafepoint(t *testing.T, path string, from int64) (string, time.Durat
 // start-up, the default census walks its heap from outside, with no
 // stop-the-world pause of its own, and names every hot object and data
 // structure by what holds it, under each collector, also while full GCs
-// move the data every second.
+// move the data every second; on JDK 25 with compact object headers too,
+// and under Shenandoah, whose concurrent evacuation the walk reads
+// through.
 func TestWalkServiceTruth(t *testing.T) {
 	setup(t)
-	type run struct{ jdk, gc, mode string }
-	runs := []run{{"jdk17", "G1", ""}, {"jdk17", "Serial", "gc"}, {"jdk17", "Parallel", "gc"}}
+	type run struct {
+		jdk, gc, mode string
+		flags         []string
+	}
+	runs := []run{{"jdk17", "G1", "", nil}, {"jdk17", "Serial", "gc", nil}, {"jdk17", "Parallel", "gc", nil}, {"jdk17", "Shenandoah", "gc", nil}}
 	if _, ok := jdks()["temurin25"]; ok {
-		runs = append(runs, run{"temurin25", "G1", "gc"})
+		runs = append(runs, run{"temurin25", "G1", "gc", nil})
+		compact := []string{"-XX:+UseCompactObjectHeaders"}
+		runs = append(runs, run{"temurin25", "G1", "", compact}, run{"temurin25", "Parallel", "gc", compact}, run{"temurin25", "Serial", "", compact},
+			run{"temurin25", "Shenandoah", "gc", nil}, run{"temurin25", "Shenandoah", "", compact})
 	}
 	for _, rn := range runs {
-		t.Run(rn.jdk+"/"+rn.gc+"/"+rn.mode, func(t *testing.T) {
+		t.Run(rn.jdk+"/"+rn.gc+"/"+rn.mode+strings.Join(rn.flags, ""), func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "safepoint.log")
 			args := []string{"-main=ServiceTruth", fmt.Sprint(serviceList), fmt.Sprint(serviceTree), fmt.Sprint(serviceTable), "40"}
 			if rn.mode != "" {
 				args = append(args, rn.mode)
 			}
-			j := startJVM(t, jdks()[rn.jdk], []string{"-Xmx2g", "-XX:+Use" + rn.gc + "GC", "-Xlog:safepoint:file=" + log}, args...)
+			j := startJVM(t, jdks()[rn.jdk], append([]string{"-Xmx2g", "-XX:+Use" + rn.gc + "GC", "-Xlog:safepoint:file=" + log}, rn.flags...), args...)
 			time.Sleep(time.Second) // start-up is long over when a user attaches
 			var from int64
 			if fi, err := os.Stat(log); err == nil {

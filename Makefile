@@ -3,6 +3,8 @@
 
 GO        ?= go
 JAVA_HOME ?= /usr/lib/jvm/java-17-openjdk-amd64
+# Temurin 25, where testenv.JDK25 looks for it.
+JDK25_HOME := /usr/lib/jvm/temurin-25-jdk-amd64
 BUILD     := build
 BIN       := $(BUILD)/djx-bpf
 JAVA_SRCS := $(wildcard testdata/java/*.java)
@@ -45,8 +47,12 @@ vet:
 # (-p 1): the end-to-end tests measure attribution shares of real JVMs, and
 # on a 2-core machine the JVMs of other packages' live tests (heap, discover,
 # agent, reloc) would compete with them for the CPUs.
+# Its last line says whether JDK 25's tests ran (they do wherever Temurin 25
+# is at JDK25_HOME, and are never required).
 test: deps test-deps build vet fuzz
-	JAVA_HOME=$(JAVA_HOME) $(GO) test -p 1 -count=1 -timeout 20m ./...
+	@mkdir -p $(BUILD) && rm -f $(BUILD)/jdk-tests.log
+	JAVA_HOME=$(JAVA_HOME) DJX_TEST_JDK_LOG=$(CURDIR)/$(BUILD)/jdk-tests.log $(GO) test -p 1 -count=1 -timeout 20m ./...; \
+		rc=$$?; ./scripts/jdk-summary.sh $(BUILD)/jdk-tests.log $(JDK25_HOME); exit $$rc
 
 # Every reader a target or a file feeds, fuzzed for FUZZTIME inputs each (one
 # worker: the end-to-end tests share the machine). Their seed corpora also

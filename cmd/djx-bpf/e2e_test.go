@@ -42,10 +42,22 @@ func jdks() map[string]string {
 		home = testenv.JDK17.Home
 	}
 	m := map[string]string{"jdk17": home}
-	if _, err := os.Stat(testenv.JDK25.Java()); err == nil {
+	if testenv.Has25() {
 		m["temurin25"] = testenv.JDK25.Home
 	}
 	return m
+}
+
+// noteJDK25 notes a test that runs Temurin 25's java, for `make test`'s
+// closing line on JDK 25 (testenv.Ran).
+func noteJDK25(t *testing.T, argv []string) {
+	t.Helper()
+	for _, a := range argv {
+		if strings.HasPrefix(a, testenv.JDK25.Home+"/") {
+			testenv.Ran(t, testenv.JDK25)
+			return
+		}
+	}
 }
 
 // setup builds the binary and the Java workload once, or skips.
@@ -115,6 +127,7 @@ func startJVM(t *testing.T, javaHome string, jvmArgs []string, args ...string) *
 // that line. The command is killed (by its pid) at cleanup if still running.
 func startCmd(t *testing.T, cmd *exec.Cmd) *jvm {
 	t.Helper()
+	noteJDK25(t, cmd.Args)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +177,7 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *jvm {
 // djx runs the binary and returns its exit code, stdout and stderr.
 func djx(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	noteJDK25(t, args)
 	cmd := exec.Command(binPath, args...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -422,19 +422,25 @@ func TestTwoProfilesOfOneJVM(t *testing.T) {
 	dir := t.TempDir()
 	first := make(chan error, 1)
 	go func() {
-		code, _, stderr := djx(t, "profile", "--pid", pid, "--duration", "5s", "--format", "json", "-o", filepath.Join(dir, "first"))
+		code, _, stderr := djx(t, "profile", "--pid", pid, "--duration", "6s", "--format", "json", "-o", filepath.Join(dir, "first"))
 		if code != 0 {
 			first <- fmt.Errorf("first profile exited %d:\n%s", code, stderr)
 		}
 		close(first)
 	}()
-	time.Sleep(2 * time.Second)
-	code, _, stderr := djx(t, "profile", "--pid", pid, "--duration", "2s", "--format", "json", "-o", filepath.Join(dir, "second"))
-	if code != 0 && !strings.Contains(stderr, "another djx-bpf profile") {
-		t.Errorf("concurrent profile failed without saying why (code %d):\n%s", code, stderr)
+	// The second starts once the first's agent is in the JVM: its library
+	// mapped, then a moment for Agent_OnAttach to take the sampler.
+	deadline := time.Now().Add(20 * time.Second)
+	for agentsLoaded(t, j.cmd.Process.Pid) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first profile's agent is not in the JVM after 20s")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	if code == 0 {
-		checkGroundTruth(t, readReport(t, filepath.Join(dir, "second")))
+	time.Sleep(500 * time.Millisecond)
+	code, _, stderr := djx(t, "profile", "--pid", pid, "--duration", "2s", "--format", "json", "-o", filepath.Join(dir, "second"))
+	if code == 0 || !strings.Contains(stderr, "another djx-bpf profile") {
+		t.Errorf("a second profile while the first runs exited %d, want a failure that says another profile holds the sampler:\n%s", code, stderr)
 	}
 	if err := <-first; err != nil {
 		t.Fatal(err)
@@ -448,6 +454,23 @@ func TestTwoProfilesOfOneJVM(t *testing.T) {
 	if err := j.cmd.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Fatalf("JVM gone after the profiles: %v", err)
 	}
+}
+
+// agentsLoaded is how many copies of the agent library pid has mapped (the
+// loader copies it per profile, and the JVM never unloads an agent).
+func agentsLoaded(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 6 && strings.HasSuffix(f[5], "/libdjxagent.so") {
+			paths[f[5]] = true
+		}
+	}
+	return len(paths)
 }
 
 func TestTargetExitsMidProfile(t *testing.T) {

@@ -15,7 +15,7 @@ JAVA_SRCS := $(wildcard testdata/java/*.java)
 
 include agent/Makefile.inc
 
-.PHONY: all build deps test-deps test test-short vet fuzz demo generate clean bench
+.PHONY: all build deps test-deps test test-short vet fuzz pprof-tool demo generate clean bench
 
 all: build
 
@@ -47,11 +47,15 @@ vet:
 # (-p 1): the end-to-end tests measure attribution shares of real JVMs, and
 # on a 2-core machine the JVMs of other packages' live tests (heap, discover,
 # agent, reloc) would compete with them for the CPUs.
-# Its last line says whether JDK 25's tests ran (they do wherever Temurin 25
-# is at JDK25_HOME, and are never required).
-test: deps test-deps build vet fuzz
+# Before them, the fuzzing (one worker) and the builds of what the tests run
+# beside djx-bpf, minutes each the first time (the OpenTelemetry Collector
+# the continuous tests push to, go tool pprof), run side by side. The last line says whether JDK 25's tests ran (they do wherever
+# Temurin 25 is at JDK25_HOME, and are never required).
+test: deps test-deps build vet
+	@$(MAKE) --no-print-directory -j2 fuzz $(OTELCOL) pprof-tool
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/jdk-tests.log
-	JAVA_HOME=$(JAVA_HOME) DJX_TEST_JDK_LOG=$(CURDIR)/$(BUILD)/jdk-tests.log $(GO) test -p 1 -count=1 -timeout 20m ./...; \
+	JAVA_HOME=$(JAVA_HOME) DJX_TEST_JDK_LOG=$(CURDIR)/$(BUILD)/jdk-tests.log DJX_TEST_OTELCOL=$(CURDIR)/$(OTELCOL) \
+		$(GO) test -p 1 -count=1 -timeout 20m ./...; \
 		rc=$$?; ./scripts/jdk-summary.sh $(BUILD)/jdk-tests.log $(JDK25_HOME); exit $$rc
 
 # Every reader a target or a file feeds, fuzzed for FUZZTIME inputs each (one
@@ -65,6 +69,15 @@ FUZZ_TARGETS := heapwalk:FuzzWalk agentwire:FuzzReader pprofile:FuzzRead attach:
 	region:FuzzParse procfs:FuzzParse agentwire:FuzzReaderLimits join:FuzzQueueOrder control:FuzzReadLines \
 	elfsafe:FuzzNewFile jvmsym:FuzzLoadELFSyms jvmsym:FuzzParsePerfMapCaps reloc:FuzzLibJVM termsafe:FuzzString \
 	vmstructs:FuzzRead
+
+OTELCOL := $(BUILD)/otelcol
+$(OTELCOL): $(wildcard testdata/otelcol/*.go) testdata/otelcol/go.mod testdata/otelcol/go.sum
+	@mkdir -p $(BUILD)
+	cd testdata/otelcol && $(GO) build -trimpath -o $(CURDIR)/$@ .
+
+# go tool pprof is built on its first use, and cached.
+pprof-tool:
+	@$(GO) tool -n pprof >/dev/null
 
 fuzz:
 	@mkdir -p $(BUILD)

@@ -363,6 +363,7 @@ func TestBPFStacksTruth(t *testing.T) {
 		tr := knownStacksOf[name]
 		for jn, home := range jdks() {
 			t.Run(name+"/"+jn, func(t *testing.T) {
+				parallelE2E(t)
 				j := startJVM(t, home, []string{"-XX:+UnlockDiagnosticVMOptions", "-XX:+DebugNonSafepoints"}, "-main="+tr.main, "20")
 				time.Sleep(2 * time.Second) // warm-up: the hot code compiled before the attach
 				pid := fmt.Sprint(j.cmd.Process.Pid)
@@ -420,6 +421,7 @@ func TestBPFStacksCollectors(t *testing.T) {
 	for jn, home := range jdks() {
 		for _, gc := range []string{"SerialGC", "ParallelGC", "ZGC"} {
 			t.Run(jn+"/"+gc, func(t *testing.T) {
+				parallelE2E(t)
 				if why := collectorWorks(home, gc); why != "" {
 					t.Skipf("%s has no %s: %s", jn, gc, why)
 				}

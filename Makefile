@@ -79,12 +79,17 @@ $(OTELCOL): $(wildcard testdata/otelcol/*.go) testdata/otelcol/go.mod testdata/o
 pprof-tool:
 	@$(GO) tool -n pprof >/dev/null
 
+# FUZZ_JOBS targets at once: each has one worker, and leaves the other core
+# idle while it runs inputs. A failing target's log is printed and stops the
+# rest (xargs stops at an exit status of 255).
+FUZZ_JOBS ?= 2
 fuzz:
-	@mkdir -p $(BUILD)
-	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+	@mkdir -p $(BUILD)/fuzz
+	@printf '%s\n' $(FUZZ_TARGETS) | xargs -P $(FUZZ_JOBS) -I{} sh -c '\
+		t={}; pkg=$${t%%:*}; fn=$${t##*:}; log=$(BUILD)/fuzz/$$(echo $$t | tr /: --).log; \
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
-		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 -parallel 1 >$(BUILD)/fuzz.log 2>&1 || \
-			{ cat $(BUILD)/fuzz.log; exit 1; }; done
+		$(GO) test ./$$pkg -run "^$$" -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 -parallel 1 >$$log 2>&1 || \
+			{ cat $$log; exit 255; }'
 
 test-short: agent/lib/libdjxagent.so
 	$(GO) test -short ./...

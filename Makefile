@@ -47,10 +47,11 @@ vet:
 # (-p 1): the end-to-end tests measure attribution shares of real JVMs, and
 # on a 2-core machine the JVMs of other packages' live tests (heap, discover,
 # agent, reloc) would compete with them for the CPUs.
-# Before them, the fuzzing (one worker) and the builds of what the tests run
-# beside djx-bpf, minutes each the first time (the OpenTelemetry Collector
-# the continuous tests push to, go tool pprof), run side by side. The last line says whether JDK 25's tests ran (they do wherever
-# Temurin 25 is at JDK25_HOME, and are never required).
+# Before them, the fuzzing and the builds of what the tests run beside
+# djx-bpf, minutes each the first time (the OpenTelemetry Collector the
+# continuous tests push to, go tool pprof), run side by side. The last line
+# says whether JDK 25's tests ran (they do wherever Temurin 25 is at
+# JDK25_HOME, and are never required).
 test: deps test-deps build vet
 	@$(MAKE) --no-print-directory -j2 fuzz $(OTELCOL) pprof-tool
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/jdk-tests.log

@@ -3,6 +3,8 @@
 
 GO        ?= go
 JAVA_HOME ?= /usr/lib/jvm/java-17-openjdk-amd64
+# Temurin 25, where testenv.JDK25 looks for it.
+JDK25_HOME := /usr/lib/jvm/temurin-25-jdk-amd64
 BUILD     := build
 BIN       := $(BUILD)/djx-bpf
 JAVA_SRCS := $(wildcard testdata/java/*.java)
@@ -13,7 +15,7 @@ JAVA_SRCS := $(wildcard testdata/java/*.java)
 
 include agent/Makefile.inc
 
-.PHONY: all build deps test-deps test test-short vet fuzz demo generate clean bench
+.PHONY: all build deps test-deps test test-short vet fuzz pprof-tool demo generate clean bench
 
 all: build
 
@@ -45,8 +47,17 @@ vet:
 # (-p 1): the end-to-end tests measure attribution shares of real JVMs, and
 # on a 2-core machine the JVMs of other packages' live tests (heap, discover,
 # agent, reloc) would compete with them for the CPUs.
-test: deps test-deps build vet fuzz
-	JAVA_HOME=$(JAVA_HOME) $(GO) test -p 1 -count=1 -timeout 20m ./...
+# Before them, the fuzzing and the builds of what the tests run beside
+# djx-bpf, minutes each the first time (the OpenTelemetry Collector the
+# continuous tests push to, go tool pprof), run side by side. The last line
+# says whether JDK 25's tests ran (they do wherever Temurin 25 is at
+# JDK25_HOME, and are never required).
+test: deps test-deps build vet
+	@$(MAKE) --no-print-directory -j2 fuzz $(OTELCOL) pprof-tool
+	@mkdir -p $(BUILD) && rm -f $(BUILD)/jdk-tests.log
+	JAVA_HOME=$(JAVA_HOME) DJX_TEST_JDK_LOG=$(CURDIR)/$(BUILD)/jdk-tests.log DJX_TEST_OTELCOL=$(CURDIR)/$(OTELCOL) \
+		$(GO) test -p 1 -count=1 -timeout 20m ./...; \
+		rc=$$?; ./scripts/jdk-summary.sh $(BUILD)/jdk-tests.log $(JDK25_HOME); exit $$rc
 
 # Every reader a target or a file feeds, fuzzed for FUZZTIME inputs each (one
 # worker: the end-to-end tests share the machine). Their seed corpora also
@@ -60,12 +71,26 @@ FUZZ_TARGETS := heapwalk:FuzzWalk agentwire:FuzzReader pprofile:FuzzRead attach:
 	elfsafe:FuzzNewFile jvmsym:FuzzLoadELFSyms jvmsym:FuzzParsePerfMapCaps reloc:FuzzLibJVM termsafe:FuzzString \
 	vmstructs:FuzzRead vmcode:FuzzForgedMemory vmcode:FuzzDecoders
 
-fuzz:
+OTELCOL := $(BUILD)/otelcol
+$(OTELCOL): $(wildcard testdata/otelcol/*.go) testdata/otelcol/go.mod testdata/otelcol/go.sum
 	@mkdir -p $(BUILD)
-	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+	cd testdata/otelcol && $(GO) build -trimpath -o $(CURDIR)/$@ .
+
+# go tool pprof is built on its first use, and cached.
+pprof-tool:
+	@$(GO) tool -n pprof >/dev/null
+
+# FUZZ_JOBS targets at once: each has one worker, and leaves the other core
+# idle while it runs inputs. A failing target's log is printed and stops the
+# rest (xargs stops at an exit status of 255).
+FUZZ_JOBS ?= 2
+fuzz:
+	@mkdir -p $(BUILD)/fuzz
+	@printf '%s\n' $(FUZZ_TARGETS) | xargs -P $(FUZZ_JOBS) -I{} sh -c '\
+		t={}; pkg=$${t%%:*}; fn=$${t##*:}; log=$(BUILD)/fuzz/$$(echo $$t | tr /: --).log; \
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
-		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 -parallel 1 >$(BUILD)/fuzz.log 2>&1 || \
-			{ cat $(BUILD)/fuzz.log; exit 1; }; done
+		$(GO) test ./$$pkg -run "^$$" -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 -parallel 1 >$$log 2>&1 || \
+			{ cat $$log; exit 255; }'
 
 test-short: agent/lib/libdjxagent.so
 	$(GO) test -short ./...

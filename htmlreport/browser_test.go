@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 	"github.com/djx-bpf/djx-bpf/report"
 )
 
@@ -20,12 +21,12 @@ import (
 // row 2 through the same function as a click).
 
 // chromium is the browser's path; the test is skipped, saying why, where
-// there is none or it does not start.
+// there is none, and fails under CI, which installs it (make test-deps).
 func chromium(t *testing.T) string {
 	t.Helper()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
-		t.Skip("SKIP: no chromium on PATH, the browser tests need it: make deps installs it (apt-get install chromium)")
+		testenv.Skip(t, "no chromium on PATH, the browser tests need it: make test-deps installs it (apt-get install chromium)")
 	}
 	return bin
 }
@@ -54,8 +55,13 @@ func dumpDOM(t *testing.T, path, fragment string) string {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil || len(out) == 0 {
-		t.Skipf("SKIP: chromium did not run (%v): %s", err, lastLines(stderr.String(), 5))
+	if err != nil {
+		// A chromium that does not start is a set-up to fix: a skip
+		// outside CI, a failure under it.
+		testenv.Skip(t, "chromium did not run (%v): %s", err, lastLines(stderr.String(), 5))
+	}
+	if !strings.Contains(string(out), "</html>") {
+		t.Fatalf("chromium exited 0 but printed no DOM (%d bytes): %q\n%s", len(out), lastLines(string(out), 3), lastLines(stderr.String(), 5))
 	}
 	return string(out)
 }
@@ -214,4 +220,37 @@ func ranks(rows [][]string) []string {
 		out = append(out, r[1])
 	}
 	return out
+}
+
+// The browser tests can fail: a missing or crashing chromium fails them
+// under CI, and one that prints no DOM fails them everywhere. Each case
+// runs TestBrowserEmptyReport in a child with a stand-in chromium on PATH.
+func TestBrowserTestsFailOnBrokenChromium(t *testing.T) {
+	if os.Getenv("HTMLREPORT_CHILD") != "" {
+		t.Skip("run in a child of itself")
+	}
+	for _, c := range []struct {
+		name, script, ci, want string
+	}{
+		{"missing", "", "", "--- SKIP"},
+		{"missing", "", "true", "--- FAIL"},
+		{"crashes", "kill -SEGV $$", "", "--- SKIP"},
+		{"crashes", "kill -SEGV $$", "true", "--- FAIL"},
+		{"silent", "exit 0", "", "--- FAIL"},
+		{"silent", "exit 0", "true", "--- FAIL"},
+		{"no-dom", "echo '<html><body>'", "", "--- FAIL"},
+	} {
+		dir := t.TempDir()
+		if c.script != "" {
+			if err := os.WriteFile(filepath.Join(dir, "chromium"), []byte("#!/bin/sh\n"+c.script+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBrowserEmptyReport$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), "HTMLREPORT_CHILD=1", "PATH="+dir, "CI="+c.ci)
+		out, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(out), c.want) {
+			t.Errorf("chromium %s, CI=%q: want %s, got:\n%s", c.name, c.ci, c.want, out)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/elfsafe"
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 )
 
 func TestMatchGCFunc(t *testing.T) {
@@ -35,30 +36,39 @@ func TestMatchGCFunc(t *testing.T) {
 }
 
 // TestRealLibJVM finds the copy sites of the installed JDKs' libjvm.so and
-// checks them against what objdump -d showed when this was written.
+// checks what holds across builds of a JDK (a Debian point release moves
+// addresses and may split or merge a call): every collector's young and full
+// copies are covered, each site's function is one matchGCFunc picks for
+// that collector and phase, the known copy functions (objdump -d of the
+// builds this was written on) each hold a few sites, and the total is in
+// range.
 func TestRealLibJVM(t *testing.T) {
 	for _, c := range []struct {
-		path string
-		want map[string]int // mangled function -> sites
+		path     string
+		required bool
+		known    []string // mangled functions that hold copy sites
 	}{
-		{"/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so", map[string]int{
-			"_ZN16DefNewGeneration22copy_to_survivor_spaceEP7oopDesc":          1,
-			"_ZN10Generation7promoteEP7oopDescm":                               1,
-			"_ZN16CompactibleSpace7compactEv":                                  1,
-			"_ZN17PSParallelCompact9copy_backEPP12HeapWordImplS2_":             1,
-			"_ZN20MoveAndUpdateClosure7do_addrEPP12HeapWordImplm":              1,
-			"_ZN19G1FullGCCompactTask22G1CompactRegionClosure5applyEP7oopDesc": 1,
+		{testenv.JDK17.Home + "/lib/server/libjvm.so", true, []string{
+			"_ZN16DefNewGeneration22copy_to_survivor_spaceEP7oopDesc",
+			"_ZN10Generation7promoteEP7oopDescm",
+			"_ZN16CompactibleSpace7compactEv",
+			"_ZN17PSParallelCompact9copy_backEPP12HeapWordImplS2_",
+			"_ZN20MoveAndUpdateClosure7do_addrEPP12HeapWordImplm",
+			"_ZN19G1FullGCCompactTask22G1CompactRegionClosure5applyEP7oopDesc",
 		}},
-		{"/usr/lib/jvm/temurin-25-jdk-amd64/lib/server/libjvm.so", map[string]int{
-			"_ZN16DefNewGeneration22copy_to_survivor_spaceEP7oopDesc":         1,
-			"_ZN12SerialFullGC19invoke_at_safepointEb":                        1,
-			"_ZN17PSParallelCompact9copy_backEPP12HeapWordImplS2_":            1,
-			"_ZN19G1FullGCCompactTask27copy_object_to_new_locationEP7oopDesc": 1,
+		{testenv.JDK25.Home + "/lib/server/libjvm.so", false, []string{
+			"_ZN16DefNewGeneration22copy_to_survivor_spaceEP7oopDesc",
+			"_ZN12SerialFullGC19invoke_at_safepointEb",
+			"_ZN17PSParallelCompact9copy_backEPP12HeapWordImplS2_",
+			"_ZN19G1FullGCCompactTask27copy_object_to_new_locationEP7oopDesc",
 		}},
 	} {
 		f, err := elfsafe.OpenPath(c.path)
 		if err != nil {
-			t.Logf("skipping %s: %v", c.path, err)
+			if c.required {
+				testenv.Skip(t, "no JDK 17 libjvm.so (make deps installs openjdk-17-jdk-headless): %v", err)
+			}
+			t.Logf("Temurin 25 not installed: %v", err)
 			continue
 		}
 		sites, err := gcCopySites(f)
@@ -69,14 +79,26 @@ func TestRealLibJVM(t *testing.T) {
 		if err := checkSites(sites); err != nil {
 			t.Errorf("%s: %v", c.path, err)
 		}
+		// 19 sites in JDK 17, 17 in Temurin 25 when this was written.
+		if n := len(sites); n < 8 || n > 64 {
+			t.Errorf("%s: %d copy sites, want 8 to 64", c.path, n)
+		}
 		per := map[string]int{}
+		at := map[uint64]bool{}
 		for _, s := range sites {
 			per[s.Func]++
 			t.Logf("%s %-8s %-5s %#x %-7s tail=%v %s", c.path[9:30], s.GC, s.Phase, s.Addr, s.Callee, s.Tail, s.Func)
+			if g, ok := matchGCFunc(s.Func); !ok || g.gc != s.GC || g.phase != s.Phase {
+				t.Errorf("%s: site %#x in %s is %s %s, matchGCFunc says %+v (%v)", c.path, s.Addr, s.Func, s.GC, s.Phase, g, ok)
+			}
+			if s.Callee != "memcpy" && s.Callee != "memmove" || s.Offset == 0 || at[s.Addr] {
+				t.Errorf("%s: site %+v: want a memcpy or memmove call at a file offset, once", c.path, s)
+			}
+			at[s.Addr] = true
 		}
-		for fn, n := range c.want {
-			if per[fn] != n {
-				t.Errorf("%s: %d sites in %s, want %d", c.path, per[fn], fn, n)
+		for _, fn := range c.known {
+			if n := per[fn]; n < 1 || n > 4 {
+				t.Errorf("%s: %d sites in %s, want 1 to 4 (one when this was written)", c.path, n, fn)
 			}
 		}
 	}

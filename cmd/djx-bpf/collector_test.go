@@ -3,7 +3,8 @@ package main
 // The OpenTelemetry Collector the continuous-profiling tests push to:
 // testdata/otelcol, a module of its own (the OTLP receiver and an exporter
 // that writes each profile received as a JSON line), built from the module
-// proxy by the test and cached under build/ by the hash of its sources.
+// proxy by make test (DJX_TEST_OTELCOL), or else by the test and cached under
+// build/ by the hash of its sources.
 
 import (
 	"bufio"
@@ -32,11 +33,25 @@ var (
 // collectorSrc is the collector's module, from this package's directory.
 const collectorSrc = "../../testdata/otelcol"
 
+// collectorEnv names a collector built beforehand: make test builds it
+// beside the fuzzing, off the tests' path (a first build takes minutes).
+const collectorEnv = "DJX_TEST_OTELCOL"
+
 // buildCollector builds the collector once per test binary, or takes the
-// one cached under build/ for the same sources.
+// one collectorEnv names, or the one cached under build/ for the same
+// sources.
 func buildCollector(t *testing.T) string {
 	t.Helper()
-	collectorOnce.Do(func() { collectorBin, collectorErr = cachedCollector(t) })
+	collectorOnce.Do(func() {
+		if bin := os.Getenv(collectorEnv); bin != "" {
+			if _, err := os.Stat(bin); err != nil {
+				collectorErr = fmt.Errorf("%s: %w (make test builds it)", collectorEnv, err)
+			}
+			collectorBin = bin
+			return
+		}
+		collectorBin, collectorErr = cachedCollector(t)
+	})
 	if collectorErr != nil {
 		t.Fatal(collectorErr)
 	}

@@ -183,8 +183,11 @@ func TestReportSameTableAsLive(t *testing.T) {
 	if err := writeReport(rep, "json", report.TableOptions{}, jpath); err != nil {
 		t.Fatal(err)
 	}
-	_, fromJSON, _ := runReport(t, jpath)
-	_, fromPprof, _ := runReport(t, path)
+	jcode, fromJSON, jerr := runReport(t, jpath)
+	pcode, fromPprof, perr := runReport(t, path)
+	if jcode != 0 || pcode != 0 || fromPprof == "" {
+		t.Fatalf("report of the JSON file exited %d (%s), of the pprof file %d (%s), printing %d bytes", jcode, jerr, pcode, perr, len(fromPprof))
+	}
 	if fromJSON != fromPprof {
 		t.Errorf("JSON report reads back as\n%s\nwant\n%s", fromJSON, fromPprof)
 	}
@@ -198,9 +201,9 @@ func TestReportPIDAndMergedPprof(t *testing.T) {
 	}
 	// The merged file keeps each JVM's data apart: --pid selects one.
 	for n, pid := range map[int]string{1: "4242", 2: "5151"} {
-		_, want, _ := runReport(t, fixture(n))
+		wcode, want, _ := runReport(t, fixture(n))
 		code, got, errOut := runReport(t, "--pid", pid, merged)
-		if code != 0 || got != want {
+		if wcode != 0 || want == "" || code != 0 || got != want {
 			t.Errorf("--pid %s of the merged file (exit %d, %s):\n%s\nwant\n%s", pid, code, errOut, got, want)
 		}
 	}

@@ -5,6 +5,7 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -55,10 +56,67 @@ func JDKs(t testing.TB) []JDK {
 		Skip(t, "no JDK 17 with javac (make deps installs openjdk-17-jdk-headless): %v", err)
 	}
 	out := []JDK{j17}
-	if _, err := os.Stat(JDK25.Java()); err == nil {
+	if Has25() {
 		out = append(out, JDK25)
+		t.Cleanup(func() {
+			if !t.Skipped() {
+				Ran(t, JDK25)
+			}
+		})
 	} else {
 		t.Logf("Temurin 25 not installed: testing JDK 17 only")
 	}
 	return out
+}
+
+// Has25 says whether Temurin 25 is installed. Its tests are never
+// required: not every machine has one.
+func Has25() bool {
+	_, err := os.Stat(JDK25.Java())
+	return err == nil
+}
+
+// JDKLogEnv names the file where tests note each JDK they ran a JVM of, one
+// "package test jdk" line each; `make test` sets it and says at its end
+// whether JDK 25's tests ran (scripts/jdk-summary.sh).
+const JDKLogEnv = "DJX_TEST_JDK_LOG"
+
+// Ran notes that t ran a JVM of j, in the file JDKLogEnv names, if any.
+func Ran(t testing.TB, j JDK) {
+	t.Helper()
+	path := os.Getenv(JDKLogEnv)
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Errorf("note the JDK the test ran in %s: %v", path, err)
+		return
+	}
+	defer f.Close()
+	// One write of a short line: O_APPEND keeps the parallel packages'
+	// lines whole.
+	if _, err := fmt.Fprintf(f, "%s %s %s\n", pkgDir(), t.Name(), j.Name); err != nil {
+		t.Errorf("note the JDK the test ran in %s: %v", path, err)
+	}
+}
+
+// pkgDir is the test's package directory (go test runs a test binary
+// there), relative to the module root.
+func pkgDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "?"
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			if rel, err := filepath.Rel(d, wd); err == nil {
+				return rel
+			}
+			return wd
+		}
+		if filepath.Dir(d) == d {
+			return wd
+		}
+	}
 }

@@ -41,3 +41,45 @@ func TestJDKsFollowsJavaHome(t *testing.T) {
 		t.Errorf("JDKs = %v, want JDK 17 first", js)
 	}
 }
+
+// A test offered Temurin 25 notes it in JDKLogEnv's file once it ran; a
+// skipped one does not, and without Temurin 25 nothing is noted.
+func TestJDKsNotesJDK25(t *testing.T) {
+	home17, home25 := t.TempDir(), t.TempDir()
+	for _, f := range []string{home17 + "/bin/javac", home25 + "/bin/java"} {
+		if err := os.MkdirAll(f[:strings.LastIndex(f, "/")], 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := t.TempDir() + "/jdks.log"
+	t.Setenv("JAVA_HOME", home17)
+	t.Setenv(JDKLogEnv, log)
+	saved := JDK25
+	defer func() { JDK25 = saved }()
+	JDK25.Home = home25
+	t.Run("ran", func(t *testing.T) {
+		if js := JDKs(t); len(js) != 2 || js[1].Home != home25 {
+			t.Errorf("JDKs = %v, want JDK 17 and Temurin 25", js)
+		}
+	})
+	t.Run("skipped", func(t *testing.T) {
+		JDKs(t)
+		t.Skip("a skip after JDKs")
+	})
+	JDK25.Home = t.TempDir() // no Temurin 25
+	t.Run("without", func(t *testing.T) {
+		if js := JDKs(t); len(js) != 1 {
+			t.Errorf("JDKs = %v without Temurin 25, want JDK 17 alone", js)
+		}
+	})
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "internal/testenv TestJDKsNotesJDK25/ran jdk25\n"; string(b) != want {
+		t.Errorf("the log holds %q, want %q", b, want)
+	}
+}

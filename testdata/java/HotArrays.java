@@ -1,13 +1,13 @@
-// Ground truth for djx-bpf: four arrays allocated at distinct sites; the
-// loop spends 13/16 of its loads on the one allocHot() returns, 1/16 on each
-// of the others, and that array is 13 times as large, so every cache line is
-// read equally often and the cost split follows the load split under any
-// cache pressure. Each round reallocates them; round-ms 0: once, into statics.
-// Usage: java HotArrays [seconds (0 = forever)] [round-ms (default 500)]
-// Prints "ready" once, then "ops N" each second (loads done in that second).
+// Ground truth for djx-bpf: four arrays allocated at distinct sites; the loop
+// spends 13/16 of its loads on the one allocHot() returns and 1/16 on each of
+// the others, reading 13 times as many of its lines, so every line read is read
+// equally often and the cost split follows the load split under any cache
+// pressure. It is 13 MiB, the others 1 MiB. -Dsmallhot makes it the smallest (8
+// MiB; 24 MiB each, read in their first 630 KiB): 13/16 of the cost, 1/10 of the bytes.
+// Usage: java [-Dsmallhot] HotArrays [seconds (0: forever)] [round-ms (500; 0: once, into statics)]; prints "ready", then "ops N" a second.
 public class HotArrays {
-    static final int COLD = 1 << 17, HOT = 13 * COLD; // 1 MiB and 13 MiB
-
+    static final boolean SMALL = System.getProperty("smallhot") != null;
+    static final int COLD = SMALL ? 3 << 20 : 1 << 17, HOT = SMALL ? 1 << 20 : 13 * COLD, READ = SMALL ? HOT / 13 : COLD;
     static long[] allocHot() {
         return new long[HOT]; // HOT-SITE
     }
@@ -42,7 +42,7 @@ public class HotArrays {
             s = s * 6364136223846793005L + 1442695040888963407L;
             sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
             s = s * 6364136223846793005L + 1442695040888963407L;
-            sum += c1[(int) (((s >>> 40) * COLD) >>> 24)];
+            sum += c1[(int) (((s >>> 40) * READ) >>> 24)];
             s = s * 6364136223846793005L + 1442695040888963407L;
             sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
             s = s * 6364136223846793005L + 1442695040888963407L;
@@ -52,7 +52,7 @@ public class HotArrays {
             s = s * 6364136223846793005L + 1442695040888963407L;
             sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
             s = s * 6364136223846793005L + 1442695040888963407L;
-            sum += c2[(int) (((s >>> 40) * COLD) >>> 24)];
+            sum += c2[(int) (((s >>> 40) * READ) >>> 24)];
             s = s * 6364136223846793005L + 1442695040888963407L;
             sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
             s = s * 6364136223846793005L + 1442695040888963407L;
@@ -62,7 +62,7 @@ public class HotArrays {
             s = s * 6364136223846793005L + 1442695040888963407L;
             sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
             s = s * 6364136223846793005L + 1442695040888963407L;
-            sum += (long) c3[(int) (((s >>> 40) * COLD) >>> 24)];
+            sum += (long) c3[(int) (((s >>> 40) * READ) >>> 24)];
             s = s * 6364136223846793005L + 1442695040888963407L;
             sum += hot[(int) (((s >>> 40) * HOT) >>> 24)];
         }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -489,7 +490,7 @@ func TestTargetExitsMidProfile(t *testing.T) {
 	setup(t)
 	j := startJVM(t, jdks()["jdk17"], nil, "3")
 	out := filepath.Join(t.TempDir(), "r.json")
-	before, _ := filepath.Glob("/tmp/djx-bpf-*")
+	before := sessionDirs("/tmp")
 	start := time.Now()
 	code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "60s", "--format", "json", "-o", out)
 	if code != 0 {
@@ -506,9 +507,21 @@ func TestTargetExitsMidProfile(t *testing.T) {
 		t.Errorf("nothing collected before the target exited")
 	}
 	// The private directory goes even though /proc/PID/root went first.
-	if after, _ := filepath.Glob("/tmp/djx-bpf-*"); len(after) > len(before) {
-		t.Errorf("agent directories left behind: %v (before: %v)", after, before)
+	for _, d := range sessionDirs("/tmp") {
+		if !slices.Contains(before, d) {
+			t.Errorf("agent directory left behind: %s (before: %v)", d, before)
+		}
 	}
+}
+
+// sessionDirs lists the per-session channel directories under tmp; the
+// agent library's own directory (djx-bpf-agent-*) stays by design, so
+// the next attach loads the same copy.
+func sessionDirs(tmp string) []string {
+	all, _ := filepath.Glob(filepath.Join(tmp, "djx-bpf-*"))
+	return slices.DeleteFunc(all, func(d string) bool {
+		return strings.HasPrefix(filepath.Base(d), "djx-bpf-agent-")
+	})
 }
 
 func TestBadTargets(t *testing.T) {
@@ -677,7 +690,7 @@ func TestAttachAcrossNamespaces(t *testing.T) {
 	if s := r.Stats; s.SamplesJavaStack == 0 || s.StacksUnmatched*2 > s.Stacks {
 		t.Errorf("namespaced JVM: %d samples with a Java stack, %d of %d stacks unmatched", s.SamplesJavaStack, s.StacksUnmatched, s.Stacks)
 	}
-	if entries, _ := filepath.Glob(fmt.Sprintf("/proc/%d/root/tmp/djx-bpf-*", pid)); len(entries) > 0 {
+	if entries := sessionDirs(fmt.Sprintf("/proc/%d/root/tmp", pid)); len(entries) > 0 {
 		t.Errorf("agent directory left in the container's /tmp: %v", entries)
 	}
 	select {

@@ -85,16 +85,23 @@ void djx_session_vm_death(void)
 
 int djx_session_reuse(void)
 {
-	struct timespec dl;
+	struct timespec dl, torn;
 	int busy;
 
 	djx_lock();
 	clock_gettime(CLOCK_MONOTONIC, &dl);
+	torn = dl;
+	/* A writer notices a loader gone within a flush period; once it tore
+	 * the session down it still gives the capabilities back and hangs up,
+	 * JVMTI calls that wait on safepoints, seconds under a GC storm. */
 	dl.tv_sec += 1;
-	/* The loader sees EOF just before the writer thread marks itself done. */
-	while (ss.started && !ss.done)
-		if (djx_cond_timedwait_locked(&ss.donecv, &dl) == ETIMEDOUT)
+	torn.tv_sec += 10;
+	while (ss.started && !ss.done) {
+		int detached = djx_detached_locked();
+		if (djx_cond_timedwait_locked(&ss.donecv, detached ? &torn : &dl) == ETIMEDOUT &&
+		    (detached || !djx_detached_locked()))
 			break;
+	}
 	busy = ss.started && !ss.done;
 	if (!busy) {
 		if (ss.started)

@@ -83,7 +83,7 @@ func TestStressAttachDetachCycles(t *testing.T) {
 	for i := 0; i < cycles; i++ {
 		code, _, stderr := djx(t, "profile", "--pid", strconv.Itoa(pid), "--duration", "1s", "--format", "json", "-o", filepath.Join(out, "r.json"))
 		if code != 0 {
-			t.Fatalf("cycle %d: profile exited %d:\n%s", i, code, stderr)
+			t.Fatalf("cycle %d: profile exited %d:\n%s\nJVM:\n%s", i, code, stderr, j.output())
 		}
 		// The next cycle starts at once: the agent gave the heap sampler
 		// back before djx-bpf exited.
@@ -141,7 +141,7 @@ func TestStressKill9(t *testing.T) {
 	}
 	code, _, stderr := djx(t, "profile", "--pid", pid, "--duration", "2s", "--format", "json", "-o", filepath.Join(t.TempDir(), "r.json"))
 	if code != 0 {
-		t.Fatalf("profile after %d kills exited %d:\n%s", kills, code, stderr)
+		t.Fatalf("profile after %d kills exited %d:\n%s\nJVM:\n%s", kills, code, stderr, j.output())
 	}
 	checkAlive(t, j, dir)
 	dirs, _ := filepath.Glob("/tmp/djx-bpf-*")

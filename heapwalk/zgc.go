@@ -91,6 +91,11 @@ func (l *Layout) readZ(v *tableReader) error {
 // canonical address; 0 for null.
 func (z *zgc) decode(v uint64) uint64 {
 	if z.generational {
+		// JNI local handles hold colorless addresses; colored ones are
+		// shifted far above them.
+		if v&^z.mask == z.mask+1 {
+			return v
+		}
 		// The null pointer may keep its color bits.
 		if v>>(zRemappedShift+4) == 0 {
 			return 0
@@ -106,6 +111,17 @@ func (z *zgc) decode(v uint64) uint64 {
 		return 0
 	}
 	return v&z.mask | (z.mask + 1)
+}
+
+// DecodeRef turns a reference as the JVM stores it in a field or a
+// handle (ZGC: colored, or a local handle's colorless address) into the
+// address its object is read at; 0 for null. Under other collectors it
+// is v: compressed oops are the caller's.
+func (l *Layout) DecodeRef(v uint64) uint64 {
+	if l.z == nil {
+		return v
+	}
+	return l.z.decode(v)
 }
 
 // views are the heap's ranges in each view that maps it.

@@ -28,6 +28,8 @@ func TestZDecode(t *testing.T) {
 		{"25 remapped11 (shift 16)", z25, canon<<16 | 1<<15 | 0xff0, canon},
 		{"25 colored null", z25, 1<<14 | 0x3f0, 0},
 		{"25 two remapped bits", z25, canon<<15 | 3<<13, 1},
+		// JNI local handles hold colorless addresses.
+		{"25 colorless (a local handle)", z25, canon, canon},
 	} {
 		if got := tc.z.decode(tc.v); got != tc.want {
 			t.Errorf("%s: decode(%#x) = %#x, want %#x", tc.name, tc.v, got, tc.want)

@@ -38,7 +38,8 @@ const zVirtualToPhysical = 16
 type zgc struct {
 	mask         uint64 // ZAddressOffsetMask
 	generational bool
-	used         uint64 // offsets the walk covers: [0, used)
+	used         uint64      // offsets the walk covers: [0, used)
+	fwd          *zFwdLayout // the forwarding table; nil: not read (zfwd.go)
 }
 
 // readZ reads ZGC's offset mask (and, generational, its load shift) and
@@ -81,6 +82,9 @@ func (l *Layout) readZ(v *tableReader) error {
 		return fmt.Errorf("%w: max capacity %d", ErrUnsupported, maxCap)
 	}
 	z.used = min(maxCap*zVirtualToPhysical, mask+1, maxHeapSpan)
+	if !z.generational {
+		z.fwd = l.readZFwd(v, g)
+	}
 	l.z = z
 	base := mask + 1
 	l.Heap = []Range{{base, base + z.used}}
@@ -122,6 +126,16 @@ func (l *Layout) DecodeRef(v uint64) uint64 {
 		return v
 	}
 	return l.z.decode(v)
+}
+
+// ref decodes a reference slot's value v, through ZGC's forwarding
+// table where v is stale.
+func (w *walker) ref(v uint64) uint64 {
+	a := w.l.decodeOop(v)
+	if w.zf != nil {
+		return w.zf.forward(v, a)
+	}
+	return a
 }
 
 // views are the heap's ranges in each view that maps it.

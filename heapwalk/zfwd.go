@@ -1,81 +1,122 @@
 package heapwalk
 
 import (
-	"encoding/binary"
+	"slices"
 	"time"
 )
 
 // ZGC relocates objects concurrently and heals the references to them
-// lazily: until the next marking remaps it, a reference may still name
-// an object's old place, where the object is gone once its page was
+// lazily: until a later marking remaps it, a reference may still name an
+// object's old place, where the object is gone once its page was
 // relocated and freed. ZGC keeps each relocated page's forwarding (from
-// index → to offset) in a forwarding table, a granule map, until the next
-// cycle picks its relocation set: a stale reference into a page that has
-// a forwarding is read at its forwardee; one not forwarded yet is read
-// where it is, whose page ZGC frees only after relocating all of it.
-// JDK 17 only: generational ZGC's tables are per generation, which
-// vmStructs does not name.
+// index → to offset) in a forwarding table, a granule map, until its next
+// relocation set is picked: a stale reference into a page that has a
+// forwarding is read at its forwardee; one not forwarded yet is read where
+// it is, as ZGC frees a page only after relocating all of it. JDK 17 has
+// one table (ZHeap::_forwarding_table); generational ZGC one per
+// generation, found in ZHeap by their page allocator and page table
+// pointers (ZGeneration: _id, _page_allocator, _page_table,
+// _forwarding_table), which vmStructs does not name.
 
-// zFwdLayout is where JDK 17's forwarding table and entries are.
+// zFwdLayout is where the forwarding tables and their entries are.
 type zFwdLayout struct {
-	mapPtr       uint64 // ZGranuleMapForForwarding::_map: ZForwarding*[offset >> granule]
-	goodMaskPtr  uint64 // &ZAddressGoodMask
+	maps         []uint64 // each table's ZForwarding*[offset >> granule]
+	maskPtr      uint64   // &ZAddressGoodMask (17), &ZPointerLoadBadMask (21+)
 	granuleShift uint64
-	start, end   uint64 // ZForwarding::_virtual's _start and _end
+	start, end   uint64 // ZForwarding::_virtual's _start, and _end (17) or _size (21+)
+	sized        bool   // end is _size
 	shift        uint64 // ZForwarding::_object_alignment_shift
 	length       uint64 // ZForwarding::_entries' _length
 	entries      uint64 // the attached entries array: sizeof(ZForwarding) aligned to 8
 }
 
-// zFwdNeeds are the entries the forwarding table is read by.
+// zFwdNeeds are the entries every forwarding table is read by.
 var zFwdNeeds = []string{
-	"ZHeap::_forwarding_table", "ZForwardingTable::_map", "ZGranuleMapForForwarding::_map",
-	"ZGlobalsForVMStructs::_ZAddressGoodMask", "ZForwarding::_virtual", "ZVirtualMemory::_start",
-	"ZVirtualMemory::_end", "ZForwarding::_object_alignment_shift", "ZForwarding::_entries",
+	"ZForwardingTable::_map", "ZGranuleMapForForwarding::_map", "ZForwarding::_virtual",
+	"ZVirtualMemory::_start", "ZForwarding::_object_alignment_shift", "ZForwarding::_entries",
 	"ZAttachedArrayForForwarding::_length",
 }
 
-// readZFwd finds JDK 17's forwarding table; nil (forwarding not read)
-// when an entry is missing, as on generational ZGC.
-func (l *Layout) readZFwd(v *tableReader, g uint64) *zFwdLayout {
+// readZFwd finds the forwarding tables; nil (forwarding not read) when
+// an entry is missing or they are not where they should be.
+func (l *Layout) readZFwd(v *tableReader, g uint64, generational bool) *zFwdLayout {
 	off := map[string]uint64{}
-	for _, n := range zFwdNeeds {
+	field := func(n string) bool {
 		f, ok := v.tab.FirstField(n)
-		if !ok || f.Static {
+		off[n] = f.Offset
+		return ok && !f.Static
+	}
+	for _, n := range zFwdNeeds {
+		if !field(n) {
 			return nil
 		}
-		off[n] = f.Offset
 	}
 	size, ok := v.tab.Size("ZForwarding")
-	if !ok || size == 0 || size > 4096 {
+	gs, ok2 := v.tab.LongConst("ZGranuleSizeShift")
+	if !ok || !ok2 || size == 0 || size > 4096 || gs < 16 || gs > 30 {
 		return nil
 	}
-	gs, ok := v.tab.LongConst("ZGranuleSizeShift")
-	if !ok || gs < 16 || gs > 30 {
-		return nil
-	}
-	tbl := l.collectedHeap + v.field("ZCollectedHeap::_heap") + off["ZHeap::_forwarding_table"] +
-		off["ZForwardingTable::_map"] + off["ZGranuleMapForForwarding::_map"]
 	f := &zFwdLayout{
-		mapPtr:       v.word("ZGranuleMapForForwarding::_map", tbl),
-		goodMaskPtr:  v.word("ZGlobalsForVMStructs::_ZAddressGoodMask", g+off["ZGlobalsForVMStructs::_ZAddressGoodMask"]),
 		granuleShift: gs,
 		start:        off["ZForwarding::_virtual"] + off["ZVirtualMemory::_start"],
-		end:          off["ZForwarding::_virtual"] + off["ZVirtualMemory::_end"],
 		shift:        off["ZForwarding::_object_alignment_shift"],
 		length:       off["ZForwarding::_entries"] + off["ZAttachedArrayForForwarding::_length"],
 		entries:      (size + 7) &^ 7,
+		sized:        generational,
 	}
-	if v.err != nil || f.mapPtr == 0 || f.goodMaskPtr == 0 {
+	heap := l.collectedHeap + v.field("ZCollectedHeap::_heap")
+	inMap := off["ZForwardingTable::_map"] + off["ZGranuleMapForForwarding::_map"]
+	if !generational {
+		if !field("ZVirtualMemory::_end") || !field("ZHeap::_forwarding_table") || !field("ZGlobalsForVMStructs::_ZAddressGoodMask") {
+			return nil
+		}
+		f.end = off["ZForwarding::_virtual"] + off["ZVirtualMemory::_end"]
+		f.maps = []uint64{v.word("ZGranuleMapForForwarding::_map", heap+off["ZHeap::_forwarding_table"]+inMap)}
+		f.maskPtr = v.word("ZGlobalsForVMStructs::_ZAddressGoodMask", g+off["ZGlobalsForVMStructs::_ZAddressGoodMask"])
+	} else {
+		if !field("ZVirtualMemory::_size") || !field("ZGlobalsForVMStructs::_ZPointerLoadBadMask") {
+			return nil
+		}
+		f.end = off["ZForwarding::_virtual"] + off["ZVirtualMemory::_size"]
+		f.maskPtr = v.word("ZGlobalsForVMStructs::_ZPointerLoadBadMask", g+off["ZGlobalsForVMStructs::_ZPointerLoadBadMask"])
+		f.maps = l.zGenerationMaps(v, heap, inMap)
+	}
+	if v.err != nil || f.maskPtr == 0 || len(f.maps) == 0 || slices.Contains(f.maps, 0) {
 		v.err = nil // the walk goes on without forwarding
 		return nil
 	}
 	return f
 }
 
-// zFwdRefresh is how long a snapshot of the granule map and the good
-// color serves: a new relocation set comes with a new GC cycle, seconds
-// apart at the most.
+// zGenerationMaps finds generational ZGC's two ZGeneration objects in
+// ZHeap, each the words (id, &ZHeap::_page_allocator, &ZHeap::_page_table)
+// followed by its forwarding table, and returns the tables' maps.
+func (l *Layout) zGenerationMaps(v *tableReader, heap, inMap uint64) []uint64 {
+	pa, ok1 := v.tab.FirstField("ZHeap::_page_allocator")
+	pt, ok2 := v.tab.FirstField("ZHeap::_page_table")
+	size, ok3 := v.tab.Size("ZHeap")
+	if !ok1 || !ok2 || !ok3 || size > 1<<16 {
+		return nil
+	}
+	buf := make([]byte, size)
+	if !v.r.readAt(buf, heap) {
+		return nil
+	}
+	var maps []uint64
+	for o := uint64(0); o+24+inMap+8 <= size; o += 8 {
+		if id := le64(buf[o:]) & 0xffffffff; id > 1 || le64(buf[o+8:]) != heap+pa.Offset || le64(buf[o+16:]) != heap+pt.Offset {
+			continue
+		}
+		maps = append(maps, le64(buf[o+24+inMap:]))
+	}
+	if len(maps) != 2 {
+		return nil
+	}
+	return maps
+}
+
+// zFwdRefresh is how long a snapshot of the granule maps and the colors
+// serves: a new relocation set comes with a new GC cycle.
 const zFwdRefresh = 20 * time.Millisecond
 
 // zFwdMaxProbes bounds a lookup: the table is half full by design.
@@ -87,8 +128,8 @@ type zForwarder struct {
 	r     *reader
 	stats *Stats
 	at    time.Time
-	good  uint64   // ZAddressGoodMask when the snapshot was taken
-	pages []uint64 // the granule map's [0, used) part
+	mask  uint64     // the good (17) or load bad (21+) mask when the snapshot was taken
+	pages [][]uint64 // each granule map's [0, used) part
 	fwds  map[uint64]*zFwdPage
 	buf   []byte
 }
@@ -105,7 +146,7 @@ func newZForwarder(z *zgc, r *reader, stats *Stats) *zForwarder {
 	return &zForwarder{z: z, r: r, stats: stats}
 }
 
-// refresh takes a new snapshot of the good color and the granule map;
+// refresh takes a new snapshot of the colors and the granule maps;
 // false when they are unreadable (no forwarding then).
 func (f *zForwarder) refresh() bool {
 	if !f.at.IsZero() && time.Since(f.at) < zFwdRefresh {
@@ -118,67 +159,93 @@ func (f *zForwarder) refresh() bool {
 		f.fwds = map[uint64]*zFwdPage{}
 	}
 	var b [8]byte
-	if !f.r.readAt(b[:], f.z.fwd.goodMaskPtr) {
+	if !f.r.readAt(b[:], f.z.fwd.maskPtr) {
 		return false
 	}
-	f.good = binary.LittleEndian.Uint64(b[:])
+	f.mask = le64(b[:])
 	n := int(f.z.used >> f.z.fwd.granuleShift)
 	if cap(f.buf) < 8*n {
 		f.buf = make([]byte, 8*n)
 	}
-	if !f.r.readAt(f.buf[:8*n], f.z.fwd.mapPtr) {
-		return false
+	var pages [][]uint64
+	for _, m := range f.z.fwd.maps {
+		if !f.r.readAt(f.buf[:8*n], m) {
+			return false
+		}
+		p := make([]uint64, n)
+		for i := range p {
+			p[i] = le64(f.buf[8*i:])
+		}
+		pages = append(pages, p)
 	}
-	f.pages = make([]uint64, n)
-	for i := range f.pages {
-		f.pages[i] = binary.LittleEndian.Uint64(f.buf[8*i:])
-	}
+	f.pages = pages
 	return true
+}
+
+// stale says whether the reference v may name an object's old place.
+func (f *zForwarder) stale(v uint64) bool {
+	if f.z.generational {
+		return v&f.mask != 0 // not load good
+	}
+	// Neither remapped nor of the good color: a pointer healed after the
+	// relocation started is remapped, one healed by the marking since is
+	// remapped before it is colored good.
+	return v&((f.z.mask+1)<<2) == 0 && v&f.mask == 0
 }
 
 // forward turns the canonical address a of the reference v into its
 // object's forwardee when v is stale and its page was relocated.
 func (f *zForwarder) forward(v, a uint64) uint64 {
-	z := f.z
-	// The remapped view's bit, and the good color: neither is stale. A
-	// pointer healed after the relocation started is remapped, one healed
-	// by the marking since is remapped before it is colored good.
-	if a <= 1 || v&((z.mask+1)<<2) != 0 || !f.refresh() || v&f.good != 0 {
+	if a <= 1 || !f.refresh() || !f.stale(v) {
 		return a
 	}
+	z := f.z
 	off := a & z.mask
 	g := off >> z.fwd.granuleShift
-	if g >= uint64(len(f.pages)) || f.pages[g] == 0 {
-		return a
+	for _, pages := range f.pages {
+		if g >= uint64(len(pages)) || pages[g] == 0 {
+			continue
+		}
+		p := f.page(pages[g])
+		if p == nil || off < p.start || off >= p.end {
+			continue
+		}
+		to, ok := f.lookup(pages[g], p, (off-p.start)>>p.shift)
+		if !ok {
+			return a // not relocated yet: the old copy is whole
+		}
+		f.stats.Forwarded++
+		f.stats.ReadForwarded++
+		return to&z.mask | (z.mask + 1)
 	}
-	p := f.page(f.pages[g])
-	if p == nil || off < p.start || off >= p.end {
-		return a
-	}
-	idx := (off - p.start) >> p.shift
+	return a
+}
+
+// lookup finds from index idx in the forwarding at addr (ZForwarding::find:
+// linear probing from the hash, the entries read 8 at a time): its
+// to-offset, or false when it has none.
+func (f *zForwarder) lookup(addr uint64, p *zFwdPage, idx uint64) (uint64, bool) {
 	cur := uint64(zHash(uint32(idx))) & (p.length - 1)
-	// Linear probing: the entries from the hash on, read 8 at a time.
 	var b [64]byte
 	for probes := uint64(0); probes < min(p.length, zFwdMaxProbes); {
 		n := min(8, p.length-cur)
-		if !f.r.readAt(b[:8*n], f.pages[g]+z.fwd.entries+8*cur) {
-			return a
+		if !f.r.readAt(b[:8*n], addr+f.z.fwd.entries+8*cur) {
+			return 0, false
 		}
 		for i := range n {
-			e := binary.LittleEndian.Uint64(b[8*i:])
+			// Populated bit 0, to-offset bits 1-45, from-index 46-63.
+			e := le64(b[8*i:])
 			if e&1 == 0 {
-				return a // not relocated yet: the old copy is whole
+				return 0, false
 			}
 			if e>>46 == idx {
-				f.stats.Forwarded++
-				f.stats.ReadForwarded++
-				return (e>>1)&(1<<45-1)&z.mask | (z.mask + 1)
+				return (e >> 1) & (1<<45 - 1), true
 			}
 		}
 		probes += n
 		cur = (cur + n) & (p.length - 1)
 	}
-	return a
+	return 0, false
 }
 
 // page reads (once a snapshot) the header of the forwarding at addr.
@@ -187,15 +254,16 @@ func (f *zForwarder) page(addr uint64) *zFwdPage {
 		return p
 	}
 	fl := f.z.fwd
-	// The header's words, in one read.
 	hi := max(fl.start, fl.end, fl.shift, fl.length) + 8
 	var b [256]byte
 	if hi > uint64(len(b)) || !f.r.readAt(b[:hi], addr) {
 		f.fwds[addr] = nil
 		return nil
 	}
-	word := func(off uint64) uint64 { return binary.LittleEndian.Uint64(b[off:]) }
-	p := &zFwdPage{start: word(fl.start), end: word(fl.end), shift: word(fl.shift), length: word(fl.length)}
+	p := &zFwdPage{start: le64(b[fl.start:]), end: le64(b[fl.end:]), shift: le64(b[fl.shift:]), length: le64(b[fl.length:])}
+	if fl.sized {
+		p.end += p.start
+	}
 	if p.end <= p.start || p.shift < 3 || p.shift > 21 || p.length == 0 || p.length&(p.length-1) != 0 || p.length > 1<<24 {
 		p = nil
 	}

@@ -82,9 +82,7 @@ func (l *Layout) readZ(v *tableReader) error {
 		return fmt.Errorf("%w: max capacity %d", ErrUnsupported, maxCap)
 	}
 	z.used = min(maxCap*zVirtualToPhysical, mask+1, maxHeapSpan)
-	if !z.generational {
-		z.fwd = l.readZFwd(v, g)
-	}
+	z.fwd = l.readZFwd(v, g, z.generational)
 	l.z = z
 	base := mask + 1
 	l.Heap = []Range{{base, base + z.used}}

@@ -285,8 +285,14 @@ func TestJoinZGCBarrierLookBack(t *testing.T) {
 	s.Regs[5] = 1<<44 | off                                               // rbx
 	s.Regs[16] = 0x40_0000                                                // rip
 	j.OnSample(s, sample.Decode)
+	// A load that overwrote its base (`mov 0x18(%r10),%r10`, p = p.left)
+	// leaves no address: not the thread's either.
+	s2 := *s
+	s2.Time = 6
+	copy(s2.Before[len(s2.Before)-4:], []byte{0x4d, 0x8b, 0x52, 0x18})
+	j.OnSample(&s2, sample.Decode)
 	j.Drain(true)
-	if st := j.stats; st.InHeap != 1 || st.Attributed != 1 {
-		t.Fatalf("stats %+v", st)
+	if st := j.stats; st.InHeap != 1 || st.Attributed != 1 || st.WithAddress != 1 {
+		t.Fatalf("stats %+v: want the first sample in the object, the second without an address", st)
 	}
 }

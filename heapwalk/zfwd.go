@@ -1,6 +1,7 @@
 package heapwalk
 
 import (
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -20,8 +21,8 @@ import (
 
 // zFwdLayout is where the forwarding tables and their entries are.
 type zFwdLayout struct {
-	maps         []uint64 // each table's ZForwarding*[offset >> granule]
-	maskPtr      uint64   // &ZAddressGoodMask (17), &ZPointerLoadBadMask (21+)
+	maps         []uint64 // each table's ZForwarding*[offset >> granule]: 17's one; 21+'s young, old
+	maskPtr      uint64   // &ZAddressGoodMask (17), &ZPointerLoadGoodMask (21+)
 	granuleShift uint64
 	start, end   uint64 // ZForwarding::_virtual's _start, and _end (17) or _size (21+)
 	sized        bool   // end is _size
@@ -74,11 +75,11 @@ func (l *Layout) readZFwd(v *tableReader, g uint64, generational bool) *zFwdLayo
 		f.maps = []uint64{v.word("ZGranuleMapForForwarding::_map", heap+off["ZHeap::_forwarding_table"]+inMap)}
 		f.maskPtr = v.word("ZGlobalsForVMStructs::_ZAddressGoodMask", g+off["ZGlobalsForVMStructs::_ZAddressGoodMask"])
 	} else {
-		if !field("ZVirtualMemory::_size") || !field("ZGlobalsForVMStructs::_ZPointerLoadBadMask") {
+		if !field("ZVirtualMemory::_size") || !field("ZGlobalsForVMStructs::_ZPointerLoadGoodMask") {
 			return nil
 		}
 		f.end = off["ZForwarding::_virtual"] + off["ZVirtualMemory::_size"]
-		f.maskPtr = v.word("ZGlobalsForVMStructs::_ZPointerLoadBadMask", g+off["ZGlobalsForVMStructs::_ZPointerLoadBadMask"])
+		f.maskPtr = v.word("ZGlobalsForVMStructs::_ZPointerLoadGoodMask", g+off["ZGlobalsForVMStructs::_ZPointerLoadGoodMask"])
 		f.maps = l.zGenerationMaps(v, heap, inMap)
 	}
 	if v.err != nil || f.maskPtr == 0 || len(f.maps) == 0 || slices.Contains(f.maps, 0) {
@@ -90,7 +91,8 @@ func (l *Layout) readZFwd(v *tableReader, g uint64, generational bool) *zFwdLayo
 
 // zGenerationMaps finds generational ZGC's two ZGeneration objects in
 // ZHeap, each the words (id, &ZHeap::_page_allocator, &ZHeap::_page_table)
-// followed by its forwarding table, and returns the tables' maps.
+// followed by its forwarding table, and returns the tables' maps, young's
+// (id 0) then old's.
 func (l *Layout) zGenerationMaps(v *tableReader, heap, inMap uint64) []uint64 {
 	pa, ok1 := v.tab.FirstField("ZHeap::_page_allocator")
 	pt, ok2 := v.tab.FirstField("ZHeap::_page_table")
@@ -102,14 +104,17 @@ func (l *Layout) zGenerationMaps(v *tableReader, heap, inMap uint64) []uint64 {
 	if !v.r.readAt(buf, heap) {
 		return nil
 	}
-	var maps []uint64
+	maps := make([]uint64, 2)
+	found := 0
 	for o := uint64(0); o+24+inMap+8 <= size; o += 8 {
-		if id := le64(buf[o:]) & 0xffffffff; id > 1 || le64(buf[o+8:]) != heap+pa.Offset || le64(buf[o+16:]) != heap+pt.Offset {
+		id := le64(buf[o:]) & 0xffffffff
+		if id > 1 || le64(buf[o+8:]) != heap+pa.Offset || le64(buf[o+16:]) != heap+pt.Offset || maps[id] != 0 {
 			continue
 		}
-		maps = append(maps, le64(buf[o+24+inMap:]))
+		maps[id] = le64(buf[o+24+inMap:])
+		found++
 	}
-	if len(maps) != 2 {
+	if found != 2 {
 		return nil
 	}
 	return maps
@@ -128,7 +133,7 @@ type zForwarder struct {
 	r     *reader
 	stats *Stats
 	at    time.Time
-	mask  uint64     // the good (17) or load bad (21+) mask when the snapshot was taken
+	mask  uint64     // the good (17) or load good (21+) mask when the snapshot was taken
 	pages [][]uint64 // each granule map's [0, used) part
 	fwds  map[uint64]*zFwdPage
 	buf   []byte
@@ -185,7 +190,7 @@ func (f *zForwarder) refresh() bool {
 // stale says whether the reference v may name an object's old place.
 func (f *zForwarder) stale(v uint64) bool {
 	if f.z.generational {
-		return v&f.mask != 0 // not load good
+		return v&f.mask == 0 // not load good: another remapped bit
 	}
 	// Neither remapped nor of the good color: a pointer healed after the
 	// relocation started is remapped, one healed by the marking since is
@@ -202,7 +207,8 @@ func (f *zForwarder) forward(v, a uint64) uint64 {
 	z := f.z
 	off := a & z.mask
 	g := off >> z.fwd.granuleShift
-	for _, pages := range f.pages {
+	for _, t := range f.tables(v, g) {
+		pages := f.pages[t]
 		if g >= uint64(len(pages)) || pages[g] == 0 {
 			continue
 		}
@@ -219,6 +225,29 @@ func (f *zForwarder) forward(v, a uint64) uint64 {
 		return to&z.mask | (z.mask + 1)
 	}
 	return a
+}
+
+// tables are the forwarding tables a stale v is remapped by, as ZGC's
+// remap_generation picks them: a pointer whose old half of the remapped
+// color is good was relocated by the young generation, one whose young
+// half is good by the old; one bad in both by the young one if its page
+// has a young forwarding, else the old. The remapped colors are four
+// bits (zAddress.hpp): young's parity their index's bit 0, old's bit 1.
+func (f *zForwarder) tables(v, g uint64) []int {
+	if !f.z.generational {
+		return []int{0}
+	}
+	rm := bits.TrailingZeros64((v >> zRemappedShift) & 0xf)
+	good := bits.TrailingZeros64((f.mask >> zRemappedShift) & 0xf)
+	switch {
+	case rm>>1 == good>>1:
+		return []int{0}
+	case rm&1 == good&1:
+		return []int{1}
+	case g < uint64(len(f.pages[0])) && f.pages[0][g] != 0:
+		return []int{0}
+	}
+	return []int{1}
 }
 
 // lookup finds from index idx in the forwarding at addr (ZForwarding::find:

@@ -97,10 +97,13 @@ func TestZForward(t *testing.T) {
 		z := &zgc{mask: mask, used: used, generational: gen, fwd: fl}
 		var good, stale uint64
 		if gen {
-			fl.maps = []uint64{emptyMap, mapA} // young has none: old has it
-			put(maskA, 0xf<<12&^(1<<13))       // load bad: all remapped bits but 01
+			// Young's table has none, old's has it. Load good: remapped
+			// index 1; the stale pointer's index 3 has young's parity
+			// good and old's bad: the old generation moved it.
+			fl.maps = []uint64{emptyMap, mapA}
+			put(maskA, 1<<13)
 			good = (base|from+idx<<3)<<14 | 1<<13
-			stale = (base|from+idx<<3)<<13 | 1<<12
+			stale = (base|from+idx<<3)<<16 | 1<<15
 		} else {
 			put(maskA, base<<1) // good: marked1
 			good = base<<1 | from + idx<<3
@@ -117,7 +120,7 @@ func TestZForward(t *testing.T) {
 		}
 		var other uint64 // index 8: not forwarded yet
 		if gen {
-			other = (base|from+8<<3)<<13 | 1<<12
+			other = (base|from+8<<3)<<16 | 1<<15
 		} else {
 			other = base | from + 8<<3
 		}

@@ -86,101 +86,110 @@ func arrayLength(t *testing.T, v *jvm, addr uint64) uint32 {
 // address is the object's (its array length read from the JVM's memory),
 // also after a full GC moved them.
 func TestRoots(t *testing.T) {
+	// ZGC: the handles hold colored references (17), or colorless ones
+	// (25's local handles), sent decoded.
+	zgc := []string{"-XX:+UseZGC", "-Xms1g", "-Xmx1g"}
 	for _, j := range availableJDKs(t) {
-		t.Run(j.name, func(t *testing.T) {
-			var args []string
-			lib := rootsLib(t, j)
-			if lib != "" {
-				args = append(args, lib)
+		for _, flags := range [][]string{jvmFlags, zgc} {
+			name := j.name
+			if flags[0] == zgc[0] {
+				name += "ZGC"
 			}
-			v := startMain(t, j, "interval=1g,minsize=1g", true, jvmFlags, "RootsSite", args...)
-			v.ready()
-			call := siteLineIn(t, "RootsSite.java", "call")
-			local := func(slot int) string {
-				return fmt.Sprintf("RootsSite.main:%d local #%d (thread \"main\")", call, slot)
-			}
-			for round := 0; round < 2; round++ {
-				roots, end := v.roots()
-				t.Logf("round %d: %d ROOT records, %d root references, %d objects, %d threads; FollowReferences %.2f ms, GetObjectsWithTags %.2f ms (longest %.2f ms), status %#x %q",
-					round, end.Roots, end.Refs, end.Objects, end.Threads, float64(end.FollowNanos)/1e6,
-					float64(end.TagsNanos)/1e6, float64(end.TagsMaxNanos)/1e6, end.Status, end.Note)
-				if end.Status&^agentwire.RootsNoVM != 0 || (j.name == "jdk17") != (end.Status&agentwire.RootsNoVM != 0) ||
-					(end.Status != 0) != (end.Note != "") {
-					t.Errorf("ROOTS_END status %#x (%q): want 0, or RootsNoVM before JDK 21", end.Status, end.Note)
+			t.Run(name, func(t *testing.T) {
+				var args []string
+				lib := rootsLib(t, j)
+				if lib != "" {
+					args = append(args, lib)
 				}
-				if end.Roots != uint64(len(roots)) || end.Roots+end.Gone != end.Objects || end.Refs < end.Objects {
-					t.Errorf("ROOTS_END counts %d roots, %d gone, %d objects, %d references; the stream has %d", end.Roots, end.Gone, end.Objects, end.Refs, len(roots))
+				v := startMain(t, j, "interval=1g,minsize=1g", true, flags, "RootsSite", args...)
+				v.ready()
+				call := siteLineIn(t, "RootsSite.java", "call")
+				local := func(slot int) string {
+					return fmt.Sprintf("RootsSite.main:%d local #%d (thread \"main\")", call, slot)
 				}
-				byHop := map[string]*agentwire.Root{}
-				addrs := map[uint64]bool{}
-				var global, mainThread bool
-				for _, r := range roots {
-					if r.Addr == 0 || r.Addr%8 != 0 || addrs[r.Addr] {
-						t.Errorf("ROOT %+v: zero, misaligned or repeated address", r)
+				for round := 0; round < 2; round++ {
+					roots, end := v.roots()
+					t.Logf("round %d: %d ROOT records, %d root references, %d objects, %d threads; FollowReferences %.2f ms, GetObjectsWithTags %.2f ms (longest %.2f ms), status %#x %q",
+						round, end.Roots, end.Refs, end.Objects, end.Threads, float64(end.FollowNanos)/1e6,
+						float64(end.TagsNanos)/1e6, float64(end.TagsMaxNanos)/1e6, end.Status, end.Note)
+					if end.Status&^agentwire.RootsNoVM != 0 || (j.name == "jdk17") != (end.Status&agentwire.RootsNoVM != 0) ||
+						(end.Status != 0) != (end.Note != "") {
+						t.Errorf("ROOTS_END status %#x (%q): want 0, or RootsNoVM before JDK 21", end.Status, end.Note)
 					}
-					addrs[r.Addr] = true
-					if r.Reach == 0 || (r.Kind != agentwire.RootStackLocal && r.Kind != agentwire.RootJNILocal && r.Rank != 0) {
-						t.Errorf("ROOT %+v: no reach, or a rank off a frame", r)
+					if end.Roots != uint64(len(roots)) || end.Roots+end.Gone != end.Objects || end.Refs < end.Objects {
+						t.Errorf("ROOTS_END counts %d roots, %d gone, %d objects, %d references; the stream has %d", end.Roots, end.Gone, end.Objects, end.Refs, len(roots))
 					}
-					if strings.Contains(r.Hop, "djx-bpf") {
-						t.Errorf("ROOT %+v: the agent's own thread", r)
+					byHop := map[string]*agentwire.Root{}
+					addrs := map[uint64]bool{}
+					var global, mainThread bool
+					for _, r := range roots {
+						if r.Addr == 0 || r.Addr%8 != 0 || addrs[r.Addr] {
+							t.Errorf("ROOT %+v: zero, misaligned or repeated address", r)
+						}
+						addrs[r.Addr] = true
+						if r.Reach == 0 || (r.Kind != agentwire.RootStackLocal && r.Kind != agentwire.RootJNILocal && r.Rank != 0) {
+							t.Errorf("ROOT %+v: no reach, or a rank off a frame", r)
+						}
+						if strings.Contains(r.Hop, "djx-bpf") {
+							t.Errorf("ROOT %+v: the agent's own thread", r)
+						}
+						byHop[r.Hop] = r
+						switch {
+						case r.Kind == agentwire.RootJNIGlobal && r.Hop == "JNI global" && lib != "" && arrayLength(t, v, r.Addr) == 12345:
+							global = true
+						case r.Kind == agentwire.RootThread && r.Hop == `thread "main"`:
+							mainThread = true
+						}
 					}
-					byHop[r.Hop] = r
-					switch {
-					case r.Kind == agentwire.RootJNIGlobal && r.Hop == "JNI global" && lib != "" && arrayLength(t, v, r.Addr) == 12345:
-						global = true
-					case r.Kind == agentwire.RootThread && r.Hop == `thread "main"`:
-						mainThread = true
+					if lib != "" && !global {
+						t.Errorf("no JNI global holding the int[12345]")
+					}
+					if !mainThread {
+						t.Errorf("no ROOT for thread main's object")
+					}
+					for _, w := range []struct {
+						hop          string
+						rank, reach  uint32
+						length       uint32
+						what, holder string
+					}{
+						{local(1), 0, 2, 1 << 15, "main's data", "main's local and hold's d"},
+						{local(2), 0, 2, 2, "main's rows", "main's local and hold's rows"},
+						{local(3), 0, 2, 1, "main's nest", "main's local and hold's nest"},
+					} {
+						r := byHop[w.hop]
+						if r == nil {
+							t.Errorf("%s: no ROOT %q", w.what, w.hop)
+							continue
+						}
+						if r.Kind != agentwire.RootStackLocal || r.Rank != w.rank || r.Reach != w.reach {
+							t.Errorf("%s: %+v, want a stack local of rank %d reached by %s (%d)", w.what, r, w.rank, w.holder, w.reach)
+						}
+						if n := arrayLength(t, v, r.Addr); n != w.length {
+							t.Errorf("%s: the array at %#x has length %d, want %d", w.what, r.Addr, n, w.length)
+						}
+					}
+					// hold's r0 = rows[0]: hold holds it directly, main
+					// through rows.
+					var r0 *agentwire.Root
+					for h, r := range byHop {
+						if strings.HasPrefix(h, "RootsSite.hold:") && strings.HasSuffix(h, ` local #3 (thread "main")`) {
+							r0 = r
+						}
+					}
+					if r0 == nil || r0.Rank != 1 || r0.Reach != 1 || arrayLength(t, v, r0.Addr) != 4096 {
+						t.Errorf("hold's r0: %+v, want rank 1, reach 1, a double[4096]", r0)
+					}
+					if round == 0 {
+						v.send("gc") // a full GC (Serial) moves them; ZGC may relocate them
+						v.line("GCDONE")
 					}
 				}
-				if lib != "" && !global {
-					t.Errorf("no JNI global holding the int[12345]")
-				}
-				if !mainThread {
-					t.Errorf("no ROOT for thread main's object")
-				}
-				for _, w := range []struct {
-					hop          string
-					rank, reach  uint32
-					length       uint32
-					what, holder string
-				}{
-					{local(1), 0, 2, 1 << 15, "main's data", "main's local and hold's d"},
-					{local(2), 0, 2, 2, "main's rows", "main's local and hold's rows"},
-					{local(3), 0, 2, 1, "main's nest", "main's local and hold's nest"},
-				} {
-					r := byHop[w.hop]
-					if r == nil {
-						t.Errorf("%s: no ROOT %q", w.what, w.hop)
-						continue
-					}
-					if r.Kind != agentwire.RootStackLocal || r.Rank != w.rank || r.Reach != w.reach {
-						t.Errorf("%s: %+v, want a stack local of rank %d reached by %s (%d)", w.what, r, w.rank, w.holder, w.reach)
-					}
-					if n := arrayLength(t, v, r.Addr); n != w.length {
-						t.Errorf("%s: the array at %#x has length %d, want %d", w.what, r.Addr, n, w.length)
-					}
-				}
-				// hold's r0 = rows[0]: hold holds it directly, main
-				// through rows.
-				var r0 *agentwire.Root
-				for h, r := range byHop {
-					if strings.HasPrefix(h, "RootsSite.hold:") && strings.HasSuffix(h, ` local #3 (thread "main")`) {
-						r0 = r
-					}
-				}
-				if r0 == nil || r0.Rank != 1 || r0.Reach != 1 || arrayLength(t, v, r0.Addr) != 4096 {
-					t.Errorf("hold's r0: %+v, want rank 1, reach 1, a double[4096]", r0)
-				}
-				if round == 0 {
-					v.send("gc") // a full GC (Serial) moves them
-					v.line("GCDONE")
-				}
-			}
-			v.send("exit")
-			v.line("DONE")
-			v.exit()
-		})
+				v.send("exit")
+				v.line("DONE")
+				v.exit()
+			})
+		}
 	}
 }
 

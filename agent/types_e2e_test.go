@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/heapwalk"
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
 	"github.com/djx-bpf/djx-bpf/targetmem"
 )
@@ -140,11 +141,16 @@ func checkStatics(t *testing.T, v *jvm, s *typesStream, statics []unsafeStatic) 
 		t.Fatalf("TYPES_INFO without statics: %q", in.Reason)
 	}
 	mem := targetmem.Open(v.cmd.Process.Pid)
+	// ZGC's colored references: decoded as the heap walk does.
+	l, _, err := heapwalk.Open(v.cmd.Process.Pid, heapwalk.Options{})
+	if err != nil {
+		t.Fatalf("heap layout: %v", err)
+	}
 	decode := func(raw uint64) uint64 {
 		if in.OopBytes == 4 && raw != 0 {
 			return in.OopBase + raw<<in.OopShift
 		}
-		return raw
+		return l.DecodeRef(raw)
 	}
 	read := func(addr uint64, n int) uint64 {
 		b := make([]byte, 8)
@@ -228,8 +234,10 @@ var (
 // its ClassPrepare and a new array class on 'K'.
 func TestTypes(t *testing.T) {
 	for _, j := range availableJDKs(t) {
-		for _, gc := range []string{"-XX:+UseG1GC", "-XX:+UseParallelGC"} {
+		// ZGC: mirrors and statics read through colored references.
+		for _, gc := range []string{"-XX:+UseG1GC", "-XX:+UseParallelGC", "-XX:+UseZGC"} {
 			t.Run(j.name+strings.TrimPrefix(gc, "-XX:+Use"), func(t *testing.T) {
+				zgc := gc == "-XX:+UseZGC"
 				flags := []string{gc, "-Xmx4g", "-Xlog:disable", "-Xlog:all=warning:stderr", "-Xlog:gc+heap+coops=debug,gc+metaspace=info:stderr"}
 				v := startMain(t, j, "types=1,interval=1g,minsize=1g", true, flags, "TypesSite")
 				fields, statics := siteLines(t, v)
@@ -275,12 +283,16 @@ func TestTypes(t *testing.T) {
 						t.Fatalf("%s: narrow %#x does not decode to klass %#x", c.Sig, c.Narrow, c.Klass)
 					}
 				}
-				if in.KlassBytes != 4 || in.OopBytes != 4 {
-					t.Errorf("klass/oop bytes %d/%d, want 4/4 by default", in.KlassBytes, in.OopBytes)
+				if wantOop := map[bool]uint32{false: 4, true: 8}[zgc]; in.KlassBytes != 4 || in.OopBytes != wantOop {
+					t.Errorf("klass/oop bytes %d/%d, want 4/%d by default", in.KlassBytes, in.OopBytes, wantOop)
 				}
-				// What the JVM itself logs.
+				// What the JVM itself logs (ZGC: no compressed oops).
 				log := v.stderr.String()
-				if m := coopsRe.FindStringSubmatch(log); m == nil {
+				if m := coopsRe.FindStringSubmatch(log); zgc {
+					if m != nil {
+						t.Errorf("compressed oops under ZGC: %q", m[0])
+					}
+				} else if m == nil {
 					t.Errorf("no compressed oops mode in the JVM's log:\n%s", log)
 				} else if sh, _ := strconv.Atoi("0" + m[2]); uint32(sh) != in.OopShift || (m[1] == "Zero based" || m[1] == "32-bit") != (in.OopBase == 0) {
 					t.Errorf("JVM: oops mode %q shift %s; TYPES_INFO base %#x shift %d", m[1], m[2], in.OopBase, in.OopShift)

@@ -213,3 +213,15 @@ func (x *insn) ea(r *Regs, next uint64) (uint64, bool) {
 	a += uint64(x.disp)
 	return a & mask, true
 }
+
+// Previous is the look-back reading alone: the load that ends at r.IP,
+// whatever the instruction at ip does (None when there is none). For a
+// caller that knows the access at ip is not the data's (a ZGC load
+// barrier's test of the thread's bad mask right after the load it checks).
+func (d *Decoder) Previous(before []byte, r *Regs) Result {
+	lb, _, ok := d.lookBack(before, r, 0)
+	if !ok {
+		return Result{}
+	}
+	return lb
+}

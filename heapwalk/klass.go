@@ -179,7 +179,7 @@ func (w *walker) readKlass(addr uint64) *klass {
 	slot := le64(buf[o.klassMirror+o.oopHandleObj:])
 	m, ok := w.r.u64(slot)
 	if l.z != nil {
-		m = l.z.decode(m) // the handle holds a colored reference
+		m = w.ref(m) // the handle holds a colored reference, maybe stale
 	}
 	if !ok || m%8 != 0 {
 		return nil

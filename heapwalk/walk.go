@@ -250,6 +250,7 @@ type Result struct {
 type walker struct {
 	l     *Layout
 	r     *reader
+	zf    *zForwarder // ZGC's forwarding table; nil under other collectors
 	cfg   Config
 	stats Stats
 	lo    uint64 // the heap span's start: queue entries are offsets from it
@@ -396,6 +397,7 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 	if v, ok := mem.(VectorMem); ok {
 		w.r.vec = v
 	}
+	w.zf = newZForwarder(l.z, w.r, &w.stats)
 	w.visited = newBitmap(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxBitmap, l.minObjectShift())
 	w.klasses = make(map[uint64]*klass)
 	w.kbuf = make([]byte, max(l.off.klassSize, l.off.ikSize))
@@ -690,7 +692,7 @@ func (w *walker) visitMirror(a uint64, e uint32, k *klass, view []byte, room uin
 			w.stats.EdgesCapped++
 			continue
 		}
-		w.discover(l.decodeOop(v), se)
+		w.discover(w.ref(v), se)
 	}
 }
 
@@ -743,7 +745,7 @@ func (w *walker) scanFields(k *klass, obj []byte, chain uint32) {
 		if v == 0 {
 			continue
 		}
-		a := w.l.decodeOop(v)
+		a := w.ref(v)
 		q := w.fresh(a, chain)
 		if q == nil {
 			continue
@@ -768,7 +770,7 @@ func (w *walker) scanArray(k *klass, elems []byte, chain uint32) {
 		if v == 0 {
 			continue
 		}
-		a := w.l.decodeOop(v)
+		a := w.ref(v)
 		q := w.fresh(a, chain)
 		if q == nil {
 			continue

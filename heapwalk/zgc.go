@@ -38,7 +38,8 @@ const zVirtualToPhysical = 16
 type zgc struct {
 	mask         uint64 // ZAddressOffsetMask
 	generational bool
-	used         uint64 // offsets the walk covers: [0, used)
+	used         uint64      // offsets the walk covers: [0, used)
+	fwd          *zFwdLayout // the forwarding table; nil: not read (zfwd.go)
 }
 
 // readZ reads ZGC's offset mask (and, generational, its load shift) and
@@ -81,6 +82,7 @@ func (l *Layout) readZ(v *tableReader) error {
 		return fmt.Errorf("%w: max capacity %d", ErrUnsupported, maxCap)
 	}
 	z.used = min(maxCap*zVirtualToPhysical, mask+1, maxHeapSpan)
+	z.fwd = l.readZFwd(v, g, z.generational)
 	l.z = z
 	base := mask + 1
 	l.Heap = []Range{{base, base + z.used}}
@@ -91,6 +93,11 @@ func (l *Layout) readZ(v *tableReader) error {
 // canonical address; 0 for null.
 func (z *zgc) decode(v uint64) uint64 {
 	if z.generational {
+		// JNI local handles hold colorless addresses; colored ones are
+		// shifted far above them.
+		if v&^z.mask == z.mask+1 {
+			return v
+		}
 		// The null pointer may keep its color bits.
 		if v>>(zRemappedShift+4) == 0 {
 			return 0
@@ -106,6 +113,27 @@ func (z *zgc) decode(v uint64) uint64 {
 		return 0
 	}
 	return v&z.mask | (z.mask + 1)
+}
+
+// DecodeRef turns a reference as the JVM stores it in a field or a
+// handle (ZGC: colored, or a local handle's colorless address) into the
+// address its object is read at; 0 for null. Under other collectors it
+// is v: compressed oops are the caller's.
+func (l *Layout) DecodeRef(v uint64) uint64 {
+	if l.z == nil {
+		return v
+	}
+	return l.z.decode(v)
+}
+
+// ref decodes a reference slot's value v, through ZGC's forwarding
+// table where v is stale.
+func (w *walker) ref(v uint64) uint64 {
+	a := w.l.decodeOop(v)
+	if w.zf != nil {
+		return w.zf.forward(v, a)
+	}
+	return a
 }
 
 // views are the heap's ranges in each view that maps it.

@@ -66,7 +66,8 @@ func (j *JVM) onCensus(c *agentwire.Census) (objindex.ID, bool) {
 		j.stats.CensusFillers++
 		return 0, false
 	}
-	if o, ok := j.idx.Lookup(c.Addr); ok && j.objs[o.ID].start == c.Addr {
+	addr := j.canonical(c.Addr) // ZGC: objects are tracked at one view
+	if o, ok := j.idx.Lookup(addr); ok && j.objs[o.ID].start == addr {
 		j.stats.CensusDuplicates++
 		return 0, false
 	}

@@ -82,6 +82,7 @@ func (j *JVM) onReconcile(objs []agentwire.TagAddr) {
 		if !ok {
 			continue
 		}
+		ta.Addr = j.canonical(ta.Addr)
 		o := &j.objs[id]
 		indexed := j.indexed(id)
 		if indexed && o.start == ta.Addr {

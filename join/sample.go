@@ -72,6 +72,12 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 			at = s.At[:]
 		}
 		res := j.dec.Decode(before, at, &j.regs)
+		if res.Method == decode.AtIP && res.Base == 15 && res.Index == decode.NoReg && j.heap.GC == "Z" {
+			// JIT code's r15 is the thread: ZGC's load barrier tests the
+			// reference just loaded against the thread's bad mask, and
+			// the stall is that load's.
+			res = j.dec.Previous(before, &j.regs)
+		}
 		switch res.Method {
 		case decode.AtIP:
 			j.stats.DecodedAtIP++

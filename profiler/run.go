@@ -55,8 +55,8 @@ func (s *session) prepare(ctx context.Context) *relocation {
 	s.prepareCensus()
 	rel, moves := s.startRelocation()
 	cfg.Heap, cfg.HeapKnown, cfg.Moves = s.heap, s.heapKnown, moves
-	if s.walk != nil && s.walk.layout.GC == "z" {
-		cfg.Canonical = s.walk.layout.Canonical
+	if s.zl != nil {
+		cfg.Canonical = s.zl.Canonical
 	}
 	cfg.Regions = s.loadRegions(ctx)
 	s.j = join.New(cfg)
@@ -384,9 +384,9 @@ func (s *session) loadPerfMap() *jvmsym.PerfMap {
 // sample is processed, so every sample is classified.
 func (s *session) loadHeap(ctx context.Context) {
 	info, err := s.vm.heap(ctx)
-	if errors.Is(err, errNoRanges) && s.walk != nil && s.walk.layout.GC == "z" {
-		// ZGC prints no addresses: the walk's layout knows its views.
-		for _, v := range s.walk.layout.Views() {
+	if errors.Is(err, errNoRanges) && s.zLayout() != nil {
+		// ZGC prints no addresses: its layout knows its views.
+		for _, v := range s.zl.Views() {
 			info.Ranges = append(info.Ranges, heap.Range{Start: v.Start, End: v.End, Name: "ZGC view"})
 		}
 		err = nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/djx-bpf/djx-bpf/discover"
+	"github.com/djx-bpf/djx-bpf/heapwalk"
 	"io"
 	"net"
 	"os/exec"
@@ -27,6 +28,7 @@ import (
 // session is one profile in progress.
 type session struct {
 	opts    Options
+	zl      *heapwalk.Layout // ZGC's layout, which places its addresses (zgc.go); nil under other collectors
 	mode    string
 	budget  *join.Budget // shared by a scan's JVMs (nil: each JVM's own caps only)
 	pid     int

@@ -34,6 +34,7 @@
 #include "util.h"
 #include "vmstructs.h"
 #include "writer.h"
+#include "zaddr.h"
 
 #define T_THREAD (1ll << 61) /* a thread object: its index in rs.tobj */
 #define T_SELF (1ll << 60)   /* the agent's own writer thread */
@@ -414,7 +415,8 @@ static void name_roots(void)
  * of a handle are its kind). Lock held, no GC in progress. */
 static uint64_t ref_addr(jobject ref)
 {
-	return (uint64_t)(uintptr_t)*(void *volatile *)((uintptr_t)ref & ~(uintptr_t)3);
+	uint64_t a = djx_z_decode((uint64_t)(uintptr_t)*(void *volatile *)((uintptr_t)ref & ~(uintptr_t)3));
+	return a == 1 ? 0 : a;
 }
 
 /* ROOT records, a chunk per lock hold with no GC in progress. 0, or -1
@@ -471,15 +473,17 @@ static int emit_roots(struct rrun *run)
 /* Why raw reads of object addresses cannot be trusted here, or NULL. */
 static const char *unsafe_reason(void)
 {
-	char err[160];
+	static char err[160];
 
 	if (djx_vm_init(err, sizeof err) != 0)
 		return "not HotSpot: object addresses not read";
 	/* Shenandoah's evacuated objects stay readable at the old address
 	 * (forwarded in the mark word, which the heap walk follows) until
-	 * their region is freed; ZGC's handles hold colored pointers. */
-	if (djx_vm_flag("UseZGC") == 1)
-		return "ZGC's colored pointers: addresses not read";
+	 * their region is freed; ZGC's handles hold colored references,
+	 * decoded (zaddr.c); one not yet healed after a relocation is the
+	 * walk's to forward. */
+	if (djx_z_init(err, sizeof err) != 0)
+		return err;
 	if (!djx_epoch_events())
 		return "no GC events: addresses cannot be read safely";
 	return NULL;

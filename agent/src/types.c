@@ -36,6 +36,7 @@
 #include "util.h"
 #include "vmstructs.h"
 #include "writer.h"
+#include "zaddr.h"
 
 #define RELAXED __ATOMIC_RELAXED
 
@@ -47,6 +48,7 @@ static struct {
 	int events;   /* ClassPrepare enabled by us */
 	int inflight; /* atomic: ClassPrepare callbacks reading oops */
 	int klass_off;
+	uint64_t java_mirror; /* ZGC: Klass::_java_mirror + OopHandle::_obj */
 	uint32_t kbytes, kshift;
 	uint64_t kbase;
 	struct mset sent; /* under the session lock: (klass, signature) keys sent */
@@ -61,11 +63,14 @@ static struct {
  * stop-the-world GC ran or started meanwhile (djx_epoch_begin and
  * djx_epoch_same): HotSpot posts GarbageCollectionStart in the pause before
  * any object moves. Shenandoah moves objects concurrently but keeps the
- * old copies whole until every handle points at the new ones; ZGC is
- * refused. The local references keep the objects alive. */
+ * old copies whole until every handle points at the new ones. ZGC's
+ * handles hold colored references, decoded (zaddr.c); a mirror read
+ * through one must point back from its Klass (klasses_of). The local
+ * references keep the objects alive. */
 static uintptr_t oop_of(jobject h)
 {
-	return h ? __atomic_load_n((uintptr_t *)h, RELAXED) : 0;
+	uint64_t v = h ? djx_z_decode(__atomic_load_n((uintptr_t *)h, RELAXED)) : 0;
+	return v == 1 ? 0 : (uintptr_t)v;
 }
 
 /* The errno of a process_vm_readv on ourselves that failed other than
@@ -161,6 +166,36 @@ static uint64_t read_word(uintptr_t addr)
 	return v;
 }
 
+/* ZGC relocates concurrently: a mirror whose handle was not yet healed
+ * may be read where it was, after its page was reused. out[i] stays only
+ * where the Klass's own mirror handle decodes to the address read, the
+ * mirror's + klass_off in addr[i]; addr is scratch. 0, or -1 as read_words. */
+static int points_back(uintptr_t *addr, size_t n, uint64_t *out)
+{
+	uint64_t *w = malloc(n * sizeof *w);
+	uintptr_t *at = malloc(n * sizeof *at);
+	int rc = -1;
+
+	if (w == NULL || at == NULL)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		at[i] = out[i] ? (uintptr_t)out[i] + ty.java_mirror : 0;
+	if (read_words(at, n, w) != 0) /* the OopHandles' oop* */
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		at[i] = (uintptr_t)w[i];
+	if (read_words(at, n, w) != 0) /* the mirrors' colored references */
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		if (out[i] != 0 && djx_z_decode(w[i]) + (uintptr_t)ty.klass_off != addr[i])
+			out[i] = 0;
+	rc = 0;
+out:
+	free(w);
+	free(at);
+	return rc;
+}
+
 /* Reads out[i], the Klass* of ks[i] (the word at the mirror's klass
  * offset), for i < n, in one read within one GC epoch; -1 if GCs kept
  * getting in the way (~20 ms). */
@@ -177,7 +212,7 @@ static int klasses_of(const jclass *ks, size_t n, uint64_t *out)
 				uintptr_t m = oop_of(ks[i]);
 				addr[i] = m ? m + (uintptr_t)ty.klass_off : 0;
 			}
-			if (read_words(addr, n, out) != 0)
+			if (read_words(addr, n, out) != 0 || (djx_z_on() && points_back(addr, n, out) != 0))
 				break;
 			if (djx_epoch_same(s)) {
 				rc = 0;
@@ -343,7 +378,8 @@ static int slot_holds(jclass k, uint32_t off, jobject v, uint64_t holder, const 
 		want = oop_of(v);
 		if (!djx_epoch_same(s))
 			continue;
-		got = in->oop_bytes == 4 ? ((uint32_t)raw ? in->oop_base + ((uint64_t)(uint32_t)raw << in->oop_shift) : 0) : raw;
+		got = in->oop_bytes == 4 ? ((uint32_t)raw ? in->oop_base + ((uint64_t)(uint32_t)raw << in->oop_shift) : 0)
+					 : djx_z_decode(raw);
 		return m != 0 && want != 0 && got == want && kl == holder;
 	}
 	return -1;
@@ -410,10 +446,17 @@ static int vm_layout(jclass bk, struct djx_types_info *in)
 	 * copy whole (only its mark word forwards) until its region is freed,
 	 * after every handle was updated: a mirror read through a handle
 	 * holds the right Klass* either way. ZGC's handles hold colored
-	 * pointers. */
-	if (djx_vm_flag("UseZGC") == 1) {
-		snprintf(in->reason, sizeof in->reason, "ZGC's colored pointers: the agent cannot read class mirrors");
+	 * references (zaddr.c), and its mirrors must point back. */
+	if (djx_z_init(in->reason, sizeof in->reason) != 0)
 		return -1;
+	if (djx_z_on()) {
+		uint64_t jm, ho = 0;
+		if (djx_vm_offset("Klass", "_java_mirror", &jm) != 0) {
+			snprintf(in->reason, sizeof in->reason, "vmStructs: no Klass::_java_mirror: ZGC's mirrors not checked");
+			return -1;
+		}
+		djx_vm_offset("OopHandle", "_obj", &ho); /* absent: at 0 */
+		ty.java_mirror = jm + ho;
 	}
 	if (!djx_epoch_events()) {
 		snprintf(in->reason, sizeof in->reason, "no GC events: the agent cannot read class mirrors safely");

@@ -100,6 +100,7 @@ func TestDataTypes(t *testing.T) {
 		{"list", "jdk17", "attach", []string{"-XX:+UseParallelGC"}},
 		{"objarray", "jdk17", "launch", nil},
 		{"treemap", "jdk17", "attach", []string{"-XX:+UseShenandoahGC"}},
+		{"treemap", "jdk17", "launch", []string{"-XX:+UseZGC"}},
 	}
 	if _, ok := jdks()["temurin25"]; ok {
 		runs = append(runs,
@@ -114,7 +115,8 @@ func TestDataTypes(t *testing.T) {
 			// Without compact headers C2's Shenandoah barriers leave the
 			// decoder an address on about a quarter of the samples: too
 			// few for the test's 500 in the heap.
-			run{"treemap", "temurin25", "attach", []string{"-XX:+UseShenandoahGC", "-XX:+UseCompactObjectHeaders"}})
+			run{"treemap", "temurin25", "attach", []string{"-XX:+UseShenandoahGC", "-XX:+UseCompactObjectHeaders"}},
+			run{"treemap", "temurin25", "attach", []string{"-XX:+UseZGC"}})
 	}
 	for _, rc := range runs {
 		tt := typeTruths[rc.truth]
@@ -170,11 +172,11 @@ func TestDataTypes(t *testing.T) {
 }
 
 // newLayout says whether the JVM's flags turn on compact object headers
-// or Shenandoah: those runs must type 95% of the TreeMap truth's in-heap
-// samples, as G1 with the usual headers does.
+// or Shenandoah or ZGC: those runs must type 95% of the TreeMap truth's
+// in-heap samples, as G1 with the usual headers does.
 func newLayout(jvmArgs []string) bool {
 	for _, a := range jvmArgs {
-		if a == "-XX:+UseCompactObjectHeaders" || a == "-XX:+UseShenandoahGC" {
+		if a == "-XX:+UseCompactObjectHeaders" || a == "-XX:+UseShenandoahGC" || a == "-XX:+UseZGC" {
 			return true
 		}
 	}

@@ -1,0 +1,27 @@
+package profiler
+
+import (
+	"github.com/djx-bpf/djx-bpf/heapwalk"
+	"github.com/djx-bpf/djx-bpf/targetmem"
+	"github.com/djx-bpf/djx-bpf/vmstructs"
+)
+
+// zLayout sets and returns s.zl under ZGC, whose GC.heap_info prints no
+// addresses: the walk's layout, or without a walk (launched, --census
+// other than auto) one read for its views alone; nil under other
+// collectors or when the JVM's layout cannot be read.
+func (s *session) zLayout() *heapwalk.Layout {
+	if s.zl != nil {
+		return s.zl
+	}
+	l := (*heapwalk.Layout)(nil)
+	if s.walk != nil {
+		l = s.walk.layout
+	} else if tab, err := vmstructs.Open(s.pid); err == nil {
+		l, _ = heapwalk.NewLayout(tab, targetmem.Open(s.pid), heapwalk.Options{})
+	}
+	if l != nil && l.GC == "z" {
+		s.zl = l
+	}
+	return s.zl
+}

@@ -2,6 +2,7 @@ package heapwalk
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 	"sort"
 )
@@ -148,14 +149,12 @@ func (w *walker) record(row uint32, a, size uint64) {
 func (w *walker) run(i int) *run { return &w.runSegs[i/runSeg][i%runSeg] }
 
 // finishRuns gathers the runs, sorts them by address and merges
-// neighbours of one row.
+// neighbours of one row. The sort is a radix sort on the runs' heap
+// offsets: millions of runs sort in a few passes over memory, where a
+// comparison sort took a third of a walk.
 func (w *walker) finishRuns() []run {
-	runs := make([]run, 0, w.nRuns)
-	for _, s := range w.runSegs {
-		runs = append(runs, s...)
-	}
+	runs := radixRuns(w.runSegs, w.nRuns, w.lo)
 	w.runSegs = nil
-	slices.SortFunc(runs, byStart)
 	out := runs[:0]
 	for _, r := range runs {
 		if n := len(out); n > 0 {
@@ -168,6 +167,65 @@ func (w *walker) finishRuns() []run {
 		out = append(out, r)
 	}
 	return slices.Clip(out)
+}
+
+// radixRuns sorts the n runs held in segs by start (each at least lo),
+// least significant digit first, into a new slice: two passes of up to
+// 16 bits cover a heap span of 4 GiB words. The first pass reads the
+// segments and lets each go once it is copied.
+func radixRuns(segs [][]run, n int, lo uint64) []run {
+	var top uint64
+	for _, s := range segs {
+		for _, r := range s {
+			top = max(top, (r.start-lo)>>3)
+		}
+	}
+	width := bits.Len64(top)
+	passes := max(1, (width+15)/16)
+	digit := uint(max(1, (width+passes-1)/passes))
+	mask := uint64(1)<<digit - 1
+	count := make([]int, 1<<digit)
+	offsets := func() {
+		sum := 0
+		for i, c := range count {
+			count[i] = sum
+			sum += c
+		}
+	}
+	for _, s := range segs {
+		for _, r := range s {
+			count[((r.start-lo)>>3)&mask]++
+		}
+	}
+	offsets()
+	dst := make([]run, n)
+	for i, s := range segs {
+		for _, r := range s {
+			d := ((r.start - lo) >> 3) & mask
+			dst[count[d]] = r
+			count[d]++
+		}
+		segs[i] = nil
+	}
+	var src []run
+	for p := 1; p < passes; p++ {
+		if src == nil {
+			src = make([]run, n)
+		}
+		src, dst = dst, src
+		shift := uint(p)*digit + 3
+		clear(count)
+		for _, r := range src {
+			count[((r.start-lo)>>shift)&mask]++
+		}
+		offsets()
+		for _, r := range src {
+			d := ((r.start - lo) >> shift) & mask
+			dst[count[d]] = r
+			count[d]++
+		}
+	}
+	return dst
 }
 
 // Lookup names the small object (under MinSize) at addr, or holding

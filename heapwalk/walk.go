@@ -3,6 +3,7 @@ package heapwalk
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -298,15 +299,17 @@ type walker struct {
 	batches int
 
 	// Per batch buffers.
-	batch  []uint64
-	spans  []Span
-	spanOf []int // for each object of the batch, the span holding it
-	spanAt []int // for each span, its offset in buf
-	valid  []int
-	buf    []byte
-	tails  []tail
-	later  []tail // the rest of large arrays, for when the queue is empty
-	mbuf   []byte
+	batch   []uint64
+	sortBuf []uint64
+	offBits int // significant bits of a heap offset in words
+	spans   []Span
+	spanOf  []int // for each object of the batch, the span holding it
+	spanAt  []int // for each span, its offset in buf
+	valid   []int
+	buf     []byte
+	tails   []tail
+	later   []tail // the rest of large arrays, for when the queue is empty
+	mbuf    []byte
 }
 
 // Header bytes read of each object at first: the header, and the
@@ -396,6 +399,7 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 	if v, ok := mem.(VectorMem); ok {
 		w.r.vec = v
 	}
+	w.offBits = bits.Len64((l.Heap[len(l.Heap)-1].End - w.lo) >> 3)
 	w.visited = newBitmap(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxBitmap, l.minObjectShift())
 	w.klasses = make(map[uint64]*klass)
 	w.kbuf = make([]byte, max(l.off.klassSize, l.off.ikSize))
@@ -470,7 +474,10 @@ func (w *walker) drain(ctx context.Context) {
 		}
 		w.batch = w.qh.pop(w.batch[:0], w.cfg.Batch)
 		w.batch = w.q.pop(w.batch, w.cfg.Batch)
-		slices.Sort(w.batch) // by address: the offset is the entry's high bits
+		if cap(w.sortBuf) < len(w.batch) {
+			w.sortBuf = make([]uint64, cap(w.batch))
+		}
+		sortEntries(w.batch, w.sortBuf, w.offBits) // by address: the offset is the entry's high bits
 		w.readBatch()
 		w.tails = w.tails[:0]
 		for i, ent := range w.batch {

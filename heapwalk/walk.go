@@ -88,6 +88,7 @@ type Config struct {
 	MaxKlasses int   // classes [1<<18]
 	MaxCLDs    int   // class loaders [1<<18]
 	MaxClasses int   // classes on the class loaders' lists [1<<20]
+	MaxCopy    int   // bytes of the heap copied in pieces and parsed in place [256 MiB]
 	CacheBytes int   // the metadata chunk cache [8 MiB]
 	ChunkSize  int   // a chunk of it, a power of two [16 KiB]
 	Batch      int   // objects read in one vector [4096]
@@ -119,6 +120,7 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxKlasses, 1<<18)
 	def(&c.MaxCLDs, 1<<18)
 	def(&c.MaxClasses, 1<<20)
+	def(&c.MaxCopy, 256<<20)
 	def(&c.CacheBytes, 8<<20)
 	def(&c.ChunkSize, 16<<10)
 	def(&c.Batch, 4096)
@@ -153,6 +155,8 @@ type Stats struct {
 
 	Reads     int64 // read calls on the target's memory (one vector counts one)
 	BytesRead int64
+	Pieces    int   // pieces of the heap copied whole (pieces.go)
+	Reread    int64 // objects whose copy did not parse, read again from the JVM
 
 	Invalid    int64 // objects skipped: klass, size or length not valid
 	Unreadable int64 // objects skipped: memory unreadable
@@ -303,7 +307,11 @@ type walker struct {
 	sortBuf []uint64
 	offBits int // significant bits of a heap offset in words
 	spans   []Span
-	spanOf  []int // for each object of the batch, the span holding it
+	heap    *heapCopy
+	sink    byte // keeps the touching loop
+	views   [][]byte
+	hbuf    []byte
+	spanOf  []int // for each object of the batch, the span holding it (-1: its piece's copy)
 	spanAt  []int // for each span, its offset in buf
 	valid   []int
 	buf     []byte
@@ -332,6 +340,7 @@ const (
 func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) {
 	start := time.Now()
 	w := newWalker(l, mem, cfg.withDefaults())
+	defer w.heap.free()
 	before, activeB, err := l.collections(w.r)
 	if err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
@@ -400,6 +409,7 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 		w.r.vec = v
 	}
 	w.offBits = bits.Len64((l.Heap[len(l.Heap)-1].End - w.lo) >> 3)
+	w.heap = newHeapCopy(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxCopy)
 	w.visited = newBitmap(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxBitmap, l.minObjectShift())
 	w.klasses = make(map[uint64]*klass)
 	w.kbuf = make([]byte, max(l.off.klassSize, l.off.ikSize))
@@ -480,17 +490,29 @@ func (w *walker) drain(ctx context.Context) {
 		sortEntries(w.batch, w.sortBuf, w.offBits) // by address: the offset is the entry's high bits
 		w.readBatch()
 		w.tails = w.tails[:0]
+		// Touch each copied object's first line in a loop of
+		// independent loads, which the CPU overlaps: visit's own
+		// loads, each behind the last, then hit the cache.
+		var sink byte
+		for _, v := range w.views {
+			if len(v) > 0 {
+				sink += v[0]
+			}
+		}
+		w.sink = sink
 		for i, ent := range w.batch {
 			a := w.lo + ent>>edgeBits<<3
-			si := w.spanOf[i]
-			s := w.spans[si]
-			lo := w.spanAt[si] + int(a-s.Addr)
-			hi := w.spanAt[si] + w.valid[si]
-			var view []byte
-			if lo < hi {
-				view = w.buf[lo:hi]
+			view := w.views[i]
+			if si := w.spanOf[i]; si >= 0 {
+				s := w.spans[si]
+				lo := w.spanAt[si] + int(a-s.Addr)
+				hi := w.spanAt[si] + w.valid[si]
+				view = nil
+				if lo < hi {
+					view = w.buf[lo:hi]
+				}
 			}
-			w.visit(a, uint32(ent&maxEdges), view)
+			w.visit(a, uint32(ent&maxEdges), view, w.spanOf[i] < 0)
 		}
 		w.readTails()
 	}
@@ -502,9 +524,21 @@ func (w *walker) drain(ctx context.Context) {
 func (w *walker) readBatch() {
 	w.spans = w.spans[:0]
 	w.spanOf = w.spanOf[:0]
+	w.views = w.views[:0]
+	if w.heap != nil {
+		w.heap.load(w, func(i int) uint64 { return w.lo + w.batch[i]>>edgeBits<<3 }, len(w.batch))
+	}
 	for _, ent := range w.batch {
 		a := w.lo + ent>>edgeBits<<3
 		rg, _ := w.l.inHeap(a, 0)
+		if w.heap != nil {
+			if v := w.heap.view(a, rg.End, w.l.HeaderSize+4); v != nil {
+				w.views = append(w.views, v)
+				w.spanOf = append(w.spanOf, -1)
+				continue
+			}
+		}
+		w.views = append(w.views, nil)
 		end := min(a+headBytes, rg.End)
 		if n := len(w.spans); n > 0 {
 			s := &w.spans[n-1]
@@ -549,13 +583,19 @@ type tail struct {
 
 // visit validates the object at a, found over edge e, whose first
 // bytes are view, counts it in its row and follows its references.
-func (w *walker) visit(a uint64, e uint32, view []byte) {
+// copied says view is the heap's copy (pieces.go): what does not parse
+// there is read again from the JVM.
+func (w *walker) visit(a uint64, e uint32, view []byte, copied bool) {
 	l := w.l
 	if len(view) < int(l.HeaderSize)+4 {
 		w.stats.Unreadable++
 		return
 	}
 	if mark := le64(view); mark&3 == 3 {
+		if copied {
+			w.reread(a, e)
+			return
+		}
 		// marked: a forwarding pointer, only seen while a GC moves
 		// objects. Shenandoah moves them while the JVM runs: the copy
 		// is the object, and is read in its place.
@@ -568,6 +608,10 @@ func (w *walker) visit(a uint64, e uint32, view []byte) {
 	}
 	k := w.klassAt(l.decodeKlass(view))
 	if k == nil || k.kind == kindNone {
+		if copied {
+			w.reread(a, e)
+			return
+		}
 		w.stats.Invalid++
 		return
 	}
@@ -580,6 +624,10 @@ func (w *walker) visit(a uint64, e uint32, view []byte) {
 	case kindObjArray, kindTypeArray:
 		length = uint64(int64(int32(le32(view[l.HeaderSize:]))))
 		if length > room>>k.log2 {
+			if copied {
+				w.reread(a, e)
+				return
+			}
 			w.stats.Invalid++
 			return
 		}
@@ -589,6 +637,10 @@ func (w *walker) visit(a uint64, e uint32, view []byte) {
 		return
 	}
 	if size > room {
+		if copied {
+			w.reread(a, e)
+			return
+		}
 		w.stats.Invalid++
 		return
 	}
@@ -616,6 +668,22 @@ func (w *walker) visit(a uint64, e uint32, view []byte) {
 			w.tails = append(w.tails, tail{addr: a + k.hdr, n: length * l.OopSize, k: k, chain: chain})
 		}
 	}
+}
+
+// reread visits the object at a, whose copy did not parse, from the
+// JVM's memory as it is now.
+func (w *walker) reread(a uint64, e uint32) {
+	w.stats.Reread++
+	rg, _ := w.l.inHeap(a, 0)
+	n := min(headBytes, rg.End-a)
+	if cap(w.hbuf) < headBytes {
+		w.hbuf = make([]byte, headBytes)
+	}
+	var view []byte
+	if w.r.readAt(w.hbuf[:n], a) {
+		view = w.hbuf[:n]
+	}
+	w.visit(a, e, view, false)
 }
 
 // visitMirror visits a java.lang.Class instance: its size and its

@@ -255,3 +255,26 @@ func testWalkWithin(t *testing.T, f func()) {
 		t.Fatal("walk still running after 30 s")
 	}
 }
+
+// TestWalkPace: a walk calls Pace between batches, counts the time it
+// waited there, and stops when Pace says so, with the objects it found
+// and did not visit counted as Pending.
+func TestWalkPace(t *testing.T) {
+	sc := buildSceneV(t, variants[0])
+	full := walkScene(t, sc, sc.s.m, Config{FieldName: sc.names})
+	calls := 0
+	res := walkScene(t, sc, sc.s.m, Config{FieldName: sc.names, Batch: 64, Pace: func(context.Context) bool {
+		calls++
+		time.Sleep(time.Millisecond)
+		return calls < 5
+	}})
+	if calls != 5 || !res.Stats.Canceled || res.Stats.Waited < 5*time.Millisecond {
+		t.Errorf("Pace called %d times, canceled %v, waited %v: want 5 calls, canceled, 5 ms waited", calls, res.Stats.Canceled, res.Stats.Waited)
+	}
+	if st := res.Stats; st.Objects == 0 || st.Pending == 0 || st.Objects+st.Pending > full.Stats.Objects {
+		t.Errorf("stopped walk: %d visited, %d pending; the whole walk visits %d", st.Objects, st.Pending, full.Stats.Objects)
+	}
+	if full.Stats.Pending != 0 {
+		t.Errorf("a whole walk left %d pending", full.Stats.Pending)
+	}
+}

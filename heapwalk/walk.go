@@ -72,6 +72,10 @@ type Config struct {
 	OnObject func(Object)
 	// StopOnGC stops the walk as soon as it sees that a collection ran.
 	StopOnGC bool
+	// Pace, when set, is called between batches and may block to share
+	// the CPU with other walks (a scan's); false stops the walk, as the
+	// end of its context does.
+	Pace func(ctx context.Context) bool
 
 	MaxObjects int64 // objects visited [1<<28]
 	MaxChains  int   // distinct chains [1<<20]
@@ -192,10 +196,14 @@ type Stats struct {
 	CrossEdges  int
 	CrossCapped bool
 
-	MaxQueueLen int   // the queue's longest
-	Deferred    int64 // large arrays' rests that waited for the queue to empty
+	// Pending: objects found and not visited when the walk stopped
+	// early (its context, MaxRefs, StopOnGC, Pace), hot ones included.
+	Pending     int64
+	Waited      time.Duration // in Config.Pace
+	MaxQueueLen int           // the queue's longest
+	Deferred    int64         // large arrays' rests that waited for the queue to empty
 	BitmapBytes int
-	Canceled    bool // the context ended the walk
+	Canceled    bool // the context or Config.Pace ended the walk
 	StoppedOnGC bool // Config.StopOnGC saw a collection and stopped
 
 	RootsTime time.Duration // walking the class loaders
@@ -394,6 +402,9 @@ func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) 
 	if err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
 	}
+	if w.stopped {
+		w.stats.Pending = int64(w.q.len() + w.qh.len() + len(w.later))
+	}
 	res := w.result()
 	evac := l.GC == "shenandoah" && (w.stats.Forwarded > 0 || w.stats.Invalid > 0)
 	res.GC = GCCheck{Before: before, After: after, ActiveBefore: activeB, ActiveAfter: activeA, Evacuated: evac,
@@ -475,6 +486,16 @@ func (w *walker) drain(ctx context.Context) {
 			continue
 		}
 		w.batches++
+		if w.cfg.Pace != nil {
+			t := time.Now()
+			ok := w.cfg.Pace(ctx)
+			w.stats.Waited += time.Since(t)
+			if !ok {
+				w.stats.Canceled = true
+				w.stopped = true
+				return
+			}
+		}
 		if w.cfg.StopOnGC && w.batches%64 == 0 {
 			if n, active, err := w.l.collections(w.r); err == nil && (n != w.gcSeen || active) {
 				w.stats.StoppedOnGC = true

@@ -77,7 +77,8 @@ func TestWalkCaps(t *testing.T) {
 		{"bitmap", Config{MaxBitmap: 1}, func(r *Result) string {
 			// One block, the least the cap allows.
 			bm := newBitmap(heapLo, heapLo+heapBytes, 0, sc.l.minObjectShift())
-			if r.Stats.BitmapDropped == 0 || r.Stats.BitmapBytes > len(bm.top)*4+bm.words*8 {
+			defer bm.free()
+			if r.Stats.BitmapDropped == 0 || r.Stats.BitmapBytes > len(bm.touched)*8+bm.words*8 {
 				return fmt.Sprintf("%d dropped, %d bytes", r.Stats.BitmapDropped, r.Stats.BitmapBytes)
 			}
 			return ""

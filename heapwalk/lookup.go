@@ -2,7 +2,6 @@ package heapwalk
 
 import (
 	"cmp"
-	"math/bits"
 	"slices"
 	"sort"
 )
@@ -169,60 +168,79 @@ func (w *walker) finishRuns() []run {
 	return slices.Clip(out)
 }
 
-// radixRuns sorts the n runs held in segs by start (each at least lo),
-// least significant digit first, into a new slice: two passes of up to
-// 16 bits cover a heap span of 4 GiB words. The first pass reads the
-// segments and lets each go once it is copied.
+// radixRuns sorts the n runs held in segs by start (each at least lo)
+// into a new slice: first by the MiB of heap they start in (a pass that
+// writes to as many places as the heap has MiB, which the caches hold),
+// then each MiB's runs in place by their word in it (two passes over
+// what fits in a cache). The first pass lets each segment go once it is
+// copied.
 func radixRuns(segs [][]run, n int, lo uint64) []run {
 	var top uint64
 	for _, s := range segs {
 		for _, r := range s {
-			top = max(top, (r.start-lo)>>3)
+			top = max(top, r.start-lo)
 		}
 	}
-	width := bits.Len64(top)
-	passes := max(1, (width+15)/16)
-	digit := uint(max(1, (width+passes-1)/passes))
-	mask := uint64(1)<<digit - 1
-	count := make([]int, 1<<digit)
-	offsets := func() {
-		sum := 0
-		for i, c := range count {
-			count[i] = sum
-			sum += c
-		}
-	}
+	blocks := int(top>>blockShift) + 1
+	count := make([]int, blocks+1)
 	for _, s := range segs {
 		for _, r := range s {
-			count[((r.start-lo)>>3)&mask]++
+			count[(r.start-lo)>>blockShift+1]++
 		}
 	}
-	offsets()
+	for i := 1; i <= blocks; i++ {
+		count[i] += count[i-1]
+	}
+	at := slices.Clone(count[:blocks])
 	dst := make([]run, n)
 	for i, s := range segs {
 		for _, r := range s {
-			d := ((r.start - lo) >> 3) & mask
-			dst[count[d]] = r
-			count[d]++
+			b := (r.start - lo) >> blockShift
+			dst[at[b]] = r
+			at[b]++
 		}
 		segs[i] = nil
 	}
-	var src []run
-	for p := 1; p < passes; p++ {
-		if src == nil {
-			src = make([]run, n)
+	// Within a MiB: words 0 to 1<<17, in digits of 9 and 8 bits.
+	const lowBits, hiBits = 9, blockShift - 3 - 9
+	var scratch []run
+	var c0 [1 << lowBits]int32
+	var c1 [1 << hiBits]int32
+	for b := 0; b < blocks; b++ {
+		part := dst[count[b]:count[b+1]]
+		if len(part) < 64 {
+			slices.SortFunc(part, byStart)
+			continue
 		}
-		src, dst = dst, src
-		shift := uint(p)*digit + 3
-		clear(count)
-		for _, r := range src {
-			count[((r.start-lo)>>shift)&mask]++
+		if cap(scratch) < len(part) {
+			scratch = make([]run, len(part)+len(part)/2)
 		}
-		offsets()
-		for _, r := range src {
-			d := ((r.start - lo) >> shift) & mask
-			dst[count[d]] = r
-			count[d]++
+		tmp := scratch[:len(part)]
+		clear(c0[:])
+		clear(c1[:])
+		for _, r := range part {
+			w := (r.start - lo) >> 3
+			c0[w&(1<<lowBits-1)]++
+			c1[(w>>lowBits)&(1<<hiBits-1)]++
+		}
+		var s0, s1 int32
+		for i, c := range c0 {
+			c0[i] = s0
+			s0 += c
+		}
+		for i, c := range c1 {
+			c1[i] = s1
+			s1 += c
+		}
+		for _, r := range part {
+			d := ((r.start - lo) >> 3) & (1<<lowBits - 1)
+			tmp[c0[d]] = r
+			c0[d]++
+		}
+		for _, r := range tmp {
+			d := ((r.start - lo) >> (3 + lowBits)) & (1<<hiBits - 1)
+			part[c1[d]] = r
+			c1[d]++
 		}
 	}
 	return dst

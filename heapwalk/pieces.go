@@ -1,6 +1,10 @@
 package heapwalk
 
-import "golang.org/x/sys/unix"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 // The heap is copied in pieces. Reading each object's first bytes with
 // its own iovec costs the kernel about half a microsecond an iovec (it
@@ -135,4 +139,9 @@ func (h *heapCopy) view(a, end uint64, hdr uint64) []byte {
 		return nil
 	}
 	return h.data[slot-1][off:lim]
+}
+
+// unsafeWords is m as uint64s (m is page aligned).
+func unsafeWords(m []byte) []uint64 {
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&m[0])), len(m)/8)
 }

@@ -57,3 +57,29 @@ func TestSortEntries(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRadixRuns sorts 2.5M runs spread over 100 MiB of heap, in
+// batches of 4096 shuffled as a walk records them.
+func BenchmarkRadixRuns(b *testing.B) {
+	const lo = 0x7_0000_0000
+	rng := rand.New(rand.NewPCG(1, 2))
+	n := 2_500_000
+	base := make([]run, n)
+	for i := range base {
+		base[i] = run{lo + uint64(i)*40 + uint64(rng.IntN(4))*8, 2, uint32(i)}
+	}
+	rng.Shuffle(n/4096, func(i, j int) {
+		for k := 0; k < 4096; k++ {
+			base[i*4096+k], base[j*4096+k] = base[j*4096+k], base[i*4096+k]
+		}
+	})
+	for b.Loop() {
+		b.StopTimer()
+		var segs [][]run
+		for i := 0; i < n; i += runSeg {
+			segs = append(segs, append([]run(nil), base[i:min(n, i+runSeg)]...))
+		}
+		b.StartTimer()
+		radixRuns(segs, n, lo)
+	}
+}

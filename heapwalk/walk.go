@@ -349,6 +349,7 @@ func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) 
 	start := time.Now()
 	w := newWalker(l, mem, cfg.withDefaults())
 	defer w.heap.free()
+	defer w.visited.free()
 	before, activeB, err := l.collections(w.r)
 	if err != nil {
 		return nil, fmt.Errorf("walk: %w", err)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -156,7 +157,7 @@ func newScanRun(so ScanOptions) (*scanRun, error) {
 		so.Memory = DefaultScanMemory
 	}
 	base.budget = join.NewBudget(so.Memory)
-	base.walkGate = newWalkGate(walkSlice)
+	base.walkGate = newWalkGate(runtime.NumCPU(), walkSlice)
 	if err := base.openSampler(); err != nil {
 		return nil, err
 	}

@@ -5,12 +5,13 @@ import (
 	"time"
 )
 
-// walkGate shares a scan's heap walks out on the CPU: one walks at a
-// time, for walkSlice, then hands over to the next that waits (a
-// channel serves its receivers in turn). Each JVM's walk names the
-// objects its samples hit first, so a scan that ends before its walks do
-// has named each JVM's hot objects, where walks side by side on a busy
-// host all ended unfinished, and none waits for another's whole walk.
+// walkGate shares a scan's heap walks out on the CPU: as many walk at a
+// time as the host has CPUs, each for walkSlice, then hands over to the
+// next that waits (a channel serves its receivers in turn). Each JVM's
+// walk names the objects its samples hit first, so a scan that ends
+// before its walks do has named each JVM's hot objects, where six walks
+// side by side on two CPUs all ended unfinished, and none waits for
+// another's whole walk.
 type walkGate struct {
 	token chan struct{}
 	slice time.Duration
@@ -19,9 +20,12 @@ type walkGate struct {
 // walkSlice is how long a scan's walk runs before it lets another in.
 const walkSlice = 50 * time.Millisecond
 
-func newWalkGate(slice time.Duration) *walkGate {
-	g := &walkGate{token: make(chan struct{}, 1), slice: slice}
-	g.token <- struct{}{}
+func newWalkGate(walks int, slice time.Duration) *walkGate {
+	walks = max(1, walks)
+	g := &walkGate{token: make(chan struct{}, walks), slice: slice}
+	for range walks {
+		g.token <- struct{}{}
+	}
 	return g
 }
 

@@ -11,7 +11,7 @@ import (
 // slice, so that each progresses while the others wait, and one at a
 // time; a walk whose context ends while it waits stops.
 func TestWalkGateShares(t *testing.T) {
-	g := newWalkGate(5 * time.Millisecond)
+	g := newWalkGate(1, 5*time.Millisecond)
 	const walks, steps = 3, 40
 	var mu sync.Mutex
 	inside, most := 0, 0
@@ -84,5 +84,16 @@ func TestWalkGateShares(t *testing.T) {
 	turn.leave()
 	if _, ok := g.enter(context.Background()); !ok {
 		t.Error("the gate is not free after leave")
+	}
+
+	// A gate of two lets two in at once, and a third waits.
+	g2 := newWalkGate(2, time.Hour)
+	ctx3, cancel3 := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel3()
+	_, ok1 := g2.enter(context.Background())
+	_, ok2 := g2.enter(context.Background())
+	_, ok3 := g2.enter(ctx3)
+	if !ok1 || !ok2 || ok3 {
+		t.Errorf("gate of two: entered %v %v %v, want true true false", ok1, ok2, ok3)
 	}
 }

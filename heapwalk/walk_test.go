@@ -632,3 +632,34 @@ func sameResult(t *testing.T, what string, got, want *Result) {
 		t.Errorf("%s: stats %+v, want %+v", what, gs, ws)
 	}
 }
+
+// staleCopy is a target whose heap pieces, copied whole, show zeros
+// where the objects are, as a piece copied before the JVM allocated them
+// would; each object read on its own is there.
+type staleCopy struct{ *fakeMem }
+
+func (m staleCopy) ReadVector(dst []byte, spans []Span) (int, error) {
+	n, err := m.fakeMem.ReadVector(dst, spans)
+	off := 0
+	for _, s := range spans {
+		if s.Len == pieceSize && s.Addr >= heapLo && s.Addr < heapLo+heapBytes {
+			clear(dst[off : off+s.Len])
+		}
+		off += s.Len
+	}
+	return n, err
+}
+
+// TestWalkCopyStale: objects whose copy does not parse are read again
+// from the target, and the walk finds what a walk without copies does.
+func TestWalkCopyStale(t *testing.T) {
+	sc := buildSceneV(t, variants[0])
+	cfg := Config{FieldName: sc.names, MinSize: 1 << 20}
+	want := walkScene(t, sc, sc.s.m, Config{FieldName: sc.names, MinSize: 1 << 20, MaxCopy: 1})
+	got := walkScene(t, sc, staleCopy{sc.s.m}, cfg)
+	if got.Stats.Pieces == 0 || got.Stats.Reread < got.Stats.Objects/2 {
+		t.Fatalf("%d pieces copied, %d of %d objects read again: want pieces, and most objects read again",
+			got.Stats.Pieces, got.Stats.Reread, got.Stats.Objects)
+	}
+	sameResult(t, "stale copies", got, want)
+}

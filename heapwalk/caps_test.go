@@ -279,3 +279,27 @@ func TestWalkPace(t *testing.T) {
 		t.Errorf("a whole walk left %d pending", full.Stats.Pending)
 	}
 }
+
+// TestWalkCopyAfterGC: once the collection count moves during a walk,
+// the pieces copied before are dropped and copied again as batches need
+// them, and the walk finds what one without copies does.
+func TestWalkCopyAfterGC(t *testing.T) {
+	sc := buildScene(t, "jdk17", true, true)
+	m := sc.s.m
+	want := walkScene(t, sc, m, Config{Batch: 16, MaxCopy: 1})
+	calm := walkScene(t, sc, m, Config{Batch: 16})
+	sameResult(t, "calm", calm, want)
+	reads := 0
+	m.onRead = func() {
+		if reads++; reads == 50 {
+			m.put32(sc.s.gcCount, m.get32(sc.s.gcCount)+1)
+		}
+	}
+	defer func() { m.onRead = nil }()
+	got := walkScene(t, sc, m, Config{Batch: 16})
+	if calm.Stats.CopyResets != 0 || got.Stats.CopyResets == 0 || got.Stats.Pieces <= calm.Stats.Pieces {
+		t.Errorf("copies dropped %d times (%d without a collection), %d pieces copied (%d without)",
+			got.Stats.CopyResets, calm.Stats.CopyResets, got.Stats.Pieces, calm.Stats.Pieces)
+	}
+	sameResult(t, "after a collection", got, want)
+}

@@ -16,7 +16,10 @@ import (
 // Config.MaxCopy bytes of pieces; past that, objects are read one span
 // each as before. Pieces are kept for the walk: the JVM runs on, so an
 // object whose copy does not parse (a header forwarded or not a class,
-// a length past its range) is read again from the JVM.
+// a length past its range) is read again from the JVM, and every 16
+// batches the walk checks the collection count: after a collection, the
+// pieces are copied again as batches need them (a collection moves
+// objects where the copy holds others that parse).
 
 const (
 	pieceShift = 16 // 64 KiB
@@ -41,6 +44,7 @@ type heapCopy struct {
 	data   [][]byte
 	valid  []int // bytes of each slot read
 	budget int   // bytes of pieces still allowed
+	size   int   // of the arena
 	// per batch: the pieces to copy
 	want  []uint32
 	spans []Span
@@ -58,7 +62,15 @@ func newHeapCopy(lo, hi uint64, budget int) *heapCopy {
 		return nil
 	}
 	unix.Madvise(arena, unix.MADV_HUGEPAGE) // a hint: without it, 4 KiB pages
-	return &heapCopy{lo: lo, index: make([]int32, n), budget: budget, arena: arena}
+	return &heapCopy{lo: lo, index: make([]int32, n), budget: budget, size: budget, arena: arena}
+}
+
+// reset drops every piece: a collection moved objects since they were
+// copied. The arena is used again from its start.
+func (h *heapCopy) reset() {
+	clear(h.index)
+	h.data, h.valid = h.data[:0], h.valid[:0]
+	h.budget, h.used = h.size, 0
 }
 
 // free unmaps the copy; no view of it may be used after.
@@ -122,23 +134,22 @@ func (h *heapCopy) load(w *walker, addrs func(i int) uint64, n int) {
 	}
 }
 
-// view is the copy of the heap from a to the end of its piece's bytes
-// read (at most to end), or nil when a's piece is not copied or its
-// header is not in the copy.
-func (h *heapCopy) view(a, end uint64, hdr uint64) []byte {
+// span is the copy of the heap's bytes [a, end), or nil when they are
+// not all in one copied piece's bytes read.
+func (h *heapCopy) span(a, end uint64) []byte {
+	if a < h.lo || end <= a {
+		return nil
+	}
 	p := (a - h.lo) >> pieceShift
+	if p >= uint64(len(h.index)) {
+		return nil
+	}
 	slot := h.index[p]
-	if slot <= 0 {
-		return nil
-	}
 	base := h.lo + p<<pieceShift
-	v := uint64(h.valid[slot-1])
-	lim := min(v, end-base)
-	off := a - base
-	if off+hdr > lim {
+	if slot <= 0 || end-base > uint64(h.valid[slot-1]) {
 		return nil
 	}
-	return h.data[slot-1][off:lim]
+	return h.data[slot-1][a-base : end-base]
 }
 
 // unsafeWords is m as uint64s (m is page aligned).

@@ -161,6 +161,9 @@ type Stats struct {
 	BytesRead int64
 	Pieces    int   // pieces of the heap copied whole (pieces.go)
 	Reread    int64 // objects whose copy did not parse, read again from the JVM
+	// CopyResets: the pieces were dropped after a collection, and
+	// copied again as needed.
+	CopyResets int
 
 	Invalid    int64 // objects skipped: klass, size or length not valid
 	Unreadable int64 // objects skipped: memory unreadable
@@ -316,10 +319,14 @@ type walker struct {
 	offBits int // significant bits of a heap offset in words
 	spans   []Span
 	heap    *heapCopy
-	sink    byte // keeps the touching loop
+	copyGC  uint32 // the collection count the pieces were copied after
+	sink    byte   // keeps the touching loop
 	views   [][]byte
 	hbuf    []byte
-	spanOf  []int // for each object of the batch, the span holding it (-1: its piece's copy)
+	spanOf  []int  // for each object of the batch, the span holding it
+	need    []bool // for each span: some object's view is not in the copy
+	rspans  []Span // the spans read
+	rvalid  []int
 	spanAt  []int // for each span, its offset in buf
 	valid   []int
 	buf     []byte
@@ -327,6 +334,10 @@ type walker struct {
 	later   []tail // the rest of large arrays, for when the queue is empty
 	mbuf    []byte
 }
+
+// copyCheck is how many batches the walk reads from its copy between
+// looks at the collection count.
+const copyCheck = 16
 
 // Header bytes read of each object at first: the header, and the
 // fields of most small objects.
@@ -354,7 +365,7 @@ func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) 
 	if err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
 	}
-	w.gcSeen = before
+	w.gcSeen, w.copyGC = before, before
 
 	mirrors := w.classMirrors()
 	w.stats.RootsTime = time.Since(start)
@@ -497,6 +508,13 @@ func (w *walker) drain(ctx context.Context) {
 				return
 			}
 		}
+		if w.heap != nil && w.batches%copyCheck == 0 {
+			if n, active, err := w.l.collections(w.r); err == nil && (n != w.copyGC || active) {
+				w.heap.reset()
+				w.copyGC = n
+				w.stats.CopyResets++
+			}
+		}
 		if w.cfg.StopOnGC && w.batches%64 == 0 {
 			if n, active, err := w.l.collections(w.r); err == nil && (n != w.gcSeen || active) {
 				w.stats.StoppedOnGC = true
@@ -524,17 +542,17 @@ func (w *walker) drain(ctx context.Context) {
 		w.sink = sink
 		for i, ent := range w.batch {
 			a := w.lo + ent>>edgeBits<<3
-			view := w.views[i]
-			if si := w.spanOf[i]; si >= 0 {
+			view, copied := w.views[i], w.views[i] != nil
+			if !copied {
+				si := w.spanOf[i]
 				s := w.spans[si]
 				lo := w.spanAt[si] + int(a-s.Addr)
 				hi := w.spanAt[si] + w.valid[si]
-				view = nil
 				if lo < hi {
 					view = w.buf[lo:hi]
 				}
 			}
-			w.visit(a, uint32(ent&maxEdges), view, w.spanOf[i] < 0)
+			w.visit(a, uint32(ent&maxEdges), view, copied)
 		}
 		w.readTails()
 	}
@@ -547,20 +565,9 @@ func (w *walker) readBatch() {
 	w.spans = w.spans[:0]
 	w.spanOf = w.spanOf[:0]
 	w.views = w.views[:0]
-	if w.heap != nil {
-		w.heap.load(w, func(i int) uint64 { return w.lo + w.batch[i]>>edgeBits<<3 }, len(w.batch))
-	}
 	for _, ent := range w.batch {
 		a := w.lo + ent>>edgeBits<<3
 		rg, _ := w.l.inHeap(a, 0)
-		if w.heap != nil {
-			if v := w.heap.view(a, rg.End, w.l.HeaderSize+4); v != nil {
-				w.views = append(w.views, v)
-				w.spanOf = append(w.spanOf, -1)
-				continue
-			}
-		}
-		w.views = append(w.views, nil)
 		end := min(a+headBytes, rg.End)
 		if n := len(w.spans); n > 0 {
 			s := &w.spans[n-1]
@@ -577,21 +584,64 @@ func (w *walker) readBatch() {
 		w.spans = append(w.spans, Span{Addr: a, Len: int(end - a)})
 		w.spanOf = append(w.spanOf, len(w.spans)-1)
 	}
+	// An object's view is its span's bytes from its start, from the copy
+	// when the copy holds them all: the same bytes either way, so the
+	// walk visits the same objects in the same order.
+	if cap(w.need) < len(w.spans) {
+		w.need = make([]bool, len(w.spans))
+	}
+	w.need = w.need[:len(w.spans)]
+	clear(w.need)
+	if w.heap != nil {
+		w.heap.load(w, func(i int) uint64 { return w.lo + w.batch[i]>>edgeBits<<3 }, len(w.batch))
+	}
+	for i, ent := range w.batch {
+		a := w.lo + ent>>edgeBits<<3
+		s := w.spans[w.spanOf[i]]
+		var v []byte
+		if w.heap != nil {
+			v = w.heap.span(a, s.Addr+uint64(s.Len))
+		}
+		if v == nil {
+			w.need[w.spanOf[i]] = true
+		}
+		w.views = append(w.views, v)
+	}
+	if cap(w.spanAt) < len(w.spans) {
+		w.spanAt = make([]int, len(w.spans))
+	}
+	if cap(w.valid) < len(w.spans) {
+		w.valid = make([]int, len(w.spans))
+	}
+	w.spanAt, w.valid = w.spanAt[:len(w.spans)], w.valid[:len(w.spans)]
+	w.rspans = w.rspans[:0]
 	total := 0
-	w.spanAt = w.spanAt[:0]
-	for _, s := range w.spans {
-		w.spanAt = append(w.spanAt, total)
-		total += s.Len
+	for i, s := range w.spans {
+		w.spanAt[i] = total
+		if w.need[i] {
+			w.rspans = append(w.rspans, s)
+			total += s.Len
+		}
+	}
+	if len(w.rspans) == 0 {
+		return
 	}
 	if cap(w.buf) < total {
 		w.buf = make([]byte, total)
 	}
 	w.buf = w.buf[:total]
-	if cap(w.valid) < len(w.spans) {
-		w.valid = make([]int, len(w.spans))
+	if cap(w.rvalid) < len(w.rspans) {
+		w.rvalid = make([]int, len(w.rspans))
 	}
-	w.valid = w.valid[:len(w.spans)]
-	w.r.readSpans(w.buf, w.spans, w.valid)
+	w.rvalid = w.rvalid[:len(w.rspans)]
+	w.r.readSpans(w.buf, w.rspans, w.rvalid)
+	k := 0
+	for i := range w.spans {
+		if w.need[i] {
+			w.valid[i] = w.rvalid[k]
+			k++
+		}
+	}
 }
 
 // tail is the part of an object the first read did not cover and whose
@@ -601,6 +651,9 @@ type tail struct {
 	n     uint64
 	k     *klass
 	chain uint32
+	// copied: the object's header was read from the copy, and so may
+	// the rest be; else the rest is read from the JVM, as the header was.
+	copied bool
 }
 
 // visit validates the object at a, found over edge e, whose first
@@ -680,14 +733,14 @@ func (w *walker) visit(a uint64, e uint32, view []byte, copied bool) {
 		if end <= uint64(len(view)) {
 			w.scanFields(k, view, chain)
 		} else {
-			w.tails = append(w.tails, tail{addr: a, n: end, k: k, chain: chain})
+			w.tails = append(w.tails, tail{addr: a, n: end, k: k, chain: chain, copied: copied})
 		}
 	case kindObjArray:
 		end := k.hdr + length*l.OopSize
 		if end <= uint64(len(view)) {
 			w.scanArray(k, view[k.hdr:end], chain)
 		} else if length > 0 {
-			w.tails = append(w.tails, tail{addr: a + k.hdr, n: length * l.OopSize, k: k, chain: chain})
+			w.tails = append(w.tails, tail{addr: a + k.hdr, n: length * l.OopSize, k: k, chain: chain, copied: copied})
 		}
 	}
 }
@@ -926,8 +979,12 @@ func (w *walker) readTails() {
 		j, total := i, uint64(0)
 		w.spans = w.spans[:0]
 		for j < len(w.tails) && w.tails[j].n <= bigTail && total+w.tails[j].n <= tailBatch {
-			w.spans = append(w.spans, Span{Addr: w.tails[j].addr, Len: int(w.tails[j].n)})
-			total += w.tails[j].n
+			n := w.tails[j].n
+			if w.tails[j].copied && w.heap.span(w.tails[j].addr, w.tails[j].addr+n) != nil {
+				n = 0 // in the copy
+			}
+			w.spans = append(w.spans, Span{Addr: w.tails[j].addr, Len: int(n)})
+			total += n
 			j++
 		}
 		if cap(w.buf) < int(total) {
@@ -938,15 +995,22 @@ func (w *walker) readTails() {
 			w.valid = make([]int, len(w.spans))
 		}
 		w.valid = w.valid[:len(w.spans)]
-		w.r.readSpans(w.buf, w.spans, w.valid)
+		if total > 0 {
+			w.r.readSpans(w.buf, w.spans, w.valid)
+		}
 		off := 0
 		for s := i; s < j; s++ {
 			t := w.tails[s]
-			b := w.buf[off : off+int(t.n)]
-			off += int(t.n)
-			if w.valid[s-i] < int(t.n) {
-				w.stats.Unreadable++
-				continue
+			var b []byte
+			if w.spans[s-i].Len == 0 {
+				b = w.heap.span(t.addr, t.addr+t.n)
+			} else {
+				b = w.buf[off : off+int(t.n)]
+				off += int(t.n)
+				if w.valid[s-i] < int(t.n) {
+					w.stats.Unreadable++
+					continue
+				}
 			}
 			if t.k.kind == kindObjArray {
 				w.scanArray(t.k, b, t.chain)

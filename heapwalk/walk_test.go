@@ -579,25 +579,28 @@ func TestWalkShenandoahForwarded(t *testing.T) {
 
 // TestWalkCopySame walks each synthetic scene from copied pieces, from
 // one piece then spans (a budget of one piece), and one span an object
-// (no copy): the rows, chains, samples and lookups are the same.
+// (no copy), in batches of 4096 and of 16: the rows (in order), chains,
+// samples and lookups are the same.
 func TestWalkCopySame(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
 			sc := buildSceneV(t, v)
-			walk := func(maxCopy int) *Result {
-				return walkScene(t, sc, sc.s.m, Config{FieldName: sc.names, MinSize: 1 << 20, MaxCopy: maxCopy,
-					Roots: []Root{{Addr: sc.shared, Hop: "Main.main local #2", Rank: 1}, {Addr: sc.onlyRoot, Hop: "Main.main local #1", Rank: 1}}})
-			}
-			want := walk(1)
-			if want.Stats.Pieces != 0 {
-				t.Fatalf("a budget under a piece copied %d pieces", want.Stats.Pieces)
-			}
-			for _, maxCopy := range []int{0, pieceSize} {
-				got := walk(maxCopy)
-				if got.Stats.Pieces == 0 {
-					t.Fatalf("MaxCopy %d: no piece copied", maxCopy)
+			for _, batch := range []int{0, 16} {
+				walk := func(maxCopy int) *Result {
+					return walkScene(t, sc, sc.s.m, Config{FieldName: sc.names, MinSize: 1 << 20, MaxCopy: maxCopy, Batch: batch,
+						Roots: []Root{{Addr: sc.shared, Hop: "Main.main local #2", Rank: 1}, {Addr: sc.onlyRoot, Hop: "Main.main local #1", Rank: 1}}})
 				}
-				sameResult(t, fmt.Sprintf("MaxCopy %d", maxCopy), got, want)
+				want := walk(1)
+				if want.Stats.Pieces != 0 {
+					t.Fatalf("a budget under a piece copied %d pieces", want.Stats.Pieces)
+				}
+				for _, maxCopy := range []int{0, pieceSize} {
+					got := walk(maxCopy)
+					if got.Stats.Pieces == 0 {
+						t.Fatalf("MaxCopy %d: no piece copied", maxCopy)
+					}
+					sameResult(t, fmt.Sprintf("batch %d, MaxCopy %d", batch, maxCopy), got, want)
+				}
 			}
 		})
 	}
@@ -642,7 +645,7 @@ func (m staleCopy) ReadVector(dst []byte, spans []Span) (int, error) {
 	n, err := m.fakeMem.ReadVector(dst, spans)
 	off := 0
 	for _, s := range spans {
-		if s.Len == pieceSize && s.Addr >= heapLo && s.Addr < heapLo+heapBytes {
+		if s.Len == pieceSize && s.Addr%pieceSize == 0 && s.Addr >= heapLo && s.Addr < heapLo+heapBytes {
 			clear(dst[off : off+s.Len])
 		}
 		off += s.Len

@@ -5,14 +5,14 @@ package decode
 type Cause uint8
 
 const (
-	CauseAddress      Cause = iota // Decode gives an address
-	CauseNoBytes                   // the bytes at ip are unreadable or do not decode
-	CauseUncomputable              // the access at ip has an fs/gs segment or a vector index
-	CauseNoBoundary                // no operand at ip, and the instruction ending at ip is ambiguous
-	CauseNoMemory                  // no memory operand at ip, nor a load ending at ip: arithmetic, branches
-	CauseBaseClobbered             // the load ending at ip overwrote its base register
-	CauseIndexClobbered            // the load ending at ip overwrote its index, and Base did not apply
-	CauseNotLoad                   // the instruction ending at ip accesses memory but is no whitelisted load (a store, rep movs, ...)
+	CauseAddress        Cause = iota // Decode gives an address
+	CauseNoBytes                     // the bytes at ip are unreadable or do not decode
+	CauseUncomputable                // the access at ip has an fs/gs segment or a vector index
+	CauseNoBoundary                  // no operand at ip, and the instruction ending at ip is ambiguous
+	CauseNoMemory                    // no memory operand at ip, nor a load ending at ip: arithmetic, branches
+	CauseBaseClobbered               // the load ending at ip overwrote its base register
+	CauseIndexClobbered              // the load ending at ip overwrote its index, and Base did not apply
+	CauseNotLoad                     // the instruction ending at ip accesses memory but is no whitelisted load (a store, rep movs, ...)
 )
 
 var causeNames = [...]string{"address", "no-bytes", "uncomputable", "no-boundary", "no-memory-operand", "base-clobbered", "index-clobbered", "not-a-load"}

@@ -39,6 +39,13 @@ const (
 	// LookBack: the instruction ending at ip is a load whose result the
 	// instruction at ip consumes; its address was rebuilt.
 	LookBack
+	// Base: the instruction ending at ip is a load whose result the
+	// instruction at ip consumes, but the load overwrote its own index
+	// register (C2's `mov (%rdi,%r10,1),%r10; bswap %r10` in
+	// DirectByteBuffer.getLong). Addr is base+disp: the start of what the
+	// access indexes into (an array's elements, a buffer's memory), not the
+	// byte it read. Good for naming the owner, not for offsets or lines.
+	Base
 )
 
 func (m Method) String() string {
@@ -47,6 +54,8 @@ func (m Method) String() string {
 		return "at-ip"
 	case LookBack:
 		return "look-back"
+	case Base:
+		return "base"
 	}
 	return "none"
 }
@@ -97,7 +106,7 @@ func (d *Decoder) Decode(before, at []byte, r *Regs) Result {
 		return Result{}
 	}
 	lb, consumed, lbOK := d.lookBack(before, r, x.reads())
-	if lbOK && consumed {
+	if lbOK && consumed && lb.Method == LookBack {
 		return lb
 	}
 	if x.access() {
@@ -109,7 +118,7 @@ func (d *Decoder) Decode(before, at []byte, r *Regs) Result {
 		}
 		return x.result(a, AtIP, x.store())
 	}
-	if lbOK {
+	if lbOK && (lb.Method == LookBack || consumed) {
 		return lb
 	}
 	return Result{}
@@ -172,14 +181,36 @@ func (d *Decoder) boundary(before []byte) (int, bool) {
 // unrelated `inc` or `jmp` 400 times as often as on the load itself.
 func (d *Decoder) candidate(c *insn, r *Regs, reads uint64) (Result, bool, bool) {
 	dst, ok := c.loadDest()
-	if !ok || dst&c.addrRegs() != 0 {
+	if !ok {
 		return Result{}, false, false
+	}
+	if dst&c.addrRegs() != 0 {
+		return c.baseOnly(dst, r, reads)
 	}
 	a, ok := c.ea(r, r.IP)
 	if !ok {
 		return Result{}, false, false
 	}
 	return c.result(a, LookBack, false), dst&reads != 0, true
+}
+
+// baseOnly is the candidate of a load that overwrote its index register
+// and nothing else of its address: only base+disp survives. It needs a
+// consumer, and a base that is a pointer: not rsp (a spill slot is no
+// object) and not r12, which HotSpot keeps as the compressed-oop heap base
+// (`mov 0x10(%r12,%r11,8),%r11` indexes the heap by a narrow oop).
+func (x *insn) baseOnly(dst uint64, r *Regs, reads uint64) (Result, bool, bool) {
+	if x.index < 0 || x.base < 0 || x.base >= 16 || x.base == 4 || x.base == 12 ||
+		dst&gprBit(uint8(x.base)) != 0 || dst&gprBit(uint8(x.index)) == 0 || dst&reads == 0 ||
+		x.vsib || x.str || !x.dispOK || x.seg == 0x64 || x.seg == 0x65 {
+		return Result{}, false, false
+	}
+	mask := ^uint64(0)
+	if x.addr32 {
+		mask = 0xffffffff
+	}
+	a := (r.GPR[x.base]&mask + uint64(x.disp)) & mask
+	return Result{Addr: a, Method: Base, Base: x.base, Index: NoReg, Disp: x.disp}, true, true
 }
 
 func (x *insn) result(a uint64, m Method, store bool) Result {

@@ -87,6 +87,11 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 			j.stats.DecodedLookBack++
 			addr = res.Addr
 			accessPC = s.IP()
+		case decode.Base:
+			// The start of what the load indexed: it names the owner.
+			j.stats.DecodedBase++
+			addr = res.Addr
+			accessPC = s.IP()
 		}
 		addr = j.canonical(addr)
 		p.store = res.Method != decode.None && res.Store

@@ -41,8 +41,11 @@ type SampleStats struct {
 	// Details.
 	DecodedAtIP     uint64 `json:"decoded_at_ip" merge:"sum"`
 	DecodedLookBack uint64 `json:"decoded_look_back" merge:"sum"`
-	KernelSkipped   uint64 `json:"kernel_skipped" merge:"sum"`
-	Unjoined        uint64 `json:"unjoined" merge:"sum"` // samples before the agent connected
+	// DecodedBase: a load that overwrote its index register; the address
+	// is its base+disp, the start of what it indexed (decode.Base).
+	DecodedBase   uint64 `json:"decoded_base" merge:"sum"`
+	KernelSkipped uint64 `json:"kernel_skipped" merge:"sum"`
+	Unjoined      uint64 `json:"unjoined" merge:"sum"` // samples before the agent connected
 	// Late counts samples that reached the join after it had applied heap
 	// changes newer than them (judged against a newer heap); LateMaxMs is
 	// the worst such lag.

@@ -359,3 +359,44 @@ func retiredCount() int {
 	defer retired.Unlock()
 	return len(retired.list)
 }
+
+// Shutdown ends the idle executors and waits up to 200 ms for them to exit:
+// one for files shares our file table, so until it exits what djx-bpf
+// opened (the agent's socket, BPF links, perf events) stays open after
+// djx-bpf has exited, and the agent sees its loader still there. An
+// executor stuck in a call is left, as always. Call it before exiting.
+func Shutdown() {
+	pool.Lock()
+	var all []*executor
+	for i := range pool.idle {
+		all = append(all, pool.idle[i]...)
+		pool.idle[i] = nil
+	}
+	pool.Unlock()
+	for _, x := range all {
+		if atomic.CompareAndSwapUint32(x.state, stIdle, stAbandoned) {
+			futex(x.state, futexWakePrivate, 1, nil)
+		}
+		retire(x)
+	}
+	for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		reap()
+		if !anyRetired(all) {
+			return
+		}
+	}
+}
+
+// anyRetired reports whether any of xs is still waiting to be reaped.
+func anyRetired(xs []*executor) bool {
+	retired.Lock()
+	defer retired.Unlock()
+	for _, r := range retired.list {
+		for _, x := range xs {
+			if r == x {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -9,6 +9,7 @@ import (
 	"runtime/pprof"
 	"strings"
 
+	"github.com/djx-bpf/djx-bpf/targetmem"
 	"github.com/djx-bpf/djx-bpf/termsafe"
 )
 
@@ -43,12 +44,19 @@ func main() {
 				code := run(os.Args[1:])
 				pprof.StopCPUProfile()
 				f.Close()
-				os.Exit(code)
+				exit(code)
 			}
 			f.Close()
 		}
 	}
-	os.Exit(run(os.Args[1:]))
+	exit(run(os.Args[1:]))
+}
+
+// exit ends djx-bpf's memory readers first: those for files share its
+// file table, and would keep the agent's socket and the BPF links open.
+func exit(code int) {
+	targetmem.Shutdown()
+	os.Exit(code)
 }
 
 func run(args []string) int {

@@ -39,7 +39,7 @@ func signalContext(cmd string) (context.Context, func()) {
 		case <-done:
 			return
 		}
-		os.Exit(128 + int(sig.(syscall.Signal)))
+		exit(128 + int(sig.(syscall.Signal)))
 	}()
 	var once sync.Once
 	return ctx, func() {

@@ -63,11 +63,10 @@ func TestWalkHotFirst(t *testing.T) {
 	}
 	// A walk whose context ends after its first batch of items has
 	// walked the hot pages' objects before the others: the cold items
-	// named are those that share a page with hot ones. (The reads are
-	// the clock here: one span each, no copied pieces.)
+	// named are those that share a page with hot ones.
 	ctx, cancel := context.WithCancel(context.Background())
 	mem := &cancelAfter{fakeMem: s.m, reads: 4, cancel: cancel}
-	cut, err := Walk(ctx, lay, mem, Config{FieldName: names, Batch: 256, Hot: hotItems, MaxCopy: 1})
+	cut, err := Walk(ctx, lay, mem, Config{FieldName: names, Batch: 256, Hot: hotItems})
 	if err != nil {
 		t.Fatal(err)
 	}

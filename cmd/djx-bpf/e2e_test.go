@@ -97,15 +97,6 @@ func setup(t *testing.T) {
 	}
 }
 
-// parallelE2E runs an end-to-end subtest side by side with its siblings, at
-// most -test.parallel (GOMAXPROCS: 2 here) at once: for runs whose
-// assertions are shares and ratios of samples, which another JVM beside
-// them does not move, and not costs or rates, which it does.
-func parallelE2E(t *testing.T) {
-	t.Helper()
-	t.Parallel()
-}
-
 // jvm is a Java process started by a test.
 type jvm struct {
 	cmd  *exec.Cmd

@@ -141,7 +141,6 @@ func TestBPFStacksGroundTruth(t *testing.T) {
 		}
 		for sn, sh := range shapes {
 			t.Run(name+"/"+sn, func(t *testing.T) {
-				parallelE2E(t)
 				b := profileStacks(t, home, sh.how, "bpf", sh.jvmArgs)
 				a := profileStacks(t, home, sh.how, "agent", sh.jvmArgs)
 				// The agent's paths match as well, but most borrow their

@@ -544,23 +544,44 @@ func (l *Layout) fromFlags(flags map[string]flag, opts Options) error {
 func (l *Layout) Collections(mem Mem) (count uint32, active bool, err error) {
 	var st Stats
 	r := &reader{mem: mem, stats: &st}
-	return l.collections(r)
+	g, err := l.collections(r)
+	return g.count, g.active, err
 }
 
-func (l *Layout) collections(r *reader) (uint32, bool, error) {
-	var b [4]byte
-	if !r.readAt(b[:], l.collectedHeap+l.off.heapTotal) {
+// gcState is what says whether the heap moved between two reads: the
+// collection count, a pause running, and ZGC's colors (a concurrent
+// cycle's phases change them, not the count).
+type gcState struct {
+	count  uint32
+	active bool
+	colors [len(zColorMasks)]uint64
+}
+
+// moved says whether a collection ran or runs between g and h.
+func (g gcState) moved(h gcState) bool {
+	return g.count != h.count || g.colors != h.colors || g.active || h.active
+}
+
+func (l *Layout) collections(r *reader) (gcState, error) {
+	var b [8]byte
+	if !r.readAt(b[:4], l.collectedHeap+l.off.heapTotal) {
 		if r.gone != nil {
-			return 0, false, fmt.Errorf("read the collection count: %w", r.gone)
+			return gcState{}, fmt.Errorf("read the collection count: %w", r.gone)
 		}
-		return 0, false, fmt.Errorf("read the collection count at %#x: unreadable", l.collectedHeap+l.off.heapTotal)
+		return gcState{}, fmt.Errorf("read the collection count at %#x: unreadable", l.collectedHeap+l.off.heapTotal)
 	}
-	count := le32(b[:])
-	active := false
+	g := gcState{count: le32(b[:])}
 	if l.off.hasActive && r.readAt(b[:1], l.collectedHeap+l.off.heapActive) {
-		active = b[0] != 0
+		g.active = b[0] != 0
 	}
-	return count, active, nil
+	if l.z != nil {
+		for i, a := range l.z.colorAt {
+			if r.readAt(b[:], a) {
+				g.colors[i] = le64(b[:])
+			}
+		}
+	}
+	return g, nil
 }
 
 // minObjectShift is log2 of the smallest object's bytes: 8 with compact

@@ -203,10 +203,11 @@ type Stats struct {
 type GCCheck struct {
 	Before, After             uint32
 	ActiveBefore, ActiveAfter bool
-	// Evacuated: under Shenandoah, whose concurrent cycles leave the
-	// count alone, the walk met objects forwarded or no longer parsed: a
-	// cycle evacuated during it, and may have freed and reused regions
-	// the walk read before their references were updated.
+	// Evacuated: under Shenandoah and ZGC, whose concurrent cycles leave
+	// the count alone, the walk met objects it could not parse (or,
+	// Shenandoah, forwarded): a cycle evacuated during it, and may have
+	// freed and reused regions the walk read before their references
+	// were updated.
 	Evacuated  bool
 	Overlapped bool
 }
@@ -295,7 +296,7 @@ type walker struct {
 
 	found   int64 // objects found (marked) so far
 	stopped bool
-	gcSeen  uint32
+	gcSeen  gcState
 	batches int
 
 	// Per batch buffers.
@@ -330,7 +331,7 @@ const (
 func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) {
 	start := time.Now()
 	w := newWalker(l, mem, cfg.withDefaults())
-	before, activeB, err := l.collections(w.r)
+	before, err := l.collections(w.r)
 	if err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
 	}
@@ -379,14 +380,17 @@ func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) 
 	if w.r.gone != nil {
 		return nil, fmt.Errorf("walk: %w", w.r.gone)
 	}
-	after, activeA, err := l.collections(w.r)
+	after, err := l.collections(w.r)
 	if err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
 	}
 	res := w.result()
-	evac := l.GC == "shenandoah" && (w.stats.Forwarded > 0 || w.stats.Invalid > 0)
-	res.GC = GCCheck{Before: before, After: after, ActiveBefore: activeB, ActiveAfter: activeA, Evacuated: evac,
-		Overlapped: before != after || activeB || activeA || evac}
+	// ZGC's stale references are read through its forwarding tables, but
+	// objects it could not parse mean pages freed and reused under the
+	// walk, as under Shenandoah's evacuation.
+	evac := l.GC == "shenandoah" && (w.stats.Forwarded > 0 || w.stats.Invalid > 0) || l.z != nil && w.stats.Invalid > 0
+	res.GC = GCCheck{Before: before.count, After: after.count, ActiveBefore: before.active, ActiveAfter: after.active, Evacuated: evac,
+		Overlapped: before.moved(after) || evac}
 	res.Stats.Time = time.Since(start)
 	return res, nil
 }
@@ -476,7 +480,7 @@ func (w *walker) drain(ctx context.Context) {
 		}
 		w.batches++
 		if w.cfg.StopOnGC && w.batches%64 == 0 {
-			if n, active, err := w.l.collections(w.r); err == nil && (n != w.gcSeen || active) {
+			if g, err := w.l.collections(w.r); err == nil && w.gcSeen.moved(g) {
 				w.stats.StoppedOnGC = true
 				w.stopped = true
 				return

@@ -25,6 +25,14 @@ var zNeeds = []vmstructs.Need{
 	vmstructs.NeedField("ZPageAllocator::_max_capacity"),
 }
 
+// zColorMasks point at the good masks of JDK 17's ZGC (one) and of
+// generational ZGC (load and store).
+var zColorMasks = [...]string{
+	"ZGlobalsForVMStructs::_ZAddressGoodMask",
+	"ZGlobalsForVMStructs::_ZPointerLoadGoodMask",
+	"ZGlobalsForVMStructs::_ZPointerStoreGoodMask",
+}
+
 // zRemappedShift is the lowest of generational ZGC's four remapped bits
 // in a colored pointer (zAddress.hpp): a pointer's load shift is its
 // remapped bit's place plus one.
@@ -40,6 +48,9 @@ type zgc struct {
 	generational bool
 	used         uint64      // offsets the walk covers: [0, used)
 	fwd          *zFwdLayout // the forwarding table; nil: not read (zfwd.go)
+	// colorAt are the addresses of ZGC's good masks: they change at each
+	// mark and relocation start, which leave _total_collections alone.
+	colorAt []uint64
 }
 
 // readZ reads ZGC's offset mask (and, generational, its load shift) and
@@ -82,6 +93,16 @@ func (l *Layout) readZ(v *tableReader) error {
 		return fmt.Errorf("%w: max capacity %d", ErrUnsupported, maxCap)
 	}
 	z.used = min(maxCap*zVirtualToPhysical, mask+1, maxHeapSpan)
+	for _, n := range zColorMasks {
+		if f, ok := v.tab.FirstField(n); ok && !f.Static {
+			if a := v.word(n, g+f.Offset); v.err == nil && a != 0 {
+				z.colorAt = append(z.colorAt, a)
+			}
+		}
+	}
+	if v.err != nil {
+		return v.err
+	}
 	z.fwd = l.readZFwd(v, g, z.generational)
 	l.z = z
 	base := mask + 1

@@ -296,3 +296,37 @@ func TestJoinZGCBarrierLookBack(t *testing.T) {
 		t.Fatalf("stats %+v: want the first sample in the object, the second without an address", st)
 	}
 }
+
+// The timer lands just after the load that stalled: when the access at
+// ip is outside the heap (C2 reads the thread's handle of its
+// java.lang.Thread, `mov 0x2f8(%r15),%rax`, right after a table load in a
+// random-index loop) and a heap load ends at ip, the sample is the heap
+// load's. JDK 17's ServiceTruth put 22-70% of its array loads in
+// "native (malloc)" so.
+func TestJoinNonHeapAtIPLooksBack(t *testing.T) {
+	const heapStart, obj = 0x7_0000_0000, 0x7_0010_0000
+	j := newJVM(1)
+	j.heap, j.heapKnown = heap.Info{GC: "G1", Ranges: []heap.Range{{Start: heapStart, End: heapStart + 1<<30}}}, true
+	j.OnBatch(batch(10, hello(1), alloc(2, obj, 1<<20, "[J", agentwire.Frame{Method: 1})))
+	mk := func(tm uint64, r8 uint64) *sample.Sample {
+		s := &sample.Sample{Time: tm, Flags: sample.FlagAtOK | sample.FlagBeforeOK}
+		for i := range s.Before {
+			s.Before[i] = 0x90
+		}
+		copy(s.Before[len(s.Before)-5:], []byte{0x4f, 0x03, 0x54, 0xd8, 0x10}) // add 0x10(%r8,%r11,8),%r10
+		copy(s.At[:], []byte{0x49, 0x8b, 0x87, 0xf8, 0x02, 0x00, 0x00, 0x90})  // mov 0x2f8(%r15),%rax
+		s.Regs[0] = 0x5555_0000_0000                                           // r15: the JavaThread
+		s.Regs[9] = r8                                                         // r8: the array
+		s.Regs[6] = 100                                                        // r11: the index
+		s.Regs[16] = 0x40_0000                                                 // rip
+		return s
+	}
+	j.OnSample(mk(5, obj), sample.Decode)
+	// A load ending at ip outside the heap too: the access at ip stays.
+	j.OnSample(mk(6, 0x5555_1000_0000), sample.Decode)
+	j.Drain(true)
+	st := j.stats
+	if st.WithAddress != 2 || st.InHeap != 1 || st.Attributed != 1 || st.DecodedLookBack != 1 || st.DecodedAtIP != 1 {
+		t.Fatalf("stats %+v: want the first sample in the array (look-back), the second at ip", st)
+	}
+}

@@ -78,6 +78,14 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 			// the stall is that load's.
 			res = j.dec.Previous(before, &j.regs)
 		}
+		if res.Method == decode.AtIP && j.heapKnown && !j.heap.Contains(j.canonical(res.Addr)) {
+			// The timer lands just after the load that stalled. An access
+			// at ip outside the heap (the thread, a handle, a spill slot)
+			// is cache-resident; a heap load ending at ip is the stall.
+			if prev := j.dec.Previous(before, &j.regs); prev.Method == decode.LookBack && j.heap.Contains(j.canonical(prev.Addr)) {
+				res = prev
+			}
+		}
 		switch res.Method {
 		case decode.AtIP:
 			j.stats.DecodedAtIP++

@@ -51,6 +51,8 @@ func checkServiceTruth(t *testing.T, r *report.Report) {
 	for _, d := range r.DataTypes {
 		typed += d.Samples
 	}
+	t.Logf("samples %d, with address %d (at ip %d, look-back %d, base %d), unjoined %d, gcs %d, untracked %d",
+		s.Samples, s.WithAddress, s.DecodedAtIP, s.DecodedLookBack, s.DecodedBase, s.Unjoined, s.GCs, s.HeapUntracked)
 	t.Logf("in heap %d, attributed %d, held %d (%.1f%%), typed %d (%.1f%%); walk %.0f ms, %d objects, %d structures, overlapped %v; census pause %.1f ms; notes %q",
 		s.InHeap, s.Attributed, held, pct(held, s.InHeap), typed, pct(typed, s.InHeap), s.WalkMs, s.WalkObjects, s.WalkStructures, s.WalkOverlapped, s.CensusPauseMs, r.Notes)
 	if len(r.Objects) == 0 {

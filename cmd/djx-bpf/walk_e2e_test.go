@@ -102,6 +102,10 @@ func checkServiceTruth(t *testing.T, r *report.Report) {
 	}
 	if buf == nil || len(buf.Holder) != 1 || !strings.HasPrefix(buf.Holder[0], "ServiceTruth.main:") || !strings.Contains(buf.Holder[0], " local ") {
 		t.Errorf("main's buffer %+v, want it held by a local of ServiceTruth.main", buf)
+	} else if pct(buf.Samples, s.InHeap) < 3 {
+		// A tenth of the loads; the random index's thread reads right
+		// after each once took them to native memory.
+		t.Errorf("main's buffer has %.1f%% of in-heap samples, want about 8%%", pct(buf.Samples, s.InHeap))
 	}
 	if pct(held, s.InHeap) < 80 {
 		t.Errorf("%.1f%% of in-heap samples in rows named by a holder chain, want >= 80%%", pct(held, s.InHeap))

@@ -121,7 +121,8 @@ func TestDataTypes(t *testing.T) {
 	for _, rc := range runs {
 		tt := typeTruths[rc.truth]
 		t.Run(fmt.Sprintf("%s/%s/%s%s", rc.truth, rc.jdk, rc.how, strings.Join(rc.jvmArgs, "")), func(t *testing.T) {
-			secs := 5.0 // attached
+			t.Parallel() // shares of typed samples; profileTruth profiles longer on a busy host
+			secs := 5.0  // attached
 			if rc.how == "launch" {
 				secs = 6 // with start-up
 			}
@@ -200,6 +201,7 @@ func TestRegions(t *testing.T) {
 	}
 	for _, rc := range runs {
 		t.Run(rc.mode+"/"+rc.jdk+"/"+rc.how, func(t *testing.T) {
+			t.Parallel() // shares of samples by region, as in TestDataTypes
 			secs := 5.0
 			if rc.how == "launch" {
 				secs = 6

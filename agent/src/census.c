@@ -671,3 +671,10 @@ int djx_census_after_gc(JNIEnv *jni, uint64_t since)
 
 	return recensus_due(jni, since, &used) ? run(jni, DJX_CENSUS_AFTER_GC, used) : 0;
 }
+
+void djx_census_reset_locked(void)
+{
+	memset(&sched, 0, sizeof sched);
+	fresh.n = fresh.big = 0;
+	seen.valid = 0;
+}

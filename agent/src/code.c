@@ -137,6 +137,7 @@ void djx_code_caps(jvmtiEnv *j)
 
 	char err[160];
 
+	memset(&cd, 0, sizeof cd); /* a later session in the same library */
 	cd.records = djx_cfg->opt.code;
 	if (djx_cfg->opt.code != 1) {
 		cd.hotspot = djx_vm_init(err, sizeof err) == 0;

@@ -31,6 +31,7 @@ static uint32_t errors_sent;
 void djx_emit_reset_locked(void)
 {
 	mset_free(&methods);
+	errors_sent = 0;
 }
 
 /* Appends rec unless the session is over, stamping the u64 at time_off

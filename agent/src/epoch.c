@@ -29,6 +29,7 @@ void djx_epoch_caps(jvmtiEnv *j)
 
 	memset(&caps, 0, sizeof caps);
 	caps.can_generate_garbage_collection_events = 1;
+	ep.cap_err = NULL;
 	ep.events = (*j)->AddCapabilities(j, &caps) == JVMTI_ERROR_NONE;
 	if (!ep.events)
 		ep.cap_err = "AddCapabilities: no GC events: no frees or moves";

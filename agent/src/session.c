@@ -24,6 +24,7 @@
 #include "roots.h"
 #include "session.h"
 #include "stacks.h"
+#include "stats.h"
 #include "track.h"
 #include "types.h"
 #include "util.h"
@@ -80,6 +81,38 @@ void djx_session_vm_death(void)
 				break;
 	}
 	djx_unlock();
+}
+
+int djx_session_reuse(void)
+{
+	struct timespec dl, torn;
+	int busy;
+
+	djx_lock();
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	torn = dl;
+	/* A writer notices a loader gone within a flush period; once it tore
+	 * the session down it still gives the capabilities back and hangs up,
+	 * JVMTI calls that wait on safepoints, seconds under a GC storm. */
+	dl.tv_sec += 1;
+	torn.tv_sec += 10;
+	while (ss.started && !ss.done) {
+		int detached = djx_detached_locked();
+		if (djx_cond_timedwait_locked(&ss.donecv, detached ? &torn : &dl) == ETIMEDOUT &&
+		    (detached || !djx_detached_locked()))
+			break;
+	}
+	busy = ss.started && !ss.done;
+	if (!busy) {
+		if (ss.started)
+			pthread_cond_destroy(&ss.donecv);
+		memset(&ss, 0, sizeof ss);
+		memset(&djx_stats, 0, sizeof djx_stats);
+		djx_emit_reset_locked();
+		djx_census_reset_locked();
+	}
+	djx_unlock();
+	return busy ? -1 : 0;
 }
 
 /* Gives the heap-sampling capability back so that a later profile (or

@@ -112,7 +112,16 @@ int djx_writer_buffers(void)
 	wr.cur_n = 0;
 	memset(wr.dirt, 0, sizeof wr.dirt);
 	wr.small = 0;
-	return wr.evfd < 0 || wr.cur == NULL || wr.spare == NULL ? -1 : 0;
+	if (wr.evfd < 0 || wr.cur == NULL || wr.spare == NULL)
+		return -1;
+	/* After a session in the same library (djx_session_reuse): callbacks
+	 * append again, now that the buffers exist. */
+	djx_lock();
+	wr.kicked = 0;
+	wr.stop_ns = 0;
+	__atomic_store_n(&wr.detached, 0, __ATOMIC_RELEASE);
+	djx_unlock();
+	return 0;
 }
 
 void djx_writer_close(void)

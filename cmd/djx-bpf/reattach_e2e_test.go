@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// agentCopies counts the copies of the agent library pid maps: distinct
+// files (device and inode) named libdjxagent.so, and how many of them were
+// deleted.
+func agentCopies(t *testing.T, pid int) (copies, deleted int) {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 6 || !strings.Contains(strings.Join(fs[5:], " "), "libdjxagent.so") {
+			continue
+		}
+		if id := fs[3] + " " + fs[4]; !seen[id] {
+			seen[id] = true
+			if strings.HasSuffix(sc.Text(), "(deleted)") {
+				deleted++
+			}
+		}
+	}
+	return len(seen), deleted
+}
+
+// TestReattachOneCopy: twenty short profiles of one JVM, one after
+// another, each a complete attach and detach, leave one copy of the agent
+// in it (each used to leave its own, deleted, for good); each profile
+// finds the hot object, and the JVM runs on.
+func TestReattachOneCopy(t *testing.T) {
+	setup(t)
+	j := startJVM(t, jdks()["jdk17"], nil, "0")
+	pid := j.cmd.Process.Pid
+	dir := t.TempDir()
+	for i := range 20 {
+		out := filepath.Join(dir, fmt.Sprintf("p%d.json", i))
+		code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(pid), "--duration", "1s", "--format", "json", "-o", out)
+		if code != 0 {
+			t.Fatalf("profile %d exited %d:\n%s", i+1, code, stderr)
+		}
+		r := readReport(t, out)
+		if len(r.Objects) == 0 || !strings.Contains(r.Objects[0].Site, "allocHot") {
+			t.Errorf("profile %d: top object %v, want allocHot's", i+1, r.Objects[:min(1, len(r.Objects))])
+		}
+		if n, del := agentCopies(t, pid); n != 1 || del != 0 {
+			t.Fatalf("after profile %d: %d copies of the agent mapped (%d deleted), want 1", i+1, n, del)
+		}
+	}
+	if err := j.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("JVM gone after the profiles: %v", err)
+	}
+}

@@ -39,8 +39,9 @@ func agentCopies(t *testing.T, pid int) (copies, deleted int) {
 
 // TestReattachOneCopy: twenty short profiles of one JVM, one after
 // another, each a complete attach and detach, leave one copy of the agent
-// in it (each used to leave its own, deleted, for good); each profile
-// finds the hot object, and the JVM runs on.
+// in it (each used to leave its own, deleted, for good); each profile,
+// with stacks from BPF or from the agent's signal handler, finds the hot
+// object and its access paths, and the JVM runs on.
 func TestReattachOneCopy(t *testing.T) {
 	setup(t)
 	j := startJVM(t, jdks()["jdk17"], nil, "0")
@@ -48,13 +49,17 @@ func TestReattachOneCopy(t *testing.T) {
 	dir := t.TempDir()
 	for i := range 20 {
 		out := filepath.Join(dir, fmt.Sprintf("p%d.json", i))
-		code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(pid), "--duration", "1s", "--format", "json", "-o", out)
+		args := []string{"profile", "--pid", fmt.Sprint(pid), "--duration", "1s", "--format", "json", "-o", out}
+		if i%2 == 1 { // the agent's stacks: its signal handler, installed once, serves each session
+			args = append(args, "--stacks", "agent")
+		}
+		code, _, stderr := djx(t, args...)
 		if code != 0 {
 			t.Fatalf("profile %d exited %d:\n%s", i+1, code, stderr)
 		}
 		r := readReport(t, out)
-		if len(r.Objects) == 0 || !strings.Contains(r.Objects[0].Site, "allocHot") {
-			t.Errorf("profile %d: top object %v, want allocHot's", i+1, r.Objects[:min(1, len(r.Objects))])
+		if len(r.Objects) == 0 || !strings.Contains(r.Objects[0].Site, "allocHot") || len(r.Objects[0].Accesses) == 0 {
+			t.Errorf("profile %d (%v): top object %+v, want allocHot's, with access paths", i+1, args[7:], r.Objects[:min(1, len(r.Objects))])
 		}
 		if n, del := agentCopies(t, pid); n != 1 || del != 0 {
 			t.Fatalf("after profile %d: %d copies of the agent mapped (%d deleted), want 1", i+1, n, del)

@@ -171,8 +171,8 @@ int djx_big_pending_locked(void)
 
 void djx_big_reset_locked(void)
 {
-	/* Each attach loads a new copy of the library, which opens its own:
-	 * one left open per session would pile up in the JVM. Callbacks only
+	/* Each session opens its own: one left open per session would pile
+	 * up in the JVM, which keeps the library loaded between them. Callbacks only
 	 * read it under the lock (djx_big_add_locked) or once untag_min is set. */
 	if (memfd >= 0)
 		close(memfd);

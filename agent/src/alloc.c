@@ -40,13 +40,17 @@ jvmtiError djx_alloc_set_interval(jvmtiEnv *j)
 	return (*j)->SetHeapSamplingInterval(j, (jint)djx_cfg->opt.interval);
 }
 
-/* Before the events are enabled: callbacks compare against these. */
-void djx_alloc_start(void)
+/* The event is off (the last session switched it off for good). */
+void djx_alloc_reset_locked(void)
 {
-	/* A later session in the same library (djx_session_reuse). */
 	__atomic_store_n(&al.disabled, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&al.raw, 0, __ATOMIC_RELEASE);
 	al.paused = 0;
+}
+
+/* Before the events are enabled: callbacks compare against these. */
+void djx_alloc_start(void)
+{
 	al.cur_interval = al.want_interval = djx_cfg->opt.interval;
 	al.win_ns = djx_now_ns();
 	al.win_calls = 0;

@@ -131,13 +131,18 @@ void djx_code_dynamic(const char *name, const void *address, jint length)
 	djx_emit_stub(name, address, length);
 }
 
+/* Before a session: no capability or event of the last one's counted. */
+void djx_code_reset_locked(void)
+{
+	memset(&cd, 0, sizeof cd);
+}
+
 void djx_code_caps(jvmtiEnv *j)
 {
 	jvmtiCapabilities caps;
 
 	char err[160];
 
-	memset(&cd, 0, sizeof cd); /* a later session in the same library */
 	cd.records = djx_cfg->opt.code;
 	if (djx_cfg->opt.code != 1) {
 		cd.hotspot = djx_vm_init(err, sizeof err) == 0;

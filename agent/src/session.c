@@ -48,16 +48,15 @@ static struct {
 void djx_session_gc_start(void)
 {
 	djx_lock();
-	if (!djx_detached_locked())
-		djx_epoch_start_locked();
+	djx_epoch_start_locked();
 	djx_unlock();
 }
 
 void djx_session_gc_finish(void)
 {
 	djx_lock();
+	djx_epoch_finish_locked();
 	if (!djx_detached_locked()) {
-		djx_epoch_finish_locked();
 		/* The writer scans the tracked objects and checks the humongous ones. */
 		if (djx_track_pending_locked() || djx_big_pending_locked() || djx_cfg->opt.recensus_ms != 0)
 			djx_kick_locked();
@@ -81,6 +80,26 @@ void djx_session_vm_death(void)
 				break;
 	}
 	djx_unlock();
+}
+
+/* Every module's session state back to a fresh library's: the one place
+ * a module is reset. The last session's events are off; ClassPrepare may
+ * stay on for the stacks and the signal handler stays installed, both
+ * inactive. What describes the JVM itself (vmStructs, ZGC's masks, the
+ * code heaps, the process_vm_readv refusal) is kept. */
+static void reset_modules_locked(void)
+{
+	memset(&djx_stats, 0, sizeof djx_stats);
+	djx_epoch_reset_locked();
+	djx_writer_reset_locked();
+	djx_emit_reset_locked();
+	djx_alloc_reset_locked();
+	djx_code_reset_locked();
+	djx_types_reset_locked();
+	djx_track_reset_locked();
+	djx_big_reset_locked();
+	djx_census_reset_locked();
+	djx_stacks_reset_locked();
 }
 
 int djx_session_reuse(void)
@@ -107,9 +126,7 @@ int djx_session_reuse(void)
 		if (ss.started)
 			pthread_cond_destroy(&ss.donecv);
 		memset(&ss, 0, sizeof ss);
-		memset(&djx_stats, 0, sizeof djx_stats);
-		djx_emit_reset_locked();
-		djx_census_reset_locked();
+		reset_modules_locked();
 	}
 	djx_unlock();
 	return busy ? -1 : 0;
@@ -143,9 +160,9 @@ static void teardown(void)
 	djx_lock();
 	djx_stacks_stop();
 	djx_writer_detach_locked();
-	djx_emit_reset_locked();
-	djx_types_reset_locked();
-	djx_big_reset_locked();
+	djx_emit_end_locked();
+	djx_types_end_locked();
+	djx_big_end_locked();
 	djx_unlock();
 }
 

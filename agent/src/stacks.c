@@ -326,7 +326,6 @@ int djx_stacks_install(int sig, char *err, size_t errlen)
 	}
 	for (uint32_t i = 0; i < RING_SLOTS; i++)
 		stk.ring[i].seq = i;
-	stk.kicked = 0;
 install:
 	if (stk.evfd < 0)
 		stk.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -430,6 +429,14 @@ void djx_stacks_uninstall(void)
 	__atomic_store_n(&stk.active, 0, __ATOMIC_RELEASE);
 	sigaction(stk.sig, &stk.prev, NULL);
 	stk.sig = 0;
+}
+
+/* Before a session: the handler, inactive, stays installed for it
+ * (djx_stacks_install); a ring kept because a handler was slow to leave
+ * keeps its positions. */
+void djx_stacks_reset_locked(void)
+{
+	__atomic_store_n(&stk.kicked, 0, RELAXED);
 }
 
 void djx_stacks_stop(void)

@@ -185,3 +185,71 @@ func TestLibraryPathTaken(t *testing.T) {
 		}
 	}
 }
+
+// In a library directory of ours, a file at the library's name that is not
+// a private regular file of ours with the library's bytes (a symlink to
+// the same bytes, another user's copy, a copy others may write) is
+// replaced, never followed or kept; the directory's mode is put back.
+func TestLibraryFileReplaced(t *testing.T) {
+	lib := []byte("ELF replaced")
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, p string)
+	}{
+		{"symlink", func(t *testing.T, p string) {
+			other := filepath.Join(t.TempDir(), "other.so")
+			if err := os.WriteFile(other, lib, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(other, p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"writable", func(t *testing.T, p string) {
+			if err := os.WriteFile(p, lib, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			unix.Chmod(p, 0o666)
+		}},
+		{"another user's", func(t *testing.T, p string) {
+			if os.Geteuid() != 0 {
+				t.Skip("needs root to give the file to another user")
+			}
+			if err := os.WriteFile(p, lib, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(p, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := newRoot(t)
+			dir := filepath.Join(root, "tmp", libDirName(lib))
+			if err := os.Mkdir(dir, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			unix.Chmod(dir, 0o777)
+			tc.plant(t, filepath.Join(dir, libName))
+			c, err := Create(Spec{Root: root, UID: os.Getuid(), GID: os.Getgid(), Library: lib})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.LibraryShared(); err != nil {
+				t.Fatalf("library not shared: %v", err)
+			}
+			var st unix.Stat_t
+			if err := unix.Lstat(filepath.Join(dir, libName), &st); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(filepath.Join(dir, libName))
+			if st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() || st.Mode&0o7777 != 0o644 || string(got) != string(lib) {
+				t.Errorf("library: mode %o, uid %d, %q; want a regular file of ours, 0644, the library", st.Mode, st.Uid, got)
+			}
+			if unix.Stat(dir, &st) != nil || st.Mode&0o7777 != dirMode {
+				t.Errorf("library directory mode %o, want %o", st.Mode&0o7777, dirMode)
+			}
+		})
+	}
+}

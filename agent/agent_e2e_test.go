@@ -82,7 +82,7 @@ func fixture(t testing.TB) (lib, classes string) {
 			return
 		}
 		out, err := exec.Command(javac, "--release", "11", "-d", fixtureDir,
-			"testdata/AllocSite.java", "testdata/FreeSite.java", "testdata/Spin.java", "testdata/CensusSite.java", "testdata/HeapFill.java", "testdata/TypesSite.java", "testdata/RootsSite.java", "testdata/RootsLoad.java").CombinedOutput()
+			"testdata/AllocSite.java", "testdata/FreeSite.java", "testdata/Spin.java", "testdata/CensusSite.java", "testdata/HeapFill.java", "testdata/TypesSite.java", "testdata/RootsSite.java", "testdata/RootsLoad.java", "testdata/Churn.java").CombinedOutput()
 		if err != nil {
 			fixtureErr = fmt.Errorf("javac: %v\n%s", err, out)
 		}

@@ -1,10 +1,11 @@
 // Package channel sets up the private link between the loader and one agent:
 // a directory in the target's /tmp, owned by root (mode 0711: the target can
-// enter it but neither list nor change it), holding a copy of the agent
-// library, the unix socket the agent connects to (the only file handed to
-// the target's user) and a marker naming the djx-bpf process that made it,
-// so that a later run can remove it if that process was killed. The peer's
-// credentials are checked on accept.
+// enter it but neither list nor change it), holding the unix socket the
+// agent connects to (the only file handed to the target's user) and a
+// marker naming the djx-bpf process that made it, so that a later run can
+// remove it if that process was killed. The peer's credentials are checked
+// on accept. The agent library sits beside it in a directory of its own
+// that stays, so that each JVM loads it once (library.go).
 package channel
 
 import (
@@ -57,6 +58,8 @@ type Channel struct {
 	dirFD     int
 	hostDir   string
 	targetDir string
+	libPath   string // the library as the target sees it
+	libShared error  // why the library is this channel's own copy; nil: shared
 	ln        *net.UnixListener
 }
 
@@ -107,8 +110,16 @@ func Create(spec Spec) (c *Channel, err error) {
 	if err := c.writeFile(markerName, []byte(marker(os.Getpid()))); err != nil {
 		return c, err
 	}
-	if err := c.writeFile(libName, spec.Library); err != nil {
-		return c, err
+	// One library per /tmp and agent build, loaded once per JVM; a copy
+	// of its own when that place is taken (library.go).
+	if lib, err := placeLibrary(tmpFD, spec.Library); err == nil {
+		c.libPath = "/tmp/" + lib + "/" + libName
+	} else {
+		c.libShared = err
+		if err := c.writeFile(libName, spec.Library); err != nil {
+			return c, err
+		}
+		c.libPath = c.targetDir + "/" + libName
 	}
 	// Bind through our directory fd so the socket lands in exactly the
 	// directory we created, whatever happens to the path meanwhile.
@@ -190,7 +201,12 @@ func (c *Channel) writeFile(name string, data []byte) error {
 }
 
 // LibraryPath is the agent library's path as the target sees it.
-func (c *Channel) LibraryPath() string { return c.targetDir + "/" + libName }
+func (c *Channel) LibraryPath() string { return c.libPath }
+
+// LibraryShared says why the library is a copy of this channel's own, which
+// the JVM keeps loaded after the profile; nil when it is the one the JVM
+// loads once for every profile.
+func (c *Channel) LibraryShared() error { return c.libShared }
 
 // SocketPath is the socket's path as the target sees it.
 func (c *Channel) SocketPath() string { return c.targetDir + "/" + sockName }

@@ -70,8 +70,14 @@ func TestChannelTargetCannotPlant(t *testing.T) {
 		}
 		return nil
 	}
-	if err := as("cat", filepath.Join(c.HostDir(), libName)); err != nil {
+	if err := as("cat", filepath.Join(root, c.LibraryPath())); err != nil {
 		t.Errorf("target cannot read the library: %v", err)
+	}
+	if err := as("sh", "-c", "echo x >> "+filepath.Join(root, c.LibraryPath())); err == nil {
+		t.Error("the target's user changed the library")
+	}
+	if err := as("touch", filepath.Join(root, filepath.Dir(c.LibraryPath()), "planted")); err == nil {
+		t.Error("the target's user planted a file beside the library")
 	}
 	if err := as("touch", filepath.Join(c.HostDir(), "planted")); err == nil {
 		t.Error("the target's user planted a file in the channel directory")

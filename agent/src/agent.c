@@ -107,17 +107,18 @@ static void JNICALL on_dynamic_code(jvmtiEnv *j, const char *name, const void *a
 	djx_code_dynamic(name, address, length);
 }
 
-/* Gets an env with the capabilities and callbacks; 0 or -1 with err set,
- * or DJX_RC_SAMPLER_BUSY. */
+/* Gets an env with the capabilities and callbacks, the last session's
+ * when this library ran one (its capabilities were given back at its
+ * end); 0 or -1 with err set, or DJX_RC_SAMPLER_BUSY, the env disposed. */
 static int setup_env(JavaVM *vm, char *err, size_t errlen)
 {
 	jvmtiCapabilities caps;
 	jvmtiEventCallbacks cb;
-	jvmtiEnv *j = NULL;
+	jvmtiEnv *j = djx_cfg->jvmti;
 	jvmtiError e;
 
 	/* SampledObjectAlloc needs JVMTI 11. */
-	if ((*vm)->GetEnv(vm, (void **)&j, JVMTI_VERSION_11) != JNI_OK || j == NULL) {
+	if (j == NULL && ((*vm)->GetEnv(vm, (void **)&j, JVMTI_VERSION_11) != JNI_OK || j == NULL)) {
 		snprintf(err, errlen, "JVMTI 11 not available (JDK 11 or newer needed)");
 		return -1;
 	}
@@ -133,6 +134,7 @@ static int setup_env(JavaVM *vm, char *err, size_t errlen)
 	if (e == JVMTI_ERROR_NOT_AVAILABLE) {
 		snprintf(err, errlen, "heap sampling is in use by another agent (another djx-bpf profile?)");
 		(*j)->DisposeEnvironment(j);
+		djx_config_set_env(vm, NULL);
 		return DJX_RC_SAMPLER_BUSY;
 	}
 	if (e != JVMTI_ERROR_NONE) {
@@ -159,6 +161,7 @@ static int setup_env(JavaVM *vm, char *err, size_t errlen)
 	return 0;
 fail:
 	(*j)->DisposeEnvironment(j);
+	djx_config_set_env(vm, NULL);
 	return -1;
 }
 
@@ -197,10 +200,11 @@ JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
 	int rc;
 
 	(void)reserved;
-	if (djx_cfg->jvmti != NULL) {
-		/* The loader copies the library per profile; the same copy twice is a bug. */
-		djx_log("this copy of the library is already attached");
-		return JNI_ERR;
+	/* HotSpot calls Agent_OnAttach again on each load of the same library
+	 * (the loader keeps one per JVM): a new session once the last ended. */
+	if (djx_session_reuse() != 0) {
+		djx_log("a profile of this JVM is running already");
+		return DJX_RC_SAMPLER_BUSY;
 	}
 	if (djx_config_parse(options, "attach", err, sizeof err) != 0) {
 		djx_log("%s", err);

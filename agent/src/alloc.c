@@ -40,6 +40,14 @@ jvmtiError djx_alloc_set_interval(jvmtiEnv *j)
 	return (*j)->SetHeapSamplingInterval(j, (jint)djx_cfg->opt.interval);
 }
 
+/* The event is off (the last session switched it off for good). */
+void djx_alloc_reset_locked(void)
+{
+	__atomic_store_n(&al.disabled, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&al.raw, 0, __ATOMIC_RELEASE);
+	al.paused = 0;
+}
+
 /* Before the events are enabled: callbacks compare against these. */
 void djx_alloc_start(void)
 {

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 jvmtiError djx_alloc_set_interval(jvmtiEnv *j); /* the configured interval */
+void djx_alloc_reset_locked(void);              /* before a session: not disabled, paused or raw */
 void djx_alloc_start(void);                     /* session start, before the event is on */
 jvmtiError djx_alloc_enable(jvmtiEnv *j);
 void djx_alloc_stop(jvmtiEnv *j);          /* a session that failed to start */

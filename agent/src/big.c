@@ -169,10 +169,10 @@ int djx_big_pending_locked(void)
 	return bigs.n != 0 && djx_epoch_finishes_locked() != bigs.checked;
 }
 
-void djx_big_reset_locked(void)
+void djx_big_end_locked(void)
 {
-	/* Each attach loads a new copy of the library, which opens its own:
-	 * one left open per session would pile up in the JVM. Callbacks only
+	/* Each session opens its own: one left open per session would pile
+	 * up in the JVM, which keeps the library loaded between them. Callbacks only
 	 * read it under the lock (djx_big_add_locked) or once untag_min is set. */
 	if (memfd >= 0)
 		close(memfd);
@@ -182,6 +182,11 @@ void djx_big_reset_locked(void)
 	bigs.n = bigs.cap = 0;
 	bigs.checked = 0;
 	__atomic_store_n(&untag_min, 0, __ATOMIC_RELAXED);
+}
+
+void djx_big_reset_locked(void)
+{
+	djx_big_end_locked();
 }
 
 size_t djx_big_count_locked(void)

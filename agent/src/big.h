@@ -11,7 +11,8 @@ int djx_big_wants(uint64_t size); /* track an object of this size here (any thre
 /* Lock held. */
 int djx_big_add_locked(uint64_t tag, uint64_t addr, uint64_t size); /* -1: out of memory */
 int djx_big_pending_locked(void); /* a GC finished since the last check */
-void djx_big_reset_locked(void);  /* session end */
+void djx_big_end_locked(void);    /* session end: the table and /proc/self/mem closed */
+void djx_big_reset_locked(void);  /* session start: that, nothing checked yet */
 size_t djx_big_count_locked(void);
 size_t djx_big_addrs_locked(uint64_t *out, size_t max);
 

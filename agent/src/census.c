@@ -213,6 +213,7 @@ static void emit_chunk_locked(struct target *tv, size_t *i, size_t end, uint64_t
 static int emit_targets(struct target *tv, size_t n, uint64_t t_begin, uint64_t *objects, uint64_t *bytes)
 {
 	int dedupe = cs.kind != DJX_CENSUS_ATTACH;
+	uint64_t gc_since = 0;
 	size_t i = 0;
 	int rc = 0;
 
@@ -229,13 +230,14 @@ static int emit_targets(struct target *tv, size_t n, uint64_t t_begin, uint64_t 
 		if (gc || !djx_room_locked(EMIT_ROOM)) {
 			djx_unlock();
 			if (gc) {
-				struct timespec ts = {0, 1000000};
-				nanosleep(&ts, NULL);
+				if (djx_epoch_nap(&gc_since) != 0)
+					break;
 			} else if (djx_flush(NULL) != 0) {
 				rc = -1;
 			}
 			continue;
 		}
+		gc_since = 0;
 		if (dedupe && tracked_refresh_locked() != 0)
 			dedupe = 0; /* out of memory: the loader drops duplicates */
 		/* The addresses hold from the last GC on (or the census start). */
@@ -670,4 +672,11 @@ int djx_census_after_gc(JNIEnv *jni, uint64_t since)
 	uint64_t used;
 
 	return recensus_due(jni, since, &used) ? run(jni, DJX_CENSUS_AFTER_GC, used) : 0;
+}
+
+void djx_census_reset_locked(void)
+{
+	memset(&sched, 0, sizeof sched);
+	fresh.n = fresh.big = 0;
+	seen.valid = 0;
 }

@@ -13,5 +13,7 @@ int djx_census_run(JNIEnv *jni);
 /* After a GC: a census of large objects, when due (see census.c). since is
  * when the session started. 0, or -1 the connection failed. */
 int djx_census_after_gc(JNIEnv *jni, uint64_t since);
+/* Before a new session in the same library: no census ran yet. */
+void djx_census_reset_locked(void);
 
 #endif

@@ -131,6 +131,12 @@ void djx_code_dynamic(const char *name, const void *address, jint length)
 	djx_emit_stub(name, address, length);
 }
 
+/* Before a session: no capability or event of the last one's counted. */
+void djx_code_reset_locked(void)
+{
+	memset(&cd, 0, sizeof cd);
+}
+
 void djx_code_caps(jvmtiEnv *j)
 {
 	jvmtiCapabilities caps;

@@ -5,6 +5,7 @@
 
 #include <jvmti.h>
 
+void djx_code_reset_locked(void);              /* before a session */
 void djx_code_caps(jvmtiEnv *j);               /* Agent setup: capabilities */
 void djx_code_start(jvmtiEnv *j, JNIEnv *jni); /* session start: events on, existing code replayed */
 void djx_code_release(jvmtiEnv *j);            /* session end: events off, capability back */

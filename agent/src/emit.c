@@ -28,9 +28,15 @@
 static struct mset methods; /* jmethodIDs described */
 static uint32_t errors_sent;
 
-void djx_emit_reset_locked(void)
+void djx_emit_end_locked(void)
 {
 	mset_free(&methods);
+}
+
+void djx_emit_reset_locked(void)
+{
+	djx_emit_end_locked();
+	errors_sent = 0;
 }
 
 /* Appends rec unless the session is over, stamping the u64 at time_off

@@ -146,6 +146,7 @@ struct djx_roots_end {
 };
 int djx_emit_roots_end_flushing(const struct djx_roots_end *e); /* stamped now */
 
-void djx_emit_reset_locked(void); /* session end: forget the methods described */
+void djx_emit_end_locked(void);   /* session end: forget the methods described */
+void djx_emit_reset_locked(void); /* session start: that, and no error sent yet */
 
 #endif

@@ -4,6 +4,7 @@
  * session lock, which no thread holds across a JVM call. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "emit.h"
 #include "epoch.h"
@@ -29,6 +30,7 @@ void djx_epoch_caps(jvmtiEnv *j)
 
 	memset(&caps, 0, sizeof caps);
 	caps.can_generate_garbage_collection_events = 1;
+	ep.cap_err = NULL;
 	ep.events = (*j)->AddCapabilities(j, &caps) == JVMTI_ERROR_NONE;
 	if (!ep.events)
 		ep.cap_err = "AddCapabilities: no GC events: no frees or moves";
@@ -82,15 +84,27 @@ void djx_epoch_start_locked(void)
 	/* Before any object moves: a scan that read addresses before this sees
 	 * the count change and discards them. */
 	ep.starts++;
-	djx_emit_gc_locked(0);
+	if (!djx_detached_locked())
+		djx_emit_gc_locked(0);
 }
 
 void djx_epoch_finish_locked(void)
 {
+	/* A finish without its start (events enabled inside a GC) would
+	 * leave the counts apart, no epoch idle again. */
+	if (ep.finishes == ep.starts)
+		return;
 	ep.finishes++;
-	djx_count(&djx_stats.gcs, 1);
-	djx_emit_gc_locked(1);
+	if (!djx_detached_locked()) {
+		djx_count(&djx_stats.gcs, 1);
+		djx_emit_gc_locked(1);
+	}
 	ep.last_end = djx_now_ns(); /* not before GC_FINISH's own time */
+}
+
+void djx_epoch_reset_locked(void)
+{
+	ep.starts = ep.finishes = ep.last_end = 0;
 }
 
 uint64_t djx_epoch_starts_locked(void)
@@ -122,6 +136,24 @@ int djx_epoch_begin(uint64_t *s)
 	idle = ep.starts == ep.finishes && !djx_detached_locked();
 	djx_unlock();
 	return idle ? 0 : -1;
+}
+
+/* Longer than any pause seen (a full GC of a large heap takes seconds):
+ * past it the counts are taken to be wrong, and the session must still
+ * end when the loader says so. */
+#define GC_WAIT_NS 20000000000ull
+
+int djx_epoch_nap(uint64_t *since)
+{
+	struct timespec ts = {0, 1000000};
+	uint64_t now = djx_now_ns();
+
+	if (*since == 0)
+		*since = now;
+	if (now - *since > GC_WAIT_NS || djx_writer_quit_pending())
+		return -1;
+	nanosleep(&ts, NULL);
+	return 0;
 }
 
 int djx_epoch_same(uint64_t s)

@@ -18,10 +18,13 @@ void djx_epoch_disable(jvmtiEnv *j); /* a session that failed to start */
  * caller's RelinquishCapabilities. */
 void djx_epoch_release(jvmtiEnv *j, jvmtiCapabilities *caps);
 
-/* The GC callbacks (session.c), lock held and the session not over:
- * count, append GC_START or GC_FINISH. */
+/* The GC callbacks (session.c), lock held: count every GC, attached or
+ * not (a session torn down inside a pause must not strand a start
+ * without its finish), and append GC_START or GC_FINISH while attached. */
 void djx_epoch_start_locked(void);
 void djx_epoch_finish_locked(void);
+/* Before a session starts, GC events off: no GC counted yet. */
+void djx_epoch_reset_locked(void);
 
 /* Lock held. */
 uint64_t djx_epoch_starts_locked(void);   /* GCs started: the epoch */
@@ -33,5 +36,9 @@ uint64_t djx_epoch_last_end_locked(void); /* when the latest GC finished */
  * session is on; same is whether *s still holds. */
 int djx_epoch_begin(uint64_t *s);
 int djx_epoch_same(uint64_t s);
+/* The writer thread waiting out a GC: naps 1 ms; -1 when it should stop
+ * waiting (the loader quit or went away, or a GC seems never to end).
+ * *since: 0 before the first nap. */
+int djx_epoch_nap(uint64_t *since);
 
 #endif

@@ -423,6 +423,7 @@ static uint64_t ref_addr(jobject ref)
  * the connection failed. */
 static int emit_roots(struct rrun *run)
 {
+	uint64_t gc_since = 0;
 	size_t o = 1;
 
 	while (o < rs.no) {
@@ -437,13 +438,14 @@ static int emit_roots(struct rrun *run)
 		if (gc || !djx_room_locked(EMIT_ROOM)) {
 			djx_unlock();
 			if (gc) {
-				struct timespec ts = {0, 1000000};
-				nanosleep(&ts, NULL);
+				if (djx_epoch_nap(&gc_since) != 0)
+					return 0;
 			} else if (djx_flush(NULL) != 0) {
 				return -1;
 			}
 			continue;
 		}
+		gc_since = 0;
 		for (; o < end && !full; o++) {
 			struct robj *ob = &rs.o[o];
 			struct djx_root r = {.kind = rs.r[ob->best].kind, .rank = ob->rank, .reach = ob->reach, .hop = ob->hop};

@@ -24,6 +24,7 @@
 #include "roots.h"
 #include "session.h"
 #include "stacks.h"
+#include "stats.h"
 #include "track.h"
 #include "types.h"
 #include "util.h"
@@ -47,16 +48,15 @@ static struct {
 void djx_session_gc_start(void)
 {
 	djx_lock();
-	if (!djx_detached_locked())
-		djx_epoch_start_locked();
+	djx_epoch_start_locked();
 	djx_unlock();
 }
 
 void djx_session_gc_finish(void)
 {
 	djx_lock();
+	djx_epoch_finish_locked();
 	if (!djx_detached_locked()) {
-		djx_epoch_finish_locked();
 		/* The writer scans the tracked objects and checks the humongous ones. */
 		if (djx_track_pending_locked() || djx_big_pending_locked() || djx_cfg->opt.recensus_ms != 0)
 			djx_kick_locked();
@@ -80,6 +80,56 @@ void djx_session_vm_death(void)
 				break;
 	}
 	djx_unlock();
+}
+
+/* Every module's session state back to a fresh library's: the one place
+ * a module is reset. The last session's events are off; ClassPrepare may
+ * stay on for the stacks and the signal handler stays installed, both
+ * inactive. What describes the JVM itself (vmStructs, ZGC's masks, the
+ * code heaps, the process_vm_readv refusal) is kept. */
+static void reset_modules_locked(void)
+{
+	memset(&djx_stats, 0, sizeof djx_stats);
+	djx_epoch_reset_locked();
+	djx_writer_reset_locked();
+	djx_emit_reset_locked();
+	djx_alloc_reset_locked();
+	djx_code_reset_locked();
+	djx_types_reset_locked();
+	djx_track_reset_locked();
+	djx_big_reset_locked();
+	djx_census_reset_locked();
+	djx_stacks_reset_locked();
+}
+
+int djx_session_reuse(void)
+{
+	struct timespec dl, torn;
+	int busy;
+
+	djx_lock();
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	torn = dl;
+	/* A writer notices a loader gone within a flush period; once it tore
+	 * the session down it still gives the capabilities back and hangs up,
+	 * JVMTI calls that wait on safepoints, seconds under a GC storm. */
+	dl.tv_sec += 1;
+	torn.tv_sec += 10;
+	while (ss.started && !ss.done) {
+		int detached = djx_detached_locked();
+		if (djx_cond_timedwait_locked(&ss.donecv, detached ? &torn : &dl) == ETIMEDOUT &&
+		    (detached || !djx_detached_locked()))
+			break;
+	}
+	busy = ss.started && !ss.done;
+	if (!busy) {
+		if (ss.started)
+			pthread_cond_destroy(&ss.donecv);
+		memset(&ss, 0, sizeof ss);
+		reset_modules_locked();
+	}
+	djx_unlock();
+	return busy ? -1 : 0;
 }
 
 /* Gives the heap-sampling capability back so that a later profile (or
@@ -110,9 +160,9 @@ static void teardown(void)
 	djx_lock();
 	djx_stacks_stop();
 	djx_writer_detach_locked();
-	djx_emit_reset_locked();
-	djx_types_reset_locked();
-	djx_big_reset_locked();
+	djx_emit_end_locked();
+	djx_types_end_locked();
+	djx_big_end_locked();
 	djx_unlock();
 }
 

@@ -303,12 +303,13 @@ int djx_stacks_install(int sig, char *err, size_t errlen)
 			 "(use a real-time signal such as %d)", sig, SIGRTMIN + 8);
 		return -1;
 	}
-	if (stk.sig != 0) {
-		snprintf(err, errlen, "stacks: handler already installed: no access stacks");
-		return -1;
-	}
+	/* A later session in the same library finds the last one's handler
+	 * still installed (inactive, chaining): kept on its signal, else put
+	 * back first. */
+	if (stk.sig != 0 && stk.sig != sig)
+		djx_stacks_uninstall();
 	if (stk.ring != NULL)
-		goto install; /* uninstalled after a failed session: ring and eventfd stay */
+		goto install; /* after a failed session, or a handler slow to leave: ring and eventfd stay */
 	stk.asgct = find_asgct();
 	if (stk.asgct == NULL) {
 		snprintf(err, errlen, "AsyncGetCallTrace not found in the JVM: no access stacks");
@@ -319,6 +320,7 @@ int djx_stacks_install(int sig, char *err, size_t errlen)
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (stk.ring == MAP_FAILED) {
 		stk.ring = NULL;
+		djx_stacks_uninstall();
 		snprintf(err, errlen, "stacks: mmap ring: %s: no access stacks", strerror(errno));
 		return -1;
 	}
@@ -334,6 +336,8 @@ install:
 		if ((*stk.vm)->GetEnv(stk.vm, (void **)&env, JNI_VERSION_1_6) == JNI_OK && env != NULL)
 			find_thread_key(env);
 	}
+	if (stk.sig == sig)
+		return 0; /* ours already: prev stays the action before ours */
 	/* Read the previous action before ours can run: a signal arriving
 	 * between the install and a copy-out would see a half-written prev. */
 	if (sigaction(sig, NULL, &stk.prev) != 0)
@@ -392,10 +396,10 @@ void djx_stacks_start(void)
 }
 
 /* At a session's end (writer thread, after djx_stacks_stop): frees the
- * ring and closes the eventfd once no handler is inside record(). Each
- * attach loads a new copy of the library, so what a copy keeps stays in
- * the JVM for good; the inactive handler itself only chains. If a handler
- * does not leave within a second, both are kept instead. */
+ * ring and closes the eventfd once no handler is inside record(); the
+ * inactive handler stays installed and only chains, for the next session
+ * in this library to reuse. If a handler does not leave within a second,
+ * both are kept instead. */
 void djx_stacks_release(void)
 {
 	struct timespec nap = {.tv_nsec = 1000000};
@@ -425,6 +429,14 @@ void djx_stacks_uninstall(void)
 	__atomic_store_n(&stk.active, 0, __ATOMIC_RELEASE);
 	sigaction(stk.sig, &stk.prev, NULL);
 	stk.sig = 0;
+}
+
+/* Before a session: the handler, inactive, stays installed for it
+ * (djx_stacks_install); a ring kept because a handler was slow to leave
+ * keeps its positions. */
+void djx_stacks_reset_locked(void)
+{
+	__atomic_store_n(&stk.kicked, 0, RELAXED);
 }
 
 void djx_stacks_stop(void)

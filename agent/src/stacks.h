@@ -14,6 +14,7 @@ void djx_stacks_uninstall(void); /* a failed session: the previous action back *
 
 /* Session end: stop under the session lock, then release (writer thread). */
 void djx_stacks_stop(void);    /* the handler goes back to ignoring/chaining */
+void djx_stacks_reset_locked(void); /* before a session */
 void djx_stacks_release(void); /* ring and eventfd freed */
 
 /* The writer thread. */

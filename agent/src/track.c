@@ -201,6 +201,13 @@ int djx_track_scan(JNIEnv *jni)
 	return rc;
 }
 
+/* The last session's table went with its end (djx_track_release); the
+ * tags go on rising, one sequence per JVM. */
+void djx_track_reset_locked(void)
+{
+	trk.scanned = 0;
+}
+
 void djx_track_release(JNIEnv *jni)
 {
 	struct trk *v;

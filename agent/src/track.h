@@ -21,5 +21,6 @@ int djx_track_addrs_locked(uint64_t *out, size_t max);
 /* Writer thread. */
 int djx_track_scan(JNIEnv *jni);     /* FREE and RECONCILE after a GC; -1: connection failed */
 void djx_track_release(JNIEnv *jni); /* session end; jni NULL: VM death, references left */
+void djx_track_reset_locked(void);   /* before a session, lock held */
 
 #endif

@@ -979,10 +979,23 @@ void djx_types_release(jvmtiEnv *j, int keep_class_prepare)
 		nanosleep(&nap, NULL);
 }
 
-/* Session end, lock held. */
-void djx_types_reset_locked(void)
+void djx_types_end_locked(void)
 {
-	__atomic_store_n(&refusal_told, 0, RELAXED);
 	mset_free(&ty.sent);
 	mset_free(&ty.sent_klass);
+}
+
+/* ClassPrepare callbacks may still run (the stacks keep the event on);
+ * they find ty.on off. inflight is theirs to count down. */
+void djx_types_reset_locked(void)
+{
+	djx_types_end_locked();
+	__atomic_store_n(&ty.on, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&refusal_told, 0, RELAXED);
+	ty.fields = ty.statics = ty.events = 0;
+	ty.jni_holder = ty.jni_off = 0;
+	ty.klass_off = 0;
+	ty.java_mirror = 0;
+	ty.kbytes = ty.kshift = 0;
+	ty.kbase = 0;
 }

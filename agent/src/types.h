@@ -13,6 +13,9 @@ void djx_types_prepare(jvmtiEnv *j, JNIEnv *jni, jclass k); /* ClassPrepare */
 /* Session end, before the GC events go off; ClassPrepare stays on when
  * the stacks also use it. */
 void djx_types_release(jvmtiEnv *j, int keep_class_prepare);
-void djx_types_reset_locked(void); /* session end, lock held */
+void djx_types_end_locked(void);   /* session end, lock held: the sent sets freed */
+/* Session start, lock held: nothing sent, no layout, no refusal told; a
+ * refusal itself (the kernel's) stays. */
+void djx_types_reset_locked(void);
 
 #endif

@@ -104,7 +104,6 @@ int djx_writer_connect(const char *path, char *err, size_t errlen)
 
 int djx_writer_buffers(void)
 {
-	__atomic_store_n(&wr.stalled, 0, __ATOMIC_RELAXED);
 	wr.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	wr.cur = malloc(DJX_BUF_CAP);
 	wr.spare = malloc(DJX_BUF_CAP);
@@ -112,7 +111,22 @@ int djx_writer_buffers(void)
 	wr.cur_n = 0;
 	memset(wr.dirt, 0, sizeof wr.dirt);
 	wr.small = 0;
-	return wr.evfd < 0 || wr.cur == NULL || wr.spare == NULL ? -1 : 0;
+	if (wr.evfd < 0 || wr.cur == NULL || wr.spare == NULL)
+		return -1;
+	/* After a session in the same library: callbacks append again, now
+	 * that the buffers exist. */
+	djx_lock();
+	__atomic_store_n(&wr.detached, 0, __ATOMIC_RELEASE);
+	djx_unlock();
+	return 0;
+}
+
+/* Before a session; detached stays set until the buffers exist. */
+void djx_writer_reset_locked(void)
+{
+	wr.kicked = 0;
+	wr.stop_ns = 0;
+	__atomic_store_n(&wr.stalled, 0, __ATOMIC_RELAXED);
 }
 
 void djx_writer_close(void)

@@ -30,6 +30,7 @@ int djx_cond_timedwait_locked(pthread_cond_t *cv, const struct timespec *deadlin
  * eventfd (0 or -1). djx_writer_close undoes both for a start that failed. */
 int djx_writer_connect(const char *path, char *err, size_t errlen);
 int djx_writer_buffers(void);
+void djx_writer_reset_locked(void); /* before a session: not kicked, stopping or stalled */
 void djx_writer_close(void);
 
 /* Lock held. */

@@ -16,6 +16,7 @@
 static struct {
 	int done, on, generational;
 	uint64_t mask;
+	char why[120]; /* the first answer's, for every later session's */
 } z;
 
 int djx_z_init(char *err, unsigned errlen)
@@ -24,21 +25,27 @@ int djx_z_init(char *err, unsigned errlen)
 	uint64_t **ip;
 	const uint64_t *g, *mp;
 
-	if (z.done)
-		return z.on || djx_vm_flag("UseZGC") != 1 ? 0 : -1;
+	if (z.done) {
+		if (z.why[0] == 0)
+			return 0;
+		snprintf(err, errlen, "%s", z.why);
+		return -1;
+	}
 	z.done = 1;
 	if (djx_vm_flag("UseZGC") != 1)
 		return 0;
 	ip = djx_vm_static("ZGlobalsForVMStructs", "_instance_p");
 	if (ip == NULL || *ip == NULL || djx_vm_offset("ZGlobalsForVMStructs", "_ZAddressOffsetMask", &moff) != 0) {
-		snprintf(err, errlen, "vmStructs: no ZGlobalsForVMStructs::_ZAddressOffsetMask: ZGC's references not decoded");
+		snprintf(z.why, sizeof z.why, "vmStructs: no ZGlobalsForVMStructs::_ZAddressOffsetMask: ZGC's references not decoded");
+		snprintf(err, errlen, "%s", z.why);
 		return -1;
 	}
 	g = *ip;
 	mp = *(const uint64_t *const *)((const char *)g + moff);
 	if (mp == NULL || (*mp & (*mp + 1)) != 0 || *mp < (1ull << 32) - 1 || *mp > (1ull << 46) - 1) {
-		snprintf(err, errlen, "ZGC: offset mask %#llx not known: references not decoded",
+		snprintf(z.why, sizeof z.why, "ZGC: offset mask %#llx not known: references not decoded",
 			 mp ? (unsigned long long)*mp : 0ull);
+		snprintf(err, errlen, "%s", z.why);
 		return -1;
 	}
 	z.mask = *mp;

@@ -176,7 +176,6 @@ func TestWalkServiceTruth(t *testing.T) {
 	}
 	for _, rn := range runs {
 		t.Run(rn.jdk+"/"+rn.gc+"/"+rn.mode+strings.Join(rn.flags, ""), func(t *testing.T) {
-			t.Parallel() // shares and the JVM's own safepoint log: two side by side hold
 			log := filepath.Join(t.TempDir(), "safepoint.log")
 			args := []string{"-main=ServiceTruth", fmt.Sprint(serviceList), fmt.Sprint(serviceTree), fmt.Sprint(serviceTable), "40"}
 			if rn.mode != "" {

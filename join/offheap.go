@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/jvmsym"
 )
 
 // OffHeapOwner is a Java object that owns memory outside the heap (a
@@ -124,6 +123,17 @@ func (j *JVM) chargeOffHeap(p *pending, fr []pathFrame) bool {
 		s.file = j.regions.Name(p.addr, p.tid, p.rsp).Name
 	}
 	j.stats.OffHeapSamples++
-	j.chargeSite(s, p, fr, 1, jvmsym.TypeName(s.typeSig)+" (off-heap)", "")
+	// As chargeSite, but not by data type: the data types are the
+	// heap's, their shares of the samples in it.
+	c := j.chargeOf(p)
+	s.samples++
+	s.estSamples++
+	j.stats.Attributed++
+	if s.accesses == nil {
+		s.accesses = make(accessSet)
+	}
+	a := j.addAccess(s.accesses, "", "", fr)
+	j.charge(c, &s.mem, &s.numa)
+	j.charge(c, &a.mem, &a.numa)
 	return true
 }

@@ -222,6 +222,7 @@ func TestRegions(t *testing.T) {
 						w = "anonymous"
 					}
 					byWhere[w] += o.Samples
+					t.Logf("off-heap row %s held by %s at %s: %d samples", o.Type, report.HolderText(o.Holder, 0), o.Site, o.Samples)
 				}
 			}
 			t.Logf("regions: %v", byWhere)

@@ -70,6 +70,8 @@ type klass struct {
 	rowChain  uint32
 	row       uint32
 	hasRow    bool
+	buf       *bufFields // its direct buffer fields (offheap.go), when bufState is bufYes
+	bufState  uint8
 }
 
 // klassAt returns the klass at addr, read and validated on first use;

@@ -7,7 +7,7 @@ import (
 
 // result turns the walker's state into a Result.
 func (w *walker) result() *Result {
-	res := &Result{Stats: w.stats, chains: w.chains, texts: w.texts, pages: w.pages}
+	res := &Result{Stats: w.stats, chains: w.chains, texts: w.texts, pages: w.pages, OffHeap: w.off.res}
 	res.runs = w.finishRuns()
 	res.Rows = make([]Row, 0, len(w.rows)-1)
 	for _, r := range w.rows[1:] {

@@ -71,6 +71,10 @@ type Config struct {
 	OnObject func(Object)
 	// StopOnGC stops the walk as soon as it sees that a collection ran.
 	StopOnGC bool
+	// FieldOffset, when set, makes the walk find the direct buffers
+	// (offheap.go), at most MaxOwners [1<<20].
+	FieldOffset FieldOffset
+	MaxOwners   int
 
 	MaxObjects int64 // objects visited [1<<28]
 	MaxChains  int   // distinct chains [1<<20]
@@ -240,6 +244,8 @@ type Result struct {
 	Rows  []Row
 	Stats Stats
 	GC    GCCheck
+	// OffHeap is what the direct buffers own outside the heap.
+	OffHeap OffHeap
 
 	chains []chainNode
 	texts  []string
@@ -309,6 +315,7 @@ type walker struct {
 	tails  []tail
 	later  []tail // the rest of large arrays, for when the queue is empty
 	mbuf   []byte
+	off    offHeapState
 }
 
 // Header bytes read of each object at first: the header, and the
@@ -607,6 +614,9 @@ func (w *walker) visit(a uint64, e uint32, view []byte) {
 	chain, rec := w.childChain(ed, k)
 	row := w.rowOf(ed, chain, k)
 	w.count(row, a, size, rec, k, chain)
+	if k.kind == kindInstance && w.cfg.FieldOffset != nil {
+		w.offHeap(a, k, view, chain)
+	}
 
 	switch k.kind {
 	case kindInstance:

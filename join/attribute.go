@@ -23,6 +23,8 @@ func (j *JVM) attribute(p *pending) {
 	where, dtype := report.WhereNoAddress, ""
 	switch {
 	case p.addr == 0:
+	case j.chargeOffHeap(p, fr):
+		return
 	case !j.heapKnown && j.regions != nil:
 		// No heap ranges (ZGC, OpenJ9 without a javacore): the maps may
 		// still say where the address is, the heap included.

@@ -47,6 +47,7 @@ type JVM struct {
 	agentState     // what the agent said of itself
 	censusState    // holder chains and census runs
 	structureState // what heap walks found of the small objects
+	offHeapState   // what heap walks found outside the heap
 	typeState      // data types and regions of the samples
 	hdrLearner     // which headers the sampling program reads (hdrmask.go)
 

@@ -33,6 +33,12 @@ func (j *JVM) Report() []report.Object {
 			if s.structure {
 				origin = report.OriginStructure
 			}
+			if s.offHeap {
+				origin, siteName = report.OriginOffHeap, "[off-heap]"
+				if s.file != "" {
+					siteName = "[off-heap: " + s.file + "]"
+				}
+			}
 			if h := j.holderChain(s.holder); h != nil {
 				holder = h
 			}

@@ -23,6 +23,8 @@ type HeapWalk struct {
 	Paths []agentwire.CensusPath
 	// Objects are the objects of at least min size, each with its chain.
 	Objects []agentwire.Census
+	// OffHeap are the direct buffers' memory outside the heap.
+	OffHeap []OffHeapOwner
 	// Rows are the data structures of the smaller objects.
 	Rows []StructureRow
 	// Index names a small object's row by an address inside it; nil when
@@ -177,6 +179,7 @@ func (j *JVM) OnHeapWalk(w *HeapWalk) {
 		j.rowSites = append(j.rowSites, si)
 	}
 	j.setReach(w)
+	j.setOffHeap(w)
 	j.structIdx = w.Index
 	j.walks = append(j.walks, walkRun{start: w.Start, end: w.End, objects: len(w.Objects), rows: len(w.Rows),
 		visited: w.Visited, bytes: w.Bytes, skipped: w.Skipped, overlapped: w.Overlapped, note: w.Note, roots: w.RootsPass,

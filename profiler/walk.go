@@ -360,7 +360,7 @@ func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock, rp r
 	for try := 1; ; try++ {
 		large = large[:0]
 		stale = false
-		cfg := heapwalk.Config{Roots: rp.roots, FieldName: w.names.name, MinSize: minSize, Hot: w.hot,
+		cfg := heapwalk.Config{Roots: rp.roots, FieldName: w.names.name, FieldOffset: w.names.offset, MinSize: minSize, Hot: w.hot,
 			Refresh:  w.freshRoots(&rp, &stale),
 			OnObject: func(o heapwalk.Object) { large = append(large, o) }}
 		res, err = heapwalk.Walk(ctx, w.layout, w.mem, cfg)
@@ -417,6 +417,10 @@ func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock, rp r
 		hw.Rows = append(hw.Rows, join.StructureRow{TypeSig: typeSig(r.Class), Path: w.paths.id(r.Chain),
 			Objects: r.Count - min(r.Count, counts[i][0]), Bytes: r.Bytes - min(r.Bytes, counts[i][1]),
 			OtherRoots: r.OtherRoots, Retained: r.Retained})
+	}
+	for _, o := range res.OffHeap.Owners {
+		hw.OffHeap = append(hw.OffHeap, join.OffHeapOwner{Start: o.Addr, End: o.Addr + o.Size, TypeSig: typeSig(o.Class),
+			Path: w.paths.id(o.Chain), Mapped: o.Mapped})
 	}
 	w.gcs = res.GC.Before
 	hw.Paths = w.paths.out
@@ -729,11 +733,15 @@ type fieldNames struct {
 	mu      sync.RWMutex
 	fields  map[uint64]map[uint32]string // Klass* → offset → field name
 	statics map[uint64]map[uint32]string // Klass* → offset in its mirror → static's name
-	bytes   int                          // of names kept (the loop's goroutine only)
+	// bufs are the java.nio classes' fields the walk reads to find
+	// direct buffers (heapwalk's Config.FieldOffset).
+	bufs  map[uint64]map[string]uint32
+	bytes int // of names kept (the loop's goroutine only)
 }
 
 func newFieldNames() *fieldNames {
-	return &fieldNames{fields: map[uint64]map[uint32]string{}, statics: map[uint64]map[uint32]string{}}
+	return &fieldNames{fields: map[uint64]map[uint32]string{}, statics: map[uint64]map[uint32]string{},
+		bufs: map[uint64]map[string]uint32{}}
 }
 
 // maxNamedClasses and maxNameBytes bound what the agent's stream, which
@@ -754,9 +762,12 @@ func (n *fieldNames) add(c *agentwire.Class) {
 		return // its hops read Class+OFFSET
 	}
 	n.bytes += size
-	fields, statics := refFields(c.Fields), refFields(c.Statics)
+	fields, statics, bufs := refFields(c.Fields), refFields(c.Statics), bufferFields(c)
 	n.mu.Lock()
 	n.fields[c.Klass] = fields
+	if bufs != nil {
+		n.bufs[c.Klass] = bufs
+	}
 	if len(statics) > 0 {
 		n.statics[c.Klass] = statics
 	}
@@ -772,6 +783,33 @@ func refFields(fs []agentwire.Field) map[uint32]string {
 		}
 	}
 	return m
+}
+
+// bufferFields are the fields of a java.nio class that locate a direct
+// buffer's memory, by name; nil for other classes.
+func bufferFields(c *agentwire.Class) map[string]uint32 {
+	if !strings.HasPrefix(c.Sig, "Ljava/nio/") {
+		return nil
+	}
+	want := map[string]string{"address": "J", "capacity": "I", "att": "Ljava/lang/Object;", "fd": "Ljava/io/FileDescriptor;"}
+	var m map[string]uint32
+	for _, f := range c.Fields {
+		if sig, ok := want[f.Name]; ok && sig == f.Sig {
+			if m == nil {
+				m = make(map[string]uint32, len(want))
+			}
+			m[f.Name] = f.Offset
+		}
+	}
+	return m
+}
+
+// offset is heapwalk's Config.FieldOffset.
+func (n *fieldNames) offset(klass uint64, name string) (uint32, bool) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	off, ok := n.bufs[klass][name]
+	return off, ok
 }
 
 // name is heapwalk's Config.FieldName: "java.util.TreeMap.root", and for

@@ -25,7 +25,9 @@ type Object struct {
 	// Origin is "allocation" (a sampled allocation), "census" (an object
 	// that existed when the profile began, or that the heap sampler missed)
 	// or "structure" (small objects that existed when the profile began,
-	// by the data structure holding them).
+	// by the data structure holding them), or "off-heap" (the memory
+	// outside the heap a direct buffer owns; Site says "[off-heap]", or
+	// for a mapped file "[off-heap: FILE]").
 	Origin string `json:"origin"`
 	// Holder is the reference chain from a GC root to the objects, root
 	// first: "RealService.index (static)", "java.util.HashMap.table", "[]".
@@ -179,6 +181,9 @@ const (
 	// OriginStructure: the objects of one type that one holder chain
 	// reaches, found by a heap walk and counted, not tracked one by one.
 	OriginStructure = "structure"
+	// OriginOffHeap: memory outside the heap, charged to the Java
+	// object that owns it (a direct buffer), by its holder chain.
+	OriginOffHeap = "off-heap"
 )
 
 // finishAccesses sets shares of total and orders paths, most sampled first
@@ -239,5 +244,5 @@ func (r *Report) top(n int) []Object {
 
 // Held says o is named by its holder chain rather than its allocation site.
 func (o *Object) Held() bool {
-	return (o.Origin == OriginCensus || o.Origin == OriginStructure) && len(o.Holder) > 0
+	return (o.Origin == OriginCensus || o.Origin == OriginStructure || o.Origin == OriginOffHeap) && len(o.Holder) > 0
 }

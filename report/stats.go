@@ -200,7 +200,10 @@ type CensusStats struct {
 	RootsPauseMs     float64 `json:"roots_pause_ms,omitempty" merge:"max"`  // the agent's roots pass: its stop-the-world pause
 	StructureSamples uint64  `json:"structure_samples,omitempty" merge:"sum"`
 	StructureStale   uint64  `json:"structure_stale,omitempty" merge:"sum"`
-	Recensuses       uint64  `json:"recensuses,omitempty" merge:"sum"`
+	// OffHeapSamples: samples charged to the off-heap memory of a
+	// direct buffer the walk found.
+	OffHeapSamples uint64 `json:"off_heap_samples,omitempty" merge:"sum"`
+	Recensuses     uint64 `json:"recensuses,omitempty" merge:"sum"`
 }
 
 // CapStats say what the per-JVM caps cut from the agent's stream: strings

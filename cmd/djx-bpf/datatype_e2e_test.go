@@ -213,6 +213,18 @@ func TestRegions(t *testing.T) {
 			for _, a := range r.Remainder {
 				byWhere[a.Where] += a.Samples
 			}
+			// The buffers' memory is charged to them, off-heap rows whose
+			// site names a mapped buffer's file: it counts in its region.
+			for _, o := range r.Objects {
+				if o.Origin == report.OriginOffHeap {
+					w := strings.TrimSuffix(strings.TrimPrefix(o.Site, "[off-heap: "), "]")
+					if o.Site == "[off-heap]" {
+						w = "anonymous"
+					}
+					byWhere[w] += o.Samples
+					t.Logf("off-heap row %s held by %s at %s: %d samples", o.Type, report.HolderText(o.Holder, 0), o.Site, o.Samples)
+				}
+			}
 			t.Logf("regions: %v", byWhere)
 			switch {
 			case rc.mode == "direct":

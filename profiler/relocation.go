@@ -55,6 +55,12 @@ func (s *session) startRelocation() (*relocation, join.Moves) {
 		// the agent's rescans (JVMTI tags) work on any VM.
 		s.opts.note("relocation: OpenJ9 does not copy through libc memmove; rescanning the tracked objects after each GC")
 		return nil, join.MovesRescan
+	case "Z", "Shenandoah":
+		// Their copies run concurrently, outside memmove; but the agent's
+		// GC events come at their pauses, and a rescan then reads where
+		// each tracked object's weak reference points (ZGC: decoded).
+		s.opts.note("relocation: %s moves objects concurrently; rescanning the tracked objects after each of its pauses", gcName(s.heap.GC))
+		return nil, join.MovesRescan
 	case "Epsilon":
 		s.addNote("relocation: Epsilon never moves objects; nothing to track")
 		return nil, join.MovesNoRescan

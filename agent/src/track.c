@@ -19,6 +19,7 @@
 #include "track.h"
 #include "util.h"
 #include "writer.h"
+#include "zaddr.h"
 
 #define SCAN_CHUNK 2048u /* entries per lock hold */
 
@@ -50,8 +51,9 @@ static void set_live_locked(void)
 
 uint64_t djx_weak_addr(jweak ref)
 {
-	/* JNI handles carry a type tag in their low bits (weak: 1). */
-	return (uint64_t)(uintptr_t)*(void *volatile *)((uintptr_t)ref & ~(uintptr_t)3);
+	/* JNI handles carry a type tag in their low bits (weak: 1); under
+	 * ZGC the slot holds a colored reference (zaddr.c). */
+	return djx_z_decode((uint64_t)(uintptr_t)*(void *volatile *)((uintptr_t)ref & ~(uintptr_t)3));
 }
 
 int djx_track_add_locked(uint64_t tag, jweak ref, uint64_t addr)

@@ -88,7 +88,7 @@ func setup(t *testing.T) {
 			"../../testdata/java/GcHot.java", "../../testdata/java/Reuse.java", "../../testdata/java/HotPaths.java",
 			"../../testdata/java/Humongous.java", "../../testdata/java/CensusTruth.java", "../../testdata/java/LateBig.java",
 			"../../testdata/java/Storm.java", "../../testdata/java/TypeTruth.java", "../../testdata/java/ServiceTruth.java",
-			"../../testdata/java/AllocPaths.java", "../../testdata/java/DirectBuf.java").CombinedOutput(); err != nil {
+			"../../testdata/java/AllocPaths.java", "../../testdata/java/DirectBuf.java", "../../testdata/java/MovedHot.java").CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("javac: %v\n%s", err, out)
 		}
 	})

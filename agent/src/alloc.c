@@ -16,6 +16,7 @@
 #include "unwind.h"
 #include "util.h"
 #include "writer.h"
+#include "zaddr.h"
 
 #define RELAXED __ATOMIC_RELAXED
 
@@ -180,7 +181,7 @@ static void record(struct djx_pending *p, JNIEnv *jni, jobject object, uint64_t 
 		 * stays time-ordered and the watermark holds. The callback runs
 		 * in native state, so a GC may have moved the object since the
 		 * allocation; the handle always holds the current address. */
-		uint64_t now = djx_now_ns(), addr = (uint64_t)(uintptr_t)*(void **)object;
+		uint64_t now = djx_now_ns(), addr = djx_z_decode((uint64_t)(uintptr_t)*(void **)object);
 		tag = track_locked(tag, big, &ref, addr, size);
 		djx_emit_alloc_locked(p, now, addr, tag);
 		djx_count(&djx_stats.allocs_sent, 1);

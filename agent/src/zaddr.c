@@ -31,6 +31,9 @@ int djx_z_init(char *err, unsigned errlen)
 		snprintf(err, errlen, "%s", z.why);
 		return -1;
 	}
+	/* Without vmStructs (OpenJ9) there is nothing to decode; ask again. */
+	if (djx_vm_init(err, errlen) != 0)
+		return 0;
 	z.done = 1;
 	if (djx_vm_flag("UseZGC") != 1)
 		return 0;

@@ -77,7 +77,8 @@ func TestWalkCaps(t *testing.T) {
 		{"bitmap", Config{MaxBitmap: 1}, func(r *Result) string {
 			// One block, the least the cap allows.
 			bm := newBitmap(heapLo, heapLo+heapBytes, 0, sc.l.minObjectShift())
-			if r.Stats.BitmapDropped == 0 || r.Stats.BitmapBytes > len(bm.top)*4+bm.words*8 {
+			defer bm.free()
+			if r.Stats.BitmapDropped == 0 || r.Stats.BitmapBytes > len(bm.touched)*8+bm.words*8 {
 				return fmt.Sprintf("%d dropped, %d bytes", r.Stats.BitmapDropped, r.Stats.BitmapBytes)
 			}
 			return ""
@@ -254,4 +255,51 @@ func testWalkWithin(t *testing.T, f func()) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("walk still running after 30 s")
 	}
+}
+
+// TestWalkPace: a walk calls Pace between batches, counts the time it
+// waited there, and stops when Pace says so, with the objects it found
+// and did not visit counted as Pending.
+func TestWalkPace(t *testing.T) {
+	sc := buildSceneV(t, variants[0])
+	full := walkScene(t, sc, sc.s.m, Config{FieldName: sc.names})
+	calls := 0
+	res := walkScene(t, sc, sc.s.m, Config{FieldName: sc.names, Batch: 64, Pace: func(context.Context) bool {
+		calls++
+		time.Sleep(time.Millisecond)
+		return calls < 5
+	}})
+	if calls != 5 || !res.Stats.Canceled || res.Stats.Waited < 5*time.Millisecond {
+		t.Errorf("Pace called %d times, canceled %v, waited %v: want 5 calls, canceled, 5 ms waited", calls, res.Stats.Canceled, res.Stats.Waited)
+	}
+	if st := res.Stats; st.Objects == 0 || st.Pending == 0 || st.Objects+st.Pending > full.Stats.Objects {
+		t.Errorf("stopped walk: %d visited, %d pending; the whole walk visits %d", st.Objects, st.Pending, full.Stats.Objects)
+	}
+	if full.Stats.Pending != 0 {
+		t.Errorf("a whole walk left %d pending", full.Stats.Pending)
+	}
+}
+
+// TestWalkCopyAfterGC: once the collection count moves during a walk,
+// the pieces copied before are dropped and copied again as batches need
+// them, and the walk finds what one without copies does.
+func TestWalkCopyAfterGC(t *testing.T) {
+	sc := buildScene(t, "jdk17", true, true)
+	m := sc.s.m
+	want := walkScene(t, sc, m, Config{Batch: 16, MaxCopy: 1})
+	calm := walkScene(t, sc, m, Config{Batch: 16})
+	sameResult(t, "calm", calm, want)
+	reads := 0
+	m.onRead = func() {
+		if reads++; reads == 50 {
+			m.put32(sc.s.gcCount, m.get32(sc.s.gcCount)+1)
+		}
+	}
+	defer func() { m.onRead = nil }()
+	got := walkScene(t, sc, m, Config{Batch: 16})
+	if calm.Stats.CopyResets != 0 || got.Stats.CopyResets == 0 || got.Stats.Pieces <= calm.Stats.Pieces {
+		t.Errorf("copies dropped %d times (%d without a collection), %d pieces copied (%d without)",
+			got.Stats.CopyResets, calm.Stats.CopyResets, got.Stats.Pieces, calm.Stats.Pieces)
+	}
+	sameResult(t, "after a collection", got, want)
 }

@@ -3,6 +3,7 @@ package heapwalk
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -71,6 +72,10 @@ type Config struct {
 	OnObject func(Object)
 	// StopOnGC stops the walk as soon as it sees that a collection ran.
 	StopOnGC bool
+	// Pace, when set, is called between batches and may block to share
+	// the CPU with other walks (a scan's); false stops the walk, as the
+	// end of its context does.
+	Pace func(ctx context.Context) bool
 
 	MaxObjects int64 // objects visited [1<<28]
 	MaxChains  int   // distinct chains [1<<20]
@@ -87,6 +92,7 @@ type Config struct {
 	MaxKlasses int   // classes [1<<18]
 	MaxCLDs    int   // class loaders [1<<18]
 	MaxClasses int   // classes on the class loaders' lists [1<<20]
+	MaxCopy    int   // bytes of the heap copied in pieces and parsed in place [256 MiB]
 	CacheBytes int   // the metadata chunk cache [8 MiB]
 	ChunkSize  int   // a chunk of it, a power of two [16 KiB]
 	Batch      int   // objects read in one vector [4096]
@@ -118,6 +124,7 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxKlasses, 1<<18)
 	def(&c.MaxCLDs, 1<<18)
 	def(&c.MaxClasses, 1<<20)
+	def(&c.MaxCopy, 256<<20)
 	def(&c.CacheBytes, 8<<20)
 	def(&c.ChunkSize, 16<<10)
 	def(&c.Batch, 4096)
@@ -152,6 +159,11 @@ type Stats struct {
 
 	Reads     int64 // read calls on the target's memory (one vector counts one)
 	BytesRead int64
+	Pieces    int   // pieces of the heap copied whole (pieces.go)
+	Reread    int64 // objects whose copy did not parse, read again from the JVM
+	// CopyResets: the pieces were dropped after a collection, and
+	// copied again as needed.
+	CopyResets int
 
 	Invalid    int64 // objects skipped: klass, size or length not valid
 	Unreadable int64 // objects skipped: memory unreadable
@@ -187,10 +199,14 @@ type Stats struct {
 	CrossEdges  int
 	CrossCapped bool
 
-	MaxQueueLen int   // the queue's longest
-	Deferred    int64 // large arrays' rests that waited for the queue to empty
+	// Pending: objects found and not visited when the walk stopped
+	// early (its context, MaxRefs, StopOnGC, Pace), hot ones included.
+	Pending     int64
+	Waited      time.Duration // in Config.Pace
+	MaxQueueLen int           // the queue's longest
+	Deferred    int64         // large arrays' rests that waited for the queue to empty
 	BitmapBytes int
-	Canceled    bool // the context ended the walk
+	Canceled    bool // the context or Config.Pace ended the walk
 	StoppedOnGC bool // Config.StopOnGC saw a collection and stopped
 
 	RootsTime time.Duration // walking the class loaders
@@ -299,16 +315,30 @@ type walker struct {
 	batches int
 
 	// Per batch buffers.
-	batch  []uint64
-	spans  []Span
-	spanOf []int // for each object of the batch, the span holding it
-	spanAt []int // for each span, its offset in buf
-	valid  []int
-	buf    []byte
-	tails  []tail
-	later  []tail // the rest of large arrays, for when the queue is empty
-	mbuf   []byte
+	batch   []uint64
+	sortBuf []uint64
+	offBits int // significant bits of a heap offset in words
+	spans   []Span
+	heap    *heapCopy
+	copyGC  uint32 // the collection count the pieces were copied after
+	sink    byte   // keeps the touching loop
+	views   [][]byte
+	hbuf    []byte
+	spanOf  []int  // for each object of the batch, the span holding it
+	need    []bool // for each span: some object's view is not in the copy
+	rspans  []Span // the spans read
+	rvalid  []int
+	spanAt  []int // for each span, its offset in buf
+	valid   []int
+	buf     []byte
+	tails   []tail
+	later   []tail // the rest of large arrays, for when the queue is empty
+	mbuf    []byte
 }
+
+// copyCheck is how many batches the walk reads from its copy between
+// looks at the collection count.
+const copyCheck = 16
 
 // Header bytes read of each object at first: the header, and the
 // fields of most small objects.
@@ -330,11 +360,13 @@ const (
 func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) {
 	start := time.Now()
 	w := newWalker(l, mem, cfg.withDefaults())
+	defer w.heap.free()
+	defer w.visited.free()
 	before, activeB, err := l.collections(w.r)
 	if err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
 	}
-	w.gcSeen = before
+	w.gcSeen, w.copyGC = before, before
 
 	mirrors := w.classMirrors()
 	w.stats.RootsTime = time.Since(start)
@@ -383,6 +415,9 @@ func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) 
 	if err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
 	}
+	if w.stopped {
+		w.stats.Pending = int64(w.q.len() + w.qh.len() + len(w.later))
+	}
 	res := w.result()
 	evac := l.GC == "shenandoah" && (w.stats.Forwarded > 0 || w.stats.Invalid > 0)
 	res.GC = GCCheck{Before: before, After: after, ActiveBefore: activeB, ActiveAfter: activeA, Evacuated: evac,
@@ -398,6 +433,8 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 		w.r.vec = v
 	}
 	w.zf = newZForwarder(l.z, w.r, &w.stats)
+	w.offBits = bits.Len64((l.Heap[len(l.Heap)-1].End - w.lo) >> 3)
+	w.heap = newHeapCopy(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxCopy)
 	w.visited = newBitmap(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxBitmap, l.minObjectShift())
 	w.klasses = make(map[uint64]*klass)
 	w.kbuf = make([]byte, max(l.off.klassSize, l.off.ikSize))
@@ -475,6 +512,23 @@ func (w *walker) drain(ctx context.Context) {
 			continue
 		}
 		w.batches++
+		if w.cfg.Pace != nil {
+			t := time.Now()
+			ok := w.cfg.Pace(ctx)
+			w.stats.Waited += time.Since(t)
+			if !ok {
+				w.stats.Canceled = true
+				w.stopped = true
+				return
+			}
+		}
+		if w.heap != nil && w.batches%copyCheck == 0 {
+			if n, active, err := w.l.collections(w.r); err == nil && (n != w.copyGC || active) {
+				w.heap.reset()
+				w.copyGC = n
+				w.stats.CopyResets++
+			}
+		}
 		if w.cfg.StopOnGC && w.batches%64 == 0 {
 			if n, active, err := w.l.collections(w.r); err == nil && (n != w.gcSeen || active) {
 				w.stats.StoppedOnGC = true
@@ -484,20 +538,35 @@ func (w *walker) drain(ctx context.Context) {
 		}
 		w.batch = w.qh.pop(w.batch[:0], w.cfg.Batch)
 		w.batch = w.q.pop(w.batch, w.cfg.Batch)
-		slices.Sort(w.batch) // by address: the offset is the entry's high bits
+		if cap(w.sortBuf) < len(w.batch) {
+			w.sortBuf = make([]uint64, cap(w.batch))
+		}
+		sortEntries(w.batch, w.sortBuf, w.offBits) // by address: the offset is the entry's high bits
 		w.readBatch()
 		w.tails = w.tails[:0]
+		// Touch each copied object's first line in a loop of
+		// independent loads, which the CPU overlaps: visit's own
+		// loads, each behind the last, then hit the cache.
+		var sink byte
+		for _, v := range w.views {
+			if len(v) > 0 {
+				sink += v[0]
+			}
+		}
+		w.sink = sink
 		for i, ent := range w.batch {
 			a := w.lo + ent>>edgeBits<<3
-			si := w.spanOf[i]
-			s := w.spans[si]
-			lo := w.spanAt[si] + int(a-s.Addr)
-			hi := w.spanAt[si] + w.valid[si]
-			var view []byte
-			if lo < hi {
-				view = w.buf[lo:hi]
+			view, copied := w.views[i], w.views[i] != nil
+			if !copied {
+				si := w.spanOf[i]
+				s := w.spans[si]
+				lo := w.spanAt[si] + int(a-s.Addr)
+				hi := w.spanAt[si] + w.valid[si]
+				if lo < hi {
+					view = w.buf[lo:hi]
+				}
 			}
-			w.visit(a, uint32(ent&maxEdges), view)
+			w.visit(a, uint32(ent&maxEdges), view, copied)
 		}
 		w.readTails()
 	}
@@ -509,6 +578,7 @@ func (w *walker) drain(ctx context.Context) {
 func (w *walker) readBatch() {
 	w.spans = w.spans[:0]
 	w.spanOf = w.spanOf[:0]
+	w.views = w.views[:0]
 	for _, ent := range w.batch {
 		a := w.lo + ent>>edgeBits<<3
 		rg, _ := w.l.inHeap(a, 0)
@@ -528,21 +598,64 @@ func (w *walker) readBatch() {
 		w.spans = append(w.spans, Span{Addr: a, Len: int(end - a)})
 		w.spanOf = append(w.spanOf, len(w.spans)-1)
 	}
+	// An object's view is its span's bytes from its start, from the copy
+	// when the copy holds them all: the same bytes either way, so the
+	// walk visits the same objects in the same order.
+	if cap(w.need) < len(w.spans) {
+		w.need = make([]bool, len(w.spans))
+	}
+	w.need = w.need[:len(w.spans)]
+	clear(w.need)
+	if w.heap != nil {
+		w.heap.load(w, func(i int) uint64 { return w.lo + w.batch[i]>>edgeBits<<3 }, len(w.batch))
+	}
+	for i, ent := range w.batch {
+		a := w.lo + ent>>edgeBits<<3
+		s := w.spans[w.spanOf[i]]
+		var v []byte
+		if w.heap != nil {
+			v = w.heap.span(a, s.Addr+uint64(s.Len))
+		}
+		if v == nil {
+			w.need[w.spanOf[i]] = true
+		}
+		w.views = append(w.views, v)
+	}
+	if cap(w.spanAt) < len(w.spans) {
+		w.spanAt = make([]int, len(w.spans))
+	}
+	if cap(w.valid) < len(w.spans) {
+		w.valid = make([]int, len(w.spans))
+	}
+	w.spanAt, w.valid = w.spanAt[:len(w.spans)], w.valid[:len(w.spans)]
+	w.rspans = w.rspans[:0]
 	total := 0
-	w.spanAt = w.spanAt[:0]
-	for _, s := range w.spans {
-		w.spanAt = append(w.spanAt, total)
-		total += s.Len
+	for i, s := range w.spans {
+		w.spanAt[i] = total
+		if w.need[i] {
+			w.rspans = append(w.rspans, s)
+			total += s.Len
+		}
+	}
+	if len(w.rspans) == 0 {
+		return
 	}
 	if cap(w.buf) < total {
 		w.buf = make([]byte, total)
 	}
 	w.buf = w.buf[:total]
-	if cap(w.valid) < len(w.spans) {
-		w.valid = make([]int, len(w.spans))
+	if cap(w.rvalid) < len(w.rspans) {
+		w.rvalid = make([]int, len(w.rspans))
 	}
-	w.valid = w.valid[:len(w.spans)]
-	w.r.readSpans(w.buf, w.spans, w.valid)
+	w.rvalid = w.rvalid[:len(w.rspans)]
+	w.r.readSpans(w.buf, w.rspans, w.rvalid)
+	k := 0
+	for i := range w.spans {
+		if w.need[i] {
+			w.valid[i] = w.rvalid[k]
+			k++
+		}
+	}
 }
 
 // tail is the part of an object the first read did not cover and whose
@@ -552,17 +665,26 @@ type tail struct {
 	n     uint64
 	k     *klass
 	chain uint32
+	// copied: the object's header was read from the copy, and so may
+	// the rest be; else the rest is read from the JVM, as the header was.
+	copied bool
 }
 
 // visit validates the object at a, found over edge e, whose first
 // bytes are view, counts it in its row and follows its references.
-func (w *walker) visit(a uint64, e uint32, view []byte) {
+// copied says view is the heap's copy (pieces.go): what does not parse
+// there is read again from the JVM.
+func (w *walker) visit(a uint64, e uint32, view []byte, copied bool) {
 	l := w.l
 	if len(view) < int(l.HeaderSize)+4 {
 		w.stats.Unreadable++
 		return
 	}
 	if mark := le64(view); mark&3 == 3 {
+		if copied {
+			w.reread(a, e)
+			return
+		}
 		// marked: a forwarding pointer, only seen while a GC moves
 		// objects. Shenandoah moves them while the JVM runs: the copy
 		// is the object, and is read in its place.
@@ -575,6 +697,10 @@ func (w *walker) visit(a uint64, e uint32, view []byte) {
 	}
 	k := w.klassAt(l.decodeKlass(view))
 	if k == nil || k.kind == kindNone {
+		if copied {
+			w.reread(a, e)
+			return
+		}
 		w.stats.Invalid++
 		return
 	}
@@ -587,6 +713,10 @@ func (w *walker) visit(a uint64, e uint32, view []byte) {
 	case kindObjArray, kindTypeArray:
 		length = uint64(int64(int32(le32(view[l.HeaderSize:]))))
 		if length > room>>k.log2 {
+			if copied {
+				w.reread(a, e)
+				return
+			}
 			w.stats.Invalid++
 			return
 		}
@@ -596,6 +726,10 @@ func (w *walker) visit(a uint64, e uint32, view []byte) {
 		return
 	}
 	if size > room {
+		if copied {
+			w.reread(a, e)
+			return
+		}
 		w.stats.Invalid++
 		return
 	}
@@ -613,16 +747,32 @@ func (w *walker) visit(a uint64, e uint32, view []byte) {
 		if end <= uint64(len(view)) {
 			w.scanFields(k, view, chain)
 		} else {
-			w.tails = append(w.tails, tail{addr: a, n: end, k: k, chain: chain})
+			w.tails = append(w.tails, tail{addr: a, n: end, k: k, chain: chain, copied: copied})
 		}
 	case kindObjArray:
 		end := k.hdr + length*l.OopSize
 		if end <= uint64(len(view)) {
 			w.scanArray(k, view[k.hdr:end], chain)
 		} else if length > 0 {
-			w.tails = append(w.tails, tail{addr: a + k.hdr, n: length * l.OopSize, k: k, chain: chain})
+			w.tails = append(w.tails, tail{addr: a + k.hdr, n: length * l.OopSize, k: k, chain: chain, copied: copied})
 		}
 	}
+}
+
+// reread visits the object at a, whose copy did not parse, from the
+// JVM's memory as it is now.
+func (w *walker) reread(a uint64, e uint32) {
+	w.stats.Reread++
+	rg, _ := w.l.inHeap(a, 0)
+	n := min(headBytes, rg.End-a)
+	if cap(w.hbuf) < headBytes {
+		w.hbuf = make([]byte, headBytes)
+	}
+	var view []byte
+	if w.r.readAt(w.hbuf[:n], a) {
+		view = w.hbuf[:n]
+	}
+	w.visit(a, e, view, false)
 }
 
 // visitMirror visits a java.lang.Class instance: its size and its
@@ -846,8 +996,12 @@ func (w *walker) readTails() {
 		j, total := i, uint64(0)
 		w.spans = w.spans[:0]
 		for j < len(w.tails) && w.tails[j].n <= bigTail && total+w.tails[j].n <= tailBatch {
-			w.spans = append(w.spans, Span{Addr: w.tails[j].addr, Len: int(w.tails[j].n)})
-			total += w.tails[j].n
+			n := w.tails[j].n
+			if w.tails[j].copied && w.heap.span(w.tails[j].addr, w.tails[j].addr+n) != nil {
+				n = 0 // in the copy
+			}
+			w.spans = append(w.spans, Span{Addr: w.tails[j].addr, Len: int(n)})
+			total += n
 			j++
 		}
 		if cap(w.buf) < int(total) {
@@ -858,15 +1012,22 @@ func (w *walker) readTails() {
 			w.valid = make([]int, len(w.spans))
 		}
 		w.valid = w.valid[:len(w.spans)]
-		w.r.readSpans(w.buf, w.spans, w.valid)
+		if total > 0 {
+			w.r.readSpans(w.buf, w.spans, w.valid)
+		}
 		off := 0
 		for s := i; s < j; s++ {
 			t := w.tails[s]
-			b := w.buf[off : off+int(t.n)]
-			off += int(t.n)
-			if w.valid[s-i] < int(t.n) {
-				w.stats.Unreadable++
-				continue
+			var b []byte
+			if w.spans[s-i].Len == 0 {
+				b = w.heap.span(t.addr, t.addr+t.n)
+			} else {
+				b = w.buf[off : off+int(t.n)]
+				off += int(t.n)
+				if w.valid[s-i] < int(t.n) {
+					w.stats.Unreadable++
+					continue
+				}
 			}
 			if t.k.kind == kindObjArray {
 				w.scanArray(t.k, b, t.chain)

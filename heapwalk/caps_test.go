@@ -287,11 +287,13 @@ func TestWalkCopyAfterGC(t *testing.T) {
 	sc := buildScene(t, "jdk17", true, true)
 	m := sc.s.m
 	want := walkScene(t, sc, m, Config{Batch: 16, MaxCopy: 1})
+	before := m.reads
 	calm := walkScene(t, sc, m, Config{Batch: 16})
 	sameResult(t, "calm", calm, want)
-	reads := 0
+	// Half way through: after pieces were copied, and before the last.
+	half, reads := (m.reads-before)/2, 0
 	m.onRead = func() {
-		if reads++; reads == 50 {
+		if reads++; reads == half {
 			m.put32(sc.s.gcCount, m.get32(sc.s.gcCount)+1)
 		}
 	}
@@ -302,4 +304,153 @@ func TestWalkCopyAfterGC(t *testing.T) {
 			got.Stats.CopyResets, calm.Stats.CopyResets, got.Stats.Pieces, calm.Stats.Pieces)
 	}
 	sameResult(t, "after a collection", got, want)
+}
+
+// midGC is a target in which a stop-the-world collection runs while the
+// walk copies pieces: the collection starts with a copy and lasts for a
+// few reads, and the pieces copied while
+// it runs show every reference cleared, as a collection that rewrites
+// them as it moves objects may leave a piece half way: each object
+// parses, and what it held is gone. Read on their own, the objects are
+// as they were.
+type midGC struct {
+	*fakeMem
+	s        *synth
+	l        *Layout
+	left     int // reads the collection still runs for
+	started  bool
+	copies   int // vectors that copied pieces
+	poisoned int // pieces copied while it ran
+}
+
+// The collection starts with the gcCopy'th vector of pieces (the first
+// copies the pieces of the class mirrors), and lasts for gcReads reads.
+const gcCopy, gcReads = 2, 20
+
+func (m *midGC) ReadVector(dst []byte, spans []Span) (int, error) {
+	piece := false
+	for _, s := range spans {
+		piece = piece || (s.Len == pieceSize && s.Addr%pieceSize == 0)
+	}
+	if piece {
+		m.copies++
+	}
+	if piece && !m.started && m.copies == gcCopy {
+		m.started, m.left = true, gcReads
+		m.put32(m.s.gcCount, m.get32(m.s.gcCount)+1)
+		m.write(m.s.gcActive, []byte{1})
+		m.onRead = func() {
+			if m.left--; m.left == 0 {
+				m.write(m.s.gcActive, []byte{0})
+			}
+		}
+	}
+	n, err := m.fakeMem.ReadVector(dst, spans)
+	if !piece || m.left <= 0 {
+		return n, err
+	}
+	off := 0
+	for _, s := range spans {
+		if s.Len == pieceSize && s.Addr%pieceSize == 0 {
+			m.poisoned++
+			b := dst[off : off+s.Len]
+			for i := 0; i+4 <= len(b); i += 4 {
+				if a := m.l.decodeOop(uint64(le32(b[i:]))); a >= heapLo && a < heapLo+heapBytes {
+					clear(b[i : i+4])
+				}
+			}
+		}
+		off += s.Len
+	}
+	return n, err
+}
+
+// TestWalkCopyDuringGC: pieces copied while a collection runs, or whose
+// copy a collection's start overlapped, are not parsed: those objects
+// are read from the JVM on their own, and the walk finds what one
+// without copies does (the pieces a collection left half way hold
+// objects that parse and lose what they hold).
+func TestWalkCopyDuringGC(t *testing.T) {
+	sc := buildScene(t, "jdk17", true, true)
+	if sc.s.gcActive == 0 || sc.l.OopSize != 4 {
+		t.Fatal("the scene has no _is_gc_active or no compressed oops")
+	}
+	want := walkScene(t, sc, sc.s.m, Config{FieldName: sc.names, MinSize: 1 << 20, Batch: 16, MaxCopy: 1})
+	m := &midGC{fakeMem: sc.s.m, s: sc.s, l: sc.l}
+	defer func() { m.onRead = nil }()
+	got := walkScene(t, sc, m, Config{FieldName: sc.names, MinSize: 1 << 20, Batch: 16})
+	if m.poisoned == 0 || got.Stats.Pieces == 0 {
+		t.Fatalf("%d pieces copied during the collection, %d in all: want some of each", m.poisoned, got.Stats.Pieces)
+	}
+	if !got.GC.Overlapped {
+		t.Errorf("gc %+v: want the collection seen", got.GC)
+	}
+	sameResult(t, "pieces copied during a collection", got, want)
+}
+
+// markingGC is a target in which a stop-the-world collection starts
+// while the walk reads its third batch of 8 objects or more: that read shows the objects at
+// the spans' starts marked, as a full collection's marking leaves every
+// live object's header until it ends, a few reads later. Nothing moves.
+type markingGC struct {
+	*fakeMem
+	s       *synth
+	vectors int
+	marked  int
+	left    int // reads the collection still runs for
+}
+
+func (m *markingGC) ReadVector(dst []byte, spans []Span) (int, error) {
+	n, err := m.fakeMem.ReadVector(dst, spans)
+	if len(spans) < 8 || spans[0].Addr < heapLo || spans[0].Addr >= heapLo+heapBytes {
+		return n, err // not a batch's
+	}
+	if m.vectors++; m.vectors != 3 {
+		return n, err
+	}
+	m.put32(m.s.gcCount, m.get32(m.s.gcCount)+1)
+	m.write(m.s.gcActive, []byte{1})
+	m.left = 5
+	m.onRead = func() {
+		if m.left--; m.left == 0 {
+			m.write(m.s.gcActive, []byte{0})
+		}
+	}
+	off := 0
+	for _, s := range spans {
+		if s.Addr >= heapLo && s.Addr < heapLo+heapBytes && s.Len >= 8 && off+8 <= n {
+			dst[off] |= 3
+			m.marked++
+		}
+		off += s.Len
+	}
+	return n, err
+}
+
+// TestWalkRereadsAfterGC: objects read while a collection marks them
+// are read again once it ended, and the walk finds what one without the
+// collection does (skipped, each lost all it held).
+func TestWalkRereadsAfterGC(t *testing.T) {
+	sc := buildScene(t, "jdk17", true, true)
+	if sc.s.gcActive == 0 {
+		t.Fatal("the scene has no _is_gc_active")
+	}
+	cfg := Config{FieldName: sc.names, MinSize: 1 << 20, Batch: 16, MaxCopy: 1}
+	want := walkScene(t, sc, sc.s.m, cfg)
+	m := &markingGC{fakeMem: sc.s.m, s: sc.s}
+	defer func() { m.onRead = nil }()
+	got := walkScene(t, sc, m, cfg)
+	if m.marked == 0 || !got.GC.Overlapped {
+		t.Fatalf("%d objects marked, gc %+v: want some marked by a collection the walk sees", m.marked, got.GC)
+	}
+	if got.Stats.GCRetried < int64(m.marked) || got.Stats.Forwarded != want.Stats.Forwarded {
+		t.Errorf("%d objects read again, %d skipped as forwarded: want the %d marked read again, and %d skipped as without the collection",
+			got.Stats.GCRetried, got.Stats.Forwarded, m.marked, want.Stats.Forwarded)
+	}
+	// The objects read again are visited after their batch, so the rows'
+	// samples may be others: the rows, and where each sample is, agree.
+	for i := range got.Rows {
+		got.Rows[i].Sample = want.Rows[min(i, len(want.Rows)-1)].Sample
+	}
+	sameResult(t, "a collection marked objects the walk read", got, want)
 }

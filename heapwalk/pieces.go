@@ -16,10 +16,12 @@ import (
 // Config.MaxCopy bytes of pieces; past that, objects are read one span
 // each as before. Pieces are kept for the walk: the JVM runs on, so an
 // object whose copy does not parse (a header forwarded or not a class,
-// a length past its range) is read again from the JVM, and every 16
-// batches the walk checks the collection count: after a collection, the
-// pieces are copied again as batches need them (a collection moves
-// objects where the copy holds others that parse).
+// a length past its range) is read again from the JVM, and before each
+// batch and after each copy the walk reads the collection count and
+// whether one runs (walker.copyStable): after a collection the pieces
+// are copied again as batches need them (a collection moves objects
+// where the copy holds others that parse), and none is parsed while one
+// runs or that one overlapped.
 
 const (
 	pieceShift = 16 // 64 KiB
@@ -82,8 +84,9 @@ func (h *heapCopy) free() {
 }
 
 // load copies the pieces holding the batch's objects that are not
-// copied yet, while the budget lasts, in one vector. addrs is sorted.
-func (h *heapCopy) load(w *walker, addrs func(i int) uint64, n int) {
+// copied yet, while the budget lasts, in one vector, and says whether
+// it copied any. addrs is sorted.
+func (h *heapCopy) load(w *walker, addrs func(i int) uint64, n int) bool {
 	h.want = h.want[:0]
 	for i := 0; i < n; i++ {
 		p := uint32((addrs(i) - h.lo) >> pieceShift)
@@ -98,7 +101,7 @@ func (h *heapCopy) load(w *walker, addrs func(i int) uint64, n int) {
 		h.want = append(h.want, p)
 	}
 	if len(h.want) == 0 {
-		return
+		return false
 	}
 	h.spans = h.spans[:0]
 	total := 0
@@ -132,6 +135,7 @@ func (h *heapCopy) load(w *walker, addrs func(i int) uint64, n int) {
 		}
 		off += s.Len
 	}
+	return true
 }
 
 // span is the copy of the heap's bytes [a, end), or nil when they are

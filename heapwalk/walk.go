@@ -201,10 +201,16 @@ type Stats struct {
 
 	// Pending: objects found and not visited when the walk stopped
 	// early (its context, MaxRefs, StopOnGC, Pace), hot ones included.
-	Pending     int64
-	Waited      time.Duration // in Config.Pace
-	MaxQueueLen int           // the queue's longest
-	Deferred    int64         // large arrays' rests that waited for the queue to empty
+	Pending int64
+	Waited  time.Duration // in Config.Pace
+	// GCWaited: waiting for stop-the-world collections to end;
+	// GCRetried: objects skipped in a batch a collection overlapped,
+	// read again after it (Invalid, Unreadable and Forwarded count
+	// those that still did not parse).
+	GCWaited    time.Duration
+	GCRetried   int64
+	MaxQueueLen int   // the queue's longest
+	Deferred    int64 // large arrays' rests that waited for the queue to empty
 	BitmapBytes int
 	Canceled    bool // the context or Config.Pace ended the walk
 	StoppedOnGC bool // Config.StopOnGC saw a collection and stopped
@@ -315,30 +321,54 @@ type walker struct {
 	batches int
 
 	// Per batch buffers.
-	batch   []uint64
-	sortBuf []uint64
-	offBits int // significant bits of a heap offset in words
-	spans   []Span
-	heap    *heapCopy
-	copyGC  uint32 // the collection count the pieces were copied after
-	sink    byte   // keeps the touching loop
-	views   [][]byte
-	hbuf    []byte
-	spanOf  []int  // for each object of the batch, the span holding it
-	need    []bool // for each span: some object's view is not in the copy
-	rspans  []Span // the spans read
-	rvalid  []int
-	spanAt  []int // for each span, its offset in buf
-	valid   []int
-	buf     []byte
-	tails   []tail
-	later   []tail // the rest of large arrays, for when the queue is empty
-	mbuf    []byte
+	batch    []uint64
+	sortBuf  []uint64
+	offBits  int // significant bits of a heap offset in words
+	spans    []Span
+	heap     *heapCopy
+	copyGC   uint32 // the collection count the pieces were copied after
+	copyOK   bool   // this batch may copy pieces and parse them
+	batchGC  uint32 // the collection count when the batch started
+	skips    []skipped
+	retrying bool // visiting a batch's skipped objects again
+	// gcWaitDone: a wait for a collection to end timed out; the walk
+	// waits no more.
+	gcWaitDone bool
+	sink       byte // keeps the touching loop
+	views      [][]byte
+	hbuf       []byte
+	spanOf     []int  // for each object of the batch, the span holding it
+	need       []bool // for each span: some object's view is not in the copy
+	rspans     []Span // the spans read
+	rvalid     []int
+	spanAt     []int // for each span, its offset in buf
+	valid      []int
+	buf        []byte
+	tails      []tail
+	later      []tail // the rest of large arrays, for when the queue is empty
+	mbuf       []byte
 }
 
-// copyCheck is how many batches the walk reads from its copy between
-// looks at the collection count.
-const copyCheck = 16
+// copyStable says whether the walk may parse its copy of the heap: no
+// collection ran since the pieces were copied and none runs now. When
+// one did, or its state cannot be read, the pieces are dropped: a
+// collection moves objects, and one that runs while a piece is copied
+// leaves its objects half way, parsing and missing what they hold. It
+// is asked before each batch and after each copy (a read of a few bytes
+// a batch of thousands of objects).
+func (w *walker) copyStable(n uint32, active, ok bool) bool {
+	if !ok {
+		n, active = w.copyGC, true
+	}
+	if n != w.copyGC || active {
+		if w.heap.used > 0 {
+			w.heap.reset()
+			w.stats.CopyResets++
+		}
+		w.copyGC = n
+	}
+	return !active
+}
 
 // Header bytes read of each object at first: the header, and the
 // fields of most small objects.
@@ -366,7 +396,7 @@ func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) 
 	if err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
 	}
-	w.gcSeen, w.copyGC = before, before
+	w.gcSeen, w.copyGC, w.batchGC = before, before, before
 
 	mirrors := w.classMirrors()
 	w.stats.RootsTime = time.Since(start)
@@ -522,13 +552,9 @@ func (w *walker) drain(ctx context.Context) {
 				return
 			}
 		}
-		if w.heap != nil && w.batches%copyCheck == 0 {
-			if n, active, err := w.l.collections(w.r); err == nil && (n != w.copyGC || active) {
-				w.heap.reset()
-				w.copyGC = n
-				w.stats.CopyResets++
-			}
-		}
+		n, active, ok := w.collectionState(ctx)
+		w.batchGC = n
+		w.copyOK = w.heap != nil && w.copyStable(n, active, ok)
 		if w.cfg.StopOnGC && w.batches%64 == 0 {
 			if n, active, err := w.l.collections(w.r); err == nil && (n != w.gcSeen || active) {
 				w.stats.StoppedOnGC = true
@@ -542,34 +568,133 @@ func (w *walker) drain(ctx context.Context) {
 			w.sortBuf = make([]uint64, cap(w.batch))
 		}
 		sortEntries(w.batch, w.sortBuf, w.offBits) // by address: the offset is the entry's high bits
-		w.readBatch()
-		w.tails = w.tails[:0]
-		// Touch each copied object's first line in a loop of
-		// independent loads, which the CPU overlaps: visit's own
-		// loads, each behind the last, then hit the cache.
-		var sink byte
-		for _, v := range w.views {
-			if len(v) > 0 {
-				sink += v[0]
-			}
+		w.visitBatch()
+		if len(w.skips) > 0 {
+			w.retrySkips(ctx)
 		}
-		w.sink = sink
-		for i, ent := range w.batch {
-			a := w.lo + ent>>edgeBits<<3
-			view, copied := w.views[i], w.views[i] != nil
-			if !copied {
-				si := w.spanOf[i]
-				s := w.spans[si]
-				lo := w.spanAt[si] + int(a-s.Addr)
-				hi := w.spanAt[si] + w.valid[si]
-				if lo < hi {
-					view = w.buf[lo:hi]
-				}
-			}
-			w.visit(a, uint32(ent&maxEdges), view, copied)
-		}
-		w.readTails()
 	}
+}
+
+// visitBatch reads and visits the objects of w.batch, sorted by address.
+func (w *walker) visitBatch() {
+	w.readBatch()
+	w.tails = w.tails[:0]
+	// Touch each copied object's first line in a loop of
+	// independent loads, which the CPU overlaps: visit's own
+	// loads, each behind the last, then hit the cache.
+	var sink byte
+	for _, v := range w.views {
+		if len(v) > 0 {
+			sink += v[0]
+		}
+	}
+	w.sink = sink
+	for i, ent := range w.batch {
+		a := w.lo + ent>>edgeBits<<3
+		view, copied := w.views[i], w.views[i] != nil
+		if !copied {
+			si := w.spanOf[i]
+			s := w.spans[si]
+			lo := w.spanAt[si] + int(a-s.Addr)
+			hi := w.spanAt[si] + w.valid[si]
+			if lo < hi {
+				view = w.buf[lo:hi]
+			}
+		}
+		w.visit(a, uint32(ent&maxEdges), view, copied)
+	}
+	w.readTails()
+}
+
+// A stop-the-world collection rewrites the objects it moves and marks:
+// an object read while one runs may not parse (a header marked or
+// forwarded, a klass or length half moved), and skipping it loses all it
+// holds, which may be most of a structure. The walk reads nothing while
+// a collection runs (collectionState waits for it to end), and the
+// objects it skipped in a batch that a collection overlapped are read
+// once more after it ended; only then are they counted as skipped.
+
+// gcWaitMax bounds one wait for a collection to end, and gcWaitTotal a
+// walk's waits: a collection that does not end by then, or a flag the
+// target keeps set, is not waited for again. gcPoll is how often the
+// wait reads whether it ended.
+const (
+	gcWaitMax   = 3 * time.Second
+	gcWaitTotal = 10 * time.Second
+	gcPoll      = time.Millisecond
+)
+
+// collectionState reads the collection count, first waiting for a
+// collection that runs to end (within gcWaitMax and gcWaitTotal, and
+// ctx): active says one still runs; ok is false when the count cannot be
+// read.
+func (w *walker) collectionState(ctx context.Context) (n uint32, active, ok bool) {
+	n, active, err := w.l.collections(w.r)
+	if err != nil {
+		return w.batchGC, false, false
+	}
+	if !active || w.gcWaitDone {
+		return n, active, true
+	}
+	start := time.Now()
+	limit := min(gcWaitMax, gcWaitTotal-w.stats.GCWaited)
+	defer func() {
+		w.stats.GCWaited += time.Since(start)
+		if active {
+			w.gcWaitDone = true
+		}
+	}()
+	for time.Since(start) < limit && ctx.Err() == nil {
+		time.Sleep(gcPoll)
+		if n, active, err = w.l.collections(w.r); err != nil {
+			return w.batchGC, false, false
+		}
+		if !active {
+			return n, false, true
+		}
+	}
+	return n, true, true
+}
+
+// skip keeps an object the walk could not parse, to be read again if a
+// collection overlapped its batch, else counts it in *why.
+func (w *walker) skip(a uint64, e uint32, why *int64) {
+	if w.retrying {
+		*why++
+		return
+	}
+	w.skips = append(w.skips, skipped{ent: (a-w.lo)>>3<<edgeBits | uint64(e), why: why})
+}
+
+// skipped is an object a batch could not parse, and why.
+type skipped struct {
+	ent uint64 // its queue entry
+	why *int64 // the Stats count it goes to
+}
+
+// retrySkips reads the batch's skipped objects again once the
+// collection that overlapped the batch ended; with none, they count as
+// skipped.
+func (w *walker) retrySkips(ctx context.Context) {
+	n, active, ok := w.collectionState(ctx)
+	if !ok || active || n == w.batchGC {
+		for _, sk := range w.skips {
+			*sk.why++
+		}
+		w.skips = w.skips[:0]
+		return
+	}
+	w.batchGC = n
+	w.copyOK = w.heap != nil && w.copyStable(n, active, ok)
+	w.batch = w.batch[:0]
+	for _, sk := range w.skips {
+		w.batch = append(w.batch, sk.ent)
+	}
+	w.skips = w.skips[:0]
+	w.stats.GCRetried += int64(len(w.batch))
+	w.retrying = true
+	w.visitBatch()
+	w.retrying = false
 }
 
 // readBatch reads the first headBytes of each object of the batch,
@@ -606,8 +731,11 @@ func (w *walker) readBatch() {
 	}
 	w.need = w.need[:len(w.spans)]
 	clear(w.need)
-	if w.heap != nil {
-		w.heap.load(w, func(i int) uint64 { return w.lo + w.batch[i]>>edgeBits<<3 }, len(w.batch))
+	if w.copyOK && w.heap.load(w, func(i int) uint64 { return w.lo + w.batch[i]>>edgeBits<<3 }, len(w.batch)) {
+		// A collection that started while the pieces were copied
+		// left them half way: they are dropped, and read as spans.
+		n, active, err := w.l.collections(w.r)
+		w.copyOK = w.copyStable(n, active, err == nil)
 	}
 	for i, ent := range w.batch {
 		a := w.lo + ent>>edgeBits<<3
@@ -677,7 +805,7 @@ type tail struct {
 func (w *walker) visit(a uint64, e uint32, view []byte, copied bool) {
 	l := w.l
 	if len(view) < int(l.HeaderSize)+4 {
-		w.stats.Unreadable++
+		w.skip(a, e, &w.stats.Unreadable)
 		return
 	}
 	if mark := le64(view); mark&3 == 3 {
@@ -685,14 +813,19 @@ func (w *walker) visit(a uint64, e uint32, view []byte, copied bool) {
 			w.reread(a, e)
 			return
 		}
-		// marked: a forwarding pointer, only seen while a GC moves
-		// objects. Shenandoah moves them while the JVM runs: the copy
-		// is the object, and is read in its place.
-		w.stats.Forwarded++
-		if fwd := mark &^ 3; w.l.GC == "shenandoah" && fwd != a {
-			w.stats.ReadForwarded++
-			w.discover(fwd, e)
+		// marked: by a collection that runs, or a forwarding pointer,
+		// only seen while a GC moves objects. Shenandoah moves them
+		// while the JVM runs: the copy is the object, and is read in
+		// its place.
+		if fwd := mark &^ 3; w.l.GC == "shenandoah" {
+			w.stats.Forwarded++
+			if fwd != a {
+				w.stats.ReadForwarded++
+				w.discover(fwd, e)
+			}
+			return
 		}
+		w.skip(a, e, &w.stats.Forwarded)
 		return
 	}
 	k := w.klassAt(l.decodeKlass(view))
@@ -701,7 +834,7 @@ func (w *walker) visit(a uint64, e uint32, view []byte, copied bool) {
 			w.reread(a, e)
 			return
 		}
-		w.stats.Invalid++
+		w.skip(a, e, &w.stats.Invalid)
 		return
 	}
 	rg, _ := l.inHeap(a, 0)
@@ -717,7 +850,7 @@ func (w *walker) visit(a uint64, e uint32, view []byte, copied bool) {
 				w.reread(a, e)
 				return
 			}
-			w.stats.Invalid++
+			w.skip(a, e, &w.stats.Invalid)
 			return
 		}
 		size = (k.hdr + length<<k.log2 + l.Alignment - 1) &^ (l.Alignment - 1)
@@ -730,7 +863,7 @@ func (w *walker) visit(a uint64, e uint32, view []byte, copied bool) {
 			w.reread(a, e)
 			return
 		}
-		w.stats.Invalid++
+		w.skip(a, e, &w.stats.Invalid)
 		return
 	}
 	ed := &w.edges[e]
@@ -788,7 +921,7 @@ func (w *walker) visitMirror(a uint64, e uint32, k *klass, view []byte, room uin
 		}
 		buf = w.mbuf[:fixed]
 		if !w.r.readAt(buf, a) {
-			w.stats.Unreadable++
+			w.skip(a, e, &w.stats.Unreadable)
 			return
 		}
 	}
@@ -797,7 +930,7 @@ func (w *walker) visitMirror(a uint64, e uint32, k *klass, view []byte, room uin
 	size := uint64(words) * 8
 	if words <= 0 || size < fixed || size > maxMirrorSize || size > room || count < 0 || count > maxStatics ||
 		fixed+uint64(count)*l.OopSize > size {
-		w.stats.Invalid++
+		w.skip(a, e, &w.stats.Invalid)
 		return
 	}
 	ed := &w.edges[e]

@@ -69,6 +69,10 @@ type walker struct {
 	again       bool
 	rootsGC     uint32 // the collection count when the roots pass ended
 	layoutTries int    // a launched JVM's checks that could not read its layout
+	// launched: the JVM started under the profile, whose agent tracked
+	// its large objects from their allocation; the walk names its small
+	// ones.
+	launched bool
 	// The join's in-heap and attributed samples when the last walk ended.
 	heapAt, attrAt uint64
 }
@@ -166,7 +170,7 @@ func (s *session) planLaunchWalk() {
 		return
 	}
 	w := newWalker()
-	w.checking = true
+	w.checking, w.launched = true, true
 	w.checkAt = time.After(s.walkCheckEvery())
 	s.walk = w
 }
@@ -471,10 +475,7 @@ func (w *walker) run(ctx context.Context, gate *walkGate, start, minSize uint64,
 	w.setProbes(res, large)
 	w.paths.res, w.paths.out = res, nil
 	clear(w.paths.ids)
-	for _, o := range large {
-		hw.Objects = append(hw.Objects, agentwire.Census{Time: start, Addr: o.Addr, Size: o.Size,
-			Path: w.paths.id(o.Chain), Kind: agentwire.CensusAttach, TypeSig: typeSig(o.Class)})
-	}
+	hw.Objects = w.census(start, large)
 	// A row counts its large objects too; they are tracked one by one.
 	counts := make([][2]uint64, len(res.Rows))
 	for _, o := range large {
@@ -499,6 +500,23 @@ func (w *walker) run(ctx context.Context, gate *walkGate, start, minSize uint64,
 	hw.Note = walkNote(&res.Stats)
 	hw.Roots = uint64(res.Stats.Roots)
 	return hw
+}
+
+// census is what the walk adds to the object table: its large objects,
+// named by their chains. A launched JVM's large objects are the agent's,
+// by their sites (and its censuses after GCs): the walk's would take
+// their samples as objects "allocated before attach" wherever the two
+// disagree on an address, as after a GC moved them.
+func (w *walker) census(start uint64, large []heapwalk.Object) []agentwire.Census {
+	if w.launched {
+		return nil
+	}
+	var out []agentwire.Census
+	for _, o := range large {
+		out = append(out, agentwire.Census{Time: start, Addr: o.Addr, Size: o.Size,
+			Path: w.paths.id(o.Chain), Kind: agentwire.CensusAttach, TypeSig: typeSig(o.Class)})
+	}
+	return out
 }
 
 // walkDone is the loop's channel of the walk's result (nil: none to wait for).

@@ -207,8 +207,11 @@ type Stats struct {
 	// GCRetried: objects skipped in a batch a collection overlapped,
 	// read again after it (Invalid, Unreadable and Forwarded count
 	// those that still did not parse).
-	GCWaited    time.Duration
-	GCRetried   int64
+	GCWaited  time.Duration
+	GCRetried int64
+	// GCReread: batches and large arrays' pieces read again after a
+	// collection overlapped their read.
+	GCReread    int64
 	MaxQueueLen int   // the queue's longest
 	Deferred    int64 // large arrays' rests that waited for the queue to empty
 	BitmapBytes int
@@ -331,6 +334,7 @@ type walker struct {
 	batchGC  uint32 // the collection count when the batch started
 	skips    []skipped
 	retrying bool // visiting a batch's skipped objects again
+	ctx      context.Context
 	// gcWaitDone: a wait for a collection to end timed out; the walk
 	// waits no more.
 	gcWaitDone bool
@@ -390,6 +394,7 @@ const (
 func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) {
 	start := time.Now()
 	w := newWalker(l, mem, cfg.withDefaults())
+	w.ctx = ctx
 	defer w.heap.free()
 	defer w.visited.free()
 	before, activeB, err := l.collections(w.r)
@@ -576,8 +581,21 @@ func (w *walker) drain(ctx context.Context) {
 }
 
 // visitBatch reads and visits the objects of w.batch, sorted by address.
+// A batch whose read a collection overlapped is read again once it
+// ended: its objects may parse with references half updated.
 func (w *walker) visitBatch() {
 	w.readBatch()
+	for try := 2; try <= stableTries; try++ {
+		n, active, err := w.l.collections(w.r)
+		if err != nil || (n == w.batchGC && !active) {
+			break
+		}
+		n, active, ok := w.collectionState(w.ctx)
+		w.batchGC = n
+		w.copyOK = w.heap != nil && w.copyStable(n, active, ok)
+		w.stats.GCReread++
+		w.readBatch()
+	}
 	w.tails = w.tails[:0]
 	// Touch each copied object's first line in a loop of
 	// independent loads, which the CPU overlaps: visit's own
@@ -655,6 +673,27 @@ func (w *walker) collectionState(ctx context.Context) (n uint32, active, ok bool
 	}
 	return n, true, true
 }
+
+// readStable reads b at a while no collection runs, and reads it again
+// once one ended when one ran during the read: a large array's
+// references read while a collection moved it point at whatever moved
+// in (a 64K-element piece of ServiceTruth's list named tree entries).
+func (w *walker) readStable(ctx context.Context, b []byte, a uint64) bool {
+	for try := 1; ; try++ {
+		n0, _, ok := w.collectionState(ctx)
+		if !w.r.readAt(b, a) {
+			return false
+		}
+		n1, active, err := w.l.collections(w.r)
+		if !ok || err != nil || (n1 == n0 && !active) || try == stableTries {
+			return true
+		}
+		w.stats.GCReread++
+	}
+}
+
+// stableTries bounds the reads of one span that collections overlap.
+const stableTries = 3
 
 // skip keeps an object the walk could not parse, to be read again if a
 // collection overlapped its batch, else counts it in *why.
@@ -1188,7 +1227,7 @@ func (w *walker) readBig(t tail) {
 			return
 		}
 		b := w.mbuf[:min(piece, t.n-off)]
-		if !w.r.readAt(b, t.addr+off) {
+		if !w.readStable(w.ctx, b, t.addr+off) {
 			w.stats.Unreadable++
 			return
 		}

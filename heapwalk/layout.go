@@ -548,6 +548,19 @@ func (l *Layout) Collections(mem Mem) (count uint32, active bool, err error) {
 }
 
 func (l *Layout) collections(r *reader) (uint32, bool, error) {
+	// The walk asks before and after each batch: one read when the two
+	// fields are near (they are in CollectedHeap).
+	if t, a := l.off.heapTotal, l.off.heapActive; l.off.hasActive && a >= t+4 && a-t < 60 {
+		var b [64]byte
+		if r.readAt(b[:a-t+1], l.collectedHeap+t) {
+			return le32(b[:]), b[a-t] != 0, nil
+		}
+	} else if l.off.hasActive && t > a && t-a < 60 {
+		var b [64]byte
+		if r.readAt(b[:t-a+4], l.collectedHeap+a) {
+			return le32(b[t-a:]), b[0] != 0, nil
+		}
+	}
 	var b [4]byte
 	if !r.readAt(b[:], l.collectedHeap+l.off.heapTotal) {
 		if r.gone != nil {

@@ -37,8 +37,10 @@
 // objects on pages the caller's samples hit (Config.Hot) are walked
 // first and kept past the caps (hot.go).
 //
-// The JVM runs during the walk: objects are read in batches sorted by
-// address, one vector read per batch, and each is validated (its klass
+// The JVM runs during the walk: objects are visited in batches sorted
+// by address, parsed in place from copies of the heap's pieces (64 KiB,
+// up to Config.MaxCopy bytes, pieces.go) or, past that, read one span
+// each in one vector read per batch; each is validated (its klass
 // a Klass whose mirror points back, its size and length inside the
 // heap) and skipped and counted when not. A collection during the walk
 // moves objects under it: Result.GC says so, and the caller discards or

@@ -544,8 +544,7 @@ func (l *Layout) fromFlags(flags map[string]flag, opts Options) error {
 func (l *Layout) Collections(mem Mem) (count uint32, active bool, err error) {
 	var st Stats
 	r := &reader{mem: mem, stats: &st}
-	g, err := l.collections(r)
-	return g.count, g.active, err
+	return l.collections(r)
 }
 
 // gcState is what says whether the heap moved between two reads: the
@@ -562,19 +561,15 @@ func (g gcState) moved(h gcState) bool {
 	return g.count != h.count || g.colors != h.colors || g.active || h.active
 }
 
-func (l *Layout) collections(r *reader) (gcState, error) {
-	var b [8]byte
-	if !r.readAt(b[:4], l.collectedHeap+l.off.heapTotal) {
-		if r.gone != nil {
-			return gcState{}, fmt.Errorf("read the collection count: %w", r.gone)
-		}
-		return gcState{}, fmt.Errorf("read the collection count at %#x: unreadable", l.collectedHeap+l.off.heapTotal)
+// state is the collection count, a pause running, and ZGC's colors.
+func (l *Layout) state(r *reader) (gcState, error) {
+	n, active, err := l.collections(r)
+	if err != nil {
+		return gcState{}, err
 	}
-	g := gcState{count: le32(b[:])}
-	if l.off.hasActive && r.readAt(b[:1], l.collectedHeap+l.off.heapActive) {
-		g.active = b[0] != 0
-	}
+	g := gcState{count: n, active: active}
 	if l.z != nil {
+		var b [8]byte
 		for i, a := range l.z.colorAt {
 			if r.readAt(b[:], a) {
 				g.colors[i] = le64(b[:])
@@ -582,6 +577,35 @@ func (l *Layout) collections(r *reader) (gcState, error) {
 		}
 	}
 	return g, nil
+}
+
+func (l *Layout) collections(r *reader) (uint32, bool, error) {
+	// The walk asks before and after each batch: one read when the two
+	// fields are near (they are in CollectedHeap).
+	if t, a := l.off.heapTotal, l.off.heapActive; l.off.hasActive && a >= t+4 && a-t < 60 {
+		var b [64]byte
+		if r.readAt(b[:a-t+1], l.collectedHeap+t) {
+			return le32(b[:]), b[a-t] != 0, nil
+		}
+	} else if l.off.hasActive && t > a && t-a < 60 {
+		var b [64]byte
+		if r.readAt(b[:t-a+4], l.collectedHeap+a) {
+			return le32(b[t-a:]), b[0] != 0, nil
+		}
+	}
+	var b [4]byte
+	if !r.readAt(b[:], l.collectedHeap+l.off.heapTotal) {
+		if r.gone != nil {
+			return 0, false, fmt.Errorf("read the collection count: %w", r.gone)
+		}
+		return 0, false, fmt.Errorf("read the collection count at %#x: unreadable", l.collectedHeap+l.off.heapTotal)
+	}
+	count := le32(b[:])
+	active := false
+	if l.off.hasActive && r.readAt(b[:1], l.collectedHeap+l.off.heapActive) {
+		active = b[0] != 0
+	}
+	return count, active, nil
 }
 
 // minObjectShift is log2 of the smallest object's bytes: 8 with compact

@@ -148,14 +148,12 @@ func (w *walker) record(row uint32, a, size uint64) {
 func (w *walker) run(i int) *run { return &w.runSegs[i/runSeg][i%runSeg] }
 
 // finishRuns gathers the runs, sorts them by address and merges
-// neighbours of one row.
+// neighbours of one row. The sort is a radix sort on the runs' heap
+// offsets: millions of runs sort in a few passes over memory, where a
+// comparison sort took a third of a walk.
 func (w *walker) finishRuns() []run {
-	runs := make([]run, 0, w.nRuns)
-	for _, s := range w.runSegs {
-		runs = append(runs, s...)
-	}
+	runs := radixRuns(w.runSegs, w.nRuns, w.lo)
 	w.runSegs = nil
-	slices.SortFunc(runs, byStart)
 	out := runs[:0]
 	for _, r := range runs {
 		if n := len(out); n > 0 {
@@ -168,6 +166,84 @@ func (w *walker) finishRuns() []run {
 		out = append(out, r)
 	}
 	return slices.Clip(out)
+}
+
+// radixRuns sorts the n runs held in segs by start (each at least lo)
+// into a new slice: first by the MiB of heap they start in (a pass that
+// writes to as many places as the heap has MiB, which the caches hold),
+// then each MiB's runs in place by their word in it (two passes over
+// what fits in a cache). The first pass lets each segment go once it is
+// copied.
+func radixRuns(segs [][]run, n int, lo uint64) []run {
+	var top uint64
+	for _, s := range segs {
+		for _, r := range s {
+			top = max(top, r.start-lo)
+		}
+	}
+	blocks := int(top>>blockShift) + 1
+	count := make([]int, blocks+1)
+	for _, s := range segs {
+		for _, r := range s {
+			count[(r.start-lo)>>blockShift+1]++
+		}
+	}
+	for i := 1; i <= blocks; i++ {
+		count[i] += count[i-1]
+	}
+	at := slices.Clone(count[:blocks])
+	dst := make([]run, n)
+	for i, s := range segs {
+		for _, r := range s {
+			b := (r.start - lo) >> blockShift
+			dst[at[b]] = r
+			at[b]++
+		}
+		segs[i] = nil
+	}
+	// Within a MiB: words 0 to 1<<17, in digits of 9 and 8 bits.
+	const lowBits, hiBits = 9, blockShift - 3 - 9
+	var scratch []run
+	var c0 [1 << lowBits]int32
+	var c1 [1 << hiBits]int32
+	for b := 0; b < blocks; b++ {
+		part := dst[count[b]:count[b+1]]
+		if len(part) < 64 {
+			slices.SortFunc(part, byStart)
+			continue
+		}
+		if cap(scratch) < len(part) {
+			scratch = make([]run, len(part)+len(part)/2)
+		}
+		tmp := scratch[:len(part)]
+		clear(c0[:])
+		clear(c1[:])
+		for _, r := range part {
+			w := (r.start - lo) >> 3
+			c0[w&(1<<lowBits-1)]++
+			c1[(w>>lowBits)&(1<<hiBits-1)]++
+		}
+		var s0, s1 int32
+		for i, c := range c0 {
+			c0[i] = s0
+			s0 += c
+		}
+		for i, c := range c1 {
+			c1[i] = s1
+			s1 += c
+		}
+		for _, r := range part {
+			d := ((r.start - lo) >> 3) & (1<<lowBits - 1)
+			tmp[c0[d]] = r
+			c0[d]++
+		}
+		for _, r := range tmp {
+			d := ((r.start - lo) >> (3 + lowBits)) & (1<<hiBits - 1)
+			part[c1[d]] = r
+			c1[d]++
+		}
+	}
+	return dst
 }
 
 // Lookup names the small object (under MinSize) at addr, or holding

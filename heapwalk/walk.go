@@ -3,6 +3,7 @@ package heapwalk
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -75,6 +76,10 @@ type Config struct {
 	// (offheap.go), at most MaxOwners [1<<20].
 	FieldOffset FieldOffset
 	MaxOwners   int
+	// Pace, when set, is called between batches and may block to share
+	// the CPU with other walks (a scan's); false stops the walk, as the
+	// end of its context does.
+	Pace func(ctx context.Context) bool
 
 	MaxObjects int64 // objects visited [1<<28]
 	MaxChains  int   // distinct chains [1<<20]
@@ -91,6 +96,7 @@ type Config struct {
 	MaxKlasses int   // classes [1<<18]
 	MaxCLDs    int   // class loaders [1<<18]
 	MaxClasses int   // classes on the class loaders' lists [1<<20]
+	MaxCopy    int   // bytes of the heap copied in pieces and parsed in place [256 MiB]
 	CacheBytes int   // the metadata chunk cache [8 MiB]
 	ChunkSize  int   // a chunk of it, a power of two [16 KiB]
 	Batch      int   // objects read in one vector [4096]
@@ -122,6 +128,7 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxKlasses, 1<<18)
 	def(&c.MaxCLDs, 1<<18)
 	def(&c.MaxClasses, 1<<20)
+	def(&c.MaxCopy, 256<<20)
 	def(&c.CacheBytes, 8<<20)
 	def(&c.ChunkSize, 16<<10)
 	def(&c.Batch, 4096)
@@ -156,6 +163,11 @@ type Stats struct {
 
 	Reads     int64 // read calls on the target's memory (one vector counts one)
 	BytesRead int64
+	Pieces    int   // pieces of the heap copied whole (pieces.go)
+	Reread    int64 // objects whose copy did not parse, read again from the JVM
+	// CopyResets: the pieces were dropped after a collection, and
+	// copied again as needed.
+	CopyResets int
 
 	Invalid    int64 // objects skipped: klass, size or length not valid
 	Unreadable int64 // objects skipped: memory unreadable
@@ -191,10 +203,23 @@ type Stats struct {
 	CrossEdges  int
 	CrossCapped bool
 
+	// Pending: objects found and not visited when the walk stopped
+	// early (its context, MaxRefs, StopOnGC, Pace), hot ones included.
+	Pending int64
+	Waited  time.Duration // in Config.Pace
+	// GCWaited: waiting for stop-the-world collections to end;
+	// GCRetried: objects skipped in a batch a collection overlapped,
+	// read again after it (Invalid, Unreadable and Forwarded count
+	// those that still did not parse).
+	GCWaited  time.Duration
+	GCRetried int64
+	// GCReread: batches and large arrays' pieces read again after a
+	// collection overlapped their read.
+	GCReread    int64
 	MaxQueueLen int   // the queue's longest
 	Deferred    int64 // large arrays' rests that waited for the queue to empty
 	BitmapBytes int
-	Canceled    bool // the context ended the walk
+	Canceled    bool // the context or Config.Pace ended the walk
 	StoppedOnGC bool // Config.StopOnGC saw a collection and stopped
 
 	RootsTime time.Duration // walking the class loaders
@@ -306,16 +331,55 @@ type walker struct {
 	batches int
 
 	// Per batch buffers.
-	batch  []uint64
-	spans  []Span
-	spanOf []int // for each object of the batch, the span holding it
-	spanAt []int // for each span, its offset in buf
-	valid  []int
-	buf    []byte
-	tails  []tail
-	later  []tail // the rest of large arrays, for when the queue is empty
-	mbuf   []byte
-	off    offHeapState
+	batch    []uint64
+	sortBuf  []uint64
+	offBits  int // significant bits of a heap offset in words
+	spans    []Span
+	heap     *heapCopy
+	copyGC   uint32 // the collection count the pieces were copied after
+	copyOK   bool   // this batch may copy pieces and parse them
+	batchGC  uint32 // the collection count when the batch started
+	skips    []skipped
+	retrying bool // visiting a batch's skipped objects again
+	ctx      context.Context
+	// gcWaitDone: a wait for a collection to end timed out; the walk
+	// waits no more.
+	gcWaitDone bool
+	sink       byte // keeps the touching loop
+	views      [][]byte
+	hbuf       []byte
+	spanOf     []int  // for each object of the batch, the span holding it
+	need       []bool // for each span: some object's view is not in the copy
+	rspans     []Span // the spans read
+	rvalid     []int
+	spanAt     []int // for each span, its offset in buf
+	valid      []int
+	buf        []byte
+	tails      []tail
+	later      []tail // the rest of large arrays, for when the queue is empty
+	mbuf       []byte
+	off        offHeapState
+}
+
+// copyStable says whether the walk may parse its copy of the heap: no
+// collection ran since the pieces were copied and none runs now. When
+// one did, or its state cannot be read, the pieces are dropped: a
+// collection moves objects, and one that runs while a piece is copied
+// leaves its objects half way, parsing and missing what they hold. It
+// is asked before each batch and after each copy (a read of a few bytes
+// a batch of thousands of objects).
+func (w *walker) copyStable(n uint32, active, ok bool) bool {
+	if !ok {
+		n, active = w.copyGC, true
+	}
+	if n != w.copyGC || active {
+		if w.heap.used > 0 {
+			w.heap.reset()
+			w.stats.CopyResets++
+		}
+		w.copyGC = n
+	}
+	return !active
 }
 
 // Header bytes read of each object at first: the header, and the
@@ -338,11 +402,14 @@ const (
 func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) {
 	start := time.Now()
 	w := newWalker(l, mem, cfg.withDefaults())
-	before, err := l.collections(w.r)
+	w.ctx = ctx
+	defer w.heap.free()
+	defer w.visited.free()
+	before, err := l.state(w.r)
 	if err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
 	}
-	w.gcSeen = before
+	w.gcSeen, w.copyGC, w.batchGC = before, before.count, before.count
 
 	mirrors := w.classMirrors()
 	w.stats.RootsTime = time.Since(start)
@@ -387,9 +454,12 @@ func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) 
 	if w.r.gone != nil {
 		return nil, fmt.Errorf("walk: %w", w.r.gone)
 	}
-	after, err := l.collections(w.r)
+	after, err := l.state(w.r)
 	if err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
+	}
+	if w.stopped {
+		w.stats.Pending = int64(w.q.len() + w.qh.len() + len(w.later))
 	}
 	res := w.result()
 	// ZGC's stale references are read through its forwarding tables, but
@@ -409,6 +479,8 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 		w.r.vec = v
 	}
 	w.zf = newZForwarder(l.z, w.r, &w.stats)
+	w.offBits = bits.Len64((l.Heap[len(l.Heap)-1].End - w.lo) >> 3)
+	w.heap = newHeapCopy(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxCopy)
 	w.visited = newBitmap(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxBitmap, l.minObjectShift())
 	w.klasses = make(map[uint64]*klass)
 	w.kbuf = make([]byte, max(l.off.klassSize, l.off.ikSize))
@@ -486,8 +558,21 @@ func (w *walker) drain(ctx context.Context) {
 			continue
 		}
 		w.batches++
+		if w.cfg.Pace != nil {
+			t := time.Now()
+			ok := w.cfg.Pace(ctx)
+			w.stats.Waited += time.Since(t)
+			if !ok {
+				w.stats.Canceled = true
+				w.stopped = true
+				return
+			}
+		}
+		n, active, ok := w.collectionState(ctx)
+		w.batchGC = n
+		w.copyOK = w.heap != nil && w.copyStable(n, active, ok)
 		if w.cfg.StopOnGC && w.batches%64 == 0 {
-			if g, err := w.l.collections(w.r); err == nil && w.gcSeen.moved(g) {
+			if g, err := w.l.state(w.r); err == nil && w.gcSeen.moved(g) {
 				w.stats.StoppedOnGC = true
 				w.stopped = true
 				return
@@ -495,23 +580,171 @@ func (w *walker) drain(ctx context.Context) {
 		}
 		w.batch = w.qh.pop(w.batch[:0], w.cfg.Batch)
 		w.batch = w.q.pop(w.batch, w.cfg.Batch)
-		slices.Sort(w.batch) // by address: the offset is the entry's high bits
+		if cap(w.sortBuf) < len(w.batch) {
+			w.sortBuf = make([]uint64, cap(w.batch))
+		}
+		sortEntries(w.batch, w.sortBuf, w.offBits) // by address: the offset is the entry's high bits
+		w.visitBatch()
+		if len(w.skips) > 0 {
+			w.retrySkips(ctx)
+		}
+	}
+}
+
+// visitBatch reads and visits the objects of w.batch, sorted by address.
+// A batch whose read a collection overlapped is read again once it
+// ended: its objects may parse with references half updated.
+func (w *walker) visitBatch() {
+	w.readBatch()
+	for try := 2; try <= stableTries; try++ {
+		n, active, err := w.l.collections(w.r)
+		if err != nil || (n == w.batchGC && !active) {
+			break
+		}
+		n, active, ok := w.collectionState(w.ctx)
+		w.batchGC = n
+		w.copyOK = w.heap != nil && w.copyStable(n, active, ok)
+		w.stats.GCReread++
 		w.readBatch()
-		w.tails = w.tails[:0]
-		for i, ent := range w.batch {
-			a := w.lo + ent>>edgeBits<<3
+	}
+	w.tails = w.tails[:0]
+	// Touch each copied object's first line in a loop of
+	// independent loads, which the CPU overlaps: visit's own
+	// loads, each behind the last, then hit the cache.
+	var sink byte
+	for _, v := range w.views {
+		if len(v) > 0 {
+			sink += v[0]
+		}
+	}
+	w.sink = sink
+	for i, ent := range w.batch {
+		a := w.lo + ent>>edgeBits<<3
+		view, copied := w.views[i], w.views[i] != nil
+		if !copied {
 			si := w.spanOf[i]
 			s := w.spans[si]
 			lo := w.spanAt[si] + int(a-s.Addr)
 			hi := w.spanAt[si] + w.valid[si]
-			var view []byte
 			if lo < hi {
 				view = w.buf[lo:hi]
 			}
-			w.visit(a, uint32(ent&maxEdges), view)
 		}
-		w.readTails()
+		w.visit(a, uint32(ent&maxEdges), view, copied)
 	}
+	w.readTails()
+}
+
+// A stop-the-world collection rewrites the objects it moves and marks:
+// an object read while one runs may not parse (a header marked or
+// forwarded, a klass or length half moved), and skipping it loses all it
+// holds, which may be most of a structure. The walk reads nothing while
+// a collection runs (collectionState waits for it to end), and the
+// objects it skipped in a batch that a collection overlapped are read
+// once more after it ended; only then are they counted as skipped.
+
+// gcWaitMax bounds one wait for a collection to end, and gcWaitTotal a
+// walk's waits: a collection that does not end by then, or a flag the
+// target keeps set, is not waited for again. gcPoll is how often the
+// wait reads whether it ended.
+const (
+	gcWaitMax   = 3 * time.Second
+	gcWaitTotal = 10 * time.Second
+	gcPoll      = time.Millisecond
+)
+
+// collectionState reads the collection count, first waiting for a
+// collection that runs to end (within gcWaitMax and gcWaitTotal, and
+// ctx): active says one still runs; ok is false when the count cannot be
+// read.
+func (w *walker) collectionState(ctx context.Context) (n uint32, active, ok bool) {
+	n, active, err := w.l.collections(w.r)
+	if err != nil {
+		return w.batchGC, false, false
+	}
+	if !active || w.gcWaitDone {
+		return n, active, true
+	}
+	start := time.Now()
+	limit := min(gcWaitMax, gcWaitTotal-w.stats.GCWaited)
+	defer func() {
+		w.stats.GCWaited += time.Since(start)
+		if active {
+			w.gcWaitDone = true
+		}
+	}()
+	for time.Since(start) < limit && ctx.Err() == nil {
+		time.Sleep(gcPoll)
+		if n, active, err = w.l.collections(w.r); err != nil {
+			return w.batchGC, false, false
+		}
+		if !active {
+			return n, false, true
+		}
+	}
+	return n, true, true
+}
+
+// readStable reads b at a while no collection runs, and reads it again
+// once one ended when one ran during the read: a large array's
+// references read while a collection moved it point at whatever moved
+// in (a 64K-element piece of ServiceTruth's list named tree entries).
+func (w *walker) readStable(ctx context.Context, b []byte, a uint64) bool {
+	for try := 1; ; try++ {
+		n0, _, ok := w.collectionState(ctx)
+		if !w.r.readAt(b, a) {
+			return false
+		}
+		n1, active, err := w.l.collections(w.r)
+		if !ok || err != nil || (n1 == n0 && !active) || try == stableTries {
+			return true
+		}
+		w.stats.GCReread++
+	}
+}
+
+// stableTries bounds the reads of one span that collections overlap.
+const stableTries = 3
+
+// skip keeps an object the walk could not parse, to be read again if a
+// collection overlapped its batch, else counts it in *why.
+func (w *walker) skip(a uint64, e uint32, why *int64) {
+	if w.retrying {
+		*why++
+		return
+	}
+	w.skips = append(w.skips, skipped{ent: (a-w.lo)>>3<<edgeBits | uint64(e), why: why})
+}
+
+// skipped is an object a batch could not parse, and why.
+type skipped struct {
+	ent uint64 // its queue entry
+	why *int64 // the Stats count it goes to
+}
+
+// retrySkips reads the batch's skipped objects again once the
+// collection that overlapped the batch ended; with none, they count as
+// skipped.
+func (w *walker) retrySkips(ctx context.Context) {
+	n, active, ok := w.collectionState(ctx)
+	if !ok || active || n == w.batchGC {
+		for _, sk := range w.skips {
+			*sk.why++
+		}
+		w.skips = w.skips[:0]
+		return
+	}
+	w.batchGC = n
+	w.copyOK = w.heap != nil && w.copyStable(n, active, ok)
+	w.batch = w.batch[:0]
+	for _, sk := range w.skips {
+		w.batch = append(w.batch, sk.ent)
+	}
+	w.skips = w.skips[:0]
+	w.stats.GCRetried += int64(len(w.batch))
+	w.retrying = true
+	w.visitBatch()
+	w.retrying = false
 }
 
 // readBatch reads the first headBytes of each object of the batch,
@@ -520,6 +753,7 @@ func (w *walker) drain(ctx context.Context) {
 func (w *walker) readBatch() {
 	w.spans = w.spans[:0]
 	w.spanOf = w.spanOf[:0]
+	w.views = w.views[:0]
 	for _, ent := range w.batch {
 		a := w.lo + ent>>edgeBits<<3
 		rg, _ := w.l.inHeap(a, 0)
@@ -539,21 +773,67 @@ func (w *walker) readBatch() {
 		w.spans = append(w.spans, Span{Addr: a, Len: int(end - a)})
 		w.spanOf = append(w.spanOf, len(w.spans)-1)
 	}
+	// An object's view is its span's bytes from its start, from the copy
+	// when the copy holds them all: the same bytes either way, so the
+	// walk visits the same objects in the same order.
+	if cap(w.need) < len(w.spans) {
+		w.need = make([]bool, len(w.spans))
+	}
+	w.need = w.need[:len(w.spans)]
+	clear(w.need)
+	if w.copyOK && w.heap.load(w, func(i int) uint64 { return w.lo + w.batch[i]>>edgeBits<<3 }, len(w.batch)) {
+		// A collection that started while the pieces were copied
+		// left them half way: they are dropped, and read as spans.
+		n, active, err := w.l.collections(w.r)
+		w.copyOK = w.copyStable(n, active, err == nil)
+	}
+	for i, ent := range w.batch {
+		a := w.lo + ent>>edgeBits<<3
+		s := w.spans[w.spanOf[i]]
+		var v []byte
+		if w.heap != nil {
+			v = w.heap.span(a, s.Addr+uint64(s.Len))
+		}
+		if v == nil {
+			w.need[w.spanOf[i]] = true
+		}
+		w.views = append(w.views, v)
+	}
+	if cap(w.spanAt) < len(w.spans) {
+		w.spanAt = make([]int, len(w.spans))
+	}
+	if cap(w.valid) < len(w.spans) {
+		w.valid = make([]int, len(w.spans))
+	}
+	w.spanAt, w.valid = w.spanAt[:len(w.spans)], w.valid[:len(w.spans)]
+	w.rspans = w.rspans[:0]
 	total := 0
-	w.spanAt = w.spanAt[:0]
-	for _, s := range w.spans {
-		w.spanAt = append(w.spanAt, total)
-		total += s.Len
+	for i, s := range w.spans {
+		w.spanAt[i] = total
+		if w.need[i] {
+			w.rspans = append(w.rspans, s)
+			total += s.Len
+		}
+	}
+	if len(w.rspans) == 0 {
+		return
 	}
 	if cap(w.buf) < total {
 		w.buf = make([]byte, total)
 	}
 	w.buf = w.buf[:total]
-	if cap(w.valid) < len(w.spans) {
-		w.valid = make([]int, len(w.spans))
+	if cap(w.rvalid) < len(w.rspans) {
+		w.rvalid = make([]int, len(w.rspans))
 	}
-	w.valid = w.valid[:len(w.spans)]
-	w.r.readSpans(w.buf, w.spans, w.valid)
+	w.rvalid = w.rvalid[:len(w.rspans)]
+	w.r.readSpans(w.buf, w.rspans, w.rvalid)
+	k := 0
+	for i := range w.spans {
+		if w.need[i] {
+			w.valid[i] = w.rvalid[k]
+			k++
+		}
+	}
 }
 
 // tail is the part of an object the first read did not cover and whose
@@ -563,30 +843,48 @@ type tail struct {
 	n     uint64
 	k     *klass
 	chain uint32
+	// copied: the object's header was read from the copy, and so may
+	// the rest be; else the rest is read from the JVM, as the header was.
+	copied bool
 }
 
 // visit validates the object at a, found over edge e, whose first
 // bytes are view, counts it in its row and follows its references.
-func (w *walker) visit(a uint64, e uint32, view []byte) {
+// copied says view is the heap's copy (pieces.go): what does not parse
+// there is read again from the JVM.
+func (w *walker) visit(a uint64, e uint32, view []byte, copied bool) {
 	l := w.l
 	if len(view) < int(l.HeaderSize)+4 {
-		w.stats.Unreadable++
+		w.skip(a, e, &w.stats.Unreadable)
 		return
 	}
 	if mark := le64(view); mark&3 == 3 {
-		// marked: a forwarding pointer, only seen while a GC moves
-		// objects. Shenandoah moves them while the JVM runs: the copy
-		// is the object, and is read in its place.
-		w.stats.Forwarded++
-		if fwd := mark &^ 3; w.l.GC == "shenandoah" && fwd != a {
-			w.stats.ReadForwarded++
-			w.discover(fwd, e)
+		if copied {
+			w.reread(a, e)
+			return
 		}
+		// marked: by a collection that runs, or a forwarding pointer,
+		// only seen while a GC moves objects. Shenandoah moves them
+		// while the JVM runs: the copy is the object, and is read in
+		// its place.
+		if fwd := mark &^ 3; w.l.GC == "shenandoah" {
+			w.stats.Forwarded++
+			if fwd != a {
+				w.stats.ReadForwarded++
+				w.discover(fwd, e)
+			}
+			return
+		}
+		w.skip(a, e, &w.stats.Forwarded)
 		return
 	}
 	k := w.klassAt(l.decodeKlass(view))
 	if k == nil || k.kind == kindNone {
-		w.stats.Invalid++
+		if copied {
+			w.reread(a, e)
+			return
+		}
+		w.skip(a, e, &w.stats.Invalid)
 		return
 	}
 	rg, _ := l.inHeap(a, 0)
@@ -598,7 +896,11 @@ func (w *walker) visit(a uint64, e uint32, view []byte) {
 	case kindObjArray, kindTypeArray:
 		length = uint64(int64(int32(le32(view[l.HeaderSize:]))))
 		if length > room>>k.log2 {
-			w.stats.Invalid++
+			if copied {
+				w.reread(a, e)
+				return
+			}
+			w.skip(a, e, &w.stats.Invalid)
 			return
 		}
 		size = (k.hdr + length<<k.log2 + l.Alignment - 1) &^ (l.Alignment - 1)
@@ -607,7 +909,11 @@ func (w *walker) visit(a uint64, e uint32, view []byte) {
 		return
 	}
 	if size > room {
-		w.stats.Invalid++
+		if copied {
+			w.reread(a, e)
+			return
+		}
+		w.skip(a, e, &w.stats.Invalid)
 		return
 	}
 	ed := &w.edges[e]
@@ -627,16 +933,32 @@ func (w *walker) visit(a uint64, e uint32, view []byte) {
 		if end <= uint64(len(view)) {
 			w.scanFields(k, view, chain)
 		} else {
-			w.tails = append(w.tails, tail{addr: a, n: end, k: k, chain: chain})
+			w.tails = append(w.tails, tail{addr: a, n: end, k: k, chain: chain, copied: copied})
 		}
 	case kindObjArray:
 		end := k.hdr + length*l.OopSize
 		if end <= uint64(len(view)) {
 			w.scanArray(k, view[k.hdr:end], chain)
 		} else if length > 0 {
-			w.tails = append(w.tails, tail{addr: a + k.hdr, n: length * l.OopSize, k: k, chain: chain})
+			w.tails = append(w.tails, tail{addr: a + k.hdr, n: length * l.OopSize, k: k, chain: chain, copied: copied})
 		}
 	}
+}
+
+// reread visits the object at a, whose copy did not parse, from the
+// JVM's memory as it is now.
+func (w *walker) reread(a uint64, e uint32) {
+	w.stats.Reread++
+	rg, _ := w.l.inHeap(a, 0)
+	n := min(headBytes, rg.End-a)
+	if cap(w.hbuf) < headBytes {
+		w.hbuf = make([]byte, headBytes)
+	}
+	var view []byte
+	if w.r.readAt(w.hbuf[:n], a) {
+		view = w.hbuf[:n]
+	}
+	w.visit(a, e, view, false)
 }
 
 // visitMirror visits a java.lang.Class instance: its size and its
@@ -652,7 +974,7 @@ func (w *walker) visitMirror(a uint64, e uint32, k *klass, view []byte, room uin
 		}
 		buf = w.mbuf[:fixed]
 		if !w.r.readAt(buf, a) {
-			w.stats.Unreadable++
+			w.skip(a, e, &w.stats.Unreadable)
 			return
 		}
 	}
@@ -661,7 +983,7 @@ func (w *walker) visitMirror(a uint64, e uint32, k *klass, view []byte, room uin
 	size := uint64(words) * 8
 	if words <= 0 || size < fixed || size > maxMirrorSize || size > room || count < 0 || count > maxStatics ||
 		fixed+uint64(count)*l.OopSize > size {
-		w.stats.Invalid++
+		w.skip(a, e, &w.stats.Invalid)
 		return
 	}
 	ed := &w.edges[e]
@@ -860,8 +1182,12 @@ func (w *walker) readTails() {
 		j, total := i, uint64(0)
 		w.spans = w.spans[:0]
 		for j < len(w.tails) && w.tails[j].n <= bigTail && total+w.tails[j].n <= tailBatch {
-			w.spans = append(w.spans, Span{Addr: w.tails[j].addr, Len: int(w.tails[j].n)})
-			total += w.tails[j].n
+			n := w.tails[j].n
+			if w.tails[j].copied && w.heap.span(w.tails[j].addr, w.tails[j].addr+n) != nil {
+				n = 0 // in the copy
+			}
+			w.spans = append(w.spans, Span{Addr: w.tails[j].addr, Len: int(n)})
+			total += n
 			j++
 		}
 		if cap(w.buf) < int(total) {
@@ -872,15 +1198,22 @@ func (w *walker) readTails() {
 			w.valid = make([]int, len(w.spans))
 		}
 		w.valid = w.valid[:len(w.spans)]
-		w.r.readSpans(w.buf, w.spans, w.valid)
+		if total > 0 {
+			w.r.readSpans(w.buf, w.spans, w.valid)
+		}
 		off := 0
 		for s := i; s < j; s++ {
 			t := w.tails[s]
-			b := w.buf[off : off+int(t.n)]
-			off += int(t.n)
-			if w.valid[s-i] < int(t.n) {
-				w.stats.Unreadable++
-				continue
+			var b []byte
+			if w.spans[s-i].Len == 0 {
+				b = w.heap.span(t.addr, t.addr+t.n)
+			} else {
+				b = w.buf[off : off+int(t.n)]
+				off += int(t.n)
+				if w.valid[s-i] < int(t.n) {
+					w.stats.Unreadable++
+					continue
+				}
 			}
 			if t.k.kind == kindObjArray {
 				w.scanArray(t.k, b, t.chain)
@@ -908,7 +1241,7 @@ func (w *walker) readBig(t tail) {
 			return
 		}
 		b := w.mbuf[:min(piece, t.n-off)]
-		if !w.r.readAt(b, t.addr+off) {
+		if !w.readStable(w.ctx, b, t.addr+off) {
 			w.stats.Unreadable++
 			return
 		}

@@ -576,3 +576,93 @@ func TestWalkShenandoahForwarded(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkCopySame walks each synthetic scene from copied pieces, from
+// one piece then spans (a budget of one piece), and one span an object
+// (no copy), in batches of 4096 and of 16: the rows (in order), chains,
+// samples and lookups are the same.
+func TestWalkCopySame(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.String(), func(t *testing.T) {
+			sc := buildSceneV(t, v)
+			for _, batch := range []int{0, 16} {
+				walk := func(maxCopy int) *Result {
+					return walkScene(t, sc, sc.s.m, Config{FieldName: sc.names, MinSize: 1 << 20, MaxCopy: maxCopy, Batch: batch,
+						Roots: []Root{{Addr: sc.shared, Hop: "Main.main local #2", Rank: 1}, {Addr: sc.onlyRoot, Hop: "Main.main local #1", Rank: 1}}})
+				}
+				want := walk(1)
+				if want.Stats.Pieces != 0 {
+					t.Fatalf("a budget under a piece copied %d pieces", want.Stats.Pieces)
+				}
+				for _, maxCopy := range []int{0, pieceSize} {
+					got := walk(maxCopy)
+					if got.Stats.Pieces == 0 {
+						t.Fatalf("MaxCopy %d: no piece copied", maxCopy)
+					}
+					sameResult(t, fmt.Sprintf("batch %d, MaxCopy %d", batch, maxCopy), got, want)
+				}
+			}
+		})
+	}
+}
+
+// sameResult compares two walks' rows (with their chains' names), stats
+// of what was found, and the lookup of every sampled address.
+func sameResult(t *testing.T, what string, got, want *Result) {
+	t.Helper()
+	if len(got.Rows) != len(want.Rows) {
+		t.Fatalf("%s: %d rows, want %d", what, len(got.Rows), len(want.Rows))
+	}
+	for i, g := range got.Rows {
+		w := want.Rows[i]
+		if got.Name(i) != want.Name(i) || g.Class != w.Class || g.Count != w.Count || g.Bytes != w.Bytes ||
+			g.OtherRoots != w.OtherRoots || g.Retained != w.Retained || !slices.Equal(g.Sample, w.Sample) {
+			t.Errorf("%s: row %d is %s | %s %d/%d other %d retained %d, want %s | %s %d/%d other %d retained %d", what, i,
+				got.Name(i), g.Class, g.Count, g.Bytes, g.OtherRoots, g.Retained,
+				want.Name(i), w.Class, w.Count, w.Bytes, w.OtherRoots, w.Retained)
+		}
+		for _, a := range w.Sample {
+			if r1, e1 := got.Lookup(a); true {
+				if r2, e2 := want.Lookup(a); r1 != r2 || e1 != e2 {
+					t.Errorf("%s: lookup %#x: row %d %v, want %d %v", what, a, r1, e1, r2, e2)
+				}
+			}
+		}
+	}
+	gs, ws := got.Stats, want.Stats
+	if gs.Objects != ws.Objects || gs.Bytes != ws.Bytes || gs.Invalid != ws.Invalid || gs.Unreadable != ws.Unreadable ||
+		gs.Runs != ws.Runs || gs.CrossEdges != ws.CrossEdges || gs.Large != ws.Large || gs.OutOfHeap != ws.OutOfHeap {
+		t.Errorf("%s: stats %+v, want %+v", what, gs, ws)
+	}
+}
+
+// staleCopy is a target whose heap pieces, copied whole, show zeros
+// where the objects are, as a piece copied before the JVM allocated them
+// would; each object read on its own is there.
+type staleCopy struct{ *fakeMem }
+
+func (m staleCopy) ReadVector(dst []byte, spans []Span) (int, error) {
+	n, err := m.fakeMem.ReadVector(dst, spans)
+	off := 0
+	for _, s := range spans {
+		if s.Len == pieceSize && s.Addr%pieceSize == 0 && s.Addr >= heapLo && s.Addr < heapLo+heapBytes {
+			clear(dst[off : off+s.Len])
+		}
+		off += s.Len
+	}
+	return n, err
+}
+
+// TestWalkCopyStale: objects whose copy does not parse are read again
+// from the target, and the walk finds what a walk without copies does.
+func TestWalkCopyStale(t *testing.T) {
+	sc := buildSceneV(t, variants[0])
+	cfg := Config{FieldName: sc.names, MinSize: 1 << 20}
+	want := walkScene(t, sc, sc.s.m, Config{FieldName: sc.names, MinSize: 1 << 20, MaxCopy: 1})
+	got := walkScene(t, sc, staleCopy{sc.s.m}, cfg)
+	if got.Stats.Pieces == 0 || got.Stats.Reread < got.Stats.Objects/2 {
+		t.Fatalf("%d pieces copied, %d of %d objects read again: want pieces, and most objects read again",
+			got.Stats.Pieces, got.Stats.Reread, got.Stats.Objects)
+	}
+	sameResult(t, "stale copies", got, want)
+}

@@ -53,6 +53,7 @@ func (s *session) prepare(ctx context.Context) *relocation {
 	s.loadHeap(ctx)
 	s.untagHumongous()
 	s.prepareCensus()
+	s.planLaunchWalk()
 	rel, moves := s.startRelocation()
 	cfg.Heap, cfg.HeapKnown, cfg.Moves = s.heap, s.heapKnown, moves
 	if s.zl != nil {

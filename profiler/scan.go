@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -156,6 +157,7 @@ func newScanRun(so ScanOptions) (*scanRun, error) {
 		so.Memory = DefaultScanMemory
 	}
 	base.budget = join.NewBudget(so.Memory)
+	base.walkGate = newWalkGate(runtime.NumCPU(), walkSlice)
 	if err := base.openSampler(); err != nil {
 		return nil, err
 	}
@@ -340,7 +342,8 @@ func (base *session) member(ctx context.Context, d *dispatcher, pid int, cuts <-
 		notify := base.opts.Notify
 		opts.Notify = func(msg string) { notify(fmt.Sprintf("pid %d: %s", pid, msg)) }
 	}
-	s := &session{opts: opts, mode: "attach", src: base.src, sampler: base.sampler, shared: d, budget: base.budget, clk: base.clk, cuts: cuts}
+	s := &session{opts: opts, mode: "attach", src: base.src, sampler: base.sampler, shared: d, budget: base.budget, clk: base.clk, cuts: cuts,
+		walkGate: base.walkGate}
 	defer s.close()
 	return s.attach(ctx, pid)
 }

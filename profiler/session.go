@@ -78,7 +78,9 @@ type session struct {
 	classesGap   time.Duration
 	classesFound int
 	sw           switcher // Options.Control
-	walk         *walker  // the heap walk of an attached JVM (nil: none)
+	walk         *walker  // the heap walk (nil: none)
+	// walkGate shares the CPU among a scan's walks (nil: not a scan).
+	walkGate *walkGate
 	// cuts asks a continuous scan's session for its window's report
 	// (window.go); winStart is when the current window began (zero: at
 	// start). nil outside continuous scans.

@@ -68,6 +68,11 @@ type walker struct {
 	lastMirrors int
 	again       bool
 	rootsGC     uint32 // the collection count when the roots pass ended
+	layoutTries int    // a launched JVM's checks that could not read its layout
+	// launched: the JVM started under the profile, whose agent tracked
+	// its large objects from their allocation; the walk names its small
+	// ones.
+	launched bool
 	// The join's in-heap and attributed samples when the last walk ended.
 	heapAt, attrAt uint64
 }
@@ -119,18 +124,80 @@ func (s *session) planWalk() (*walker, error) {
 	if s.opts.Census != CensusAuto || s.mode != "attach" {
 		return nil, nil
 	}
-	tab, err := vmstructs.Open(s.pid)
+	l, mem, err := openLayout(s.pid)
 	if err != nil {
-		return nil, fmt.Errorf("read the JVM's vmStructs: %w", err)
+		return nil, err
 	}
-	mem := targetmem.Open(s.pid)
+	w := newWalker()
+	w.layout, w.mem = l, mem
+	return w, nil
+}
+
+func newWalker() *walker {
+	return &walker{names: newFieldNames(), done: make(chan *join.HeapWalk, 1),
+		rootsReq: make(chan struct{}, 1), rootsResp: make(chan rootsPass, 1),
+		paths: chainPaths{ids: map[heapwalk.ChainID]uint32{}, pre: map[string]uint32{}}}
+}
+
+// openLayout reads how pid's JVM lays out its heap.
+func openLayout(pid int) (*heapwalk.Layout, heapwalk.Mem, error) {
+	tab, err := vmstructs.Open(pid)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the JVM's vmStructs: %w", err)
+	}
+	mem := targetmem.Open(pid)
 	l, err := heapwalk.NewLayout(tab, mem, heapwalk.Options{})
 	if err != nil {
-		return nil, err // "heap layout: ...": the note says what it stops
+		return nil, nil, err // "heap layout: ...": the note says what it stops
 	}
-	return &walker{layout: l, mem: mem, names: newFieldNames(), done: make(chan *join.HeapWalk, 1),
-		rootsReq: make(chan struct{}, 1), rootsResp: make(chan rootsPass, 1),
-		paths: chainPaths{ids: map[heapwalk.ChainID]uint32{}, pre: map[string]uint32{}}}, nil
+	return l, mem, nil
+}
+
+// A launched JVM builds its data after the profile starts: its small
+// objects are not tracked one by one, and only their types would be
+// named. Once the in-heap samples since the start are mostly on objects
+// nothing tracks (unnamed), it is walked as an attached one is, and
+// walked again on the same terms.
+
+// launchWalkTries bounds the checks that try to read a launched JVM's
+// heap layout (it is not there while the VM starts).
+const launchWalkTries = 3
+
+// planLaunchWalk readies a launched JVM's walk: the class descriptions
+// are kept from the start, and the checks start it.
+func (s *session) planLaunchWalk() {
+	if s.opts.Census != CensusAuto || s.mode != "launch" || s.conn == nil {
+		return
+	}
+	w := newWalker()
+	w.checking, w.launched = true, true
+	w.checkAt = time.After(s.walkCheckEvery())
+	s.walk = w
+}
+
+// firstLaunchWalk starts a launched JVM's first walk once its in-heap
+// samples are mostly unnamed.
+func (s *session) firstLaunchWalk() {
+	w := s.walk
+	w.checkAt = time.After(s.walkCheckEvery())
+	if !s.unnamedSince() {
+		return
+	}
+	l, mem, err := openLayout(s.pid)
+	if err != nil {
+		if w.layoutTries++; w.layoutTries >= launchWalkTries {
+			s.addNote("no heap walk of the launched JVM: %v", err)
+			s.walk = nil
+		}
+		return
+	}
+	w.layout, w.mem = l, mem
+	s.opts.note("in-heap samples of pid %d are mostly on objects nothing tracks: walking its heap", s.pid)
+	w.checking = false
+	s.askRoots()
+	if !w.collecting {
+		s.startWalk()
+	}
 }
 
 // planCensus picks, before the agent loads, what names the objects an
@@ -274,7 +341,7 @@ func (s *session) startWalk() {
 	}
 	rp := rootsPass{slices.Clone(w.roots), w.rootsEnd, w.rootsGC, w.rootsEnd != nil}
 	go func() {
-		w.done <- w.run(ctx, start, s.opts.MinSize, s.clk, rp)
+		w.done <- w.run(ctx, s.walkGate, start, s.opts.MinSize, s.clk, rp)
 	}()
 }
 
@@ -348,7 +415,7 @@ const overlapSkips = 100
 
 // run walks the heap and turns what it found into the join's terms. A walk
 // that a GC overlapped, and whose objects the GC moved, starts again.
-func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock, rp rootsPass) *join.HeapWalk {
+func (w *walker) run(ctx context.Context, gate *walkGate, start, minSize uint64, clk clock, rp rootsPass) *join.HeapWalk {
 	var large []heapwalk.Object
 	var res *heapwalk.Result
 	var err error
@@ -357,12 +424,21 @@ func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock, rp r
 	if rp.end != nil {
 		pause = rp.end.FollowNanos
 	}
+	turn, ok := gate.enter(ctx)
+	defer turn.leave()
+	if !ok {
+		return &join.HeapWalk{Start: start, End: clk.Mono(), RootsPass: rp.end, Failed: true,
+			Note: "not started: the profile ended while the other JVMs' walks ran"}
+	}
 	for try := 1; ; try++ {
 		large = large[:0]
 		stale = false
 		cfg := heapwalk.Config{Roots: rp.roots, FieldName: w.names.name, FieldOffset: w.names.offset, MinSize: minSize, Hot: w.hot,
 			Refresh:  w.freshRoots(&rp, &stale),
 			OnObject: func(o heapwalk.Object) { large = append(large, o) }}
+		if turn != nil {
+			cfg.Pace = turn.pace
+		}
 		res, err = heapwalk.Walk(ctx, w.layout, w.mem, cfg)
 		if rp.end != nil {
 			pause = max(pause, rp.end.FollowNanos)
@@ -399,10 +475,7 @@ func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock, rp r
 	w.setProbes(res, large)
 	w.paths.res, w.paths.out = res, nil
 	clear(w.paths.ids)
-	for _, o := range large {
-		hw.Objects = append(hw.Objects, agentwire.Census{Time: start, Addr: o.Addr, Size: o.Size,
-			Path: w.paths.id(o.Chain), Kind: agentwire.CensusAttach, TypeSig: typeSig(o.Class)})
-	}
+	hw.Objects = w.census(start, large)
 	// A row counts its large objects too; they are tracked one by one.
 	counts := make([][2]uint64, len(res.Rows))
 	for _, o := range large {
@@ -431,6 +504,23 @@ func (w *walker) run(ctx context.Context, start, minSize uint64, clk clock, rp r
 	hw.Note = walkNote(&res.Stats)
 	hw.Roots = uint64(res.Stats.Roots)
 	return hw
+}
+
+// census is what the walk adds to the object table: its large objects,
+// named by their chains. A launched JVM's large objects are the agent's,
+// by their sites (and its censuses after GCs): the walk's would take
+// their samples as objects "allocated before attach" wherever the two
+// disagree on an address, as after a GC moved them.
+func (w *walker) census(start uint64, large []heapwalk.Object) []agentwire.Census {
+	if w.launched {
+		return nil
+	}
+	var out []agentwire.Census
+	for _, o := range large {
+		out = append(out, agentwire.Census{Time: start, Addr: o.Addr, Size: o.Size,
+			Path: w.paths.id(o.Chain), Kind: agentwire.CensusAttach, TypeSig: typeSig(o.Class)})
+	}
+	return out
 }
 
 // walkDone is the loop's channel of the walk's result (nil: none to wait for).
@@ -579,6 +669,10 @@ func (s *session) walkCheck() <-chan time.Time {
 // as the walks' share of the time allows.
 func (s *session) checkWalk() {
 	w := s.walk
+	if w.layout == nil {
+		s.firstLaunchWalk()
+		return
+	}
 	w.checkAt = time.After(s.walkCheckEvery())
 	if s.clk.Now().Sub(w.lastStart) < s.walkShare()*w.lastTook {
 		return
@@ -651,14 +745,24 @@ func (s *session) finishWalk() {
 	}
 }
 
-// walkNote says what a user should know of a walk cut short.
+// walkNote says what a user should know of a walk cut short: how far it
+// got, and what it waited for.
 func walkNote(st *heapwalk.Stats) string {
 	var cut []string
 	if st.Canceled {
-		cut = append(cut, "the profile ended before the walk did")
+		s := fmt.Sprintf("the profile ended before the walk did: it named %d objects (%.1f MiB), those on the pages the samples hit first, and had found %d more it did not reach",
+			st.Objects, float64(st.Bytes)/(1<<20), st.Pending)
+		if st.Waited >= time.Millisecond {
+			s += fmt.Sprintf("; it waited %.1fs of its %.1fs for the other JVMs' walks", st.Waited.Seconds(), st.Time.Seconds())
+		}
+		cut = append(cut, s)
 	}
 	if n := st.ObjectsCapped + st.QueueDropped + st.BitmapDropped; n > 0 {
 		cut = append(cut, fmt.Sprintf("%d objects past its caps were not visited", n))
+	}
+	if st.RefsCapped {
+		cut = append(cut, fmt.Sprintf("it stopped at its cap of references read, after %d objects (%.1f MiB), with %d found and not reached",
+			st.Objects, float64(st.Bytes)/(1<<20), st.Pending))
 	}
 	if st.LookupLost > 0 {
 		cut = append(cut, fmt.Sprintf("%d small objects have no address entry", st.LookupLost))

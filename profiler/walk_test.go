@@ -3,6 +3,7 @@ package profiler
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"testing"
 
 	"github.com/djx-bpf/djx-bpf/heapwalk"
@@ -77,3 +78,38 @@ func TestWalkRebaseAtCut(t *testing.T) {
 		t.Error("unnamed: want true only for 200 or more in-heap samples, over a quarter of them not attributed")
 	}
 }
+
+// A launched JVM's walk adds no large objects to the object table: the
+// agent tracked them from their allocation, by their sites (GcHot's hot
+// arrays went to "allocated before attach" when it did); an attached
+// JVM's walk adds them, named by their chains.
+func TestWalkCensusLaunched(t *testing.T) {
+	large := []heapwalk.Object{{Addr: 0x4000_0000, Size: 256 << 10, Class: "long[]"}, {Addr: 0x4010_0000, Size: 1 << 20, Class: "byte[]"}}
+	for _, launched := range []bool{false, true} {
+		w := newWalker()
+		if launched {
+			s := &session{opts: Options{Census: CensusAuto}, mode: "launch", conn: nopConn{}}
+			s.planLaunchWalk()
+			if w = s.walk; w == nil {
+				t.Fatal("a launched JVM with an agent has no walk planned")
+			}
+		}
+		w.paths.res = &heapwalk.Result{}
+		got := w.census(7, large)
+		if want := map[bool]int{false: 2, true: 0}[launched]; len(got) != want {
+			t.Errorf("launched %v: %d census objects, want %d", launched, len(got), want)
+		}
+		for i, c := range got {
+			if c.Addr != large[i].Addr || c.Size != large[i].Size || c.TypeSig != typeSig(large[i].Class) || c.Time != 7 {
+				t.Errorf("census object %d is %+v, want %+v", i, c, large[i])
+			}
+		}
+	}
+}
+
+// nopConn is an agent connection that carries nothing.
+type nopConn struct{}
+
+func (nopConn) Read([]byte) (int, error)    { return 0, io.EOF }
+func (nopConn) Write(p []byte) (int, error) { return len(p), nil }
+func (nopConn) Close() error                { return nil }

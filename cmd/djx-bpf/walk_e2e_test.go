@@ -283,3 +283,46 @@ func TestWalkRefusedFallsBack(t *testing.T) {
 		t.Errorf("no census ran in the walk's place: stats %+v", r.Stats.CensusStats)
 	}
 }
+
+// TestWalkLaunched: a service launched under the profiler builds its
+// data after the profile starts, too small to be tracked one by one;
+// once the in-heap samples are mostly on objects nothing tracks, its
+// heap is walked as an attached one's, and its tree's rows are named by
+// their holder chain (before, only their types were).
+func TestWalkLaunched(t *testing.T) {
+	setup(t)
+	out := filepath.Join(t.TempDir(), "r.json")
+	java := filepath.Join(jdks()["jdk17"], "bin", "java")
+	code, _, stderr := djx(t, "profile", "--duration", "10s", "--format", "json", "-o", out, "--", java, "-Xmx2g", "-cp", classDir,
+		"ServiceTruth", fmt.Sprint(serviceList), fmt.Sprint(serviceTree), fmt.Sprint(serviceTable), "12")
+	if code != 0 {
+		t.Fatalf("profile exited %d:\n%s", code, stderr)
+	}
+	r := readReport(t, out)
+	s := r.Stats
+	var held, tree uint64
+	for i, o := range r.Objects {
+		if i < 8 {
+			t.Logf("#%d %s %s %q objects %d samples %d (%.1f%%)", i+1, o.Type, o.Origin, o.Holder, o.Objects, o.Samples, 100*o.Share)
+		}
+		if len(o.Holder) > 0 {
+			held += o.Samples
+			if o.Holder[0] == serviceTreeChain[0] {
+				tree += o.Samples
+			}
+		}
+	}
+	t.Logf("in heap %d, attributed %d, held %d (%.1f%%), tree %d (%.1f%%); walk %.0f ms, %d objects; notes %q",
+		s.InHeap, s.Attributed, held, pct(held, s.InHeap), tree, pct(tree, s.InHeap), s.WalkMs, s.WalkObjects, r.Notes)
+	if s.WalkObjects < serviceList {
+		t.Fatalf("walked %d objects, want the launched service's heap walked", s.WalkObjects)
+	}
+	if pct(tree, s.InHeap) < 5 {
+		t.Errorf("%.1f%% of in-heap samples in the tree's rows named by its holder, want about 20%%", pct(tree, s.InHeap))
+	}
+	// The table, allocated after the launch and tracked by the agent's
+	// sampler, keeps its allocation site: the rest is what the walk named.
+	if pct(s.Attributed, s.InHeap) < 80 {
+		t.Errorf("%.1f%% of in-heap samples attributed, want >= 80%%", pct(s.Attributed, s.InHeap))
+	}
+}

@@ -59,7 +59,7 @@ func (s *session) startRelocation() (*relocation, join.Moves) {
 		// Their copies run concurrently, outside memmove; but the agent's
 		// GC events come at their pauses, and a rescan then reads where
 		// each tracked object's weak reference points (ZGC: decoded).
-		s.opts.note("relocation: %s moves objects concurrently; rescanning the tracked objects after each of its pauses", gcName(s.heap.GC))
+		s.addNote("relocation: %s moves objects concurrently; the tracked objects are rescanned after each of its pauses, so a move is seen up to a cycle late", gcName(s.heap.GC))
 		return nil, join.MovesRescan
 	case "Epsilon":
 		s.addNote("relocation: Epsilon never moves objects; nothing to track")

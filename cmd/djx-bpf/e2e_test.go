@@ -903,7 +903,8 @@ func TestHumongousReclaimed(t *testing.T) {
 	}
 }
 
-// Collectors whose moves cannot be followed are named, with the limits.
+// Collectors whose moves are followed late (ZGC: rescans after its
+// pauses) or never happen (Epsilon) say so in the report.
 func TestUnsupportedCollectorSaysSo(t *testing.T) {
 	setup(t)
 	for gc, want := range map[string]string{"ZGC": "ZGC moves objects concurrently", "EpsilonGC": "Epsilon never moves objects"} {

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/attach"
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 )
 
 // reattachSession is what one session of TestReattachGCStorm saw.
@@ -94,25 +94,6 @@ func runSession(t *testing.T, pid int, lib, dir string, i int, vanish bool) reat
 	return s
 }
 
-// libCopies counts the distinct files named libdjxagent.so that pid maps.
-func libCopies(t *testing.T, pid int) int {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) >= 6 && strings.HasSuffix(fs[5], "libdjxagent.so") {
-			seen[fs[3]+" "+fs[4]] = true
-		}
-	}
-	return len(seen)
-}
-
 // TestReattachGCStorm: one copy of the library, attached twelve times to a
 // JVM that collects every few milliseconds, so that sessions end inside GC
 // pauses. Every session's types self-check passes, its census ends and 'Q'
@@ -156,7 +137,7 @@ func TestReattachGCStorm(t *testing.T) {
 					t.Errorf("session %d: ended %v after 'Q'", i, s.quitFor)
 				}
 			}
-			if n := libCopies(t, pid); n != 1 {
+			if n, _ := testenv.AgentCopies(t, pid); n != 1 {
 				t.Errorf("%d copies of the library mapped after 12 sessions, want 1", n)
 			}
 			t.Logf("attach to connect: first %v, later ones %v", loads[0].Round(time.Millisecond), loads[1:])

@@ -1,42 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// agentCopies counts the copies of the agent library pid maps: distinct
-// files (device and inode) named libdjxagent.so, and how many of them were
-// deleted.
-func agentCopies(t *testing.T, pid int) (copies, deleted int) {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) < 6 || !strings.Contains(strings.Join(fs[5:], " "), "libdjxagent.so") {
-			continue
-		}
-		if id := fs[3] + " " + fs[4]; !seen[id] {
-			seen[id] = true
-			if strings.HasSuffix(sc.Text(), "(deleted)") {
-				deleted++
-			}
-		}
-	}
-	return len(seen), deleted
-}
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
+)
 
 // TestReattachOneCopy: twenty short profiles of one JVM, one after
 // another, each a complete attach and detach, leave one copy of the agent
@@ -69,7 +42,7 @@ func TestReattachOneCopy(t *testing.T) {
 		if len(r.DataTypes) == 0 {
 			t.Errorf("profile %d: no data types; notes %q", i+1, r.Notes)
 		}
-		if n, del := agentCopies(t, pid); n != 1 || del != 0 {
+		if n, del := testenv.AgentCopies(t, pid); n != 1 || del != 0 {
 			t.Fatalf("after profile %d: %d copies of the agent mapped (%d deleted), want 1", i+1, n, del)
 		}
 	}

@@ -34,13 +34,7 @@ type offHeapState struct {
 // one site per type and holder chain (a pool's chunks fold into one row),
 // whose objects are the owners and bytes their memory.
 func (j *JVM) setOffHeap(w *HeapWalk) {
-	for _, r := range j.offRows {
-		s := j.sites[r.site]
-		s.objects -= r.objects
-		s.bytes -= r.bytes
-		s.estObjects -= float64(r.objects)
-		s.estBytes -= float64(r.bytes)
-	}
+	j.takeBackRows(j.offRows)
 	j.offRows, j.offRanges = j.offRows[:0], j.offRanges[:0]
 	if len(w.OffHeap) == 0 {
 		return

@@ -205,13 +205,7 @@ func (j *JVM) forgetWalk() {
 		s.estObjects--
 		s.estBytes -= float64(o.size)
 	}
-	for _, r := range j.walkRows {
-		s := j.sites[r.site]
-		s.objects -= r.objects
-		s.bytes -= r.bytes
-		s.estObjects -= float64(r.objects)
-		s.estBytes -= float64(r.bytes)
-	}
+	j.takeBackRows(j.walkRows)
 	j.walkObjs, j.walkRows = j.walkObjs[:0], j.walkRows[:0]
 	for _, si := range j.reachSites {
 		j.sites[si].otherRoots, j.sites[si].retained = 0, 0
@@ -349,3 +343,15 @@ func rootsNotes(r *agentwire.RootsEnd, note func(string, ...any)) {
 
 // rootsPauseGoal (ms) is what the roots pass should pause a JVM at most.
 const rootsPauseGoal = 50
+
+// takeBackRows takes a walk's row counts back from their sites, before a
+// later walk's replace them.
+func (j *JVM) takeBackRows(rows []walkRowCount) {
+	for _, r := range rows {
+		s := j.sites[r.site]
+		s.objects -= r.objects
+		s.bytes -= r.bytes
+		s.estObjects -= float64(r.objects)
+		s.estBytes -= float64(r.bytes)
+	}
+}

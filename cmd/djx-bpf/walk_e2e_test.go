@@ -76,7 +76,13 @@ func checkServiceTruth(t *testing.T, r *report.Report) {
 	// The entries retain their keys and rows too (the keys past
 	// Integer's cache, the rows' columns). A lookup's frame may hold an
 	// entry when the roots are taken: other roots are not asserted.
-	if o := find("java.util.TreeMap$Entry", serviceTreeChain); o == nil || o.Origin != report.OriginStructure || o.Objects != serviceTree ||
+	// A walk a full GC overlapped (in each of its tries) may count a
+	// moved entry twice: it is off by a few (200,002 once).
+	entries := func(n uint64) bool { return n == serviceTree }
+	if s.WalkOverlapped {
+		entries = func(n uint64) bool { return n >= serviceTree*999/1000 && n <= serviceTree*1001/1000 }
+	}
+	if o := find("java.util.TreeMap$Entry", serviceTreeChain); o == nil || o.Origin != report.OriginStructure || !entries(o.Objects) ||
 		o.RetainedBytes < o.Bytes*2 {
 		t.Errorf("tree entries %+v, want one structure of %d entries, retaining their keys and rows", o, serviceTree)
 	}
@@ -91,7 +97,11 @@ func checkServiceTruth(t *testing.T, r *report.Report) {
 	if pct(tree, s.InHeap) < 5 {
 		t.Errorf("%.1f%% of in-heap samples in the tree's structures, want about 20%%", pct(tree, s.InHeap))
 	}
-	if o := find("long[]", serviceListChain); o == nil || o.Objects < serviceList*99/100 || o.Objects > serviceList {
+	most := uint64(serviceList)
+	if s.WalkOverlapped {
+		most = serviceList * 1001 / 1000
+	}
+	if o := find("long[]", serviceListChain); o == nil || o.Objects < serviceList*99/100 || o.Objects > most {
 		t.Errorf("list arrays %+v, want one structure of about %d", o, serviceList)
 	}
 	var buf *report.Object

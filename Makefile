@@ -66,11 +66,11 @@ test: deps test-deps build vet
 # when the time is up failed the run with "context deadline exceeded", and
 # so did an input running at a -fuzztime deadline: a count has none.
 FUZZTIME ?= 20000x
-FUZZ_TARGETS := heapwalk:FuzzWalk agentwire:FuzzReader pprofile:FuzzRead attach:FuzzParseReply openj9:FuzzParseProperties \
-	heap:FuzzParseJavacore heap:FuzzParseVMInfo jvmsym:FuzzParsePerfMap cmd/djx-bpf:FuzzReadJSONReport decode:FuzzDecode \
-	region:FuzzParse procfs:FuzzParse agentwire:FuzzReaderLimits join:FuzzQueueOrder control:FuzzReadLines \
-	elfsafe:FuzzNewFile jvmsym:FuzzLoadELFSyms jvmsym:FuzzParsePerfMapCaps reloc:FuzzLibJVM termsafe:FuzzString \
-	vmstructs:FuzzRead vmcode:FuzzForgedMemory vmcode:FuzzDecoders
+FUZZ_TARGETS := hotspot/heapwalk:FuzzWalk sources/agentwire:FuzzReader report/pprofile:FuzzRead target/attach:FuzzParseReply target/openj9:FuzzParseProperties \
+	hotspot/heap:FuzzParseJavacore hotspot/heap:FuzzParseVMInfo jvmsym:FuzzParsePerfMap cmd/djx-bpf:FuzzReadJSONReport sources/decode:FuzzDecode \
+	naming/region:FuzzParse safety/procfs:FuzzParse sources/agentwire:FuzzReaderLimits join:FuzzQueueOrder profiler/control:FuzzReadLines \
+	safety/elfsafe:FuzzNewFile jvmsym:FuzzLoadELFSyms jvmsym:FuzzParsePerfMapCaps sources/reloc:FuzzLibJVM safety/termsafe:FuzzString \
+	hotspot/vmstructs:FuzzRead hotspot/vmcode:FuzzForgedMemory hotspot/vmcode:FuzzDecoders
 
 OTELCOL := $(BUILD)/otelcol
 $(OTELCOL): $(wildcard testdata/otelcol/*.go) testdata/otelcol/go.mod testdata/otelcol/go.sum
@@ -137,7 +137,7 @@ bench: deps build
 	$(JAVA_HOME)/bin/javac -d $(BUILD)/bench/java -cp $(BENCH_JARS) bench/java/*.java $(JAVA_SRCS)
 	$(GO) build -o $(BUILD)/djxbench ./bench/cmd/djxbench
 	$(BUILD)/djxbench $(BENCH_CMD)
-	@if [ -n "$(BENCH_GO)" ]; then $(GO) test -run '^$$' -bench . -benchtime 1s -benchmem ./decode/ ./join/ ./jvmsym/ ./reloc/ && \
+	@if [ -n "$(BENCH_GO)" ]; then $(GO) test -run '^$$' -bench . -benchtime 1s -benchmem ./sources/decode/ ./join/ ./jvmsym/ ./sources/reloc/ && \
 		$(GO) test -run '^$$' -bench 'Lookup|Insert|Remove' -benchtime 200000x -benchmem ./objindex/ && \
 		$(GO) test -run '^$$' -bench 'ApplyMoves' -benchtime 2000x -benchmem ./objindex/; fi
 

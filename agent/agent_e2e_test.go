@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 type jdk struct {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // census asks the agent for a census and collects the stream up to its

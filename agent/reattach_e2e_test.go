@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/attach"
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
+	"github.com/djx-bpf/djx-bpf/target/attach"
 )
 
 // reattachSession is what one session of TestReattachGCStorm saw.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/targetmem"
+	"github.com/djx-bpf/djx-bpf/hotspot/targetmem"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // roots sends 'G' and collects the ROOT records up to the ROOTS_END.

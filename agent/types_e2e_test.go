@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/heapwalk"
+	"github.com/djx-bpf/djx-bpf/hotspot/heapwalk"
+	"github.com/djx-bpf/djx-bpf/hotspot/targetmem"
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
-	"github.com/djx-bpf/djx-bpf/targetmem"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // typesStream collects the data-type records of a stream.

@@ -3,7 +3,7 @@
 // Relocation capture for djx-bpf. on_copy reports GC object copies (src,
 // dst, len) from uprobes placed, by default, on the memcpy/memmove call
 // instructions inside the Serial, Parallel and G1 collectors' copy
-// functions of libjvm.so (reloc/gcsites.go): at a call, as at the callee's
+// functions of libjvm.so (sources/reloc/gcsites.go): at a call, as at the callee's
 // entry, rdi/rsi/rdx hold the arguments, so the same program serves the
 // fallback, a uprobe on the memmove/memcpy implementation that libjvm.so
 // calls (when libjvm.so has no symbols). Uprobes on the USDT sites

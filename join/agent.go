@@ -3,8 +3,8 @@ package join
 import (
 	"strings"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // agentState is what the agent said of itself and of what its stream lost.

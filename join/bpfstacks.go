@@ -1,8 +1,8 @@
 package join
 
 import (
-	"github.com/djx-bpf/djx-bpf/bpfstack"
-	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 // UseBPFStacks names each sample's access path from its own stack, as the

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/bpfstack"
+	"github.com/djx-bpf/djx-bpf/hotspot/vmcode"
 	"github.com/djx-bpf/djx-bpf/loader"
-	"github.com/djx-bpf/djx-bpf/sample"
-	"github.com/djx-bpf/djx-bpf/vmcode"
+	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 // fakeCode is a code cache of two nmethods (scanA inlined in run at

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // Per-JVM caps on what an agent's stream can make the loader keep. The

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/hotspot/heap"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // TestCapsFutureRecords: a record stamped far past the stream's watermark

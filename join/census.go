@@ -5,8 +5,8 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/objindex"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // censusState holds the holder chains of the censuses and their runs.

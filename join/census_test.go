@@ -4,9 +4,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/report"
-	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 func censusPath(id, parent uint32, hop string) *agentwire.CensusPath {

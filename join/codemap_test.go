@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/bpfstack"
-	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/hotspot/heap"
+	"github.com/djx-bpf/djx-bpf/hotspot/vmcode"
 	"github.com/djx-bpf/djx-bpf/loader"
-	"github.com/djx-bpf/djx-bpf/sample"
-	"github.com/djx-bpf/djx-bpf/vmcode"
+	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 // cacheCode is a code cache read from a JVM (bpfstack.Code) holding the

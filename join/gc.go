@@ -1,8 +1,8 @@
 package join
 
 import (
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/objindex"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // gcState follows the GC's moves: the relocation stream's batches, or the

@@ -1,9 +1,9 @@
 package join
 
 import (
-	"github.com/djx-bpf/djx-bpf/datatype"
-	"github.com/djx-bpf/djx-bpf/decode"
-	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/naming/datatype"
+	"github.com/djx-bpf/djx-bpf/sources/decode"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 // Header masks. The sampling program reads the object header of every

@@ -3,8 +3,8 @@ package join
 import (
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/decode"
-	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/sources/decode"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 // TestHeaderMasksLearned: an instruction gets the mask of the slots the

@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // BenchmarkIngest measures the loader's sustained ingest end to end: the

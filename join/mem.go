@@ -1,9 +1,9 @@
 package join
 
 import (
-	"github.com/djx-bpf/djx-bpf/numa"
-	"github.com/djx-bpf/djx-bpf/pmu"
+	"github.com/djx-bpf/djx-bpf/naming/numa"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/pmu"
 )
 
 // addMem counts sample p's data source and latency into m (allocated on

@@ -3,9 +3,9 @@ package join
 import (
 	"math"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/objindex"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // objectTable holds the tracked objects, indexed by address, and the

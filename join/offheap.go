@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // OffHeapOwner is a Java object that owns memory outside the heap (a

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/djx-bpf/djx-bpf/bpfstack"
+	"github.com/djx-bpf/djx-bpf/hotspot/vmcode"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
-	"github.com/djx-bpf/djx-bpf/vmcode"
+	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
 )
 
 // Caps on what the names of a target's frames make the join keep. A

@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/bpfstack"
+	"github.com/djx-bpf/djx-bpf/hotspot/vmcode"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
 	"github.com/djx-bpf/djx-bpf/report"
-	"github.com/djx-bpf/djx-bpf/sample"
-	"github.com/djx-bpf/djx-bpf/vmcode"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 // longNamesCode is a code cache of two nmethods, ping at 0x7000 and pong

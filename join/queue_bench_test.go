@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // lateFreeStream is a batch of queued ALLOCs stamped a little ahead of the

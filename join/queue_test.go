@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // TestQueueLateFreesHeap: FREEs stamped before a million queued ALLOCs go

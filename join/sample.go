@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/decode"
-	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/sources/decode"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 // maxPending bounds the samples waiting for the agent's watermark; past it

@@ -4,10 +4,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/bpfstack"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
+	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // stackStore holds what names a sample's access path: the stacks waiting

@@ -3,10 +3,10 @@ package join
 import (
 	"strings"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/objindex"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // A heap walk names the objects that existed when it ran: those of at least

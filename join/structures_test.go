@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/hotspot/heap"
 	"github.com/djx-bpf/djx-bpf/report"
-	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 // runs is a StructureIndex of address runs, each one object of 32 bytes.

@@ -3,7 +3,7 @@ package join
 import (
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // timeline holds what waits for the horizon, each queue in time order, and

@@ -5,13 +5,13 @@ import (
 	"io"
 	"sort"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/datatype"
-	"github.com/djx-bpf/djx-bpf/decode"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
-	"github.com/djx-bpf/djx-bpf/region"
+	"github.com/djx-bpf/djx-bpf/naming/datatype"
+	"github.com/djx-bpf/djx-bpf/naming/region"
 	"github.com/djx-bpf/djx-bpf/report"
-	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/decode"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 // Regions names addresses outside the heap (region.Namer).

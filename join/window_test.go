@@ -3,8 +3,8 @@ package join
 import (
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 // Each window reports its own samples and allocations: after

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ianlancetaylor/demangle"
 
-	"github.com/djx-bpf/djx-bpf/elfsafe"
+	"github.com/djx-bpf/djx-bpf/safety/elfsafe"
 )
 
 // elfSym is one function symbol; end is exclusive.

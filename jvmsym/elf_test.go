@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/elfsafe"
-	"github.com/djx-bpf/djx-bpf/elfsafe/elfcraft"
+	"github.com/djx-bpf/djx-bpf/safety/elfsafe"
+	"github.com/djx-bpf/djx-bpf/safety/elfsafe/elfcraft"
 )
 
 // TestNativeSymtabBomb: a target mapping a sparse file whose .symtab or

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/elfsafe"
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
-	"github.com/djx-bpf/djx-bpf/procfs"
+	"github.com/djx-bpf/djx-bpf/safety/elfsafe"
+	"github.com/djx-bpf/djx-bpf/safety/procfs"
 )
 
 // BenchmarkLibJVMSymbols: what a profile pays to open a running JVM's
@@ -21,7 +21,7 @@ import (
 func BenchmarkLibJVMSymbols(b *testing.B) {
 	testenv.Root(b)
 	jdk := testenv.JDKs(b)[0]
-	src, _ := filepath.Abs("../vmstructs/testdata/MapIdle.java")
+	src, _ := filepath.Abs("../hotspot/vmstructs/testdata/MapIdle.java")
 	cmd := exec.Command(jdk.Java(), "-Xmx32m", src, "/etc/hostname")
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()

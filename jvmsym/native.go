@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/elfsafe"
-	"github.com/djx-bpf/djx-bpf/procfs"
+	"github.com/djx-bpf/djx-bpf/safety/elfsafe"
+	"github.com/djx-bpf/djx-bpf/safety/procfs"
 )
 
 // NativeFrame is a native code location. String formats it the way perf

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/djx-bpf/djx-bpf/procfs"
-	"github.com/djx-bpf/djx-bpf/safefs"
-	"github.com/djx-bpf/djx-bpf/targetmem"
+	"github.com/djx-bpf/djx-bpf/hotspot/targetmem"
+	"github.com/djx-bpf/djx-bpf/safety/procfs"
+	"github.com/djx-bpf/djx-bpf/safety/safefs"
 )
 
 // PerfMap is a /tmp/perf-PID.map, the JIT symbol file that perf reads and

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/djx-bpf/djx-bpf/elfsafe"
+	"github.com/djx-bpf/djx-bpf/safety/elfsafe"
 )
 
 // LibJVM is the libjvm.so of the java launcher at path (symbolic links

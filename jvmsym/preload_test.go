@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/elfsafe"
+	"github.com/djx-bpf/djx-bpf/safety/elfsafe"
 )
 
 // A preloaded library's symbols are the ones a later lookup gets from the

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/djx-bpf/djx-bpf/bpf"
-	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 // TestSampleFlagsMatchBPF: package sample keeps BPF out of the join, so it

@@ -21,9 +21,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/bpf"
-	"github.com/djx-bpf/djx-bpf/numa"
-	"github.com/djx-bpf/djx-bpf/pmu"
-	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/naming/numa"
+	"github.com/djx-bpf/djx-bpf/sources/pmu"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 // Source, Sample and the sample flags are package sample's: the loader

@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/bpf"
-	"github.com/djx-bpf/djx-bpf/numa"
-	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/naming/numa"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 func TestParseCPUList(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/djx-bpf/djx-bpf/bpf"
-	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 // An unwinding variant's record is its sample up to the frames, then

@@ -5,9 +5,9 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/bpfstack"
 	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // Where access stacks come from (Options.Stacks).

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // switcher switches one session's sampling off and on (Options.Control),

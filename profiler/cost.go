@@ -3,8 +3,8 @@ package profiler
 import (
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // costMark is what a profile's cost is measured from: the sampling

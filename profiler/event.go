@@ -7,8 +7,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/loader"
-	"github.com/djx-bpf/djx-bpf/numa"
-	"github.com/djx-bpf/djx-bpf/pmu"
+	"github.com/djx-bpf/djx-bpf/naming/numa"
+	"github.com/djx-bpf/djx-bpf/sources/pmu"
 )
 
 // source is the chosen sample source: the loader's kind, and for hardware

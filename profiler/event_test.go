@@ -7,12 +7,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/loader"
-	"github.com/djx-bpf/djx-bpf/pmu"
+	"github.com/djx-bpf/djx-bpf/sources/pmu"
 )
 
 func machine(t *testing.T, name string) *pmu.Machine {
 	t.Helper()
-	m, err := pmu.Detect("../pmu/testdata/machines/" + name)
+	m, err := pmu.Detect("../sources/pmu/testdata/machines/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/discover"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/target/discover"
 )
 
 // Live is a continuous scan: the scan of Scan, with its shared sampler,

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/discover"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/target/discover"
 )
 
 // A cut takes the window of each session in its loop, skips a session

@@ -3,7 +3,7 @@ package profiler
 import (
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/attach"
+	"github.com/djx-bpf/djx-bpf/target/attach"
 )
 
 // nsThreads turns the thread ids of a JVM in another pid namespace, as its

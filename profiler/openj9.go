@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/djx-bpf/djx-bpf/channel"
-	"github.com/djx-bpf/djx-bpf/discover"
-	"github.com/djx-bpf/djx-bpf/heap"
-	"github.com/djx-bpf/djx-bpf/openj9"
+	"github.com/djx-bpf/djx-bpf/hotspot/heap"
+	"github.com/djx-bpf/djx-bpf/target/channel"
+	"github.com/djx-bpf/djx-bpf/target/discover"
+	"github.com/djx-bpf/djx-bpf/target/openj9"
 )
 
 // openJ9 is an OpenJ9 JVM, reached through OpenJ9's attach protocol. Its

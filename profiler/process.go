@@ -5,10 +5,10 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/djx-bpf/djx-bpf/hotspot/targetmem"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
-	"github.com/djx-bpf/djx-bpf/region"
-	"github.com/djx-bpf/djx-bpf/targetmem"
+	"github.com/djx-bpf/djx-bpf/naming/region"
 )
 
 // process is what a session reads of its JVM's process, beside the VM:

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/pmu"
+	"github.com/djx-bpf/djx-bpf/sources/pmu"
 )
 
 // ErrSamplerBusy means another JVMTI environment holds the JVM's heap

@@ -16,15 +16,15 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
-	"github.com/djx-bpf/djx-bpf/pmu"
-	"github.com/djx-bpf/djx-bpf/region"
+	"github.com/djx-bpf/djx-bpf/naming/region"
 	"github.com/djx-bpf/djx-bpf/report"
-	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/pmu"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 var record = flag.Bool("record", false, "profile a real JVM and rewrite the replay fixture in "+replayDir+" (root, JDK 17)")

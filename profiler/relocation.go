@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/join"
-	"github.com/djx-bpf/djx-bpf/reloc"
+	"github.com/djx-bpf/djx-bpf/sources/reloc"
 )
 
 // Relocation strategies (--relocation).

@@ -17,14 +17,14 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
-	"github.com/djx-bpf/djx-bpf/pprofile"
-	"github.com/djx-bpf/djx-bpf/region"
+	"github.com/djx-bpf/djx-bpf/naming/region"
 	"github.com/djx-bpf/djx-bpf/report"
-	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/report/pprofile"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 var update = flag.Bool("update", false, "rewrite the replay test's golden files")

@@ -7,11 +7,11 @@ import (
 	"io"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/hotspot/heap"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // run profiles the connected JVM until the profile ends, then drains its

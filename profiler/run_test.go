@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/join"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 	"golang.org/x/sys/unix"
 )
 

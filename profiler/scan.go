@@ -13,9 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/discover"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/target/discover"
 )
 
 // ScanOptions configure a scan of the host's JVMs.

@@ -7,8 +7,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/loader"
-	"github.com/djx-bpf/djx-bpf/reloc"
-	"github.com/djx-bpf/djx-bpf/sample"
+	"github.com/djx-bpf/djx-bpf/sources/reloc"
+	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 // A session reaches the outside world through the interfaces of this

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/hotspot/heap"
 	"github.com/djx-bpf/djx-bpf/join"
-	"github.com/djx-bpf/djx-bpf/reloc"
+	"github.com/djx-bpf/djx-bpf/sources/reloc"
 )
 
 // fakeListener answers GC.heap_info with out, or fails with err.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/djx-bpf/djx-bpf/discover"
-	"github.com/djx-bpf/djx-bpf/heapwalk"
+	"github.com/djx-bpf/djx-bpf/hotspot/heapwalk"
+	"github.com/djx-bpf/djx-bpf/target/discover"
 	"io"
 	"net"
 	"os/exec"
@@ -14,15 +14,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/agent"
-	"github.com/djx-bpf/djx-bpf/attach"
-	"github.com/djx-bpf/djx-bpf/channel"
-	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/hotspot/heap"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
-	"github.com/djx-bpf/djx-bpf/pmu"
-	"github.com/djx-bpf/djx-bpf/reloc"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/pmu"
+	"github.com/djx-bpf/djx-bpf/sources/reloc"
+	"github.com/djx-bpf/djx-bpf/target/attach"
+	"github.com/djx-bpf/djx-bpf/target/channel"
 )
 
 // session is one profile in progress.

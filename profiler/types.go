@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
 	"github.com/djx-bpf/djx-bpf/join"
-	"github.com/djx-bpf/djx-bpf/region"
+	"github.com/djx-bpf/djx-bpf/naming/region"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // classesEvery bounds how often the agent is asked for classes it has not

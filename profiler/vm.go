@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/attach"
-	"github.com/djx-bpf/djx-bpf/channel"
-	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/hotspot/heap"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
+	"github.com/djx-bpf/djx-bpf/target/attach"
+	"github.com/djx-bpf/djx-bpf/target/channel"
 )
 
 // vmAttacher reaches one kind of JVM: HotSpot through its attach listener,

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/djx-bpf/djx-bpf/loader"
-	"github.com/djx-bpf/djx-bpf/procfs"
+	"github.com/djx-bpf/djx-bpf/safety/procfs"
 )
 
 // vmThreads tells the BPF unwinder which of a JVM's threads are HotSpot's

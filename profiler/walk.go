@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/agentwire"
-	"github.com/djx-bpf/djx-bpf/heapwalk"
+	"github.com/djx-bpf/djx-bpf/hotspot/heapwalk"
+	"github.com/djx-bpf/djx-bpf/hotspot/targetmem"
+	"github.com/djx-bpf/djx-bpf/hotspot/vmstructs"
 	"github.com/djx-bpf/djx-bpf/join"
-	"github.com/djx-bpf/djx-bpf/targetmem"
-	"github.com/djx-bpf/djx-bpf/vmstructs"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 )
 
 // The heap walk names the objects an attached JVM holds already, from

@@ -6,7 +6,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/heapwalk"
+	"github.com/djx-bpf/djx-bpf/hotspot/heapwalk"
 )
 
 // pagesMem is a target's memory of 4 KiB pages, readable span by span

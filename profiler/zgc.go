@@ -1,9 +1,9 @@
 package profiler
 
 import (
-	"github.com/djx-bpf/djx-bpf/heapwalk"
-	"github.com/djx-bpf/djx-bpf/targetmem"
-	"github.com/djx-bpf/djx-bpf/vmstructs"
+	"github.com/djx-bpf/djx-bpf/hotspot/heapwalk"
+	"github.com/djx-bpf/djx-bpf/hotspot/targetmem"
+	"github.com/djx-bpf/djx-bpf/hotspot/vmstructs"
 )
 
 // zLayout sets and returns s.zl under ZGC, whose GC.heap_info prints no

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/djx-bpf/djx-bpf/termsafe"
+	"github.com/djx-bpf/djx-bpf/safety/termsafe"
 )
 
 // ObjectFrame names an object as one stack frame, "[object] long[] @

@@ -10,7 +10,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
-	"github.com/djx-bpf/djx-bpf/termsafe"
+	"github.com/djx-bpf/djx-bpf/safety/termsafe"
 )
 
 // TableOptions choose what the table shows.

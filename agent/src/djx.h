@@ -1,4 +1,4 @@
-/* The wire format the agent speaks (agentwire/wire.go documents it;
+/* The wire format the agent speaks (sources/agentwire/wire.go documents it;
  * agentwire's tests check these constants), and the limits on what its
  * records carry. Everything in the library has hidden visibility
  * (-fvisibility=hidden), so every copy loaded into one JVM keeps its own

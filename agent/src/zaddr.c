@@ -4,7 +4,7 @@
  * bits, by a load shift that one of four remapped bits (12..15) gives per
  * pointer (ZPointerLoadShiftTable in zAddress.cpp), while its JNI local
  * handles hold colorless addresses. Both map the heap at
- * offset | (mask + 1), where the agent reads objects; heapwalk/zgc.go
+ * offset | (mask + 1), where the agent reads objects; hotspot/heapwalk/zgc.go
  * decodes the same way from outside. */
 #include <stdio.h>
 

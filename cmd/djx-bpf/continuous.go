@@ -7,9 +7,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/continuous"
-	"github.com/djx-bpf/djx-bpf/otlp"
 	"github.com/djx-bpf/djx-bpf/profiler"
+	"github.com/djx-bpf/djx-bpf/profiler/continuous"
+	"github.com/djx-bpf/djx-bpf/report/otlp"
 )
 
 // continuousFreq is --freq's default in continuous mode: a tenth of a

@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/djx-bpf/djx-bpf/pmu"
+	"github.com/djx-bpf/djx-bpf/sources/pmu"
 )
 
 // cmdEvents lists the sample sources this machine offers, like perf list:
@@ -15,7 +15,7 @@ import (
 // djx-bpf would open.
 func cmdEvents(args []string) int {
 	fs := flag.NewFlagSet("events", flag.ContinueOnError)
-	root := fs.String("root", "/", "read /proc and /sys below `DIR` (a captured machine, see pmu/testdata)")
+	root := fs.String("root", "/", "read /proc and /sys below `DIR` (a captured machine, see sources/pmu/testdata)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  djx-bpf events [flags]\n\nLists the sample sources (--event) of this machine.\n\nFlags:\n")
 		fs.PrintDefaults()

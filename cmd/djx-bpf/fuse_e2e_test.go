@@ -16,10 +16,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/djx-bpf/djx-bpf/hotspot/vmstructs"
 	"github.com/djx-bpf/djx-bpf/internal/fusetest"
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
-	"github.com/djx-bpf/djx-bpf/procfs"
-	"github.com/djx-bpf/djx-bpf/vmstructs"
+	"github.com/djx-bpf/djx-bpf/safety/procfs"
 )
 
 // fuseLimit bounds a 3 s profile of a JVM whose memory leads into an

@@ -10,11 +10,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/attach"
-	"github.com/djx-bpf/djx-bpf/discover"
-	"github.com/djx-bpf/djx-bpf/heap"
+	"github.com/djx-bpf/djx-bpf/hotspot/heap"
 	"github.com/djx-bpf/djx-bpf/report"
-	"github.com/djx-bpf/djx-bpf/termsafe"
+	"github.com/djx-bpf/djx-bpf/safety/termsafe"
+	"github.com/djx-bpf/djx-bpf/target/attach"
+	"github.com/djx-bpf/djx-bpf/target/discover"
 )
 
 // cmdHeap prints a JVM's heap geometry: where the heap is reserved, its

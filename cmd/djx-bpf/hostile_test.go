@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/discover"
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
-	"github.com/djx-bpf/djx-bpf/procfs"
-	"github.com/djx-bpf/djx-bpf/safefs"
+	"github.com/djx-bpf/djx-bpf/safety/procfs"
+	"github.com/djx-bpf/djx-bpf/safety/safefs"
+	"github.com/djx-bpf/djx-bpf/target/discover"
 )
 
 func plantFifo(t *testing.T, name string) string {

@@ -16,9 +16,9 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
-	"github.com/djx-bpf/djx-bpf/discover"
 	"github.com/djx-bpf/djx-bpf/report"
-	"github.com/djx-bpf/djx-bpf/termsafe"
+	"github.com/djx-bpf/djx-bpf/safety/termsafe"
+	"github.com/djx-bpf/djx-bpf/target/discover"
 )
 
 // listed is one row of `djx-bpf list`.

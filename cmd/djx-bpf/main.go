@@ -9,8 +9,8 @@ import (
 	"runtime/pprof"
 	"strings"
 
-	"github.com/djx-bpf/djx-bpf/targetmem"
-	"github.com/djx-bpf/djx-bpf/termsafe"
+	"github.com/djx-bpf/djx-bpf/hotspot/targetmem"
+	"github.com/djx-bpf/djx-bpf/safety/termsafe"
 )
 
 const usage = `djx-bpf: object-centric memory profiler for the JVM (eBPF)

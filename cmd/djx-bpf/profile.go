@@ -14,12 +14,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/djx-bpf/djx-bpf/attach"
-	"github.com/djx-bpf/djx-bpf/control"
-	"github.com/djx-bpf/djx-bpf/htmlreport"
-	"github.com/djx-bpf/djx-bpf/pprofile"
 	"github.com/djx-bpf/djx-bpf/profiler"
+	"github.com/djx-bpf/djx-bpf/profiler/control"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/report/htmlreport"
+	"github.com/djx-bpf/djx-bpf/report/pprofile"
+	"github.com/djx-bpf/djx-bpf/target/attach"
 )
 
 type sizeFlag struct{ v *uint64 }

@@ -15,10 +15,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/djx-bpf/djx-bpf/htmlreport"
-	"github.com/djx-bpf/djx-bpf/pprofile"
 	"github.com/djx-bpf/djx-bpf/report"
-	"github.com/djx-bpf/djx-bpf/safefs"
+	"github.com/djx-bpf/djx-bpf/report/htmlreport"
+	"github.com/djx-bpf/djx-bpf/report/pprofile"
+	"github.com/djx-bpf/djx-bpf/safety/safefs"
 )
 
 const reportUsage = `Usage:

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/pprofile"
 	"github.com/djx-bpf/djx-bpf/report"
-	"github.com/djx-bpf/djx-bpf/safefs"
+	"github.com/djx-bpf/djx-bpf/report/pprofile"
+	"github.com/djx-bpf/djx-bpf/safety/safefs"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata: the fixture profiles and the golden outputs")

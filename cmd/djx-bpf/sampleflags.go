@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/loader"
-	"github.com/djx-bpf/djx-bpf/pmu"
 	"github.com/djx-bpf/djx-bpf/profiler"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/pmu"
 )
 
 // sampleFlags are the flags profile and scan share: what to sample, how to

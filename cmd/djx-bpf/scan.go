@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/djx-bpf/djx-bpf/htmlreport"
 	"github.com/djx-bpf/djx-bpf/profiler"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/report/htmlreport"
 )
 
 // pidList parses "1,2,3".

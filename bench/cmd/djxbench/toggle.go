@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/attach"
+	"github.com/djx-bpf/djx-bpf/target/attach"
 )
 
 // The toggle subcommand measures the steady-state cost of a profile on one

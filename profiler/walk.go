@@ -430,7 +430,9 @@ func (w *walker) run(ctx context.Context, gate *walkGate, start, minSize uint64,
 		return &join.HeapWalk{Start: start, End: clk.Mono(), RootsPass: rp.end, Failed: true,
 			Note: "not started: the profile ended while the other JVMs' walks ran"}
 	}
+	tries := 0
 	for try := 1; ; try++ {
+		tries = try
 		large = large[:0]
 		stale = false
 		cfg := heapwalk.Config{Roots: rp.roots, FieldName: w.names.name, FieldOffset: w.names.offset, MinSize: minSize, Hot: w.hot,
@@ -501,7 +503,7 @@ func (w *walker) run(ctx context.Context, gate *walkGate, start, minSize uint64,
 	hw.Overlapped = res.GC.Overlapped
 	hw.Visited, hw.Bytes = uint64(res.Stats.Objects), uint64(res.Stats.Bytes)
 	hw.Skipped = uint64(res.Stats.Invalid + res.Stats.Unreadable + res.Stats.Forwarded)
-	hw.Note = walkNote(&res.Stats)
+	hw.Note = walkNote(&res.Stats, res.GC.Overlapped, tries)
 	hw.Roots = uint64(res.Stats.Roots)
 	return hw
 }
@@ -745,10 +747,13 @@ func (s *session) finishWalk() {
 	}
 }
 
-// walkNote says what a user should know of a walk cut short: how far it
-// got, and what it waited for.
-func walkNote(st *heapwalk.Stats) string {
+// walkNote says what a user should know of a walk cut short (how far it
+// got, and what it waited for) or one that collections kept overlapping.
+func walkNote(st *heapwalk.Stats, overlapped bool, tries int) string {
 	var cut []string
+	if overlapped && tries >= walkTries {
+		cut = append(cut, fmt.Sprintf("a collection ran during each of its %d tries: objects it moved as the walk read them may be counted twice or named by another holder", tries))
+	}
 	if st.Canceled {
 		s := fmt.Sprintf("the profile ended before the walk did: it named %d objects (%.1f MiB), those on the pages the samples hit first, and had found %d more it did not reach",
 			st.Objects, float64(st.Bytes)/(1<<20), st.Pending)

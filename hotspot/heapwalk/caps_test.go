@@ -455,3 +455,78 @@ func TestWalkRereadsAfterGC(t *testing.T) {
 	}
 	sameResult(t, "a collection marked objects the walk read", got, want)
 }
+
+// movingGC is a target in which a compacting collection ends while the
+// walk reads the second piece of a large array: the array moved, and
+// others' references moved in where that piece and its header were.
+type movingGC struct {
+	*fakeMem
+	s       *synth
+	at      uint64 // the second piece's address
+	arr     uint64
+	movedIn []byte // what lies at the array's piece after the collection
+	header  uint64 // the klass that moved in at the array's start
+	fired   bool
+}
+
+func (m *movingGC) ReadAt(p []byte, off int64) (int, error) {
+	n, err := m.fakeMem.ReadAt(p, off)
+	if !m.fired && uint64(off) == m.at && len(p) == 1<<20 {
+		m.fired = true
+		m.put32(m.s.gcCount, m.get32(m.s.gcCount)+1)
+		m.write(m.at, m.movedIn)
+		m.s.setKlass(m.arr, m.header)
+	}
+	return n, err
+}
+
+// TestWalkArrayMovedUnderPiece: a large array that a collection moved
+// between its header's read and its second piece's is not read where
+// it was (what moved in there is not its elements): the rest of it is
+// counted as not followed, and the objects that moved in keep their own
+// holder.
+func TestWalkArrayMovedUnderPiece(t *testing.T) {
+	const n, others = 600_000, 300_000
+	s := newSynth(t, "jdk17", true, true)
+	_, itemSize := s.fields(0)
+	item := s.class("app/Item", 0, itemSize, nil, 0)
+	other := s.class("app/Other", 0, itemSize, nil, 0)
+	objs := s.arrayClass("[Ljava/lang/Object;", true, 2)
+	app := s.class("App", 0, 16, nil, 2)
+	arr := s.array(objs, n)
+	for i := range n {
+		s.elem(arr, i, s.obj(item))
+	}
+	oarr := s.array(objs, others)
+	for i := range others {
+		s.elem(oarr, i, s.obj(other))
+	}
+	s.setStatic(app, 0, arr)
+	s.setStatic(app, 1, oarr)
+	lay := s.finish()
+	hdr := s.arrays[objs].hdr
+	piece := uint64(1<<20) / s.oop
+	movedIn := make([]byte, 1<<20)
+	if _, err := s.m.read(movedIn, oarr+hdr); err != nil {
+		t.Fatal(err)
+	}
+	m := &movingGC{fakeMem: s.m, s: s, at: arr + hdr + 1<<20, arr: arr, movedIn: movedIn, header: other}
+	res := walkScene(t, &scene{l: lay}, m, Config{})
+	if !m.fired {
+		t.Fatal("the walk never read the array's second piece")
+	}
+	chains := map[string]uint64{}
+	var items uint64
+	for _, r := range res.Rows {
+		switch r.Class {
+		case "app.Other":
+			chains[res.ChainString(r.Chain)] += r.Count
+		case "app.Item":
+			items += r.Count
+		}
+	}
+	if len(chains) != 1 || items != piece || res.Stats.ArrayMoved != int64(n-piece) {
+		t.Errorf("others by chain %v, %d items, %d elements not followed: want every other under its own array, %d items (the first piece), %d not followed",
+			chains, items, res.Stats.ArrayMoved, piece, n-piece)
+	}
+}

@@ -215,7 +215,10 @@ type Stats struct {
 	GCRetried int64
 	// GCReread: batches and large arrays' pieces read again after a
 	// collection overlapped their read.
-	GCReread    int64
+	GCReread int64
+	// ArrayMoved: large arrays' elements not followed because a
+	// collection moved the array between its header's read and theirs.
+	ArrayMoved  int64
 	MaxQueueLen int   // the queue's longest
 	Deferred    int64 // large arrays' rests that waited for the queue to empty
 	BitmapBytes int
@@ -703,6 +706,36 @@ func (w *walker) readStable(ctx context.Context, b []byte, a uint64) bool {
 	}
 }
 
+// stillThere says the array t is a piece of is still where its header
+// was read: a collection that compacted the heap since moved it, and
+// what moved in would be read as its references (ServiceTruth's list
+// once named 65,536 tree entries after Parallel's full GC).
+func (w *walker) stillThere(t *tail) bool {
+	n, _, err := w.l.collections(w.r)
+	if err != nil || n == t.gc || t.obj == 0 {
+		return true
+	}
+	var hb [32]byte
+	h := hb[:w.l.HeaderSize+4]
+	if !w.r.readAt(h, t.obj) {
+		return false
+	}
+	// Shenandoah evacuates while the JVM runs: the old copy's mark
+	// forwards to the array, whose rest is read there.
+	if mark := le64(h); mark&3 == 3 && w.l.GC == "shenandoah" {
+		fwd := mark &^ 3
+		if fwd == t.obj || !w.r.readAt(h, fwd) {
+			return false
+		}
+		t.addr, t.obj = fwd+(t.addr-t.obj), fwd
+	}
+	if le64(h)&3 == 3 || w.l.decodeKlass(h) != t.k.addr || uint64(int64(int32(le32(h[w.l.HeaderSize:])))) != t.length {
+		return false
+	}
+	t.gc = n
+	return true
+}
+
 // stableTries bounds the reads of one span that collections overlap.
 const stableTries = 3
 
@@ -846,6 +879,11 @@ type tail struct {
 	// copied: the object's header was read from the copy, and so may
 	// the rest be; else the rest is read from the JVM, as the header was.
 	copied bool
+	// An array's start, length and the collection count when its header
+	// was read: a large array's pieces are read later, maybe after a
+	// collection moved it.
+	obj, length uint64
+	gc          uint32
 }
 
 // visit validates the object at a, found over edge e, whose first
@@ -940,7 +978,8 @@ func (w *walker) visit(a uint64, e uint32, view []byte, copied bool) {
 		if end <= uint64(len(view)) {
 			w.scanArray(k, view[k.hdr:end], chain)
 		} else if length > 0 {
-			w.tails = append(w.tails, tail{addr: a + k.hdr, n: length * l.OopSize, k: k, chain: chain, copied: copied})
+			w.tails = append(w.tails, tail{addr: a + k.hdr, n: length * l.OopSize, k: k, chain: chain, copied: copied,
+				obj: a, length: length, gc: w.batchGC})
 		}
 	}
 }
@@ -1236,13 +1275,17 @@ func (w *walker) readBig(t tail) {
 	}
 	for off := uint64(0); off < t.n && w.r.gone == nil; off += piece {
 		if off > 0 && w.q.len()+w.qh.len() > w.cfg.MaxQueue/4 {
-			w.later = append(w.later, tail{addr: t.addr + off, n: t.n - off, k: t.k, chain: t.chain})
+			w.later = append(w.later, tail{addr: t.addr + off, n: t.n - off, k: t.k, chain: t.chain, obj: t.obj, length: t.length, gc: t.gc})
 			w.stats.Deferred++
 			return
 		}
 		b := w.mbuf[:min(piece, t.n-off)]
 		if !w.readStable(w.ctx, b, t.addr+off) {
 			w.stats.Unreadable++
+			return
+		}
+		if t.k.kind == kindObjArray && !w.stillThere(&t) {
+			w.stats.ArrayMoved += int64((t.n - off) / w.l.OopSize)
 			return
 		}
 		if t.k.kind == kindObjArray {

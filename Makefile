@@ -7,8 +7,9 @@ JAVA_HOME ?= /usr/lib/jvm/java-17-openjdk-amd64
 JDK25_HOME := /usr/lib/jvm/temurin-25-jdk-amd64
 BUILD     := build
 BIN       := $(BUILD)/djx-bpf
-# VirtualTable.java needs JDK 21+ (virtual threads): its test compiles it with Temurin 25.
-JAVA_SRCS := $(filter-out testdata/java/VirtualTable.java,$(wildcard testdata/java/*.java))
+# VirtualTable.java needs JDK 21+ (virtual threads), SegmentTruth.java JDK 22+
+# (FFM): their tests compile them with Temurin 25.
+JAVA_SRCS := $(filter-out testdata/java/VirtualTable.java testdata/java/SegmentTruth.java,$(wildcard testdata/java/*.java))
 
 # Plain `make` builds the binary: the agent's rules below would otherwise
 # set the default goal.

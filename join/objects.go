@@ -40,7 +40,7 @@ type site struct {
 	census    agentwire.CensusKind // 0: sampled allocations
 	holder    uint32               // census: the holder chain (agentwire.CensusPath ID)
 	structure bool                 // a heap walk's data structure: objects counted, not tracked
-	offHeap   bool                 // the off-heap memory of a walk's direct buffers
+	offHeap   bool                 // the off-heap memory of a walk's direct buffers and segments
 	file      string               // offHeap: the file a mapped buffer maps, from the regions
 	// What the last heap walk says of its holder chain and type: the
 	// other roots that reach it, the bytes it retains.

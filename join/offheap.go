@@ -8,7 +8,7 @@ import (
 )
 
 // OffHeapOwner is a Java object that owns memory outside the heap (a
-// direct buffer), as a heap walk found it.
+// direct buffer or an FFM native segment), as a heap walk found it.
 type OffHeapOwner struct {
 	Start, End uint64 // the memory: [Start, End)
 	TypeSig    string // the owner's class: "Ljava/nio/DirectByteBuffer;"

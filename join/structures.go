@@ -23,7 +23,8 @@ type HeapWalk struct {
 	Paths []agentwire.CensusPath
 	// Objects are the objects of at least min size, each with its chain.
 	Objects []agentwire.Census
-	// OffHeap are the direct buffers' memory outside the heap.
+	// OffHeap are the direct buffers' and native segments' memory outside
+	// the heap.
 	OffHeap []OffHeapOwner
 	// Rows are the data structures of the smaller objects.
 	Rows []StructureRow

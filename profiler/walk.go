@@ -842,8 +842,9 @@ type fieldNames struct {
 	mu      sync.RWMutex
 	fields  map[uint64]map[uint32]string // Klass* → offset → field name
 	statics map[uint64]map[uint32]string // Klass* → offset in its mirror → static's name
-	// bufs are the java.nio classes' fields the walk reads to find
-	// direct buffers (heapwalk's Config.FieldOffset).
+	// bufs are the java.nio and jdk.internal.foreign classes' fields the
+	// walk reads to find direct buffers and native segments (heapwalk's
+	// Config.FieldOffset).
 	bufs  map[uint64]map[string]uint32
 	bytes int // of names kept (the loop's goroutine only)
 }
@@ -895,12 +896,18 @@ func refFields(fs []agentwire.Field) map[uint32]string {
 }
 
 // bufferFields are the fields of a java.nio class that locate a direct
-// buffer's memory, by name; nil for other classes.
+// buffer's memory, or of a jdk.internal.foreign class that locate a native
+// segment's, by name; nil for other classes.
 func bufferFields(c *agentwire.Class) map[string]uint32 {
-	if !strings.HasPrefix(c.Sig, "Ljava/nio/") {
+	var want map[string]string
+	switch {
+	case strings.HasPrefix(c.Sig, "Ljava/nio/"):
+		want = map[string]string{"address": "J", "capacity": "I", "att": "Ljava/lang/Object;", "fd": "Ljava/io/FileDescriptor;"}
+	case strings.HasPrefix(c.Sig, "Ljdk/internal/foreign/"):
+		want = map[string]string{"min": "J", "length": "J"}
+	default:
 		return nil
 	}
-	want := map[string]string{"address": "J", "capacity": "I", "att": "Ljava/lang/Object;", "fd": "Ljava/io/FileDescriptor;"}
 	var m map[string]uint32
 	for _, f := range c.Fields {
 		if sig, ok := want[f.Name]; ok && sig == f.Sig {

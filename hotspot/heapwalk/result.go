@@ -7,6 +7,7 @@ import (
 
 // result turns the walker's state into a Result.
 func (w *walker) result() *Result {
+	w.off.res.dropViews()
 	res := &Result{Stats: w.stats, chains: w.chains, texts: w.texts, pages: w.pages, OffHeap: w.off.res}
 	res.runs = w.finishRuns()
 	res.Rows = make([]Row, 0, len(w.rows)-1)

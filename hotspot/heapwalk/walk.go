@@ -72,8 +72,8 @@ type Config struct {
 	OnObject func(Object)
 	// StopOnGC stops the walk as soon as it sees that a collection ran.
 	StopOnGC bool
-	// FieldOffset, when set, makes the walk find the direct buffers
-	// (offheap.go), at most MaxOwners [1<<20].
+	// FieldOffset, when set, makes the walk find the direct buffers and
+	// native segments (offheap.go), at most MaxOwners [1<<20].
 	FieldOffset FieldOffset
 	MaxOwners   int
 	// Pace, when set, is called between batches and may block to share
@@ -272,7 +272,8 @@ type Result struct {
 	Rows  []Row
 	Stats Stats
 	GC    GCCheck
-	// OffHeap is what the direct buffers own outside the heap.
+	// OffHeap is what the direct buffers and native segments own outside
+	// the heap.
 	OffHeap OffHeap
 
 	chains []chainNode

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/djx-bpf/djx-bpf/hotspot/heapwalk"
-	"github.com/djx-bpf/djx-bpf/target/discover"
 	"io"
 	"net"
 	"os/exec"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/agent"
 	"github.com/djx-bpf/djx-bpf/hotspot/heap"
+	"github.com/djx-bpf/djx-bpf/hotspot/heapwalk"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
@@ -23,6 +22,8 @@ import (
 	"github.com/djx-bpf/djx-bpf/sources/reloc"
 	"github.com/djx-bpf/djx-bpf/target/attach"
 	"github.com/djx-bpf/djx-bpf/target/channel"
+	"github.com/djx-bpf/djx-bpf/target/discover"
+	"github.com/djx-bpf/djx-bpf/target/launch"
 )
 
 // session is one profile in progress.
@@ -255,7 +256,7 @@ type acceptResult struct {
 // profiles it until it exits, ctx ends or the duration passes. The JVM runs
 // in a session of its own with no terminal: stdin is relayed to it and its
 // output copied to stdout and stderr, and the SIGINT, SIGTERM, SIGHUP and
-// Ctrl-Z djx-bpf receives are forwarded to it until it exits (see child).
+// Ctrl-Z djx-bpf receives are forwarded to it until it exits (launch.Child).
 // The returned wait function waits for the JVM to exit and gives its exit
 // code (128+N when signal N killed it).
 func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, stdout, stderr io.Writer) (*report.Report, func() (int, error), error) {
@@ -287,7 +288,7 @@ func (s *session) launch(ctx context.Context, argv []string, stdin io.Reader, st
 	if err != nil {
 		return nil, nil, err
 	}
-	uid, gid := s.opts.RunAs.owner()
+	uid, gid := s.opts.RunAs.Owner()
 	if s.ch, err = channel.Create(channel.Spec{Root: "/", UID: uid, GID: gid, Library: lib}); err != nil {
 		return nil, nil, fmt.Errorf("prepare agent channel: %w", err)
 	}
@@ -304,13 +305,13 @@ func (s *session) launch(ctx context.Context, argv []string, stdin io.Reader, st
 		// Best effort: without it the symbols load on the first lookup.
 		s.libjvm, _ = jvmsym.Preload(lib)
 	}
-	c, err := startChild(path, args, s.opts.RunAs, stdin, stdout, stderr)
+	c, err := launch.Start(path, args, s.opts.RunAs, stdin, stdout, stderr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
 	}
-	s.pid, s.proc = c.pid, liveProcess(c.pid)
-	if err := s.connectAgent(ctx, s.pid, c.done, nil); err != nil {
-		return nil, c.exitCode, err
+	s.pid, s.proc = c.PID(), liveProcess(c.PID())
+	if err := s.connectAgent(ctx, s.pid, c.Done(), nil); err != nil {
+		return nil, c.ExitCode, err
 	}
 	// The attach listener serves jcmd (heap ranges) once the VM is up.
 	t, ierr := attach.Inspect(s.pid)
@@ -318,7 +319,7 @@ func (s *session) launch(ctx context.Context, argv []string, stdin io.Reader, st
 		t = nil // the session goes without jcmd
 	}
 	s.vm = newHotSpot(s.pid, t)
-	return c.done, c.exitCode, nil
+	return c.Done(), c.ExitCode, nil
 }
 
 // watchExit returns a channel closed when pid exits.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/djx-bpf/djx-bpf/hotspot/walkplan"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/target/discover"
@@ -157,7 +158,7 @@ func newScanRun(so ScanOptions) (*scanRun, error) {
 		so.Memory = DefaultScanMemory
 	}
 	base.budget = join.NewBudget(so.Memory)
-	base.walkGate = newWalkGate(runtime.NumCPU(), walkSlice)
+	base.walkGate = walkplan.NewGate(runtime.NumCPU(), walkplan.Slice)
 	if err := base.openSampler(); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/agent"
 	"github.com/djx-bpf/djx-bpf/hotspot/heap"
 	"github.com/djx-bpf/djx-bpf/hotspot/heapwalk"
+	"github.com/djx-bpf/djx-bpf/hotspot/walkplan"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
@@ -81,7 +82,7 @@ type session struct {
 	sw           switcher // Options.Control
 	walk         *walker  // the heap walk (nil: none)
 	// walkGate shares the CPU among a scan's walks (nil: not a scan).
-	walkGate *walkGate
+	walkGate *walkplan.Gate
 	// cuts asks a continuous scan's session for its window's report
 	// (window.go); winStart is when the current window began (zero: at
 	// start). nil outside continuous scans.

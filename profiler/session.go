@@ -25,6 +25,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/target/channel"
 	"github.com/djx-bpf/djx-bpf/target/discover"
 	"github.com/djx-bpf/djx-bpf/target/launch"
+	"github.com/djx-bpf/djx-bpf/target/openj9"
 )
 
 // session is one profile in progress.
@@ -269,7 +270,7 @@ func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, s
 		return nil, nil, err
 	}
 	defer s.close()
-	s.autoForOpenJ9(launchesOpenJ9(argv[0]))
+	s.autoForOpenJ9(openj9.Launches(argv[0]))
 	if err := s.openSampler(); err != nil {
 		return nil, nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/dispatch"
 )
 
 // run profiles the connected JVM until the profile ends, then drains its
@@ -67,7 +68,7 @@ func (s *session) prepare(ctx context.Context) *relocation {
 
 // streams are the channels run reads the JVM's streams from.
 type streams struct {
-	samples   <-chan sampleBatch
+	samples   <-chan dispatch.Batch
 	reloc     <-chan relocMsg       // nil without a relocation stream
 	batches   chan *agentwire.Batch // the agent's decoded batches; nil once closed
 	agentDone chan error            // the agent's stream ended (nil error: at EOF)
@@ -92,7 +93,7 @@ func (s *session) startStreams(rel *relocation) *streams {
 	if s.shared != nil {
 		s.reader = s.shared
 	} else {
-		s.reader, st.samples = newSoloDispatcher(s.sampler, sd)
+		s.reader, st.samples = dispatch.NewSolo(s.sampler, sd)
 	}
 	if rel != nil {
 		st.reloc = rel.msgs
@@ -145,7 +146,7 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 				continue
 			}
 			s.onSamples(b)
-			s.j.SamplesComplete(b.complete)
+			s.j.SamplesComplete(b.Complete)
 		case on, ok := <-control:
 			if !ok {
 				control = nil
@@ -216,14 +217,14 @@ func (s *session) agentEnded(err error, exited <-chan struct{}) {
 
 // onSamples hands a batch of samples to the join, and the batch back to
 // its reader.
-func (s *session) onSamples(b sampleBatch) {
-	for i := range b.samples {
+func (s *session) onSamples(b dispatch.Batch) {
+	for i := range b.Samples {
 		if s.vmThreads != nil {
-			s.vmThreads.see(&b.samples[i])
+			s.vmThreads.see(&b.Samples[i])
 		}
-		s.j.OnSample(&b.samples[i], s.src.kind)
+		s.j.OnSample(&b.Samples[i], s.src.kind)
 	}
-	s.reader.recycle(b.samples)
+	s.reader.Recycle(b.Samples)
 	s.applyHeaderMasks()
 }
 
@@ -276,7 +277,7 @@ func (s *session) stopSampling(st *streams, rel *relocation) {
 		// what the dispatcher still holds for it.
 		s.sampler.SetStackSignal(s.pid, 0)
 		s.sampler.RemovePID(s.pid)
-		s.shared.closeAfter(s.pid, 100*time.Millisecond)
+		s.shared.CloseAfter(s.pid, 100*time.Millisecond)
 	} else {
 		s.sampler.Disable()
 		s.sampler.Flush()

@@ -19,6 +19,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/dispatch"
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
 	"github.com/djx-bpf/djx-bpf/sources/reloc"
 	"github.com/djx-bpf/djx-bpf/target/attach"
@@ -57,11 +58,11 @@ type session struct {
 	// shared is set when the sampler serves several JVMs (scan): samples
 	// come from the scan's dispatcher, and the sampler is not this
 	// session's to stop or close.
-	shared *dispatcher
+	shared *dispatch.Dispatcher
 	// reader is the dispatcher the session's samples come from (shared, or
 	// its own), and feed its channel of them.
-	reader *dispatcher
-	feed   <-chan sampleBatch
+	reader *dispatch.Dispatcher
+	feed   <-chan dispatch.Batch
 	// lockstep: the loop takes each batch from its reader before the
 	// reader reads the next, so that a replay's order holds.
 	lockstep bool
@@ -149,7 +150,7 @@ func (s *session) close() {
 		if s.pid != 0 {
 			s.sampler.RemovePID(s.pid)
 		}
-		s.shared.remove(s.pid)
+		s.shared.Remove(s.pid)
 	} else if s.sampler != nil {
 		s.sampler.Close()
 	}
@@ -212,7 +213,7 @@ func (s *session) attach(ctx context.Context, pid int) (*report.Report, error) {
 // the agent to connect to the session's channel.
 func (s *session) connectAgent(ctx context.Context, pid int, exited <-chan struct{}, load func(context.Context) error) error {
 	if s.shared != nil {
-		s.feed = s.shared.add(pid)
+		s.feed = s.shared.Add(pid)
 	}
 	if err := s.sampler.AddPID(pid); err != nil {
 		return fmt.Errorf("sample pid %d: %w", pid, err)

@@ -103,7 +103,7 @@ func (s *session) useBPFStacks() {
 	s.j.UseBPFStacks(r)
 	s.opts.Stacks = StacksBPF
 	if vt, ok := s.sampler.(vmThreadMarker); ok {
-		s.vmThreads = newVMThreads(s.pid, vt.VMThread)
+		s.vmThreads = bpfstack.NewVMThreads(s.pid, vt.VMThread)
 	}
 	// The agent walks sampled allocations' stacks itself from now on,
 	// instead of GetStackTrace (most of what a recorded allocation cost),

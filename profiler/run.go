@@ -220,7 +220,7 @@ func (s *session) agentEnded(err error, exited <-chan struct{}) {
 func (s *session) onSamples(b dispatch.Batch) {
 	for i := range b.Samples {
 		if s.vmThreads != nil {
-			s.vmThreads.see(&b.Samples[i])
+			s.vmThreads.See(&b.Samples[i])
 		}
 		s.j.OnSample(&b.Samples[i], s.src.kind)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/sources/dispatch"
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
@@ -54,7 +55,7 @@ type session struct {
 	noJavaFailed bool
 	// vmThreads marks HotSpot's own threads for the BPF unwinder (nil:
 	// stacks do not come from BPF).
-	vmThreads *vmThreads
+	vmThreads *bpfstack.VMThreads
 	// shared is set when the sampler serves several JVMs (scan): samples
 	// come from the scan's dispatcher, and the sampler is not this
 	// session's to stop or close.

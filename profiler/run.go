@@ -22,7 +22,7 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	s.cost0 = s.costNow()
 	rel := s.prepare(ctx)
 	st := s.startStreams(rel)
-	s.opts.note("profiling pid %d with event %s", s.pid, s.src.name)
+	s.opts.note("profiling pid %d with event %s", s.pid, s.src.Name)
 	s.loop(ctx, exited, st)
 	elapsed := s.clk.Now().Sub(s.windowFrom())
 	s.finishWalk()
@@ -36,7 +36,7 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 // map, the heap's ranges, how moves are followed), tells the agent what to
 // do from the start, and builds the join.
 func (s *session) prepare(ctx context.Context) *relocation {
-	cfg := join.Config{PID: s.pid, Native: s.proc.native(), WeightStruct: s.src.event != nil && s.src.event.Structured(),
+	cfg := join.Config{PID: s.pid, Native: s.proc.native(), WeightStruct: s.src.Event != nil && s.src.Event.Structured(),
 		CodeMem: s.proc.codeMem(), Budget: s.budget}
 	if s.vm.nsPID() != s.pid {
 		// The agent's thread ids are its namespace's; BPF's are ours.
@@ -222,7 +222,7 @@ func (s *session) onSamples(b dispatch.Batch) {
 		if s.vmThreads != nil {
 			s.vmThreads.See(&b.Samples[i])
 		}
-		s.j.OnSample(&b.Samples[i], s.src.kind)
+		s.j.OnSample(&b.Samples[i], s.src.Kind)
 	}
 	s.reader.Recycle(b.Samples)
 	s.applyHeaderMasks()
@@ -460,7 +460,7 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 	}
 	initial, interval, raised, raisedAfter := s.j.AllocInterval()
 	r := &report.Report{
-		PID: s.pid, JVM: s.j.VMName(), Mode: s.mode, Event: s.src.name,
+		PID: s.pid, JVM: s.j.VMName(), Mode: s.mode, Event: s.src.Name,
 		DurationSec:   elapsed.Seconds(),
 		DisabledSec:   s.sw.offTime(s.start.Add(elapsed)).Seconds(),
 		AllocInterval: interval, MinSize: s.opts.MinSize,

@@ -164,7 +164,7 @@ func newScanRun(so ScanOptions) (*scanRun, error) {
 		return nil, err
 	}
 	return &scanRun{so: &so, base: base, d: dispatch.New(base.sampler), results: make(chan scanResult),
-		known: make(map[int]bool), gate: newScanGate(so.MaxJVMs, so.MaxPerUser), sc: &report.Scan{Event: base.src.name}}, nil
+		known: make(map[int]bool), gate: newScanGate(so.MaxJVMs, so.MaxPerUser), sc: &report.Scan{Event: base.src.Name}}, nil
 }
 
 // scanRun is a scan in progress: the JVMs seen, the sessions running and

@@ -21,6 +21,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/sources/dispatch"
+	"github.com/djx-bpf/djx-bpf/sources/event"
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
 	"github.com/djx-bpf/djx-bpf/sources/reloc"
 	"github.com/djx-bpf/djx-bpf/target/attach"
@@ -37,7 +38,7 @@ type session struct {
 	mode    string
 	budget  *join.Budget // shared by a scan's JVMs (nil: each JVM's own caps only)
 	pid     int
-	src     source
+	src     event.Source
 	notes   []string
 	sampler sampler
 	ch      *channel.Channel
@@ -110,7 +111,7 @@ func newSession(opts Options, mode string) (*session, error) {
 	if merr != nil {
 		m = nil // decode and page-faults still work
 	}
-	src, why, err := chooseSource(opts.Event, m)
+	src, why, err := event.Choose(opts.Event, m)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +121,7 @@ func newSession(opts Options, mode string) (*session, error) {
 	case opts.Verbose || opts.Event != "" && opts.Event != pmu.NameAuto:
 		s.opts.note("%s", why)
 	default:
-		s.opts.note("%s", autoLine(src.name))
+		s.opts.note("%s", event.AutoLine(src.Name))
 	}
 	if err := loader.Preflight(); err != nil {
 		return nil, err
@@ -129,7 +130,8 @@ func newSession(opts Options, mode string) (*session, error) {
 }
 
 func (s *session) openSampler() error {
-	cfg, err := s.src.loaderConfig(&s.opts)
+	o := &s.opts
+	cfg, err := s.src.Config(event.Rates{Freq: o.Freq, HWFreq: o.HWFreq, Period: o.Period, StackGap: o.StackInterval, Poll: o.Poll})
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,6 @@ package profiler
 
 import (
 	"fmt"
-	"os/exec"
-	"path/filepath"
 
 	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
@@ -105,7 +103,7 @@ func (s *session) useBPFStacks() {
 	s.j.UseBPFStacks(r)
 	s.opts.Stacks = StacksBPF
 	if vt, ok := s.sampler.(vmThreadMarker); ok {
-		s.vmThreads = newVMThreads(s.pid, vt.VMThread)
+		s.vmThreads = bpfstack.NewVMThreads(s.pid, vt.VMThread)
 	}
 	// The agent walks sampled allocations' stacks itself from now on,
 	// instead of GetStackTrace (most of what a recorded allocation cost),
@@ -134,23 +132,4 @@ func (s *session) autoForOpenJ9(openj9 bool) {
 		s.opts.Stacks = StacksAgent
 		s.addNote("stacks from the agent: the BPF unwinder reads HotSpot's code cache only, and this JVM is OpenJ9")
 	}
-}
-
-// launchesOpenJ9 says whether the java command java (a path, or a name
-// looked up in PATH) belongs to an OpenJ9 JDK: its lib/ holds libj9vm.
-func launchesOpenJ9(java string) bool {
-	path, err := exec.LookPath(java)
-	if err != nil {
-		return false
-	}
-	if path, err = filepath.EvalSymlinks(path); err != nil {
-		return false
-	}
-	home := filepath.Dir(filepath.Dir(path))
-	for _, pat := range []string{"lib/*/libj9vm*.so", "jre/lib/*/*/libj9vm*.so"} {
-		if m, _ := filepath.Glob(filepath.Join(home, pat)); len(m) > 0 {
-			return true
-		}
-	}
-	return false
 }

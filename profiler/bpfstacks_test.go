@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/djx-bpf/djx-bpf/target/openj9"
 )
 
 // With BPF stacks the agent reports no JIT code on HotSpot (code=2) and
@@ -47,7 +49,7 @@ func TestAutoForOpenJ9Launch(t *testing.T) {
 	}{{"lib/default/libj9vm29.so", StacksAgent}, {"lib/server/libjvm.so", StacksAuto}} {
 		java := jdk(c.lib)
 		s := &session{opts: Options{Stacks: StacksAuto}}
-		s.autoForOpenJ9(launchesOpenJ9(java))
+		s.autoForOpenJ9(openj9.Launches(java))
 		if s.opts.Stacks != c.want {
 			t.Errorf("%s: stacks %s, want %s", c.lib, s.opts.Stacks, c.want)
 		}
@@ -55,7 +57,7 @@ func TestAutoForOpenJ9Launch(t *testing.T) {
 			t.Errorf("%s: notes %q", c.lib, s.notes)
 		}
 	}
-	if launchesOpenJ9(filepath.Join(t.TempDir(), "no-such-java")) {
+	if openj9.Launches(filepath.Join(t.TempDir(), "no-such-java")) {
 		t.Error("a missing java command is OpenJ9")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/naming/region"
+	"github.com/djx-bpf/djx-bpf/target/attach"
 )
 
 // process is what a session reads of its JVM's process, beside the VM:
@@ -46,7 +47,7 @@ func (p liveProcess) regions(text region.JVMText) (join.Regions, error) {
 	return n, nil
 }
 
-func (p liveProcess) hostTID() func(uint32) (uint32, bool) { return newNSThreads(int(p)).host }
+func (p liveProcess) hostTID() func(uint32) (uint32, bool) { return attach.NewHostThreads(int(p)).Host }
 
 func (p liveProcess) hasThread(tid uint32) bool { return threadOf(int(p), tid) }
 

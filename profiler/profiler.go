@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
+	"github.com/djx-bpf/djx-bpf/target/launch"
 )
 
 // ErrSamplerBusy means another JVMTI environment holds the JVM's heap
@@ -115,7 +116,7 @@ type Options struct {
 	// AgentTimeout bounds the wait for the agent to connect.
 	AgentTimeout time.Duration
 	// RunAs is the user Launch runs the application as; nil: djx-bpf's own.
-	RunAs *RunAs
+	RunAs *launch.RunAs
 	// Notify, when set, receives progress notes meant for the user.
 	Notify func(string)
 	// NUMA looks up the node of every sampled page (move_pages) and of the

@@ -163,7 +163,7 @@ func (r *recorder) recording(s *session, rep *report.Report) *recording {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fx := r.fx
-	fx.PID, fx.NSPID, fx.Mode, fx.Event = s.pid, s.vm.nsPID(), s.mode, s.src.name
+	fx.PID, fx.NSPID, fx.Mode, fx.Event = s.pid, s.vm.nsPID(), s.mode, s.src.Name
 	fx.Options = optionsOf(s.opts)
 	fx.Duration = time.Duration(rep.DurationSec * float64(time.Second))
 	fx.Events, fx.Stopped = r.seq, r.stopped

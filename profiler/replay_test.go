@@ -24,6 +24,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/report/pprofile"
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/event"
 	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
@@ -353,7 +354,7 @@ func (c *replayClock) CPU() time.Duration { return 0 }
 // replay runs a session on a recording and returns its report.
 func replay(rec *recording) (*report.Report, error) {
 	fx := &rec.fx
-	src, _, err := chooseSource(fx.Event, nil)
+	src, _, err := event.Choose(fx.Event, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
+	"github.com/djx-bpf/djx-bpf/sources/dispatch"
 )
 
 // run profiles the connected JVM until the profile ends, then drains its
@@ -21,7 +22,7 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	s.cost0 = s.costNow()
 	rel := s.prepare(ctx)
 	st := s.startStreams(rel)
-	s.opts.note("profiling pid %d with event %s", s.pid, s.src.name)
+	s.opts.note("profiling pid %d with event %s", s.pid, s.src.Name)
 	s.loop(ctx, exited, st)
 	elapsed := s.clk.Now().Sub(s.windowFrom())
 	s.finishWalk()
@@ -35,7 +36,7 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 // map, the heap's ranges, how moves are followed), tells the agent what to
 // do from the start, and builds the join.
 func (s *session) prepare(ctx context.Context) *relocation {
-	cfg := join.Config{PID: s.pid, Native: s.proc.native(), WeightStruct: s.src.event != nil && s.src.event.Structured(),
+	cfg := join.Config{PID: s.pid, Native: s.proc.native(), WeightStruct: s.src.Event != nil && s.src.Event.Structured(),
 		CodeMem: s.proc.codeMem(), Budget: s.budget}
 	if s.vm.nsPID() != s.pid {
 		// The agent's thread ids are its namespace's; BPF's are ours.
@@ -67,7 +68,7 @@ func (s *session) prepare(ctx context.Context) *relocation {
 
 // streams are the channels run reads the JVM's streams from.
 type streams struct {
-	samples   <-chan sampleBatch
+	samples   <-chan dispatch.Batch
 	reloc     <-chan relocMsg       // nil without a relocation stream
 	batches   chan *agentwire.Batch // the agent's decoded batches; nil once closed
 	agentDone chan error            // the agent's stream ended (nil error: at EOF)
@@ -92,7 +93,7 @@ func (s *session) startStreams(rel *relocation) *streams {
 	if s.shared != nil {
 		s.reader = s.shared
 	} else {
-		s.reader, st.samples = newSoloDispatcher(s.sampler, sd)
+		s.reader, st.samples = dispatch.NewSolo(s.sampler, sd)
 	}
 	if rel != nil {
 		st.reloc = rel.msgs
@@ -145,7 +146,7 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 				continue
 			}
 			s.onSamples(b)
-			s.j.SamplesComplete(b.complete)
+			s.j.SamplesComplete(b.Complete)
 		case on, ok := <-control:
 			if !ok {
 				control = nil
@@ -216,14 +217,14 @@ func (s *session) agentEnded(err error, exited <-chan struct{}) {
 
 // onSamples hands a batch of samples to the join, and the batch back to
 // its reader.
-func (s *session) onSamples(b sampleBatch) {
-	for i := range b.samples {
+func (s *session) onSamples(b dispatch.Batch) {
+	for i := range b.Samples {
 		if s.vmThreads != nil {
-			s.vmThreads.see(&b.samples[i])
+			s.vmThreads.See(&b.Samples[i])
 		}
-		s.j.OnSample(&b.samples[i], s.src.kind)
+		s.j.OnSample(&b.Samples[i], s.src.Kind)
 	}
-	s.reader.recycle(b.samples)
+	s.reader.Recycle(b.Samples)
 	s.applyHeaderMasks()
 }
 
@@ -276,7 +277,7 @@ func (s *session) stopSampling(st *streams, rel *relocation) {
 		// what the dispatcher still holds for it.
 		s.sampler.SetStackSignal(s.pid, 0)
 		s.sampler.RemovePID(s.pid)
-		s.shared.closeAfter(s.pid, 100*time.Millisecond)
+		s.shared.CloseAfter(s.pid, 100*time.Millisecond)
 	} else {
 		s.sampler.Disable()
 		s.sampler.Flush()
@@ -459,7 +460,7 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 	}
 	initial, interval, raised, raisedAfter := s.j.AllocInterval()
 	r := &report.Report{
-		PID: s.pid, JVM: s.j.VMName(), Mode: s.mode, Event: s.src.name,
+		PID: s.pid, JVM: s.j.VMName(), Mode: s.mode, Event: s.src.Name,
 		DurationSec:   elapsed.Seconds(),
 		DisabledSec:   s.sw.offTime(s.start.Add(elapsed)).Seconds(),
 		AllocInterval: interval, MinSize: s.opts.MinSize,

@@ -13,8 +13,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/djx-bpf/djx-bpf/hotspot/walkplan"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/dispatch"
 	"github.com/djx-bpf/djx-bpf/target/discover"
 )
 
@@ -157,12 +159,12 @@ func newScanRun(so ScanOptions) (*scanRun, error) {
 		so.Memory = DefaultScanMemory
 	}
 	base.budget = join.NewBudget(so.Memory)
-	base.walkGate = newWalkGate(runtime.NumCPU(), walkSlice)
+	base.walkGate = walkplan.NewGate(runtime.NumCPU(), walkplan.Slice)
 	if err := base.openSampler(); err != nil {
 		return nil, err
 	}
-	return &scanRun{so: &so, base: base, d: newDispatcher(base.sampler), results: make(chan scanResult),
-		known: make(map[int]bool), gate: newScanGate(so.MaxJVMs, so.MaxPerUser), sc: &report.Scan{Event: base.src.name}}, nil
+	return &scanRun{so: &so, base: base, d: dispatch.New(base.sampler), results: make(chan scanResult),
+		known: make(map[int]bool), gate: newScanGate(so.MaxJVMs, so.MaxPerUser), sc: &report.Scan{Event: base.src.Name}}, nil
 }
 
 // scanRun is a scan in progress: the JVMs seen, the sessions running and
@@ -170,7 +172,7 @@ func newScanRun(so ScanOptions) (*scanRun, error) {
 type scanRun struct {
 	so      *ScanOptions
 	base    *session // the shared sampler and settings
-	d       *dispatcher
+	d       *dispatch.Dispatcher
 	sc      *report.Scan
 	results chan scanResult
 	known   map[int]bool // JVMs seen, started or not
@@ -270,7 +272,7 @@ func (sr *scanRun) finish(elapsed time.Duration, cost0 costMark) {
 		sc.Stats.Dropped = c.Dropped
 		sc.Stats.StackSignals = c.Signaled
 	}
-	sc.Stats.Lost = sr.d.lostSamples()
+	sc.Stats.Lost = sr.d.Lost()
 	sc.Stats.CostBPFMs, sc.Stats.CostDjxCPUMs = sr.base.costNow().since(cost0)
 	if sc.Stats.Dropped > 0 {
 		sc.Notes = append(sc.Notes, fmt.Sprintf("%d samples were dropped because the ring buffer was full; lower --freq", sc.Stats.Dropped))
@@ -335,7 +337,7 @@ func (so *ScanOptions) admit(jvms []discover.JVM, known map[int]bool, gate *scan
 
 // member profiles one JVM of a scan with the shared sampler until ctx
 // ends or the JVM exits.
-func (base *session) member(ctx context.Context, d *dispatcher, pid int, cuts <-chan cutReq) (*report.Report, error) {
+func (base *session) member(ctx context.Context, d *dispatch.Dispatcher, pid int, cuts <-chan cutReq) (*report.Report, error) {
 	opts := base.opts
 	opts.Duration = 0 // the scan's context bounds it
 	if base.opts.Notify != nil {

@@ -13,12 +13,24 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/target/discover"
 )
 
 // fakeLibJVM names the file a fake JVM maps (TestHelperProcess).
 const fakeLibJVM = "DJX_FAKE_LIBJVM"
+
+// helperRole is the environment variable that makes this test binary play
+// a part in a test (TestHelperProcess) instead of running tests.
+const helperRole = "DJX_HELPER_ROLE"
+
+// TestHelperProcess is not a test: it is a fake JVM for the scan tests.
+func TestHelperProcess(t *testing.T) {
+	if os.Getenv(helperRole) == "fakejvm" {
+		os.Exit(fakeJVM(os.Getenv(fakeLibJVM)))
+	}
+}
 
 // fakeJVM maps lib, a file named libjvm.so, which is all discover needs to
 // call a process a JVM, says so and waits for its stdin to close.
@@ -44,7 +56,7 @@ func startFakeJVMs(t *testing.T, bin, lib string, n int, uid uint32) []int {
 	var pids []int
 	for i := 0; i < n; i++ {
 		cmd := exec.Command(bin, "-test.run=^TestHelperProcess$", "org.example.Fake"+fmt.Sprint(i))
-		cmd.Env = append(os.Environ(), launchHelper+"=fakejvm", fakeLibJVM+"="+lib)
+		cmd.Env = append(os.Environ(), helperRole+"=fakejvm", fakeLibJVM+"="+lib)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
 		in, err := cmd.StdinPipe()
 		if err != nil {
@@ -77,7 +89,7 @@ func TestScanCapsFakeJVMs(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run fake JVMs as nobody")
 	}
-	bin := helperBinary(t)
+	bin := testenv.HelperBinary(t)
 	lib := filepath.Join(filepath.Dir(bin), "libjvm.so")
 	if err := os.WriteFile(lib, make([]byte, 4096), 0o644); err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // the replay test puts a recorded run behind them, so that a real run's
 // join and report are checked without root or a JDK.
 
-// sampleSource is the stream of samples a dispatcher reads.
+// sampleSource is the stream of samples a dispatcher reads (dispatch.Source).
 type sampleSource interface {
 	// ReadBatch returns the next samples in buf[:0], and how far the
 	// stream is complete (0: unknown); it fails once the source is closed

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/djx-bpf/djx-bpf/hotspot/heapwalk"
-	"github.com/djx-bpf/djx-bpf/target/discover"
 	"io"
 	"net"
 	"os/exec"
@@ -15,14 +13,22 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/agent"
 	"github.com/djx-bpf/djx-bpf/hotspot/heap"
+	"github.com/djx-bpf/djx-bpf/hotspot/heapwalk"
+	"github.com/djx-bpf/djx-bpf/hotspot/walkplan"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/dispatch"
+	"github.com/djx-bpf/djx-bpf/sources/event"
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
 	"github.com/djx-bpf/djx-bpf/sources/reloc"
 	"github.com/djx-bpf/djx-bpf/target/attach"
 	"github.com/djx-bpf/djx-bpf/target/channel"
+	"github.com/djx-bpf/djx-bpf/target/discover"
+	"github.com/djx-bpf/djx-bpf/target/launch"
+	"github.com/djx-bpf/djx-bpf/target/openj9"
 )
 
 // session is one profile in progress.
@@ -32,7 +38,7 @@ type session struct {
 	mode    string
 	budget  *join.Budget // shared by a scan's JVMs (nil: each JVM's own caps only)
 	pid     int
-	src     source
+	src     event.Source
 	notes   []string
 	sampler sampler
 	ch      *channel.Channel
@@ -50,15 +56,15 @@ type session struct {
 	noJavaFailed bool
 	// vmThreads marks HotSpot's own threads for the BPF unwinder (nil:
 	// stacks do not come from BPF).
-	vmThreads *vmThreads
+	vmThreads *bpfstack.VMThreads
 	// shared is set when the sampler serves several JVMs (scan): samples
 	// come from the scan's dispatcher, and the sampler is not this
 	// session's to stop or close.
-	shared *dispatcher
+	shared *dispatch.Dispatcher
 	// reader is the dispatcher the session's samples come from (shared, or
 	// its own), and feed its channel of them.
-	reader *dispatcher
-	feed   <-chan sampleBatch
+	reader *dispatch.Dispatcher
+	feed   <-chan dispatch.Batch
 	// lockstep: the loop takes each batch from its reader before the
 	// reader reads the next, so that a replay's order holds.
 	lockstep bool
@@ -80,7 +86,7 @@ type session struct {
 	sw           switcher // Options.Control
 	walk         *walker  // the heap walk (nil: none)
 	// walkGate shares the CPU among a scan's walks (nil: not a scan).
-	walkGate *walkGate
+	walkGate *walkplan.Gate
 	// cuts asks a continuous scan's session for its window's report
 	// (window.go); winStart is when the current window began (zero: at
 	// start). nil outside continuous scans.
@@ -105,7 +111,7 @@ func newSession(opts Options, mode string) (*session, error) {
 	if merr != nil {
 		m = nil // decode and page-faults still work
 	}
-	src, why, err := chooseSource(opts.Event, m)
+	src, why, err := event.Choose(opts.Event, m)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +121,7 @@ func newSession(opts Options, mode string) (*session, error) {
 	case opts.Verbose || opts.Event != "" && opts.Event != pmu.NameAuto:
 		s.opts.note("%s", why)
 	default:
-		s.opts.note("%s", autoLine(src.name))
+		s.opts.note("%s", event.AutoLine(src.Name))
 	}
 	if err := loader.Preflight(); err != nil {
 		return nil, err
@@ -124,7 +130,8 @@ func newSession(opts Options, mode string) (*session, error) {
 }
 
 func (s *session) openSampler() error {
-	cfg, err := s.src.loaderConfig(&s.opts)
+	o := &s.opts
+	cfg, err := s.src.Config(event.Rates{Freq: o.Freq, HWFreq: o.HWFreq, Period: o.Period, StackGap: o.StackInterval, Poll: o.Poll})
 	if err != nil {
 		return err
 	}
@@ -146,7 +153,7 @@ func (s *session) close() {
 		if s.pid != 0 {
 			s.sampler.RemovePID(s.pid)
 		}
-		s.shared.remove(s.pid)
+		s.shared.Remove(s.pid)
 	} else if s.sampler != nil {
 		s.sampler.Close()
 	}
@@ -209,7 +216,7 @@ func (s *session) attach(ctx context.Context, pid int) (*report.Report, error) {
 // the agent to connect to the session's channel.
 func (s *session) connectAgent(ctx context.Context, pid int, exited <-chan struct{}, load func(context.Context) error) error {
 	if s.shared != nil {
-		s.feed = s.shared.add(pid)
+		s.feed = s.shared.Add(pid)
 	}
 	if err := s.sampler.AddPID(pid); err != nil {
 		return fmt.Errorf("sample pid %d: %w", pid, err)
@@ -255,7 +262,7 @@ type acceptResult struct {
 // profiles it until it exits, ctx ends or the duration passes. The JVM runs
 // in a session of its own with no terminal: stdin is relayed to it and its
 // output copied to stdout and stderr, and the SIGINT, SIGTERM, SIGHUP and
-// Ctrl-Z djx-bpf receives are forwarded to it until it exits (see child).
+// Ctrl-Z djx-bpf receives are forwarded to it until it exits (launch.Child).
 // The returned wait function waits for the JVM to exit and gives its exit
 // code (128+N when signal N killed it).
 func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, stdout, stderr io.Writer) (*report.Report, func() (int, error), error) {
@@ -267,7 +274,7 @@ func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, s
 		return nil, nil, err
 	}
 	defer s.close()
-	s.autoForOpenJ9(launchesOpenJ9(argv[0]))
+	s.autoForOpenJ9(openj9.Launches(argv[0]))
 	if err := s.openSampler(); err != nil {
 		return nil, nil, err
 	}
@@ -287,7 +294,7 @@ func (s *session) launch(ctx context.Context, argv []string, stdin io.Reader, st
 	if err != nil {
 		return nil, nil, err
 	}
-	uid, gid := s.opts.RunAs.owner()
+	uid, gid := s.opts.RunAs.Owner()
 	if s.ch, err = channel.Create(channel.Spec{Root: "/", UID: uid, GID: gid, Library: lib}); err != nil {
 		return nil, nil, fmt.Errorf("prepare agent channel: %w", err)
 	}
@@ -304,13 +311,13 @@ func (s *session) launch(ctx context.Context, argv []string, stdin io.Reader, st
 		// Best effort: without it the symbols load on the first lookup.
 		s.libjvm, _ = jvmsym.Preload(lib)
 	}
-	c, err := startChild(path, args, s.opts.RunAs, stdin, stdout, stderr)
+	c, err := launch.Start(path, args, s.opts.RunAs, stdin, stdout, stderr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
 	}
-	s.pid, s.proc = c.pid, liveProcess(c.pid)
-	if err := s.connectAgent(ctx, s.pid, c.done, nil); err != nil {
-		return nil, c.exitCode, err
+	s.pid, s.proc = c.PID(), liveProcess(c.PID())
+	if err := s.connectAgent(ctx, s.pid, c.Done(), nil); err != nil {
+		return nil, c.ExitCode, err
 	}
 	// The attach listener serves jcmd (heap ranges) once the VM is up.
 	t, ierr := attach.Inspect(s.pid)
@@ -318,7 +325,7 @@ func (s *session) launch(ctx context.Context, argv []string, stdin io.Reader, st
 		t = nil // the session goes without jcmd
 	}
 	s.vm = newHotSpot(s.pid, t)
-	return c.done, c.exitCode, nil
+	return c.Done(), c.ExitCode, nil
 }
 
 // watchExit returns a channel closed when pid exits.

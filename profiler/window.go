@@ -3,6 +3,7 @@ package profiler
 import (
 	"time"
 
+	"github.com/djx-bpf/djx-bpf/hotspot/walkplan"
 	"github.com/djx-bpf/djx-bpf/report"
 )
 
@@ -31,7 +32,7 @@ func (s *session) cutWindow() *report.Report {
 	r := s.finish(now.Sub(s.windowFrom()))
 	s.notes = nil
 	if s.walk != nil {
-		s.walk.rebase(walkCounts(s.j), s.j.ResetWindow)
+		s.walk.Rebase(walkplan.CountsOf(s.j), s.j.ResetWindow)
 	} else {
 		s.j.ResetWindow()
 	}

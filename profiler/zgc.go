@@ -16,7 +16,7 @@ func (s *session) zLayout() *heapwalk.Layout {
 	}
 	l := (*heapwalk.Layout)(nil)
 	if s.walk != nil {
-		l = s.walk.layout
+		l = s.walk.Layout
 	} else if tab, err := vmstructs.Open(s.pid); err == nil {
 		l, _ = heapwalk.NewLayout(tab, targetmem.Open(s.pid), heapwalk.Options{})
 	}

@@ -6,14 +6,14 @@ import (
 	"os/user"
 	"strconv"
 
-	"github.com/djx-bpf/djx-bpf/profiler"
+	"github.com/djx-bpf/djx-bpf/target/launch"
 )
 
 // launchUser says whom launch mode runs the application as: the --user
 // flag's user (a name or a uid), else under sudo the invoking user
 // (SUDO_UID, SUDO_GID), else nil (djx-bpf's own user). Running a user's
 // application as root because djx-bpf needs root would surprise them.
-func launchUser(flagVal string, getenv func(string) string) (*profiler.RunAs, error) {
+func launchUser(flagVal string, getenv func(string) string) (*launch.RunAs, error) {
 	if flagVal != "" {
 		u, err := user.Lookup(flagVal)
 		if err != nil {
@@ -49,10 +49,10 @@ func launchUser(flagVal string, getenv func(string) string) (*profiler.RunAs, er
 	if err != nil {
 		return nil, fmt.Errorf("SUDO_GID %q is not a gid; give --user", getenv("SUDO_GID"))
 	}
-	return &profiler.RunAs{UID: uint32(uid), GID: uint32(gid), Name: strconv.FormatUint(uid, 10)}, nil
+	return &launch.RunAs{UID: uint32(uid), GID: uint32(gid), Name: strconv.FormatUint(uid, 10)}, nil
 }
 
-func runAsOf(u *user.User) (*profiler.RunAs, error) {
+func runAsOf(u *user.User) (*launch.RunAs, error) {
 	uid, err := strconv.ParseUint(u.Uid, 10, 32)
 	if err != nil {
 		return nil, fmt.Errorf("user %s: uid %q: %w", u.Username, u.Uid, err)
@@ -61,7 +61,7 @@ func runAsOf(u *user.User) (*profiler.RunAs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("user %s: gid %q: %w", u.Username, u.Gid, err)
 	}
-	r := &profiler.RunAs{UID: uint32(uid), GID: uint32(gid), Name: u.Username}
+	r := &launch.RunAs{UID: uint32(uid), GID: uint32(gid), Name: u.Username}
 	if ids, err := u.GroupIds(); err == nil {
 		for _, s := range ids {
 			if g, err := strconv.ParseUint(s, 10, 32); err == nil {

@@ -1,4 +1,4 @@
-package profiler
+package launch
 
 import (
 	"bufio"
@@ -27,15 +27,13 @@ const launchHelper = "DJX_LAUNCH_HELPER"
 
 // TestHelperProcess is not a test: it is the parent (djx-bpf, root, on a
 // terminal) or the child (the launched application, as nobody) of
-// TestLaunchChildHasNoTerminal, or a fake JVM for the scan tests.
+// TestLaunchChildHasNoTerminal.
 func TestHelperProcess(t *testing.T) {
 	switch os.Getenv(launchHelper) {
 	case "parent":
 		os.Exit(launchParent())
 	case "child":
 		os.Exit(launchChild())
-	case "fakejvm":
-		os.Exit(fakeJVM(os.Getenv(fakeLibJVM)))
 	}
 }
 
@@ -46,12 +44,12 @@ func launchParent() int {
 	fmt.Printf("parent sid=%d\n", sid)
 	os.Setenv(launchHelper, "child")
 	bin := os.Args[0]
-	c, err := startChild(bin, []string{bin, "-test.run=^TestHelperProcess$"}, &RunAs{UID: 65534, GID: 65534}, os.Stdin, os.Stdout, os.Stderr)
+	c, err := Start(bin, []string{bin, "-test.run=^TestHelperProcess$"}, &RunAs{UID: 65534, GID: 65534}, os.Stdin, os.Stdout, os.Stderr)
 	if err != nil {
 		fmt.Printf("start child: %v\n", err)
 		return 99
 	}
-	code, err := c.exitCode()
+	code, err := c.ExitCode()
 	if err != nil {
 		fmt.Printf("wait child: %v\n", err)
 		return 98
@@ -94,35 +92,6 @@ func launchChild() int {
 	return 7
 }
 
-// helperBinary is a copy of this test binary that nobody may run.
-func helperBinary(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	src, err := os.Open(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	bin := filepath.Join(dir, "helper")
-	dst, err := os.OpenFile(bin, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
-
 // openPty returns a new pseudo-terminal's master and slave.
 func openPty(t *testing.T) (master, slave *os.File) {
 	t.Helper()
@@ -158,7 +127,7 @@ func TestLaunchChildHasNoTerminal(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the child as nobody")
 	}
-	bin := helperBinary(t)
+	bin := testenv.HelperBinary(t)
 	master, slave := openPty(t)
 	parent := exec.Command(bin, "-test.run=^TestHelperProcess$")
 	parent.Env = append(os.Environ(), launchHelper+"=parent")
@@ -248,21 +217,21 @@ func checkNoTerminal(t *testing.T, text string, code int) {
 // child, and a child killed by a signal exits 128+N, as a shell says.
 func TestStartChildRelays(t *testing.T) {
 	var out bytes.Buffer
-	c, err := startChild("/bin/sh", []string{"sh", "-c", "echo a; echo b >&2; cat; echo c >&2"}, nil, strings.NewReader("in\n"), &out, &out)
+	c, err := Start("/bin/sh", []string{"sh", "-c", "echo a; echo b >&2; cat; echo c >&2"}, nil, strings.NewReader("in\n"), &out, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, err := c.exitCode(); code != 0 || err != nil {
+	if code, err := c.ExitCode(); code != 0 || err != nil {
 		t.Errorf("exit %d, %v", code, err)
 	}
 	if out.String() != "a\nb\nin\nc\n" {
 		t.Errorf("output %q, want a b in c in order", out.String())
 	}
-	c, err = startChild("/bin/sh", []string{"sh", "-c", "kill -9 $$"}, nil, nil, nil, nil)
+	c, err = Start("/bin/sh", []string{"sh", "-c", "kill -9 $$"}, nil, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, err := c.exitCode(); code != 128+9 || err != nil {
+	if code, err := c.ExitCode(); code != 128+9 || err != nil {
 		t.Errorf("killed child: exit %d, %v; want 137", code, err)
 	}
 }
@@ -274,7 +243,7 @@ func TestStartChildDaemonHoldsOutput(t *testing.T) {
 	outputGrace = 200 * time.Millisecond
 	var out bytes.Buffer
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	c, err := startChild("/bin/sh", []string{"sh", "-c", "sleep 30 & echo $! > " + pidFile + "; echo started"}, nil, nil, &out, nil)
+	c, err := Start("/bin/sh", []string{"sh", "-c", "sleep 30 & echo $! > " + pidFile + "; echo started"}, nil, nil, &out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package profiler
+// Package launch runs an application djx-bpf launches: as another user
+// when asked, in a session of its own with no terminal, its standard
+// streams relayed through pipes, the terminal's signals forwarded to it, and
+// its exit code given back as a shell reports it.
+package launch
 
 import (
 	"errors"
@@ -13,8 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// RunAs is the user a launched application runs as (Options.RunAs): under
-// sudo, the invoking user rather than root.
+// RunAs is the user a launched application runs as: under sudo, the
+// invoking user rather than root.
 type RunAs struct {
 	UID, GID uint32
 	Groups   []uint32 // supplementary groups
@@ -32,8 +36,9 @@ func (r *RunAs) apply(cmd *exec.Cmd) {
 	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: r.UID, Gid: r.GID, Groups: r.Groups}
 }
 
-// owner is who the launch channel is made for: the launched process.
-func (r *RunAs) owner() (uid, gid int) {
+// Owner is who the launched process runs as (nil: djx-bpf's effective
+// user), for whom its agent channel is made.
+func (r *RunAs) Owner() (uid, gid int) {
 	if r == nil {
 		return os.Geteuid(), os.Getegid()
 	}
@@ -44,14 +49,14 @@ func (r *RunAs) owner() (uid, gid int) {
 // exited: a daemon it started may hold its stdout open for good.
 var outputGrace = 2 * time.Second
 
-// child is a launched application. It runs in a session of its own, with
+// Child is a launched application. It runs in a session of its own, with
 // pipes for its standard streams and no controlling terminal, so that a
 // child run as another user cannot reach root's terminal (TIOCSTI would
 // push input into root's shell). Pipes rather than a pty: a profiled JVM
 // needs no terminal, and a pty would mean raw mode on root's terminal and
 // relaying its size. Output and input are relayed, and the signals the
 // terminal sends its foreground group, which the child left, are forwarded.
-type child struct {
+type Child struct {
 	cmd  *exec.Cmd
 	pid  int
 	done chan struct{} // closed once the child is reaped and its output copied
@@ -74,10 +79,10 @@ func forwarded() []os.Signal {
 	return sigs
 }
 
-// startChild starts path with args as runAs (nil: as djx-bpf) in a new
+// Start starts path with args as runAs (nil: as djx-bpf) in a new
 // session, relaying stdin to it and its output to stdout and stderr (nil:
 // /dev/null).
-func startChild(path string, args []string, runAs *RunAs, stdin io.Reader, stdout, stderr io.Writer) (*child, error) {
+func Start(path string, args []string, runAs *RunAs, stdin io.Reader, stdout, stderr io.Writer) (*Child, error) {
 	cmd := &exec.Cmd{Path: path, Args: args, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	runAs.apply(cmd)
 	p, err := openPipes(cmd, stdin, stdout, stderr)
@@ -94,7 +99,7 @@ func startChild(path string, args []string, runAs *RunAs, stdin io.Reader, stdou
 		p.closeDups()
 		return nil, err
 	}
-	c := &child{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{})}
+	c := &Child{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{})}
 	stopSignals := make(chan struct{})
 	go c.forward(sigs, stopSignals)
 	stopInput := make(chan struct{})
@@ -118,7 +123,7 @@ func startChild(path string, args []string, runAs *RunAs, stdin io.Reader, stdou
 // waitExit waits for the child to exit without reaping it: until it is
 // reaped, its pid and its process group's id cannot name another process,
 // so signals may go to them until exited is set.
-func (c *child) waitExit() {
+func (c *Child) waitExit() {
 	var info unix.Siginfo
 	for unix.Waitid(unix.P_PID, c.pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
 	}
@@ -250,7 +255,7 @@ func closeFiles(fs []*os.File) {
 // would have; the shell's SIGCONT on fg is forwarded like the rest. The
 // group of a session leader with no terminal is orphaned, where SIGTSTP does
 // nothing, hence SIGSTOP.
-func (c *child) forward(sigs <-chan os.Signal, stop <-chan struct{}) {
+func (c *Child) forward(sigs <-chan os.Signal, stop <-chan struct{}) {
 	for {
 		var sig syscall.Signal
 		select {
@@ -274,9 +279,15 @@ func (c *child) forward(sigs <-chan os.Signal, stop <-chan struct{}) {
 	}
 }
 
-// exitCode is the child's exit status as a shell reports it: 128+N when
-// signal N killed it.
-func (c *child) exitCode() (int, error) {
+// PID is the child's process id.
+func (c *Child) PID() int { return c.pid }
+
+// Done is closed once the child has exited and its output is copied.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+// ExitCode waits for the child and gives its exit status as a shell reports
+// it: 128+N when signal N killed it.
+func (c *Child) ExitCode() (int, error) {
 	<-c.done
 	ps := c.cmd.ProcessState
 	if ps == nil {

@@ -1,4 +1,4 @@
-package profiler
+package bpfstack
 
 import (
 	"os"
@@ -53,7 +53,7 @@ func TestVMThreadsJudgeByName(t *testing.T) {
 	app, stop2 := named("worker-1")
 	defer stop2()
 	var marked []uint32
-	v := newVMThreads(os.Getpid(), func(pid int, tid uint32) error {
+	v := NewVMThreads(os.Getpid(), func(pid int, tid uint32) error {
 		if pid != os.Getpid() {
 			t.Errorf("marked pid %d", pid)
 		}
@@ -63,9 +63,9 @@ func TestVMThreadsJudgeByName(t *testing.T) {
 	noJava := &sample.Stack{Frames: []sample.RawFrame{{Blob: loader.FrameNative, A: 0x1000}}, End: loader.UnwindNoJava}
 	javaStack := &sample.Stack{Frames: []sample.RawFrame{{Blob: 0x7000 | loader.FrameSized}}, End: loader.UnwindEntry}
 	for range 3 {
-		v.see(&loader.Sample{TID: compiler, Stack: noJava})
-		v.see(&loader.Sample{TID: app, Stack: noJava})
-		v.see(&loader.Sample{TID: app + 1000000, Stack: javaStack})
+		v.See(&loader.Sample{TID: compiler, Stack: noJava})
+		v.See(&loader.Sample{TID: app, Stack: noJava})
+		v.See(&loader.Sample{TID: app + 1000000, Stack: javaStack})
 	}
 	if len(marked) != 1 || marked[0] != compiler {
 		t.Fatalf("marked %v, want only the compiler thread %d, once", marked, compiler)

@@ -1,4 +1,4 @@
-package profiler
+package launch
 
 import (
 	"os"
@@ -19,7 +19,7 @@ func TestRunAsApply(t *testing.T) {
 		t.Errorf("id -u as 65534: %q, %v", out, err)
 	}
 	var none *RunAs
-	if uid, _ := none.owner(); uid != os.Geteuid() {
+	if uid, _ := none.Owner(); uid != os.Geteuid() {
 		t.Errorf("nil RunAs owner %d, want %d", uid, os.Geteuid())
 	}
 }

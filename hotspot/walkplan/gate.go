@@ -1,28 +1,30 @@
-package profiler
+package walkplan
 
 import (
 	"context"
 	"time"
 )
 
-// walkGate shares a scan's heap walks out on the CPU: as many walk at a
-// time as the host has CPUs, each for walkSlice, then hands over to the
+// Gate shares a scan's heap walks out on the CPU: as many walk at a
+// time as the host has CPUs, each for Slice, then hands over to the
 // next that waits (a channel serves its receivers in turn). Each JVM's
 // walk names the objects its samples hit first, so a scan that ends
 // before its walks do has named each JVM's hot objects, where six walks
 // side by side on two CPUs all ended unfinished, and none waits for
 // another's whole walk.
-type walkGate struct {
+type Gate struct {
 	token chan struct{}
 	slice time.Duration
 }
 
-// walkSlice is how long a scan's walk runs before it lets another in.
-const walkSlice = 50 * time.Millisecond
+// Slice is how long a scan's walk runs before it lets another in.
+const Slice = 50 * time.Millisecond
 
-func newWalkGate(walks int, slice time.Duration) *walkGate {
+// NewGate lets walks walk at a time, each for slice before it lets
+// another in.
+func NewGate(walks int, slice time.Duration) *Gate {
 	walks = max(1, walks)
-	g := &walkGate{token: make(chan struct{}, walks), slice: slice}
+	g := &Gate{token: make(chan struct{}, walks), slice: slice}
 	for range walks {
 		g.token <- struct{}{}
 	}
@@ -32,13 +34,13 @@ func newWalkGate(walks int, slice time.Duration) *walkGate {
 // walkTurn is one walk's hold on a gate; a nil turn (no gate) never
 // waits.
 type walkTurn struct {
-	g     *walkGate
+	g     *Gate
 	held  bool
 	since time.Time
 }
 
 // enter waits for the gate; false when ctx ended first.
-func (g *walkGate) enter(ctx context.Context) (*walkTurn, bool) {
+func (g *Gate) enter(ctx context.Context) (*walkTurn, bool) {
 	if g == nil {
 		return nil, true
 	}

@@ -1,4 +1,4 @@
-package profiler
+package walkplan
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // slice, so that each progresses while the others wait, and one at a
 // time; a walk whose context ends while it waits stops.
 func TestWalkGateShares(t *testing.T) {
-	g := newWalkGate(1, 5*time.Millisecond)
+	g := NewGate(1, 5*time.Millisecond)
 	const walks, steps = 3, 40
 	var mu sync.Mutex
 	inside, most := 0, 0
@@ -87,7 +87,7 @@ func TestWalkGateShares(t *testing.T) {
 	}
 
 	// A gate of two lets two in at once, and a third waits.
-	g2 := newWalkGate(2, time.Hour)
+	g2 := NewGate(2, time.Hour)
 	ctx3, cancel3 := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel3()
 	_, ok1 := g2.enter(context.Background())

@@ -1,4 +1,4 @@
-package profiler
+package bpfstack
 
 import (
 	"strconv"
@@ -8,14 +8,14 @@ import (
 	"github.com/djx-bpf/djx-bpf/safety/procfs"
 )
 
-// vmThreads tells the BPF unwinder which of a JVM's threads are HotSpot's
+// VMThreads tells the BPF unwinder which of a JVM's threads are HotSpot's
 // own (its compilers, GC workers, the VM thread): they run no Java code,
 // so the program stops walking their stacks, which climbed native frames
 // only to end without a Java one (a quarter to a half of the samples of a
 // JVM's first seconds, JIT compiling). A thread is judged once, by its
 // name, after a walk of it found no Java frames; Java threads, whose
 // walks find them, never cost the read.
-type vmThreads struct {
+type VMThreads struct {
 	pid    int
 	judged map[uint32]struct{}
 	mark   func(pid int, tid uint32) error
@@ -25,12 +25,14 @@ type vmThreads struct {
 // maxJudged bounds the threads remembered; past it they are judged again.
 const maxJudged = 4096
 
-func newVMThreads(pid int, mark func(pid int, tid uint32) error) *vmThreads {
-	return &vmThreads{pid: pid, judged: make(map[uint32]struct{}), mark: mark}
+// NewVMThreads judges the threads of the JVM pid, and marks its own
+// with mark (loader.Sampler.VMThread).
+func NewVMThreads(pid int, mark func(pid int, tid uint32) error) *VMThreads {
+	return &VMThreads{pid: pid, judged: make(map[uint32]struct{}), mark: mark}
 }
 
-// see judges the thread of smp if its walk found no Java frames.
-func (v *vmThreads) see(smp *loader.Sample) {
+// See judges the thread of smp if its walk found no Java frames.
+func (v *VMThreads) See(smp *loader.Sample) {
 	if v.failed || smp.Stack == nil || smp.Stack.End != loader.UnwindNoJava || len(smp.Stack.Frames) == 0 {
 		return
 	}

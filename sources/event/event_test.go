@@ -1,4 +1,4 @@
-package profiler
+package event
 
 import (
 	"strings"
@@ -12,7 +12,7 @@ import (
 
 func machine(t *testing.T, name string) *pmu.Machine {
 	t.Helper()
-	m, err := pmu.Detect("../sources/pmu/testdata/machines/" + name)
+	m, err := pmu.Detect("../pmu/testdata/machines/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestChooseSource(t *testing.T) {
 		{"kvm-amd-epyc-this-vm", "MEM_LOAD_RETIRED.L3_MISS", "", "", "", "available: decode, page-faults"},
 		{"kvm-amd-epyc-this-vm", "cpu/event=0xd1,umsk=0x08/", "", "", "", `no PMU "cpu"`},
 	} {
-		src, why, err := chooseSource(c.event, machine(t, c.machine))
+		src, why, err := Choose(c.event, machine(t, c.machine))
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s %s: error %v, want one containing %q", c.machine, c.event, err, c.err)
@@ -49,22 +49,22 @@ func TestChooseSource(t *testing.T) {
 			t.Errorf("%s %s: %v", c.machine, c.event, err)
 			continue
 		}
-		if src.kind != c.kind || src.name != c.name || !strings.Contains(why, c.why) {
-			t.Errorf("%s %s: got %s %q (%q), want %s %q (%q)", c.machine, c.event, src.kind, src.name, why, c.kind, c.name, c.why)
+		if src.Kind != c.kind || src.Name != c.name || !strings.Contains(why, c.why) {
+			t.Errorf("%s %s: got %s %q (%q), want %s %q (%q)", c.machine, c.event, src.Kind, src.Name, why, c.kind, c.name, c.why)
 		}
-		if src.kind == loader.Hardware && (src.event == nil || src.event.Attr.Sample_type&(1<<3) == 0) {
-			t.Errorf("%s %s: hardware event without PERF_SAMPLE_ADDR: %+v", c.machine, c.event, src.event)
+		if src.Kind == loader.Hardware && (src.Event == nil || src.Event.Attr.Sample_type&(1<<3) == 0) {
+			t.Errorf("%s %s: hardware event without PERF_SAMPLE_ADDR: %+v", c.machine, c.event, src.Event)
 		}
 	}
 }
 
 // --period overrides the catalog's period; CPUs follow the PMU's mask.
 func TestHardwareLoaderConfig(t *testing.T) {
-	src, _, err := chooseSource("MEM_LOAD_RETIRED.L1_MISS", machine(t, "intel-alderlake-hybrid"))
+	src, _, err := Choose("MEM_LOAD_RETIRED.L1_MISS", machine(t, "intel-alderlake-hybrid"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := src.loaderConfig(&Options{Period: 5003})
+	cfg, err := src.Config(Rates{Period: 5003})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +74,11 @@ func TestHardwareLoaderConfig(t *testing.T) {
 }
 
 func TestHardwareFreqMode(t *testing.T) {
-	src, _, err := chooseSource("mem-loads", machine(t, "intel-skylake-sp"))
+	src, _, err := Choose("mem-loads", machine(t, "intel-skylake-sp"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := src.loaderConfig(&Options{HWFreq: 4000})
+	cfg, err := src.Config(Rates{HWFreq: 4000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,11 +141,12 @@ func (d *Decoder) lookBack(before []byte, r *Regs, reads uint64) (Result, bool, 
 // decode to something ending at ip. Two independent readings must agree: the
 // linear decoding from the earliest start offset that reaches ip (x86
 // decoding resynchronises within a few instructions), and the longest
-// instruction that ends at ip. Readings with a REX byte the CPU would ignore
-// are out: compilers never emit one, and C2's `mov 0x48(%rsp),%r10; add
-// 0x10(%r8,%r11,8),%r10` ends in such a reading. On real C2 code this picks
-// the right boundary for 84% of ips and a wrong one for about 1%; see
-// TestOracle.
+// instruction that ends at ip. Readings with an instruction compilers never
+// emit are out (see misread): C2's `mov 0x48(%rsp),%r10; add
+// 0x10(%r8,%r11,8),%r10` ends in one with a dead REX byte, and its FFM
+// segment read `test %ebp,%ebp; jl; mov (%r10),%rax` in one with a segment
+// register move. On real C2 code this picks the right boundary for 84% of
+// ips and a wrong one for about 1%; see TestOracle.
 func (d *Decoder) boundary(before []byte) (int, bool) {
 	if len(before) > maxBefore {
 		before = before[len(before)-maxBefore:]
@@ -154,7 +155,7 @@ func (d *Decoder) boundary(before []byte) (int, bool) {
 	longest, earliest := -1, -1
 	for o := n - 1; o >= 0; o-- {
 		d.end[o] = -1
-		if !d.cand[o].decode(before[o:]) || d.cand[o].deadREX {
+		if !d.cand[o].decode(before[o:]) || d.cand[o].misread() {
 			continue
 		}
 		switch next := o + d.cand[o].n; {
@@ -172,6 +173,13 @@ func (d *Decoder) boundary(before []byte) (int, bool) {
 		return 0, false
 	}
 	return longest, true
+}
+
+// misread says x is a reading of bytes that no compiler wrote as one
+// instruction: a REX byte another prefix follows (the CPU ignores it), or a
+// move to or from a segment register, which 64-bit user code has no use for.
+func (x *insn) misread() bool {
+	return x.deadREX || x.enc == encLegacy && x.mapSel == map1 && (x.op == 0x8c || x.op == 0x8e)
 }
 
 // candidate checks that c is a load that left its address registers intact,

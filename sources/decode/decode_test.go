@@ -131,6 +131,13 @@ func TestDecodeLookBack(t *testing.T) {
 		{"nop; mov 0x48(%rsp),%r10; add 0x10(%r8,%r11,8),%r10; mov %r10,0x48(%rsp)",
 			"1f 80 00 00 00 00 4c 8b 54 24 48 4f 03 54 d8 10", "4c 89 54 24 48",
 			Result{Addr: 0x90000 + 0xc0000*8 + 0x10, Method: LookBack, Size: 8, Store: false}},
+		// C2's MemorySegment.get(JAVA_LONG, off) on a global-arena segment
+		// (Temurin 25, SegmentTruth), as sampled: "00 41 8b 68 0c ..."
+		// also decodes from the stray 00 as add; push; mov %cs,...; mov
+		// (%rdx),%eax, which made the boundary ambiguous for 31% of samples.
+		{"mov 0xc(%r8),%ebp; test %ebp,%ebp; jl; mov (%r10),%rax; test %r11d,%r11d",
+			"00 41 8b 68 0c 85 ed 0f 8c 8f 01 00 00 49 8b 02", "45 85 db",
+			Result{Addr: 0xb0000, Method: LookBack, Size: 8, Store: false}},
 		// An access at ip that does not consume the load wins.
 		{"mov 0x10(%rsi),%rax; mov 0x8(%rdx),%rcx", pad + "48 8b 46 10", "48 8b 4a 08",
 			Result{Addr: 0x30000 + 0x8, Method: AtIP, Size: 8, Store: false}},

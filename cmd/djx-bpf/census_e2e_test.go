@@ -233,9 +233,12 @@ func TestCensusPartial(t *testing.T) {
 // TestLargeObjectsMissedBySampler: an allocation-heavy program raises the
 // heap sampling interval to MiBs within a second; its hot 256 KiB array,
 // allocated after that, is still found (the census after GCs) and ranked.
+// The censuses after GCs take 20 ms plus 1/400 of the session: in 6 s a
+// first one before the array existed, slow on a loaded host, left no room
+// for another (CI: 1 census, 0 samples attributed); 12 s leave 50 ms.
 func TestLargeObjectsMissedBySampler(t *testing.T) {
 	setup(t)
-	r := launchJSON(t, []string{"--duration", "6s"}, "-Xmx512m", "-cp", classDir, "LateBig", "8")
+	r := launchJSON(t, []string{"--duration", "12s"}, "-Xmx512m", "-cp", classDir, "LateBig", "14")
 	s := r.Stats
 	t.Logf("samples %d, in heap %d, attributed %d; interval %d..%d; recensuses %d, census objects %d; notes %q",
 		s.Samples, s.InHeap, s.Attributed, r.AllocInterval, r.AllocIntervalMax, s.Recensuses, s.CensusObjects, r.Notes)

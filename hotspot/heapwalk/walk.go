@@ -712,8 +712,11 @@ func (w *walker) readStable(ctx context.Context, b []byte, a uint64) bool {
 // what moved in would be read as its references (ServiceTruth's list
 // once named 65,536 tree entries after Parallel's full GC).
 func (w *walker) stillThere(t *tail) bool {
+	if t.obj == 0 {
+		return true
+	}
 	n, _, err := w.l.collections(w.r)
-	if err != nil || n == t.gc || t.obj == 0 {
+	if err != nil || n == t.gc {
 		return true
 	}
 	var hb [32]byte
@@ -730,11 +733,17 @@ func (w *walker) stillThere(t *tail) bool {
 		}
 		t.addr, t.obj = fwd+(t.addr-t.obj), fwd
 	}
-	if le64(h)&3 == 3 || w.l.decodeKlass(h) != t.k.addr || uint64(int64(int32(le32(h[w.l.HeaderSize:])))) != t.length {
+	if le64(h)&3 == 3 || w.l.decodeKlass(h) != t.k.addr || w.l.arrayLength(h) != t.length {
 		return false
 	}
 	t.gc = n
 	return true
+}
+
+// arrayLength is the length field of the array whose header h holds
+// (negative lengths come out huge, and fail the callers' room checks).
+func (l *Layout) arrayLength(h []byte) uint64 {
+	return uint64(int64(int32(le32(h[l.HeaderSize:]))))
 }
 
 // stableTries bounds the reads of one span that collections overlap.
@@ -933,7 +942,7 @@ func (w *walker) visit(a uint64, e uint32, view []byte, copied bool) {
 	case kindInstance, kindOpaque:
 		size = k.size
 	case kindObjArray, kindTypeArray:
-		length = uint64(int64(int32(le32(view[l.HeaderSize:]))))
+		length = l.arrayLength(view)
 		if length > room>>k.log2 {
 			if copied {
 				w.reread(a, e)

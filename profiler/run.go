@@ -177,7 +177,7 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 		case <-s.walkRootsReq():
 			s.refreshRoots()
 		case req := <-s.cuts:
-			req.reply <- s.cutWindow()
+			req.Reply <- s.cutWindow()
 		case err := <-st.agentDone:
 			st.agentOpen = false
 			s.agentEnded(err, exited)

@@ -19,6 +19,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
+	"github.com/djx-bpf/djx-bpf/profiler/scan"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/sources/dispatch"
 	"github.com/djx-bpf/djx-bpf/sources/event"
@@ -90,7 +91,7 @@ type session struct {
 	// cuts asks a continuous scan's session for its window's report
 	// (window.go); winStart is when the current window began (zero: at
 	// start). nil outside continuous scans.
-	cuts     <-chan cutReq
+	cuts     <-chan scan.CutRequest
 	winStart time.Time
 }
 

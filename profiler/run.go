@@ -25,7 +25,7 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	s.opts.note("profiling pid %d with event %s", s.pid, s.src.Name)
 	s.loop(ctx, exited, st)
 	elapsed := s.clk.Now().Sub(s.windowFrom())
-	s.finishWalk()
+	s.walk.Finish()
 	s.stopSampling(st, rel)
 	s.detachAgent(st)
 	s.j.Drain(true)
@@ -164,18 +164,18 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 				continue
 			}
 			s.j.OnBatch(b)
-			s.onWalkBatch(b)
+			s.walk.OnBatch(b)
 			s.askStacks()
 			s.useBPFStacks()
 			s.useTypes()
-		case <-s.walkReady():
-			s.startWalk()
-		case hw := <-s.walkDone():
-			s.onWalk(hw)
-		case <-s.walkCheck():
+		case <-s.walk.Ready():
+			s.walk.Start()
+		case hw := <-s.walk.Done():
+			s.walk.OnWalk(hw)
+		case <-s.walk.Check():
 			s.checkWalk()
-		case <-s.walkRootsReq():
-			s.refreshRoots()
+		case <-s.walk.RootsWanted():
+			s.walk.RefreshRoots()
 		case req := <-s.cuts:
 			req.Reply <- s.cutWindow()
 		case err := <-st.agentDone:

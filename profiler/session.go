@@ -20,6 +20,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
 	"github.com/djx-bpf/djx-bpf/profiler/scan"
+	"github.com/djx-bpf/djx-bpf/profiler/walk"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/sources/dispatch"
 	"github.com/djx-bpf/djx-bpf/sources/event"
@@ -84,8 +85,8 @@ type session struct {
 	classesAsked time.Time
 	classesGap   time.Duration
 	classesFound int
-	sw           switcher // Options.Control
-	walk         *walker  // the heap walk (nil: none)
+	sw           switcher     // Options.Control
+	walk         *walk.Driver // the heap walks (nil: none)
 	// walkGate shares the CPU among a scan's walks (nil: not a scan).
 	walkGate *walkplan.Gate
 	// cuts asks a continuous scan's session for its window's report

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
+	"github.com/djx-bpf/djx-bpf/sources/reloc/follow"
 	"github.com/djx-bpf/djx-bpf/target/launch"
 )
 
@@ -31,7 +32,7 @@ const (
 	// memmove uprobe traps on every copy of every thread, not only in GC
 	// pauses: `make bench` measured H2 and Xalan 1.9-2.6x slower with it,
 	// 1.4-1.5x with rescan.
-	DefaultRelocation = RelocRescan
+	DefaultRelocation = follow.Rescan
 	// DefaultCensusBudget bounds each stop-the-world pause of the census
 	// at attach (docs/census.md has the pauses per heap).
 	DefaultCensusBudget = 500 * time.Millisecond
@@ -103,8 +104,8 @@ type Options struct {
 	// AllocBudget caps the JVM's sampled-allocation callbacks per second:
 	// above it the agent raises the heap sampling interval. 0: no cap.
 	AllocBudget uint64
-	// Relocation is how GC moves are followed: RelocUprobe, RelocRescan or
-	// RelocOff.
+	// Relocation is how GC moves are followed (package follow): uprobe,
+	// rescan or off.
 	Relocation string
 	// StackSignal is the signal that asks sampled threads for their Java
 	// stacks (access paths): DefaultStackSignal when 0; negative: no stacks.
@@ -265,7 +266,7 @@ func stacksOpt(sig int) string {
 // reconcileOpt asks the agent to rescan tracked objects after each GC: the
 // rescan strategy itself, and the check of the uprobe strategy.
 func reconcileOpt(strategy string) string {
-	if strategy == RelocOff {
+	if strategy == follow.Off {
 		return ""
 	}
 	return ",reconcile=1"

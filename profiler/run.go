@@ -13,6 +13,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 	"github.com/djx-bpf/djx-bpf/sources/dispatch"
+	"github.com/djx-bpf/djx-bpf/sources/reloc/follow"
 )
 
 // run profiles the connected JVM until the profile ends, then drains its
@@ -35,7 +36,7 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 // prepare reads what the join needs before the first record (the perf
 // map, the heap's ranges, how moves are followed), tells the agent what to
 // do from the start, and builds the join.
-func (s *session) prepare(ctx context.Context) *relocation {
+func (s *session) prepare(ctx context.Context) *follow.Stream {
 	cfg := join.Config{PID: s.pid, Native: s.proc.native(), WeightStruct: s.src.Event != nil && s.src.Event.Structured(),
 		CodeMem: s.proc.codeMem(), Budget: s.budget}
 	if s.vm.nsPID() != s.pid {
@@ -55,7 +56,8 @@ func (s *session) prepare(ctx context.Context) *relocation {
 	s.untagHumongous()
 	s.prepareCensus()
 	s.planLaunchWalk()
-	rel, moves := s.startRelocation()
+	rel, moves := follow.Start(follow.Config{Strategy: s.opts.Relocation, PID: s.pid, Heap: s.heap, HeapKnown: s.heapKnown,
+		MinSize: s.opts.MinSize, Mono: s.clk.Mono, Tell: s.opts.note, Note: s.addNote})
 	cfg.Heap, cfg.HeapKnown, cfg.Moves = s.heap, s.heapKnown, moves
 	if s.zl != nil {
 		cfg.Canonical = s.zl.Canonical
@@ -69,7 +71,7 @@ func (s *session) prepare(ctx context.Context) *relocation {
 // streams are the channels run reads the JVM's streams from.
 type streams struct {
 	samples   <-chan dispatch.Batch
-	reloc     <-chan relocMsg       // nil without a relocation stream
+	reloc     <-chan follow.Msg     // nil without a relocation stream
 	batches   chan *agentwire.Batch // the agent's decoded batches; nil once closed
 	agentDone chan error            // the agent's stream ended (nil error: at EOF)
 	agentOpen bool
@@ -84,7 +86,7 @@ const (
 
 // startStreams starts the readers of the sampler (unless a scan's
 // dispatcher reads it) and of the agent's connection.
-func (s *session) startStreams(rel *relocation) *streams {
+func (s *session) startStreams(rel *follow.Stream) *streams {
 	sd, ad := sampleDepth, agentDepth
 	if s.lockstep {
 		sd, ad = 0, 0
@@ -96,7 +98,7 @@ func (s *session) startStreams(rel *relocation) *streams {
 		s.reader, st.samples = dispatch.NewSolo(s.sampler, sd)
 	}
 	if rel != nil {
-		st.reloc = rel.msgs
+		st.reloc = rel.Msgs()
 	}
 	go readAgent(s.conn, st.batches, st.agentDone)
 	return st
@@ -157,7 +159,7 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 				s.opts.Switched(on, err)
 			}
 		case m := <-st.reloc:
-			applyReloc(s.j, m)
+			follow.Apply(s.j, m)
 		case b, ok := <-st.batches:
 			if !ok {
 				st.batches = nil
@@ -264,9 +266,9 @@ func (pm *progressMeter) next(s *session, now time.Time) Progress {
 
 // stopSampling stops the samplers and hands the join what their ring
 // buffers still hold.
-func (s *session) stopSampling(st *streams, rel *relocation) {
+func (s *session) stopSampling(st *streams, rel *follow.Stream) {
 	if rel != nil {
-		c, err := rel.stop(s.j)
+		c, err := rel.Stop(s.j)
 		if err != nil {
 			s.addNote("relocation tracker: %v", err)
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/sources/event"
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
 	"github.com/djx-bpf/djx-bpf/sources/reloc"
+	"github.com/djx-bpf/djx-bpf/sources/reloc/follow"
 	"github.com/djx-bpf/djx-bpf/target/attach"
 	"github.com/djx-bpf/djx-bpf/target/channel"
 	"github.com/djx-bpf/djx-bpf/target/discover"
@@ -305,7 +306,7 @@ func (s *session) launch(ctx context.Context, argv []string, stdin io.Reader, st
 	if err != nil {
 		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
 	}
-	if s.opts.Relocation == RelocUprobe {
+	if s.opts.Relocation == follow.Uprobe {
 		// Finding the copy sites takes tens of ms: before the first GC.
 		reloc.PrepareJava(path)
 	}

@@ -42,7 +42,7 @@ func (s *session) planLaunchWalk() {
 // walkEnv is what the session's walks reach.
 func (s *session) walkEnv() walk.Env {
 	return walk.Env{PID: s.pid, Join: func() *join.JVM { return s.j },
-		Command: func(cmd []byte) error { _, err := s.conn.Write(cmd); return err },
+		Command: s.command,
 		Now:     func() time.Time { return s.clk.Now() },
 		Mono:    func() uint64 { return s.clk.Mono() }, Tell: s.opts.note, Note: s.addNote,
 		Gate: s.walkGate, MinSize: s.opts.MinSize, Continuous: s.cuts != nil}
@@ -55,7 +55,7 @@ func (s *session) agentOptions() string {
 	if s.walk != nil {
 		o.Recensus = 0
 	}
-	return o.agentOptions(s.ch.SocketPath())
+	return o.agentOptions(s.ch.SocketPath(), s.stacks)
 }
 
 // prepareCensus starts what names the objects that exist already: for a

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/djx-bpf/djx-bpf/naming/stacks"
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
 	"github.com/djx-bpf/djx-bpf/sources/reloc/follow"
 	"github.com/djx-bpf/djx-bpf/target/launch"
@@ -143,8 +144,8 @@ type Options struct {
 	// NoDataTypes turns off naming samples by data type (the agent's class
 	// descriptions, the sampled object headers) and by memory region.
 	NoDataTypes bool
-	// Stacks is where access stacks come from: StacksAgent (default),
-	// StacksBPF or StacksAuto.
+	// Stacks is where access stacks come from (package stacks): agent,
+	// bpf or auto (default).
 	Stacks string
 	// Poll is how often the ring buffer is looked at when the BPF program
 	// has not woken the reader (0: loader.PollInterval).
@@ -187,9 +188,9 @@ func (o *Options) fill() {
 		o.Census = CensusAuto
 	}
 	if o.Stacks == "" {
-		o.Stacks = DefaultStacks
+		o.Stacks = stacks.Default
 		if o.StackSignal < 0 {
-			o.Stacks = StacksAgent // no stacks asked for: nothing to unwind
+			o.Stacks = stacks.Agent // no stacks asked for: nothing to unwind
 		}
 	}
 	if o.CensusBudget == 0 {
@@ -198,6 +199,12 @@ func (o *Options) fill() {
 	if o.Recensus == 0 {
 		o.Recensus = DefaultRecensus
 	}
+}
+
+// stacksChoice is where stacks come from as asked, before the sampler
+// and the JVM settle it: the session's, which leaves o as given.
+func (o *Options) stacksChoice() stacks.Choice {
+	return stacks.Choice{Mode: o.Stacks, Signal: o.StackSignal}
 }
 
 // CheckCensus says whether mode is a --census mode.
@@ -215,18 +222,19 @@ func (o *Options) note(format string, args ...any) {
 	}
 }
 
-func (o *Options) agentOptions(sock string) string {
+// agentOptions are the agent's options for the session's stacks st.
+func (o *Options) agentOptions(sock string, st stacks.Choice) string {
 	// With stacks unwound in BPF the join reads JIT code from the JVM's
 	// code cache (bpfstack.CodeMap): on HotSpot the agent leaves
 	// CompiledMethodLoad and DynamicCodeGenerated off (code=2; another
-	// JVM, whose code cache vmcode cannot read, keeps them). openUnwinder
-	// has decided by now (the sampler opens before the agent starts).
+	// JVM, whose code cache vmcode cannot read, keeps them). st.Open has
+	// decided by now (the sampler opens before the agent starts).
 	code := ""
-	if o.Stacks == StacksBPF {
+	if st.Mode == stacks.BPF {
 		code = ",code=2"
 	}
 	return "sock=" + sock + ",interval=" + strconv.FormatUint(o.Interval, 10) + ",minsize=" + strconv.FormatUint(o.MinSize, 10) +
-		",budget=" + strconv.FormatUint(o.AllocBudget, 10) + reconcileOpt(o.Relocation) + stacksOpt(o.StackSignal) + code + o.censusOpt() + o.typesOpt()
+		",budget=" + strconv.FormatUint(o.AllocBudget, 10) + reconcileOpt(o.Relocation) + stacksOpt(st.Signal) + code + o.censusOpt() + o.typesOpt()
 }
 
 // typesOpt has the agent describe every class's klass and field layout.

@@ -389,8 +389,9 @@ func replay(rec *recording) (*report.Report, error) {
 	if fx.Jcmd != nil {
 		vm.l = replayListener(fx.Jcmd) // nil: the run had no attach listener
 	}
-	s := &session{opts: fx.Options.options(), mode: fx.Mode, src: src, pid: fx.PID, sampler: smp, conn: conn,
-		vm: vm, proc: newReplayProcess(fx), clk: clk, lockstep: true}
+	opts := fx.Options.options()
+	s := &session{opts: opts, mode: fx.Mode, src: src, pid: fx.PID, sampler: smp, conn: conn,
+		vm: vm, proc: newReplayProcess(fx), clk: clk, lockstep: true, stacks: opts.stacksChoice()}
 	defer s.close()
 	return s.run(ctx, nil)
 }

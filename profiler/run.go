@@ -168,7 +168,9 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 			s.j.OnBatch(b)
 			s.walk.OnBatch(b)
 			s.askStacks()
-			s.useBPFStacks()
+			if vt := s.stacks.Use(s.pid, s.j, s.sampler, s.command, s.addNote); vt != nil {
+				s.vmThreads = vt
+			}
 			s.useTypes()
 		case <-s.walk.Ready():
 			s.walk.Start()
@@ -347,8 +349,8 @@ func (s *session) askStacks() {
 	s.stacksAsked = true
 	// The target's agent says which signal its handler is on: only the
 	// one asked for is sent (another's default action may kill the JVM).
-	if sig != s.opts.StackSignal {
-		s.addNote("no access stacks: the agent installed its handler on signal %d, not the %d asked for", sig, s.opts.StackSignal)
+	if sig != s.stacks.Signal {
+		s.addNote("no access stacks: the agent installed its handler on signal %d, not the %d asked for", sig, s.stacks.Signal)
 		return
 	}
 	if err := s.sampler.SetStackSignal(s.pid, sig); err != nil {
@@ -469,7 +471,7 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 		Objects: s.j.Report(), Stats: st, Notes: s.notes,
 		Remainder: s.j.Remainder(), DataTypes: s.j.DataTypes(),
 	}
-	if s.opts.StackSignal > 0 && s.j.AgentStackSignal() == 0 && s.j.Connected() {
+	if s.stacks.Signal > 0 && s.j.AgentStackSignal() == 0 && s.j.Connected() {
 		r.Notes = append(r.Notes, "the agent installed no stack handler (see its error records); access paths name only the sampled code")
 	}
 	if r.AllocInterval == 0 {

@@ -96,7 +96,7 @@ func (h *scanHost) Profile(ctx context.Context, pid int, cuts <-chan scan.CutReq
 		opts.Notify = func(msg string) { notify(fmt.Sprintf("pid %d: %s", pid, msg)) }
 	}
 	s := &session{opts: opts, mode: "attach", src: base.src, sampler: base.sampler, shared: h.d, budget: base.budget, clk: base.clk, cuts: cuts,
-		walkGate: base.walkGate}
+		walkGate: base.walkGate, stacks: base.stacks}
 	defer s.close()
 	return s.attach(ctx, pid)
 }

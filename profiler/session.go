@@ -19,6 +19,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
+	"github.com/djx-bpf/djx-bpf/naming/stacks"
 	"github.com/djx-bpf/djx-bpf/profiler/scan"
 	"github.com/djx-bpf/djx-bpf/profiler/walk"
 	"github.com/djx-bpf/djx-bpf/report"
@@ -57,6 +58,8 @@ type session struct {
 	stacksAsked bool
 	// noJavaFailed: marking a non-Java thread in BPF failed once (noted).
 	noJavaFailed bool
+	// stacks is where access stacks come from, as far as resolved.
+	stacks stacks.Choice
 	// vmThreads marks HotSpot's own threads for the BPF unwinder (nil:
 	// stacks do not come from BPF).
 	vmThreads *bpfstack.VMThreads
@@ -108,6 +111,12 @@ func (s *session) addNote(format string, args ...any) {
 	s.opts.note("%s", msg)
 }
 
+// command writes a command to the agent.
+func (s *session) command(cmd []byte) error {
+	_, err := s.conn.Write(cmd)
+	return err
+}
+
 func newSession(opts Options, mode string) (*session, error) {
 	opts.fill()
 	m, merr := pmu.Live()
@@ -118,7 +127,7 @@ func newSession(opts Options, mode string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{opts: opts, mode: mode, src: src, clk: sysClock{}}
+	s := &session{opts: opts, mode: mode, src: src, clk: sysClock{}, stacks: opts.stacksChoice()}
 	switch {
 	case why == "":
 	case opts.Verbose || opts.Event != "" && opts.Event != pmu.NameAuto:
@@ -138,7 +147,7 @@ func (s *session) openSampler() error {
 	if err != nil {
 		return err
 	}
-	smp, err := s.openUnwinder(cfg)
+	smp, err := s.stacks.Open(cfg, s.addNote)
 	if err != nil {
 		return err
 	}
@@ -173,7 +182,7 @@ func Attach(ctx context.Context, pid int, opts Options) (*report.Report, error) 
 	}
 	defer s.close()
 	if j, ok := discover.Inspect(pid); ok {
-		s.autoForOpenJ9(j.Kind == discover.OpenJ9)
+		s.stacks.ForOpenJ9(j.Kind == discover.OpenJ9, s.addNote)
 	}
 	if err := s.openSampler(); err != nil {
 		return nil, err
@@ -277,7 +286,7 @@ func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, s
 		return nil, nil, err
 	}
 	defer s.close()
-	s.autoForOpenJ9(openj9.Launches(argv[0]))
+	s.stacks.ForOpenJ9(openj9.Launches(argv[0]), s.addNote)
 	if err := s.openSampler(); err != nil {
 		return nil, nil, err
 	}
@@ -301,7 +310,7 @@ func (s *session) launch(ctx context.Context, argv []string, stdin io.Reader, st
 	if s.ch, err = channel.Create(channel.Spec{Root: "/", UID: uid, GID: gid, Library: lib}); err != nil {
 		return nil, nil, fmt.Errorf("prepare agent channel: %w", err)
 	}
-	args := append([]string{argv[0], "-agentpath:" + s.ch.LibraryPath() + "=" + s.opts.agentOptions(s.ch.SocketPath())}, argv[1:]...)
+	args := append([]string{argv[0], "-agentpath:" + s.ch.LibraryPath() + "=" + s.opts.agentOptions(s.ch.SocketPath(), s.stacks)}, argv[1:]...)
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)

@@ -5,7 +5,6 @@
 package profiler
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -13,12 +12,13 @@ import (
 	"github.com/djx-bpf/djx-bpf/naming/stacks"
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
 	"github.com/djx-bpf/djx-bpf/sources/reloc/follow"
+	"github.com/djx-bpf/djx-bpf/target/jvm"
 	"github.com/djx-bpf/djx-bpf/target/launch"
 )
 
 // ErrSamplerBusy means another JVMTI environment holds the JVM's heap
 // sampler, which HotSpot grants to one environment at a time.
-var ErrSamplerBusy = errors.New("the JVM's heap sampler is held by another agent (is another djx-bpf profile of this JVM running?); wait for it to finish and try again")
+var ErrSamplerBusy = jvm.ErrSamplerBusy
 
 // Defaults.
 const (

@@ -25,6 +25,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
 	"github.com/djx-bpf/djx-bpf/sources/sample"
+	"github.com/djx-bpf/djx-bpf/target/jvm"
 )
 
 var record = flag.Bool("record", false, "profile a real JVM and rewrite the replay fixture in "+replayDir+" (root, JDK 17)")
@@ -150,9 +151,9 @@ type recorder struct {
 func (r *recorder) wrap(s *session) {
 	s.sampler = recSampler{s.sampler, r}
 	s.conn = recConn{s.conn, r}
-	if h, ok := s.vm.(*hotspot); ok && h.l != nil {
+	if h, ok := s.vm.(*jvm.HotSpot); ok && h.L != nil {
 		r.fx.Jcmd = map[string]reply{}
-		h.l = recListener{h.l, r}
+		h.L = recListener{h.L, r}
 	}
 	s.proc = recProcess{s.proc, r, s.pid}
 	s.clk = recClock{s.clk, r}
@@ -163,7 +164,7 @@ func (r *recorder) recording(s *session, rep *report.Report) *recording {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fx := r.fx
-	fx.PID, fx.NSPID, fx.Mode, fx.Event = s.pid, s.vm.nsPID(), s.mode, s.src.Name
+	fx.PID, fx.NSPID, fx.Mode, fx.Event = s.pid, s.vm.NSPID(), s.mode, s.src.Name
 	fx.Options = optionsOf(s.opts)
 	fx.Duration = time.Duration(rep.DurationSec * float64(time.Second))
 	fx.Events, fx.Stopped = r.seq, r.stopped
@@ -302,12 +303,12 @@ func (c recConn) Read(p []byte) (int, error) {
 }
 
 type recListener struct {
-	attachListener
+	jvm.Listener
 	r *recorder
 }
 
 func (l recListener) Jcmd(ctx context.Context, command string) (string, error) {
-	out, err := l.attachListener.Jcmd(ctx, command)
+	out, err := l.Listener.Jcmd(ctx, command)
 	rep := replyOf(out, err)
 	if command == "VM.info" {
 		rep.Out = "" // only the region namer reads it, whose answers are kept

@@ -26,6 +26,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 	"github.com/djx-bpf/djx-bpf/sources/event"
 	"github.com/djx-bpf/djx-bpf/sources/sample"
+	"github.com/djx-bpf/djx-bpf/target/jvm"
 )
 
 var update = flag.Bool("update", false, "rewrite the replay test's golden files")
@@ -385,9 +386,9 @@ func replay(rec *recording) (*report.Report, error) {
 	}
 	smp.ls = newLockstep(order, func() { clk.ended.Store(true); cancel() })
 	conn.ls = smp.ls
-	vm := &hotspot{pid: fx.PID, ns: fx.NSPID}
+	vm := &jvm.HotSpot{PID: fx.PID, NS: fx.NSPID}
 	if fx.Jcmd != nil {
-		vm.l = replayListener(fx.Jcmd) // nil: the run had no attach listener
+		vm.L = replayListener(fx.Jcmd) // nil: the run had no attach listener
 	}
 	opts := fx.Options.options()
 	s := &session{opts: opts, mode: fx.Mode, src: src, pid: fx.PID, sampler: smp, conn: conn,

@@ -14,6 +14,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 	"github.com/djx-bpf/djx-bpf/sources/dispatch"
 	"github.com/djx-bpf/djx-bpf/sources/reloc/follow"
+	"github.com/djx-bpf/djx-bpf/target/jvm"
 )
 
 // run profiles the connected JVM until the profile ends, then drains its
@@ -39,7 +40,7 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 func (s *session) prepare(ctx context.Context) *follow.Stream {
 	cfg := join.Config{PID: s.pid, Native: s.proc.native(), WeightStruct: s.src.Event != nil && s.src.Event.Structured(),
 		CodeMem: s.proc.codeMem(), Budget: s.budget}
-	if s.vm.nsPID() != s.pid {
+	if s.vm.NSPID() != s.pid {
 		// The agent's thread ids are its namespace's; BPF's are ours.
 		cfg.HostTID = s.proc.hostTID()
 	}
@@ -374,7 +375,7 @@ func (s *session) askStacks() {
 // -XX:+DumpPerfMapAtExit, perf-map-agent): it names code the agent has not
 // described, such as JIT code compiled before the attach.
 func (s *session) loadPerfMap() *jvmsym.PerfMap {
-	pm, err := s.proc.perfMap(s.vm.nsPID())
+	pm, err := s.proc.perfMap(s.vm.NSPID())
 	if err != nil {
 		return nil
 	}
@@ -389,8 +390,8 @@ func (s *session) loadPerfMap() *jvmsym.PerfMap {
 // so that samples can be classified as in the heap. Done before the first
 // sample is processed, so every sample is classified.
 func (s *session) loadHeap(ctx context.Context) {
-	info, err := s.vm.heap(ctx)
-	if errors.Is(err, errNoRanges) && s.zLayout() != nil {
+	info, err := s.vm.Heap(ctx)
+	if errors.Is(err, jvm.ErrNoRanges) && s.zLayout() != nil {
 		// ZGC prints no addresses: its layout knows its views.
 		for _, v := range s.zl.Views() {
 			info.Ranges = append(info.Ranges, heap.Range{Start: v.Start, End: v.End, Name: "ZGC view"})
@@ -399,7 +400,7 @@ func (s *session) loadHeap(ctx context.Context) {
 	}
 	s.heap = info // the collector's name, even without ranges
 	switch {
-	case errors.Is(err, errNoRanges):
+	case errors.Is(err, jvm.ErrNoRanges):
 		s.addNote("heap range unknown for %s; in_heap is not counted", info.GC)
 	case err != nil:
 		s.addNote("heap range unknown (%v); in_heap is not counted", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/djx-bpf/djx-bpf/hotspot/heap"
+	"github.com/djx-bpf/djx-bpf/target/jvm"
 )
 
 // fakeListener answers GC.heap_info with out, or fails with err.
@@ -20,6 +21,15 @@ func (f fakeListener) LoadAgent(context.Context, string, bool, string) error {
 	return errors.New("not here")
 }
 
+// fakeVM is a JVM whose heap is info, or err.
+type fakeVM struct {
+	jvm.VM
+	info heap.Info
+	err  error
+}
+
+func (f fakeVM) Heap(context.Context) (heap.Info, error) { return f.info, f.err }
+
 // TestLoadHeap: what a JVM says of its heap (HotSpot: GC.heap_info;
 // OpenJ9: the javacore read at inspection), or why it says nothing,
 // reaches the session's heap and notes.
@@ -29,18 +39,19 @@ func TestLoadHeap(t *testing.T) {
 	j9 := heap.Info{GC: "OpenJ9", Ranges: []heap.Range{{Start: 0x1000, End: 0x2000}}}
 	for _, c := range []struct {
 		name  string
-		vm    vmAttacher
+		vm    jvm.VM
 		gc    string
 		known bool
 		note  string
 	}{
-		{"no listener", &hotspot{pid: 7, ns: 7}, "", false, "heap range unknown (no attach listener); in_heap is not counted"},
-		{"jcmd fails", &hotspot{pid: 7, ns: 7, l: fakeListener{err: errors.New("refused")}}, "", false, "heap range unknown (GC.heap_info: refused); in_heap is not counted"},
-		{"G1", &hotspot{pid: 7, ns: 7, l: fakeListener{out: g1}}, "G1", true, ""},
-		{"OpenJ9", &openJ9{geo: &j9}, "OpenJ9", true, ""},
-		{"OpenJ9 without ranges", &openJ9{geo: &heap.Info{GC: "OpenJ9"}}, "OpenJ9", false, ""},
+		{"no listener", &jvm.HotSpot{PID: 7, NS: 7}, "", false, "heap range unknown (no attach listener); in_heap is not counted"},
+		{"jcmd fails", &jvm.HotSpot{PID: 7, NS: 7, L: fakeListener{err: errors.New("refused")}}, "", false, "heap range unknown (GC.heap_info: refused); in_heap is not counted"},
+		{"G1", &jvm.HotSpot{PID: 7, NS: 7, L: fakeListener{out: g1}}, "G1", true, ""},
+		// OpenJ9's javacore as package jvm hands it on (its TestOpenJ9Heap).
+		{"OpenJ9", fakeVM{info: j9}, "OpenJ9", true, ""},
+		{"OpenJ9 without ranges", fakeVM{info: heap.Info{GC: "OpenJ9"}}, "OpenJ9", false, ""},
 		// The javacore's failure was noted at inspection.
-		{"OpenJ9 without javacore", &openJ9{}, "", false, "heap range unknown (no attach listener); in_heap is not counted"},
+		{"OpenJ9 without javacore", fakeVM{err: jvm.ErrNoListener}, "", false, "heap range unknown (no attach listener); in_heap is not counted"},
 	} {
 		s := &session{vm: c.vm}
 		s.loadHeap(context.Background())

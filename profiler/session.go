@@ -31,6 +31,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/target/attach"
 	"github.com/djx-bpf/djx-bpf/target/channel"
 	"github.com/djx-bpf/djx-bpf/target/discover"
+	"github.com/djx-bpf/djx-bpf/target/jvm"
 	"github.com/djx-bpf/djx-bpf/target/launch"
 	"github.com/djx-bpf/djx-bpf/target/openj9"
 )
@@ -48,7 +49,7 @@ type session struct {
 	ch      *channel.Channel
 	conn    agentConn
 	j       *join.JVM
-	vm      vmAttacher
+	vm      jvm.VM
 	proc    process
 	clk     clock
 	start   time.Time
@@ -194,7 +195,7 @@ func Attach(ctx context.Context, pid int, opts Options) (*report.Report, error) 
 // sampler.
 func (s *session) attach(ctx context.Context, pid int) (*report.Report, error) {
 	s.pid = pid
-	vm, err := s.inspectVM(ctx, pid)
+	vm, err := jvm.Inspect(ctx, pid, s.opts.AgentTimeout, s.addNote)
 	if err != nil {
 		return nil, err
 	}
@@ -206,13 +207,13 @@ func (s *session) attach(ctx context.Context, pid int) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.ch, err = channel.Create(vm.channelSpec(lib)); err != nil {
+	if s.ch, err = channel.Create(vm.ChannelSpec(lib)); err != nil {
 		return nil, fmt.Errorf("prepare agent channel for pid %d: %w", pid, err)
 	}
 	exited := watchExit(pid)
 	err = s.connectAgent(ctx, pid, exited, func(actx context.Context) error {
 		s.opts.note("attaching to %s", vm)
-		if err := vm.loadAgent(actx, s.ch.LibraryPath(), s.agentOptions()); err != nil {
+		if err := vm.LoadAgent(actx, s.ch.LibraryPath(), s.agentOptions()); err != nil {
 			return fmt.Errorf("load agent into %s: %w", vm, err)
 		}
 		return nil
@@ -336,7 +337,7 @@ func (s *session) launch(ctx context.Context, argv []string, stdin io.Reader, st
 	if ierr != nil {
 		t = nil // the session goes without jcmd
 	}
-	s.vm = newHotSpot(s.pid, t)
+	s.vm = jvm.NewHotSpot(s.pid, t)
 	return c.Done(), c.ExitCode, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/naming/region"
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
+	"github.com/djx-bpf/djx-bpf/target/jvm"
 )
 
 // classesEvery bounds how often the agent is asked for classes it has not
@@ -27,9 +28,9 @@ func (s *session) loadRegions(ctx context.Context) join.Regions {
 		return nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	out, err := s.vm.jcmd(rctx, "VM.info")
+	out, err := s.vm.Jcmd(rctx, "VM.info")
 	cancel()
-	if err != nil && !errors.Is(err, errNoListener) {
+	if err != nil && !errors.Is(err, jvm.ErrNoListener) {
 		s.addNote("memory regions named from /proc only (VM.info: %v)", err)
 	}
 	n, err := s.proc.regions(region.JVMText{VMInfo: out})

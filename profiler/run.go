@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/hotspot/heap"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/agentconn"
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 	"github.com/djx-bpf/djx-bpf/sources/dispatch"
 	"github.com/djx-bpf/djx-bpf/sources/reloc/follow"
@@ -71,11 +71,9 @@ func (s *session) prepare(ctx context.Context) *follow.Stream {
 
 // streams are the channels run reads the JVM's streams from.
 type streams struct {
-	samples   <-chan dispatch.Batch
-	reloc     <-chan follow.Msg     // nil without a relocation stream
-	batches   chan *agentwire.Batch // the agent's decoded batches; nil once closed
-	agentDone chan error            // the agent's stream ended (nil error: at EOF)
-	agentOpen bool
+	samples <-chan dispatch.Batch
+	reloc   <-chan follow.Msg // nil without a relocation stream
+	agent   *agentconn.Stream
 }
 
 // How many batches a stream's reader may hand the loop ahead of it. Few
@@ -92,7 +90,7 @@ func (s *session) startStreams(rel *follow.Stream) *streams {
 	if s.lockstep {
 		sd, ad = 0, 0
 	}
-	st := &streams{samples: s.feed, batches: make(chan *agentwire.Batch, ad), agentDone: make(chan error, 1), agentOpen: true}
+	st := &streams{samples: s.feed}
 	if s.shared != nil {
 		s.reader = s.shared
 	} else {
@@ -101,25 +99,8 @@ func (s *session) startStreams(rel *follow.Stream) *streams {
 	if rel != nil {
 		st.reloc = rel.Msgs()
 	}
-	go readAgent(s.conn, st.batches, st.agentDone)
+	st.agent = agentconn.Read(s.conn, ad)
 	return st
-}
-
-// readAgent decodes the agent's stream into batches until it ends.
-func readAgent(conn io.Reader, batches chan<- *agentwire.Batch, done chan<- error) {
-	rd := agentwire.NewReader(conn)
-	for {
-		b, err := rd.Next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = nil
-			}
-			done <- err
-			close(batches)
-			return
-		}
-		batches <- b
-	}
 }
 
 // loop feeds the streams to the join until the duration passes, ctx ends,
@@ -161,9 +142,9 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 			}
 		case m := <-st.reloc:
 			follow.Apply(s.j, m)
-		case b, ok := <-st.batches:
+		case b, ok := <-st.agent.Batches:
 			if !ok {
-				st.batches = nil
+				st.agent.Batches = nil
 				continue
 			}
 			s.j.OnBatch(b)
@@ -183,8 +164,8 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 			s.walk.RefreshRoots()
 		case req := <-s.cuts:
 			req.Reply <- s.cutWindow()
-		case err := <-st.agentDone:
-			st.agentOpen = false
+		case err := <-st.agent.Done:
+			st.agent.Open = false
 			s.agentEnded(err, exited)
 			return
 		case <-exited:
@@ -295,48 +276,9 @@ func (s *session) stopSampling(st *streams, rel *follow.Stream) {
 // detachAgent asks the agent for its last batch, which detaches it, and
 // hands the join what its stream still holds.
 func (s *session) detachAgent(st *streams) {
-	if st.agentOpen {
-		s.conn.Write([]byte{agentwire.CommandQuit})
-		deadline := time.After(3 * time.Second)
-		bye := false
-	wait:
-		for {
-			select {
-			case b, ok := <-st.batches:
-				if !ok {
-					st.batches = nil
-					continue
-				}
-				bye = bye || hasBye(b)
-				s.j.OnBatch(b)
-			case <-st.agentDone:
-				st.agentOpen = false
-				break wait
-			case <-deadline:
-				// After its last batch the agent gives the JVM's heap
-				// sampler back, then hangs up; a long GC pause can hold
-				// that up. Nothing is lost then.
-				if !bye {
-					s.addNote("agent did not finish its last batch within 3s")
-				}
-				break wait
-			}
-		}
+	if st.agent.Detach(s.conn, s.j.OnBatch) {
+		s.addNote("agent did not finish its last batch within 3s")
 	}
-	if st.batches != nil && !st.agentOpen {
-		for b := range st.batches {
-			s.j.OnBatch(b)
-		}
-	}
-}
-
-func hasBye(b *agentwire.Batch) bool {
-	for _, r := range b.Records {
-		if _, ok := r.(*agentwire.Bye); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // askStacks tells the BPF program to signal the JVM's sampled threads once

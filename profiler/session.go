@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os/exec"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/profiler/scan"
 	"github.com/djx-bpf/djx-bpf/profiler/walk"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/agentconn"
 	"github.com/djx-bpf/djx-bpf/sources/dispatch"
 	"github.com/djx-bpf/djx-bpf/sources/event"
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
@@ -234,41 +234,12 @@ func (s *session) connectAgent(ctx context.Context, pid int, exited <-chan struc
 	if err := s.sampler.AddPID(pid); err != nil {
 		return fmt.Errorf("sample pid %d: %w", pid, err)
 	}
-	actx, cancel := context.WithTimeout(ctx, s.opts.AgentTimeout)
-	defer cancel()
-	accepted := make(chan acceptResult, 1)
-	go func() {
-		c, err := s.ch.Accept(actx, pid)
-		accepted <- acceptResult{c, err}
-	}()
-	abandon := func() {
-		cancel()
-		if r := <-accepted; r.conn != nil {
-			r.conn.Close() // the agent connected, then failed to start
-		}
+	conn, err := agentconn.Accept(ctx, s.ch, pid, s.opts.AgentTimeout, exited, load)
+	if err != nil {
+		return err
 	}
-	if load != nil {
-		if err := load(actx); err != nil {
-			abandon()
-			return err
-		}
-	}
-	select {
-	case r := <-accepted:
-		if r.err != nil {
-			return fmt.Errorf("agent of pid %d did not connect: %w", pid, r.err)
-		}
-		s.conn = r.conn
-		return nil
-	case <-exited:
-		abandon()
-		return fmt.Errorf("JVM (pid %d) exited before its agent connected", pid)
-	}
-}
-
-type acceptResult struct {
-	conn *net.UnixConn
-	err  error
+	s.conn = conn
+	return nil
 }
 
 // Launch starts argv (a java command line) with the agent on -agentpath and

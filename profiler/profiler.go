@@ -6,10 +6,10 @@ package profiler
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/naming/stacks"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
 	"github.com/djx-bpf/djx-bpf/sources/reloc/follow"
 	"github.com/djx-bpf/djx-bpf/target/jvm"
@@ -224,58 +224,19 @@ func (o *Options) note(format string, args ...any) {
 
 // agentOptions are the agent's options for the session's stacks st.
 func (o *Options) agentOptions(sock string, st stacks.Choice) string {
-	// With stacks unwound in BPF the join reads JIT code from the JVM's
-	// code cache (bpfstack.CodeMap): on HotSpot the agent leaves
-	// CompiledMethodLoad and DynamicCodeGenerated off (code=2; another
-	// JVM, whose code cache vmcode cannot read, keeps them). st.Open has
-	// decided by now (the sampler opens before the agent starts).
-	code := ""
-	if st.Mode == stacks.BPF {
-		code = ",code=2"
-	}
-	return "sock=" + sock + ",interval=" + strconv.FormatUint(o.Interval, 10) + ",minsize=" + strconv.FormatUint(o.MinSize, 10) +
-		",budget=" + strconv.FormatUint(o.AllocBudget, 10) + reconcileOpt(o.Relocation) + stacksOpt(st.Signal) + code + o.censusOpt() + o.typesOpt()
-}
-
-// typesOpt has the agent describe every class's klass and field layout.
-func (o *Options) typesOpt() string {
-	if o.NoDataTypes {
-		return ""
-	}
-	return ",types=1"
-}
-
-// censusOpt: the census runs when the loader sends agent.CommandCensus
-// (attached sessions only); the census after GCs in every mode.
-func (o *Options) censusOpt() string {
-	lvl := map[string]string{CensusAuto: "2", CensusJVMTI: "2", CensusOn: "2", CensusObjects: "1"}[o.Census]
-	if lvl == "" {
-		return ""
-	}
-	budget := max(1, o.CensusBudget.Microseconds())
+	a := agentwire.Options{Sock: sock, Interval: o.Interval, MinSize: o.MinSize, Budget: o.AllocBudget,
+		// The rescan strategy itself, and the check of the uprobe one.
+		Reconcile: o.Relocation != follow.Off, StackSignal: st.Signal,
+		// With stacks unwound in BPF the join reads JIT code from the
+		// JVM's code cache (bpfstack.CodeMap); st.Open has decided by now
+		// (the sampler opens before the agent starts).
+		NoJITCode: st.Mode == stacks.BPF, Types: !o.NoDataTypes, Recensus: o.Recensus,
+		// The census runs when asked (attached sessions only); the
+		// census after GCs in every mode but off.
+		Census:       map[string]int{CensusAuto: 2, CensusJVMTI: 2, CensusOn: 2, CensusObjects: 1}[o.Census],
+		CensusBudget: max(time.Microsecond, o.CensusBudget)}
 	if o.Census == CensusOn {
-		budget = 0
+		a.CensusBudget = 0
 	}
-	opt := ",census=" + lvl + ",census_budget=" + strconv.FormatInt(budget, 10)
-	if o.Recensus > 0 {
-		opt += ",recensus=" + strconv.FormatInt(o.Recensus.Milliseconds(), 10)
-	}
-	return opt
-}
-
-// stacksOpt installs the agent's stack handler on sig.
-func stacksOpt(sig int) string {
-	if sig <= 0 {
-		return ""
-	}
-	return ",stacks=" + strconv.Itoa(sig)
-}
-
-// reconcileOpt asks the agent to rescan tracked objects after each GC: the
-// rescan strategy itself, and the check of the uprobe strategy.
-func reconcileOpt(strategy string) string {
-	if strategy == follow.Off {
-		return ""
-	}
-	return ",reconcile=1"
+	return a.String()
 }

@@ -318,16 +318,16 @@ func (l recListener) Jcmd(ctx context.Context, command string) (string, error) {
 }
 
 type recProcess struct {
-	process
+	jvm.Process
 	r   *recorder
 	pid int
 }
 
-func (p recProcess) native() join.NativeSymbols { return recNative{p.process.native(), p.r} }
-func (p recProcess) codeMem() io.ReaderAt       { return recMem{p.process.codeMem(), p.r} }
+func (p recProcess) Native() join.NativeSymbols { return recNative{p.Process.Native(), p.r} }
+func (p recProcess) CodeMem() io.ReaderAt       { return recMem{p.Process.CodeMem(), p.r} }
 
-func (p recProcess) perfMap(nsPID int) (*jvmsym.PerfMap, error) {
-	pm, err := p.process.perfMap(nsPID)
+func (p recProcess) PerfMap(nsPID int) (*jvmsym.PerfMap, error) {
+	pm, err := p.Process.PerfMap(nsPID)
 	rep := replyOf("", err)
 	if pm != nil {
 		path := filepath.Join("/proc", strconv.Itoa(p.pid), "root", "tmp", "perf-"+strconv.Itoa(nsPID)+".map")
@@ -338,8 +338,8 @@ func (p recProcess) perfMap(nsPID int) (*jvmsym.PerfMap, error) {
 	return pm, err
 }
 
-func (p recProcess) regions(text region.JVMText) (join.Regions, error) {
-	n, err := p.process.regions(text)
+func (p recProcess) Regions(text region.JVMText) (join.Regions, error) {
+	n, err := p.Process.Regions(text)
 	if err != nil {
 		p.r.note(func(fx *fixture) { fx.RegionsErr = err.Error() })
 		return nil, err
@@ -347,8 +347,8 @@ func (p recProcess) regions(text region.JVMText) (join.Regions, error) {
 	return recRegions{n, p.r}, nil
 }
 
-func (p recProcess) hostTID() func(uint32) (uint32, bool) {
-	f := p.process.hostTID()
+func (p recProcess) HostTID() func(uint32) (uint32, bool) {
+	f := p.Process.HostTID()
 	return func(tid uint32) (uint32, bool) {
 		h, ok := f(tid)
 		p.r.tids.record(tid, tidAnswer{h, ok})
@@ -356,8 +356,8 @@ func (p recProcess) hostTID() func(uint32) (uint32, bool) {
 	}
 }
 
-func (p recProcess) hasThread(tid uint32) bool {
-	ok := p.process.hasThread(tid)
+func (p recProcess) HasThread(tid uint32) bool {
+	ok := p.Process.HasThread(tid)
 	p.r.threads.record(tid, ok)
 	return ok
 }

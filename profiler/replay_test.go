@@ -259,10 +259,10 @@ func newReplayProcess(fx *fixture) *replayProcess {
 		tids: tapeOf(fx.HostTIDs), threads: tapeOf(fx.Threads)}
 }
 
-func (p *replayProcess) native() join.NativeSymbols { return replayNative{p.syms} }
-func (p *replayProcess) codeMem() io.ReaderAt       { return replayMem{p.code} }
+func (p *replayProcess) Native() join.NativeSymbols { return replayNative{p.syms} }
+func (p *replayProcess) CodeMem() io.ReaderAt       { return replayMem{p.code} }
 
-func (p *replayProcess) perfMap(int) (*jvmsym.PerfMap, error) {
+func (p *replayProcess) PerfMap(int) (*jvmsym.PerfMap, error) {
 	text, err := p.fx.PerfMap.result()
 	if err != nil {
 		return nil, err
@@ -270,21 +270,21 @@ func (p *replayProcess) perfMap(int) (*jvmsym.PerfMap, error) {
 	return jvmsym.ParsePerfMap(strings.NewReader(text))
 }
 
-func (p *replayProcess) regions(region.JVMText) (join.Regions, error) {
+func (p *replayProcess) Regions(region.JVMText) (join.Regions, error) {
 	if p.fx.RegionsErr != "" {
 		return nil, errors.New(p.fx.RegionsErr)
 	}
 	return replayRegions{p.regs}, nil
 }
 
-func (p *replayProcess) hostTID() func(uint32) (uint32, bool) {
+func (p *replayProcess) HostTID() func(uint32) (uint32, bool) {
 	return func(tid uint32) (uint32, bool) {
 		a, _ := p.tids.play(tid)
 		return a.Host, a.OK
 	}
 }
 
-func (p *replayProcess) hasThread(tid uint32) bool {
+func (p *replayProcess) HasThread(tid uint32) bool {
 	ok, _ := p.threads.play(tid)
 	return ok
 }

@@ -38,11 +38,11 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 // map, the heap's ranges, how moves are followed), tells the agent what to
 // do from the start, and builds the join.
 func (s *session) prepare(ctx context.Context) *follow.Stream {
-	cfg := join.Config{PID: s.pid, Native: s.proc.native(), WeightStruct: s.src.Event != nil && s.src.Event.Structured(),
-		CodeMem: s.proc.codeMem(), Budget: s.budget}
+	cfg := join.Config{PID: s.pid, Native: s.proc.Native(), WeightStruct: s.src.Event != nil && s.src.Event.Structured(),
+		CodeMem: s.proc.CodeMem(), Budget: s.budget}
 	if s.vm.NSPID() != s.pid {
 		// The agent's thread ids are its namespace's; BPF's are ours.
-		cfg.HostTID = s.proc.hostTID()
+		cfg.HostTID = s.proc.HostTID()
 	}
 	if s.opts.NUMA {
 		n, err := join.NewNUMA()
@@ -303,7 +303,7 @@ func (s *session) askStacks() {
 	s.j.StacksAsked(sig, s.clk.Mono(), func(tid uint32) {
 		// The agent names tids of its own process only: a hostile one
 		// naming another's is kept to its own process by the map's key.
-		if !s.proc.hasThread(tid) {
+		if !s.proc.HasThread(tid) {
 			return
 		}
 		if err := s.sampler.NoJavaThread(s.pid, tid); err != nil && !s.noJavaFailed {
@@ -317,7 +317,7 @@ func (s *session) askStacks() {
 // -XX:+DumpPerfMapAtExit, perf-map-agent): it names code the agent has not
 // described, such as JIT code compiled before the attach.
 func (s *session) loadPerfMap() *jvmsym.PerfMap {
-	pm, err := s.proc.perfMap(s.vm.NSPID())
+	pm, err := s.proc.PerfMap(s.vm.NSPID())
 	if err != nil {
 		return nil
 	}

@@ -12,7 +12,7 @@ import (
 
 // A session reaches the outside world through the interfaces of this
 // file and vm.go: the BPF sampler, the relocation tracker, the agent's
-// connection, the JVM (jvm.VM), its process (process) and the clocks.
+// connection, the JVM (jvm.VM), its process (jvm.Process) and the clocks.
 // Production uses loader.Sampler and the live ones here;
 // the replay test puts a recorded run behind them, so that a real run's
 // join and report are checked without root or a JDK.

@@ -8,8 +8,6 @@ import (
 	"os/exec"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/djx-bpf/djx-bpf/agent"
 	"github.com/djx-bpf/djx-bpf/hotspot/heap"
 	"github.com/djx-bpf/djx-bpf/hotspot/heapwalk"
@@ -50,7 +48,7 @@ type session struct {
 	conn    agentConn
 	j       *join.JVM
 	vm      jvm.VM
-	proc    process
+	proc    jvm.Process
 	clk     clock
 	start   time.Time
 	// cost0 holds the BPF run time and djx-bpf's CPU time at the start.
@@ -199,7 +197,7 @@ func (s *session) attach(ctx context.Context, pid int) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.vm, s.proc = vm, liveProcess(pid)
+	s.vm, s.proc = vm, jvm.LiveProcess(pid)
 	if err := s.planCensus(); err != nil {
 		return nil, err
 	}
@@ -210,7 +208,7 @@ func (s *session) attach(ctx context.Context, pid int) (*report.Report, error) {
 	if s.ch, err = channel.Create(vm.ChannelSpec(lib)); err != nil {
 		return nil, fmt.Errorf("prepare agent channel for pid %d: %w", pid, err)
 	}
-	exited := watchExit(pid)
+	exited := jvm.WatchExit(pid)
 	err = s.connectAgent(ctx, pid, exited, func(actx context.Context) error {
 		s.opts.note("attaching to %s", vm)
 		if err := vm.LoadAgent(actx, s.ch.LibraryPath(), s.agentOptions()); err != nil {
@@ -299,7 +297,7 @@ func (s *session) launch(ctx context.Context, argv []string, stdin io.Reader, st
 	if err != nil {
 		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
 	}
-	s.pid, s.proc = c.PID(), liveProcess(c.PID())
+	s.pid, s.proc = c.PID(), jvm.LiveProcess(c.PID())
 	if err := s.connectAgent(ctx, s.pid, c.Done(), nil); err != nil {
 		return nil, c.ExitCode, err
 	}
@@ -310,28 +308,4 @@ func (s *session) launch(ctx context.Context, argv []string, stdin io.Reader, st
 	}
 	s.vm = jvm.NewHotSpot(s.pid, t)
 	return c.Done(), c.ExitCode, nil
-}
-
-// watchExit returns a channel closed when pid exits.
-func watchExit(pid int) <-chan struct{} {
-	done := make(chan struct{})
-	fd, err := unix.PidfdOpen(pid, 0)
-	go func() {
-		defer close(done)
-		if err != nil {
-			for unix.Kill(pid, 0) == nil {
-				time.Sleep(200 * time.Millisecond)
-			}
-			return
-		}
-		defer unix.Close(fd)
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for {
-			n, err := unix.Poll(fds, -1)
-			if n > 0 || (err != nil && err != unix.EINTR) {
-				return
-			}
-		}
-	}()
-	return done
 }

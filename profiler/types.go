@@ -33,7 +33,7 @@ func (s *session) loadRegions(ctx context.Context) join.Regions {
 	if err != nil && !errors.Is(err, jvm.ErrNoListener) {
 		s.addNote("memory regions named from /proc only (VM.info: %v)", err)
 	}
-	n, err := s.proc.regions(region.JVMText{VMInfo: out})
+	n, err := s.proc.Regions(region.JVMText{VMInfo: out})
 	if err != nil {
 		s.addNote("memory regions are not named: %v", err)
 		return nil

@@ -1,7 +1,8 @@
 // Package jvm reaches one JVM from outside as a session does: HotSpot
 // through its attach listener, OpenJ9 through its own attach protocol and
 // a javacore. A VM says where the agent's channel goes, loads the agent,
-// and answers what a session asks the VM itself (its heap, jcmd).
+// and answers what a session asks the VM itself (its heap, jcmd); a
+// Process is what the session reads of its process through /proc.
 package jvm
 
 import (

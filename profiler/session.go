@@ -16,6 +16,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
+	"github.com/djx-bpf/djx-bpf/naming/datatype"
 	"github.com/djx-bpf/djx-bpf/naming/stacks"
 	"github.com/djx-bpf/djx-bpf/profiler/scan"
 	"github.com/djx-bpf/djx-bpf/profiler/walk"
@@ -81,15 +82,11 @@ type session struct {
 	heapKnown bool
 	relocC    reloc.Counters // the relocation tracker's counters at its stop
 	// typesSet: the BPF program was told the heap's encoding (agent's
-	// TYPES_INFO); classesAsked: when the agent was last asked for
-	// classes, classesGap how long until it may be asked again, and
-	// classesFound the join's AskedFound then.
-	typesSet     bool
-	classesAsked time.Time
-	classesGap   time.Duration
-	classesFound int
-	sw           switcher     // Options.Control
-	walk         *walk.Driver // the heap walks (nil: none)
+	// TYPES_INFO); classes paces the asks for classes.
+	typesSet bool
+	classes  datatype.Asks
+	sw       switcher     // Options.Control
+	walk     *walk.Driver // the heap walks (nil: none)
 	// walkGate shares the CPU among a scan's walks (nil: not a scan).
 	walkGate *walkplan.Gate
 	// cuts asks a continuous scan's session for its window's report

@@ -11,15 +11,6 @@ import (
 	"github.com/djx-bpf/djx-bpf/target/jvm"
 )
 
-// classesEvery bounds how often the agent is asked for classes it has not
-// described: each ask walks the JVM's loaded classes (3 ms of its writer
-// thread on Xalan). An ask that found none of the klass words asked for
-// (stray headers) doubles the gap, up to classesEveryMax.
-const (
-	classesEvery    = time.Second
-	classesEveryMax = 32 * time.Second
-)
-
 // loadRegions reads the JVM's own account of its memory (VM.info) so that
 // addresses outside the heap are named by region; nil when data types
 // are off or the JVM cannot be asked.
@@ -74,22 +65,9 @@ func (s *session) useTypes() {
 			s.setHeap(ti.OopBase, uint(ti.OopShift))
 		}
 	}
-	if now := s.clk.Now(); now.Sub(s.classesAsked) >= s.classesGap && s.j.WantClasses() {
-		found := s.j.AskedFound()
-		s.classesGap = classesGap(s.classesGap, s.classesAsked.IsZero() || found > s.classesFound)
-		s.classesAsked, s.classesFound = now, found
+	if s.classes.Due(s.clk.Now(), s.j) {
 		if _, err := s.conn.Write([]byte{agentwire.CommandClasses}); err != nil {
 			s.addNote("classes loaded later are not named: %v", err)
 		}
 	}
-}
-
-// classesGap is the least time before the next ask for classes, after an
-// ask: classesEvery when the last one answered any (or there was none),
-// else twice the gap, up to classesEveryMax.
-func classesGap(gap time.Duration, answered bool) time.Duration {
-	if answered || gap < classesEvery {
-		return classesEvery
-	}
-	return min(2*gap, classesEveryMax)
 }

@@ -5,18 +5,20 @@
 package profiler
 
 import (
-	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
+	"github.com/djx-bpf/djx-bpf/naming/stacks"
+	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
+	"github.com/djx-bpf/djx-bpf/sources/reloc/follow"
+	"github.com/djx-bpf/djx-bpf/target/jvm"
 	"github.com/djx-bpf/djx-bpf/target/launch"
 )
 
 // ErrSamplerBusy means another JVMTI environment holds the JVM's heap
 // sampler, which HotSpot grants to one environment at a time.
-var ErrSamplerBusy = errors.New("the JVM's heap sampler is held by another agent (is another djx-bpf profile of this JVM running?); wait for it to finish and try again")
+var ErrSamplerBusy = jvm.ErrSamplerBusy
 
 // Defaults.
 const (
@@ -31,7 +33,7 @@ const (
 	// memmove uprobe traps on every copy of every thread, not only in GC
 	// pauses: `make bench` measured H2 and Xalan 1.9-2.6x slower with it,
 	// 1.4-1.5x with rescan.
-	DefaultRelocation = RelocRescan
+	DefaultRelocation = follow.Rescan
 	// DefaultCensusBudget bounds each stop-the-world pause of the census
 	// at attach (docs/census.md has the pauses per heap).
 	DefaultCensusBudget = 500 * time.Millisecond
@@ -103,8 +105,8 @@ type Options struct {
 	// AllocBudget caps the JVM's sampled-allocation callbacks per second:
 	// above it the agent raises the heap sampling interval. 0: no cap.
 	AllocBudget uint64
-	// Relocation is how GC moves are followed: RelocUprobe, RelocRescan or
-	// RelocOff.
+	// Relocation is how GC moves are followed (package follow): uprobe,
+	// rescan or off.
 	Relocation string
 	// StackSignal is the signal that asks sampled threads for their Java
 	// stacks (access paths): DefaultStackSignal when 0; negative: no stacks.
@@ -142,8 +144,8 @@ type Options struct {
 	// NoDataTypes turns off naming samples by data type (the agent's class
 	// descriptions, the sampled object headers) and by memory region.
 	NoDataTypes bool
-	// Stacks is where access stacks come from: StacksAgent (default),
-	// StacksBPF or StacksAuto.
+	// Stacks is where access stacks come from (package stacks): agent,
+	// bpf or auto (default).
 	Stacks string
 	// Poll is how often the ring buffer is looked at when the BPF program
 	// has not woken the reader (0: loader.PollInterval).
@@ -186,9 +188,9 @@ func (o *Options) fill() {
 		o.Census = CensusAuto
 	}
 	if o.Stacks == "" {
-		o.Stacks = DefaultStacks
+		o.Stacks = stacks.Default
 		if o.StackSignal < 0 {
-			o.Stacks = StacksAgent // no stacks asked for: nothing to unwind
+			o.Stacks = stacks.Agent // no stacks asked for: nothing to unwind
 		}
 	}
 	if o.CensusBudget == 0 {
@@ -197,6 +199,12 @@ func (o *Options) fill() {
 	if o.Recensus == 0 {
 		o.Recensus = DefaultRecensus
 	}
+}
+
+// stacksChoice is where stacks come from as asked, before the sampler
+// and the JVM settle it: the session's, which leaves o as given.
+func (o *Options) stacksChoice() stacks.Choice {
+	return stacks.Choice{Mode: o.Stacks, Signal: o.StackSignal}
 }
 
 // CheckCensus says whether mode is a --census mode.
@@ -214,59 +222,21 @@ func (o *Options) note(format string, args ...any) {
 	}
 }
 
-func (o *Options) agentOptions(sock string) string {
-	// With stacks unwound in BPF the join reads JIT code from the JVM's
-	// code cache (bpfstack.CodeMap): on HotSpot the agent leaves
-	// CompiledMethodLoad and DynamicCodeGenerated off (code=2; another
-	// JVM, whose code cache vmcode cannot read, keeps them). openUnwinder
-	// has decided by now (the sampler opens before the agent starts).
-	code := ""
-	if o.Stacks == StacksBPF {
-		code = ",code=2"
-	}
-	return "sock=" + sock + ",interval=" + strconv.FormatUint(o.Interval, 10) + ",minsize=" + strconv.FormatUint(o.MinSize, 10) +
-		",budget=" + strconv.FormatUint(o.AllocBudget, 10) + reconcileOpt(o.Relocation) + stacksOpt(o.StackSignal) + code + o.censusOpt() + o.typesOpt()
-}
-
-// typesOpt has the agent describe every class's klass and field layout.
-func (o *Options) typesOpt() string {
-	if o.NoDataTypes {
-		return ""
-	}
-	return ",types=1"
-}
-
-// censusOpt: the census runs when the loader sends agent.CommandCensus
-// (attached sessions only); the census after GCs in every mode.
-func (o *Options) censusOpt() string {
-	lvl := map[string]string{CensusAuto: "2", CensusJVMTI: "2", CensusOn: "2", CensusObjects: "1"}[o.Census]
-	if lvl == "" {
-		return ""
-	}
-	budget := max(1, o.CensusBudget.Microseconds())
+// agentOptions are the agent's options for the session's stacks st.
+func (o *Options) agentOptions(sock string, st stacks.Choice) string {
+	a := agentwire.Options{Sock: sock, Interval: o.Interval, MinSize: o.MinSize, Budget: o.AllocBudget,
+		// The rescan strategy itself, and the check of the uprobe one.
+		Reconcile: o.Relocation != follow.Off, StackSignal: st.Signal,
+		// With stacks unwound in BPF the join reads JIT code from the
+		// JVM's code cache (bpfstack.CodeMap); st.Open has decided by now
+		// (the sampler opens before the agent starts).
+		NoJITCode: st.Mode == stacks.BPF, Types: !o.NoDataTypes, Recensus: o.Recensus,
+		// The census runs when asked (attached sessions only); the
+		// census after GCs in every mode but off.
+		Census:       map[string]int{CensusAuto: 2, CensusJVMTI: 2, CensusOn: 2, CensusObjects: 1}[o.Census],
+		CensusBudget: max(time.Microsecond, o.CensusBudget)}
 	if o.Census == CensusOn {
-		budget = 0
+		a.CensusBudget = 0
 	}
-	opt := ",census=" + lvl + ",census_budget=" + strconv.FormatInt(budget, 10)
-	if o.Recensus > 0 {
-		opt += ",recensus=" + strconv.FormatInt(o.Recensus.Milliseconds(), 10)
-	}
-	return opt
-}
-
-// stacksOpt installs the agent's stack handler on sig.
-func stacksOpt(sig int) string {
-	if sig <= 0 {
-		return ""
-	}
-	return ",stacks=" + strconv.Itoa(sig)
-}
-
-// reconcileOpt asks the agent to rescan tracked objects after each GC: the
-// rescan strategy itself, and the check of the uprobe strategy.
-func reconcileOpt(strategy string) string {
-	if strategy == RelocOff {
-		return ""
-	}
-	return ",reconcile=1"
+	return a.String()
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
 	"github.com/djx-bpf/djx-bpf/sources/sample"
+	"github.com/djx-bpf/djx-bpf/target/jvm"
 )
 
 var record = flag.Bool("record", false, "profile a real JVM and rewrite the replay fixture in "+replayDir+" (root, JDK 17)")
@@ -150,9 +151,9 @@ type recorder struct {
 func (r *recorder) wrap(s *session) {
 	s.sampler = recSampler{s.sampler, r}
 	s.conn = recConn{s.conn, r}
-	if h, ok := s.vm.(*hotspot); ok && h.l != nil {
+	if h, ok := s.vm.(*jvm.HotSpot); ok && h.L != nil {
 		r.fx.Jcmd = map[string]reply{}
-		h.l = recListener{h.l, r}
+		h.L = recListener{h.L, r}
 	}
 	s.proc = recProcess{s.proc, r, s.pid}
 	s.clk = recClock{s.clk, r}
@@ -163,7 +164,7 @@ func (r *recorder) recording(s *session, rep *report.Report) *recording {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fx := r.fx
-	fx.PID, fx.NSPID, fx.Mode, fx.Event = s.pid, s.vm.nsPID(), s.mode, s.src.Name
+	fx.PID, fx.NSPID, fx.Mode, fx.Event = s.pid, s.vm.NSPID(), s.mode, s.src.Name
 	fx.Options = optionsOf(s.opts)
 	fx.Duration = time.Duration(rep.DurationSec * float64(time.Second))
 	fx.Events, fx.Stopped = r.seq, r.stopped
@@ -302,12 +303,12 @@ func (c recConn) Read(p []byte) (int, error) {
 }
 
 type recListener struct {
-	attachListener
+	jvm.Listener
 	r *recorder
 }
 
 func (l recListener) Jcmd(ctx context.Context, command string) (string, error) {
-	out, err := l.attachListener.Jcmd(ctx, command)
+	out, err := l.Listener.Jcmd(ctx, command)
 	rep := replyOf(out, err)
 	if command == "VM.info" {
 		rep.Out = "" // only the region namer reads it, whose answers are kept
@@ -317,16 +318,16 @@ func (l recListener) Jcmd(ctx context.Context, command string) (string, error) {
 }
 
 type recProcess struct {
-	process
+	jvm.Process
 	r   *recorder
 	pid int
 }
 
-func (p recProcess) native() join.NativeSymbols { return recNative{p.process.native(), p.r} }
-func (p recProcess) codeMem() io.ReaderAt       { return recMem{p.process.codeMem(), p.r} }
+func (p recProcess) Native() join.NativeSymbols { return recNative{p.Process.Native(), p.r} }
+func (p recProcess) CodeMem() io.ReaderAt       { return recMem{p.Process.CodeMem(), p.r} }
 
-func (p recProcess) perfMap(nsPID int) (*jvmsym.PerfMap, error) {
-	pm, err := p.process.perfMap(nsPID)
+func (p recProcess) PerfMap(nsPID int) (*jvmsym.PerfMap, error) {
+	pm, err := p.Process.PerfMap(nsPID)
 	rep := replyOf("", err)
 	if pm != nil {
 		path := filepath.Join("/proc", strconv.Itoa(p.pid), "root", "tmp", "perf-"+strconv.Itoa(nsPID)+".map")
@@ -337,8 +338,8 @@ func (p recProcess) perfMap(nsPID int) (*jvmsym.PerfMap, error) {
 	return pm, err
 }
 
-func (p recProcess) regions(text region.JVMText) (join.Regions, error) {
-	n, err := p.process.regions(text)
+func (p recProcess) Regions(text region.JVMText) (join.Regions, error) {
+	n, err := p.Process.Regions(text)
 	if err != nil {
 		p.r.note(func(fx *fixture) { fx.RegionsErr = err.Error() })
 		return nil, err
@@ -346,8 +347,8 @@ func (p recProcess) regions(text region.JVMText) (join.Regions, error) {
 	return recRegions{n, p.r}, nil
 }
 
-func (p recProcess) hostTID() func(uint32) (uint32, bool) {
-	f := p.process.hostTID()
+func (p recProcess) HostTID() func(uint32) (uint32, bool) {
+	f := p.Process.HostTID()
 	return func(tid uint32) (uint32, bool) {
 		h, ok := f(tid)
 		p.r.tids.record(tid, tidAnswer{h, ok})
@@ -355,8 +356,8 @@ func (p recProcess) hostTID() func(uint32) (uint32, bool) {
 	}
 }
 
-func (p recProcess) hasThread(tid uint32) bool {
-	ok := p.process.hasThread(tid)
+func (p recProcess) HasThread(tid uint32) bool {
+	ok := p.Process.HasThread(tid)
 	p.r.threads.record(tid, ok)
 	return ok
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 	"github.com/djx-bpf/djx-bpf/sources/event"
 	"github.com/djx-bpf/djx-bpf/sources/sample"
+	"github.com/djx-bpf/djx-bpf/target/jvm"
 )
 
 var update = flag.Bool("update", false, "rewrite the replay test's golden files")
@@ -258,10 +259,10 @@ func newReplayProcess(fx *fixture) *replayProcess {
 		tids: tapeOf(fx.HostTIDs), threads: tapeOf(fx.Threads)}
 }
 
-func (p *replayProcess) native() join.NativeSymbols { return replayNative{p.syms} }
-func (p *replayProcess) codeMem() io.ReaderAt       { return replayMem{p.code} }
+func (p *replayProcess) Native() join.NativeSymbols { return replayNative{p.syms} }
+func (p *replayProcess) CodeMem() io.ReaderAt       { return replayMem{p.code} }
 
-func (p *replayProcess) perfMap(int) (*jvmsym.PerfMap, error) {
+func (p *replayProcess) PerfMap(int) (*jvmsym.PerfMap, error) {
 	text, err := p.fx.PerfMap.result()
 	if err != nil {
 		return nil, err
@@ -269,21 +270,21 @@ func (p *replayProcess) perfMap(int) (*jvmsym.PerfMap, error) {
 	return jvmsym.ParsePerfMap(strings.NewReader(text))
 }
 
-func (p *replayProcess) regions(region.JVMText) (join.Regions, error) {
+func (p *replayProcess) Regions(region.JVMText) (join.Regions, error) {
 	if p.fx.RegionsErr != "" {
 		return nil, errors.New(p.fx.RegionsErr)
 	}
 	return replayRegions{p.regs}, nil
 }
 
-func (p *replayProcess) hostTID() func(uint32) (uint32, bool) {
+func (p *replayProcess) HostTID() func(uint32) (uint32, bool) {
 	return func(tid uint32) (uint32, bool) {
 		a, _ := p.tids.play(tid)
 		return a.Host, a.OK
 	}
 }
 
-func (p *replayProcess) hasThread(tid uint32) bool {
+func (p *replayProcess) HasThread(tid uint32) bool {
 	ok, _ := p.threads.play(tid)
 	return ok
 }
@@ -385,12 +386,13 @@ func replay(rec *recording) (*report.Report, error) {
 	}
 	smp.ls = newLockstep(order, func() { clk.ended.Store(true); cancel() })
 	conn.ls = smp.ls
-	vm := &hotspot{pid: fx.PID, ns: fx.NSPID}
+	vm := &jvm.HotSpot{PID: fx.PID, NS: fx.NSPID}
 	if fx.Jcmd != nil {
-		vm.l = replayListener(fx.Jcmd) // nil: the run had no attach listener
+		vm.L = replayListener(fx.Jcmd) // nil: the run had no attach listener
 	}
-	s := &session{opts: fx.Options.options(), mode: fx.Mode, src: src, pid: fx.PID, sampler: smp, conn: conn,
-		vm: vm, proc: newReplayProcess(fx), clk: clk, lockstep: true}
+	opts := fx.Options.options()
+	s := &session{opts: opts, mode: fx.Mode, src: src, pid: fx.PID, sampler: smp, conn: conn,
+		vm: vm, proc: newReplayProcess(fx), clk: clk, lockstep: true, stacks: opts.stacksChoice()}
 	defer s.close()
 	return s.run(ctx, nil)
 }

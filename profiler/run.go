@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/hotspot/heap"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/agentconn"
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 	"github.com/djx-bpf/djx-bpf/sources/dispatch"
+	"github.com/djx-bpf/djx-bpf/sources/reloc/follow"
+	"github.com/djx-bpf/djx-bpf/target/jvm"
 )
 
 // run profiles the connected JVM until the profile ends, then drains its
@@ -25,7 +27,7 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 	s.opts.note("profiling pid %d with event %s", s.pid, s.src.Name)
 	s.loop(ctx, exited, st)
 	elapsed := s.clk.Now().Sub(s.windowFrom())
-	s.finishWalk()
+	s.walk.Finish()
 	s.stopSampling(st, rel)
 	s.detachAgent(st)
 	s.j.Drain(true)
@@ -35,12 +37,12 @@ func (s *session) run(ctx context.Context, exited <-chan struct{}) (*report.Repo
 // prepare reads what the join needs before the first record (the perf
 // map, the heap's ranges, how moves are followed), tells the agent what to
 // do from the start, and builds the join.
-func (s *session) prepare(ctx context.Context) *relocation {
-	cfg := join.Config{PID: s.pid, Native: s.proc.native(), WeightStruct: s.src.Event != nil && s.src.Event.Structured(),
-		CodeMem: s.proc.codeMem(), Budget: s.budget}
-	if s.vm.nsPID() != s.pid {
+func (s *session) prepare(ctx context.Context) *follow.Stream {
+	cfg := join.Config{PID: s.pid, Native: s.proc.Native(), WeightStruct: s.src.Event != nil && s.src.Event.Structured(),
+		CodeMem: s.proc.CodeMem(), Budget: s.budget}
+	if s.vm.NSPID() != s.pid {
 		// The agent's thread ids are its namespace's; BPF's are ours.
-		cfg.HostTID = s.proc.hostTID()
+		cfg.HostTID = s.proc.HostTID()
 	}
 	if s.opts.NUMA {
 		n, err := join.NewNUMA()
@@ -55,7 +57,8 @@ func (s *session) prepare(ctx context.Context) *relocation {
 	s.untagHumongous()
 	s.prepareCensus()
 	s.planLaunchWalk()
-	rel, moves := s.startRelocation()
+	rel, moves := follow.Start(follow.Config{Strategy: s.opts.Relocation, PID: s.pid, Heap: s.heap, HeapKnown: s.heapKnown,
+		MinSize: s.opts.MinSize, Mono: s.clk.Mono, Tell: s.opts.note, Note: s.addNote})
 	cfg.Heap, cfg.HeapKnown, cfg.Moves = s.heap, s.heapKnown, moves
 	if s.zl != nil {
 		cfg.Canonical = s.zl.Canonical
@@ -68,11 +71,9 @@ func (s *session) prepare(ctx context.Context) *relocation {
 
 // streams are the channels run reads the JVM's streams from.
 type streams struct {
-	samples   <-chan dispatch.Batch
-	reloc     <-chan relocMsg       // nil without a relocation stream
-	batches   chan *agentwire.Batch // the agent's decoded batches; nil once closed
-	agentDone chan error            // the agent's stream ended (nil error: at EOF)
-	agentOpen bool
+	samples <-chan dispatch.Batch
+	reloc   <-chan follow.Msg // nil without a relocation stream
+	agent   *agentconn.Stream
 }
 
 // How many batches a stream's reader may hand the loop ahead of it. Few
@@ -84,39 +85,22 @@ const (
 
 // startStreams starts the readers of the sampler (unless a scan's
 // dispatcher reads it) and of the agent's connection.
-func (s *session) startStreams(rel *relocation) *streams {
+func (s *session) startStreams(rel *follow.Stream) *streams {
 	sd, ad := sampleDepth, agentDepth
 	if s.lockstep {
 		sd, ad = 0, 0
 	}
-	st := &streams{samples: s.feed, batches: make(chan *agentwire.Batch, ad), agentDone: make(chan error, 1), agentOpen: true}
+	st := &streams{samples: s.feed}
 	if s.shared != nil {
 		s.reader = s.shared
 	} else {
 		s.reader, st.samples = dispatch.NewSolo(s.sampler, sd)
 	}
 	if rel != nil {
-		st.reloc = rel.msgs
+		st.reloc = rel.Msgs()
 	}
-	go readAgent(s.conn, st.batches, st.agentDone)
+	st.agent = agentconn.Read(s.conn, ad)
 	return st
-}
-
-// readAgent decodes the agent's stream into batches until it ends.
-func readAgent(conn io.Reader, batches chan<- *agentwire.Batch, done chan<- error) {
-	rd := agentwire.NewReader(conn)
-	for {
-		b, err := rd.Next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = nil
-			}
-			done <- err
-			close(batches)
-			return
-		}
-		batches <- b
-	}
 }
 
 // loop feeds the streams to the join until the duration passes, ctx ends,
@@ -157,29 +141,31 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 				s.opts.Switched(on, err)
 			}
 		case m := <-st.reloc:
-			applyReloc(s.j, m)
-		case b, ok := <-st.batches:
+			follow.Apply(s.j, m)
+		case b, ok := <-st.agent.Batches:
 			if !ok {
-				st.batches = nil
+				st.agent.Batches = nil
 				continue
 			}
 			s.j.OnBatch(b)
-			s.onWalkBatch(b)
+			s.walk.OnBatch(b)
 			s.askStacks()
-			s.useBPFStacks()
+			if vt := s.stacks.Use(s.pid, s.j, s.sampler, s.command, s.addNote); vt != nil {
+				s.vmThreads = vt
+			}
 			s.useTypes()
-		case <-s.walkReady():
-			s.startWalk()
-		case hw := <-s.walkDone():
-			s.onWalk(hw)
-		case <-s.walkCheck():
+		case <-s.walk.Ready():
+			s.walk.Start()
+		case hw := <-s.walk.Done():
+			s.walk.OnWalk(hw)
+		case <-s.walk.Check():
 			s.checkWalk()
-		case <-s.walkRootsReq():
-			s.refreshRoots()
+		case <-s.walk.RootsWanted():
+			s.walk.RefreshRoots()
 		case req := <-s.cuts:
-			req.reply <- s.cutWindow()
-		case err := <-st.agentDone:
-			st.agentOpen = false
+			req.Reply <- s.cutWindow()
+		case err := <-st.agent.Done:
+			st.agent.Open = false
 			s.agentEnded(err, exited)
 			return
 		case <-exited:
@@ -264,9 +250,9 @@ func (pm *progressMeter) next(s *session, now time.Time) Progress {
 
 // stopSampling stops the samplers and hands the join what their ring
 // buffers still hold.
-func (s *session) stopSampling(st *streams, rel *relocation) {
+func (s *session) stopSampling(st *streams, rel *follow.Stream) {
 	if rel != nil {
-		c, err := rel.stop(s.j)
+		c, err := rel.Stop(s.j)
 		if err != nil {
 			s.addNote("relocation tracker: %v", err)
 		}
@@ -290,48 +276,9 @@ func (s *session) stopSampling(st *streams, rel *relocation) {
 // detachAgent asks the agent for its last batch, which detaches it, and
 // hands the join what its stream still holds.
 func (s *session) detachAgent(st *streams) {
-	if st.agentOpen {
-		s.conn.Write([]byte{agentwire.CommandQuit})
-		deadline := time.After(3 * time.Second)
-		bye := false
-	wait:
-		for {
-			select {
-			case b, ok := <-st.batches:
-				if !ok {
-					st.batches = nil
-					continue
-				}
-				bye = bye || hasBye(b)
-				s.j.OnBatch(b)
-			case <-st.agentDone:
-				st.agentOpen = false
-				break wait
-			case <-deadline:
-				// After its last batch the agent gives the JVM's heap
-				// sampler back, then hangs up; a long GC pause can hold
-				// that up. Nothing is lost then.
-				if !bye {
-					s.addNote("agent did not finish its last batch within 3s")
-				}
-				break wait
-			}
-		}
+	if st.agent.Detach(s.conn, s.j.OnBatch) {
+		s.addNote("agent did not finish its last batch within 3s")
 	}
-	if st.batches != nil && !st.agentOpen {
-		for b := range st.batches {
-			s.j.OnBatch(b)
-		}
-	}
-}
-
-func hasBye(b *agentwire.Batch) bool {
-	for _, r := range b.Records {
-		if _, ok := r.(*agentwire.Bye); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // askStacks tells the BPF program to signal the JVM's sampled threads once
@@ -345,8 +292,8 @@ func (s *session) askStacks() {
 	s.stacksAsked = true
 	// The target's agent says which signal its handler is on: only the
 	// one asked for is sent (another's default action may kill the JVM).
-	if sig != s.opts.StackSignal {
-		s.addNote("no access stacks: the agent installed its handler on signal %d, not the %d asked for", sig, s.opts.StackSignal)
+	if sig != s.stacks.Signal {
+		s.addNote("no access stacks: the agent installed its handler on signal %d, not the %d asked for", sig, s.stacks.Signal)
 		return
 	}
 	if err := s.sampler.SetStackSignal(s.pid, sig); err != nil {
@@ -356,7 +303,7 @@ func (s *session) askStacks() {
 	s.j.StacksAsked(sig, s.clk.Mono(), func(tid uint32) {
 		// The agent names tids of its own process only: a hostile one
 		// naming another's is kept to its own process by the map's key.
-		if !s.proc.hasThread(tid) {
+		if !s.proc.HasThread(tid) {
 			return
 		}
 		if err := s.sampler.NoJavaThread(s.pid, tid); err != nil && !s.noJavaFailed {
@@ -370,7 +317,7 @@ func (s *session) askStacks() {
 // -XX:+DumpPerfMapAtExit, perf-map-agent): it names code the agent has not
 // described, such as JIT code compiled before the attach.
 func (s *session) loadPerfMap() *jvmsym.PerfMap {
-	pm, err := s.proc.perfMap(s.vm.nsPID())
+	pm, err := s.proc.PerfMap(s.vm.NSPID())
 	if err != nil {
 		return nil
 	}
@@ -385,8 +332,8 @@ func (s *session) loadPerfMap() *jvmsym.PerfMap {
 // so that samples can be classified as in the heap. Done before the first
 // sample is processed, so every sample is classified.
 func (s *session) loadHeap(ctx context.Context) {
-	info, err := s.vm.heap(ctx)
-	if errors.Is(err, errNoRanges) && s.zLayout() != nil {
+	info, err := s.vm.Heap(ctx)
+	if errors.Is(err, jvm.ErrNoRanges) && s.zLayout() != nil {
 		// ZGC prints no addresses: its layout knows its views.
 		for _, v := range s.zl.Views() {
 			info.Ranges = append(info.Ranges, heap.Range{Start: v.Start, End: v.End, Name: "ZGC view"})
@@ -395,7 +342,7 @@ func (s *session) loadHeap(ctx context.Context) {
 	}
 	s.heap = info // the collector's name, even without ranges
 	switch {
-	case errors.Is(err, errNoRanges):
+	case errors.Is(err, jvm.ErrNoRanges):
 		s.addNote("heap range unknown for %s; in_heap is not counted", info.GC)
 	case err != nil:
 		s.addNote("heap range unknown (%v); in_heap is not counted", err)
@@ -467,7 +414,7 @@ func (s *session) finish(elapsed time.Duration) *report.Report {
 		Objects: s.j.Report(), Stats: st, Notes: s.notes,
 		Remainder: s.j.Remainder(), DataTypes: s.j.DataTypes(),
 	}
-	if s.opts.StackSignal > 0 && s.j.AgentStackSignal() == 0 && s.j.Connected() {
+	if s.stacks.Signal > 0 && s.j.AgentStackSignal() == 0 && s.j.Connected() {
 		r.Notes = append(r.Notes, "the agent installed no stack handler (see its error records); access paths name only the sampled code")
 	}
 	if r.AllocInterval == 0 {

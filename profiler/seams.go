@@ -7,14 +7,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/loader"
-	"github.com/djx-bpf/djx-bpf/sources/reloc"
 	"github.com/djx-bpf/djx-bpf/sources/sample"
 )
 
 // A session reaches the outside world through the interfaces of this
 // file and vm.go: the BPF sampler, the relocation tracker, the agent's
-// connection, the JVM (vmAttacher), its process (process) and the clocks.
-// Production uses loader.Sampler, reloc.Tracker and the live ones here;
+// connection, the JVM (jvm.VM), its process (jvm.Process) and the clocks.
+// Production uses loader.Sampler and the live ones here;
 // the replay test puts a recorded run behind them, so that a real run's
 // join and report are checked without root or a JDK.
 
@@ -53,22 +52,6 @@ type sampler interface {
 }
 
 var _ sampler = (*loader.Sampler)(nil)
-
-// relocSource is the stream of GC moves of a relocation tracker that
-// follows the session's JVM.
-type relocSource interface {
-	// Read blocks for the next event, until the deadline
-	// (os.ErrDeadlineExceeded) or Close.
-	Read(ev *reloc.Event) error
-	SetDeadline(t time.Time)
-	Counters() (reloc.Counters, error)
-	// RemoveJVM detaches the probes from the JVM: its GC runs at full
-	// speed again, and the events already caught can still be read.
-	RemoveJVM(pid int) error
-	Close() error
-}
-
-var _ relocSource = (*reloc.Tracker)(nil)
 
 // agentConn is the agent's connection: its batches in, commands out.
 type agentConn = io.ReadWriteCloser

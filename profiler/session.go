@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os/exec"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/djx-bpf/djx-bpf/agent"
 	"github.com/djx-bpf/djx-bpf/hotspot/heap"
@@ -19,14 +16,21 @@ import (
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
+	"github.com/djx-bpf/djx-bpf/naming/datatype"
+	"github.com/djx-bpf/djx-bpf/naming/stacks"
+	"github.com/djx-bpf/djx-bpf/profiler/scan"
+	"github.com/djx-bpf/djx-bpf/profiler/walk"
 	"github.com/djx-bpf/djx-bpf/report"
+	"github.com/djx-bpf/djx-bpf/sources/agentconn"
 	"github.com/djx-bpf/djx-bpf/sources/dispatch"
 	"github.com/djx-bpf/djx-bpf/sources/event"
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
 	"github.com/djx-bpf/djx-bpf/sources/reloc"
+	"github.com/djx-bpf/djx-bpf/sources/reloc/follow"
 	"github.com/djx-bpf/djx-bpf/target/attach"
 	"github.com/djx-bpf/djx-bpf/target/channel"
 	"github.com/djx-bpf/djx-bpf/target/discover"
+	"github.com/djx-bpf/djx-bpf/target/jvm"
 	"github.com/djx-bpf/djx-bpf/target/launch"
 	"github.com/djx-bpf/djx-bpf/target/openj9"
 )
@@ -44,8 +48,8 @@ type session struct {
 	ch      *channel.Channel
 	conn    agentConn
 	j       *join.JVM
-	vm      vmAttacher
-	proc    process
+	vm      jvm.VM
+	proc    jvm.Process
 	clk     clock
 	start   time.Time
 	// cost0 holds the BPF run time and djx-bpf's CPU time at the start.
@@ -54,6 +58,8 @@ type session struct {
 	stacksAsked bool
 	// noJavaFailed: marking a non-Java thread in BPF failed once (noted).
 	noJavaFailed bool
+	// stacks is where access stacks come from, as far as resolved.
+	stacks stacks.Choice
 	// vmThreads marks HotSpot's own threads for the BPF unwinder (nil:
 	// stacks do not come from BPF).
 	vmThreads *bpfstack.VMThreads
@@ -76,21 +82,17 @@ type session struct {
 	heapKnown bool
 	relocC    reloc.Counters // the relocation tracker's counters at its stop
 	// typesSet: the BPF program was told the heap's encoding (agent's
-	// TYPES_INFO); classesAsked: when the agent was last asked for
-	// classes, classesGap how long until it may be asked again, and
-	// classesFound the join's AskedFound then.
-	typesSet     bool
-	classesAsked time.Time
-	classesGap   time.Duration
-	classesFound int
-	sw           switcher // Options.Control
-	walk         *walker  // the heap walk (nil: none)
+	// TYPES_INFO); classes paces the asks for classes.
+	typesSet bool
+	classes  datatype.Asks
+	sw       switcher     // Options.Control
+	walk     *walk.Driver // the heap walks (nil: none)
 	// walkGate shares the CPU among a scan's walks (nil: not a scan).
 	walkGate *walkplan.Gate
 	// cuts asks a continuous scan's session for its window's report
 	// (window.go); winStart is when the current window began (zero: at
 	// start). nil outside continuous scans.
-	cuts     <-chan cutReq
+	cuts     <-chan scan.CutRequest
 	winStart time.Time
 }
 
@@ -105,6 +107,12 @@ func (s *session) addNote(format string, args ...any) {
 	s.opts.note("%s", msg)
 }
 
+// command writes a command to the agent.
+func (s *session) command(cmd []byte) error {
+	_, err := s.conn.Write(cmd)
+	return err
+}
+
 func newSession(opts Options, mode string) (*session, error) {
 	opts.fill()
 	m, merr := pmu.Live()
@@ -115,7 +123,7 @@ func newSession(opts Options, mode string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{opts: opts, mode: mode, src: src, clk: sysClock{}}
+	s := &session{opts: opts, mode: mode, src: src, clk: sysClock{}, stacks: opts.stacksChoice()}
 	switch {
 	case why == "":
 	case opts.Verbose || opts.Event != "" && opts.Event != pmu.NameAuto:
@@ -135,7 +143,7 @@ func (s *session) openSampler() error {
 	if err != nil {
 		return err
 	}
-	smp, err := s.openUnwinder(cfg)
+	smp, err := s.stacks.Open(cfg, s.addNote)
 	if err != nil {
 		return err
 	}
@@ -170,7 +178,7 @@ func Attach(ctx context.Context, pid int, opts Options) (*report.Report, error) 
 	}
 	defer s.close()
 	if j, ok := discover.Inspect(pid); ok {
-		s.autoForOpenJ9(j.Kind == discover.OpenJ9)
+		s.stacks.ForOpenJ9(j.Kind == discover.OpenJ9, s.addNote)
 	}
 	if err := s.openSampler(); err != nil {
 		return nil, err
@@ -182,11 +190,11 @@ func Attach(ctx context.Context, pid int, opts Options) (*report.Report, error) 
 // sampler.
 func (s *session) attach(ctx context.Context, pid int) (*report.Report, error) {
 	s.pid = pid
-	vm, err := s.inspectVM(ctx, pid)
+	vm, err := jvm.Inspect(ctx, pid, s.opts.AgentTimeout, s.addNote)
 	if err != nil {
 		return nil, err
 	}
-	s.vm, s.proc = vm, liveProcess(pid)
+	s.vm, s.proc = vm, jvm.LiveProcess(pid)
 	if err := s.planCensus(); err != nil {
 		return nil, err
 	}
@@ -194,13 +202,13 @@ func (s *session) attach(ctx context.Context, pid int) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.ch, err = channel.Create(vm.channelSpec(lib)); err != nil {
+	if s.ch, err = channel.Create(vm.ChannelSpec(lib)); err != nil {
 		return nil, fmt.Errorf("prepare agent channel for pid %d: %w", pid, err)
 	}
-	exited := watchExit(pid)
+	exited := jvm.WatchExit(pid)
 	err = s.connectAgent(ctx, pid, exited, func(actx context.Context) error {
 		s.opts.note("attaching to %s", vm)
-		if err := vm.loadAgent(actx, s.ch.LibraryPath(), s.agentOptions()); err != nil {
+		if err := vm.LoadAgent(actx, s.ch.LibraryPath(), s.agentOptions()); err != nil {
 			return fmt.Errorf("load agent into %s: %w", vm, err)
 		}
 		return nil
@@ -221,41 +229,12 @@ func (s *session) connectAgent(ctx context.Context, pid int, exited <-chan struc
 	if err := s.sampler.AddPID(pid); err != nil {
 		return fmt.Errorf("sample pid %d: %w", pid, err)
 	}
-	actx, cancel := context.WithTimeout(ctx, s.opts.AgentTimeout)
-	defer cancel()
-	accepted := make(chan acceptResult, 1)
-	go func() {
-		c, err := s.ch.Accept(actx, pid)
-		accepted <- acceptResult{c, err}
-	}()
-	abandon := func() {
-		cancel()
-		if r := <-accepted; r.conn != nil {
-			r.conn.Close() // the agent connected, then failed to start
-		}
+	conn, err := agentconn.Accept(ctx, s.ch, pid, s.opts.AgentTimeout, exited, load)
+	if err != nil {
+		return err
 	}
-	if load != nil {
-		if err := load(actx); err != nil {
-			abandon()
-			return err
-		}
-	}
-	select {
-	case r := <-accepted:
-		if r.err != nil {
-			return fmt.Errorf("agent of pid %d did not connect: %w", pid, r.err)
-		}
-		s.conn = r.conn
-		return nil
-	case <-exited:
-		abandon()
-		return fmt.Errorf("JVM (pid %d) exited before its agent connected", pid)
-	}
-}
-
-type acceptResult struct {
-	conn *net.UnixConn
-	err  error
+	s.conn = conn
+	return nil
 }
 
 // Launch starts argv (a java command line) with the agent on -agentpath and
@@ -274,7 +253,7 @@ func Launch(ctx context.Context, argv []string, opts Options, stdin io.Reader, s
 		return nil, nil, err
 	}
 	defer s.close()
-	s.autoForOpenJ9(openj9.Launches(argv[0]))
+	s.stacks.ForOpenJ9(openj9.Launches(argv[0]), s.addNote)
 	if err := s.openSampler(); err != nil {
 		return nil, nil, err
 	}
@@ -298,12 +277,12 @@ func (s *session) launch(ctx context.Context, argv []string, stdin io.Reader, st
 	if s.ch, err = channel.Create(channel.Spec{Root: "/", UID: uid, GID: gid, Library: lib}); err != nil {
 		return nil, nil, fmt.Errorf("prepare agent channel: %w", err)
 	}
-	args := append([]string{argv[0], "-agentpath:" + s.ch.LibraryPath() + "=" + s.opts.agentOptions(s.ch.SocketPath())}, argv[1:]...)
+	args := append([]string{argv[0], "-agentpath:" + s.ch.LibraryPath() + "=" + s.opts.agentOptions(s.ch.SocketPath(), s.stacks)}, argv[1:]...)
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
 	}
-	if s.opts.Relocation == RelocUprobe {
+	if s.opts.Relocation == follow.Uprobe {
 		// Finding the copy sites takes tens of ms: before the first GC.
 		reloc.PrepareJava(path)
 	}
@@ -315,7 +294,7 @@ func (s *session) launch(ctx context.Context, argv []string, stdin io.Reader, st
 	if err != nil {
 		return nil, nil, fmt.Errorf("launch %s: %w", argv[0], err)
 	}
-	s.pid, s.proc = c.PID(), liveProcess(c.PID())
+	s.pid, s.proc = c.PID(), jvm.LiveProcess(c.PID())
 	if err := s.connectAgent(ctx, s.pid, c.Done(), nil); err != nil {
 		return nil, c.ExitCode, err
 	}
@@ -324,30 +303,6 @@ func (s *session) launch(ctx context.Context, argv []string, stdin io.Reader, st
 	if ierr != nil {
 		t = nil // the session goes without jcmd
 	}
-	s.vm = newHotSpot(s.pid, t)
+	s.vm = jvm.NewHotSpot(s.pid, t)
 	return c.Done(), c.ExitCode, nil
-}
-
-// watchExit returns a channel closed when pid exits.
-func watchExit(pid int) <-chan struct{} {
-	done := make(chan struct{})
-	fd, err := unix.PidfdOpen(pid, 0)
-	go func() {
-		defer close(done)
-		if err != nil {
-			for unix.Kill(pid, 0) == nil {
-				time.Sleep(200 * time.Millisecond)
-			}
-			return
-		}
-		defer unix.Close(fd)
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for {
-			n, err := unix.Poll(fds, -1)
-			if n > 0 || (err != nil && err != unix.EINTR) {
-				return
-			}
-		}
-	}()
-	return done
 }

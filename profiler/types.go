@@ -8,15 +8,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/naming/region"
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
-)
-
-// classesEvery bounds how often the agent is asked for classes it has not
-// described: each ask walks the JVM's loaded classes (3 ms of its writer
-// thread on Xalan). An ask that found none of the klass words asked for
-// (stray headers) doubles the gap, up to classesEveryMax.
-const (
-	classesEvery    = time.Second
-	classesEveryMax = 32 * time.Second
+	"github.com/djx-bpf/djx-bpf/target/jvm"
 )
 
 // loadRegions reads the JVM's own account of its memory (VM.info) so that
@@ -27,12 +19,12 @@ func (s *session) loadRegions(ctx context.Context) join.Regions {
 		return nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	out, err := s.vm.jcmd(rctx, "VM.info")
+	out, err := s.vm.Jcmd(rctx, "VM.info")
 	cancel()
-	if err != nil && !errors.Is(err, errNoListener) {
+	if err != nil && !errors.Is(err, jvm.ErrNoListener) {
 		s.addNote("memory regions named from /proc only (VM.info: %v)", err)
 	}
-	n, err := s.proc.regions(region.JVMText{VMInfo: out})
+	n, err := s.proc.Regions(region.JVMText{VMInfo: out})
 	if err != nil {
 		s.addNote("memory regions are not named: %v", err)
 		return nil
@@ -73,22 +65,9 @@ func (s *session) useTypes() {
 			s.setHeap(ti.OopBase, uint(ti.OopShift))
 		}
 	}
-	if now := s.clk.Now(); now.Sub(s.classesAsked) >= s.classesGap && s.j.WantClasses() {
-		found := s.j.AskedFound()
-		s.classesGap = classesGap(s.classesGap, s.classesAsked.IsZero() || found > s.classesFound)
-		s.classesAsked, s.classesFound = now, found
+	if s.classes.Due(s.clk.Now(), s.j) {
 		if _, err := s.conn.Write([]byte{agentwire.CommandClasses}); err != nil {
 			s.addNote("classes loaded later are not named: %v", err)
 		}
 	}
-}
-
-// classesGap is the least time before the next ask for classes, after an
-// ask: classesEvery when the last one answered any (or there was none),
-// else twice the gap, up to classesEveryMax.
-func classesGap(gap time.Duration, answered bool) time.Duration {
-	if answered || gap < classesEvery {
-		return classesEvery
-	}
-	return min(2*gap, classesEveryMax)
 }

@@ -15,8 +15,8 @@ func TestPlanLaunchWalk(t *testing.T) {
 	if w == nil {
 		t.Fatal("a launched JVM with an agent has no walk planned")
 	}
-	if !w.Launched || !w.checking || w.Layout != nil {
-		t.Errorf("launched JVM's walk: launched %v, checking %v, layout %v; want a launched walk its checks start", w.Launched, w.checking, w.Layout)
+	if !w.Launched || w.Check() == nil || w.Layout != nil {
+		t.Errorf("launched JVM's walk: launched %v, checking %v, layout %v; want a launched walk its checks start", w.Launched, w.Check() != nil, w.Layout)
 	}
 }
 

@@ -7,12 +7,6 @@ import (
 	"github.com/djx-bpf/djx-bpf/report"
 )
 
-// cutReq asks a session of a continuous scan for the report of the window
-// that ends now; reply is buffered so that the session never waits on it.
-type cutReq struct {
-	reply chan *report.Report
-}
-
 // windowFrom is when the session's current window began: its start, or
 // the last cut.
 func (s *session) windowFrom() time.Time {

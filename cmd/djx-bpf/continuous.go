@@ -9,6 +9,7 @@ import (
 
 	"github.com/djx-bpf/djx-bpf/profiler"
 	"github.com/djx-bpf/djx-bpf/profiler/continuous"
+	"github.com/djx-bpf/djx-bpf/profiler/scan"
 	"github.com/djx-bpf/djx-bpf/report/otlp"
 )
 
@@ -120,7 +121,7 @@ func (cf *continuousFlags) run(fs *flag.FlagSet, so profiler.ScanOptions, quiet 
 
 // liveSource is a continuous scan as the window loop's source.
 type liveSource struct {
-	live   *profiler.Live
+	live   *scan.Live
 	notify func(string)
 }
 

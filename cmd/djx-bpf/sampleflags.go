@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/naming/stacks"
 	"github.com/djx-bpf/djx-bpf/profiler"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
@@ -37,7 +38,7 @@ func (f *sampleFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.relocate, "relocation", profiler.DefaultRelocation, "how to follow objects the GC moves: uprobe, rescan or off")
 	fs.Uint64Var(&f.budget, "alloc-budget", profiler.DefaultAllocBudget, "max sampled allocations per second in the JVM before the heap sampling interval is raised (0: no cap)")
 	fs.IntVar(&f.stackSig, "stack-signal", profiler.DefaultStackSignal, "`SIGNAL` number that asks sampled threads for their Java stacks (0: no access stacks)")
-	fs.StringVar(&f.stacks, "stacks", profiler.DefaultStacks, "where access stacks come from: auto (bpf where its program loads and the JVM is HotSpot, else agent), bpf (every sample's own stack, unwound in BPF; HotSpot x86-64) or agent (AsyncGetCallTrace on a signal; the default when --stack-signal or --stack-interval is given)")
+	fs.StringVar(&f.stacks, "stacks", stacks.Default, "where access stacks come from: auto (bpf where its program loads and the JVM is HotSpot, else agent), bpf (every sample's own stack, unwound in BPF; HotSpot x86-64) or agent (AsyncGetCallTrace on a signal; the default when --stack-signal or --stack-interval is given)")
 	fs.DurationVar(&f.stackIvl, "stack-interval", profiler.DefaultStackInterval, "least time between two Java stacks of one thread; samples in between take their callers from the thread's last stack (0: a stack with every sample)")
 	fs.StringVar(&f.census, "census", profiler.CensusAuto, "objects that exist when djx-bpf attaches: auto (a heap walk from outside the JVM, no pause; else as jvmti), jvmti (the agent's census in pauses within --census-budget), on (the agent's census whatever the pause), objects (no holders), off")
 	fs.DurationVar(&f.censusBudget, "census-budget", profiler.DefaultCensusBudget, "longest stop-the-world pause the agent's census may cause (jvmti, objects, and auto where it cannot walk the heap); past it the census drops holders, then itself")
@@ -66,7 +67,7 @@ func (f *sampleFlags) check() error {
 	if err := profiler.CheckCensus(f.census); err != nil {
 		return fmt.Errorf("bad --census: %w", err)
 	}
-	if err := profiler.CheckStacks(f.stacks); err != nil {
+	if err := stacks.Check(f.stacks); err != nil {
 		return fmt.Errorf("bad --stacks: %w", err)
 	}
 	return nil
@@ -81,14 +82,14 @@ func (f *sampleFlags) options() profiler.Options {
 	// 0 asks for a stack with every sample: the BPF program's floor, not
 	// the profiler's default.
 	ivl := max(f.stackIvl, loader.MinStackGap)
-	stacks := f.stacks
+	mode := f.stacks
 	if f.set("stack-signal") || f.set("stack-interval") {
 		if !f.set("stacks") {
-			stacks = profiler.StacksAgent // those flags set the agent's stacks
+			mode = stacks.Agent // those flags set the agent's stacks
 		}
 	}
 	return profiler.Options{Event: f.event, Freq: f.freq, MinSize: f.minSize, AllocBudget: f.budget,
-		Relocation: f.relocate, StackSignal: sig, StackInterval: ivl, Census: f.census, CensusBudget: f.censusBudget, NoDataTypes: !f.dataTypes, Verbose: f.verbose, Stacks: stacks}
+		Relocation: f.relocate, StackSignal: sig, StackInterval: ivl, Census: f.census, CensusBudget: f.censusBudget, NoDataTypes: !f.dataTypes, Verbose: f.verbose, Stacks: mode}
 }
 
 // table are the table options these flags set, with top rows.

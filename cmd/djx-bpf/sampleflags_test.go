@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/djx-bpf/djx-bpf/naming/stacks"
 	"github.com/djx-bpf/djx-bpf/profiler"
 )
 
@@ -16,12 +17,12 @@ func TestStackFlagsPickAgent(t *testing.T) {
 		want string
 		sig  int
 	}{
-		{nil, profiler.DefaultStacks, profiler.DefaultStackSignal},
-		{[]string{"--stack-signal", "40"}, profiler.StacksAgent, 40},
-		{[]string{"--stack-signal", "0"}, profiler.StacksAgent, -1},
-		{[]string{"--stack-interval", "1ms"}, profiler.StacksAgent, profiler.DefaultStackSignal},
-		{[]string{"--stack-signal", "40", "--stacks", "bpf"}, profiler.StacksBPF, 40},
-		{[]string{"--stacks", "agent"}, profiler.StacksAgent, profiler.DefaultStackSignal},
+		{nil, stacks.Default, profiler.DefaultStackSignal},
+		{[]string{"--stack-signal", "40"}, stacks.Agent, 40},
+		{[]string{"--stack-signal", "0"}, stacks.Agent, -1},
+		{[]string{"--stack-interval", "1ms"}, stacks.Agent, profiler.DefaultStackSignal},
+		{[]string{"--stack-signal", "40", "--stacks", "bpf"}, stacks.BPF, 40},
+		{[]string{"--stacks", "agent"}, stacks.Agent, profiler.DefaultStackSignal},
 	} {
 		var f sampleFlags
 		fs := flag.NewFlagSet("profile", flag.ContinueOnError)

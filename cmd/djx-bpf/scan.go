@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/djx-bpf/djx-bpf/profiler"
+	"github.com/djx-bpf/djx-bpf/profiler/scan"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/report/htmlreport"
 )
@@ -53,8 +54,8 @@ func cmdScan(args []string) int {
 		match    = fs.String("match", "", "only JVMs whose command line matches `REGEX`")
 		top      = fs.Int("top", 10, "objects per JVM and in the combined table (0: all)")
 		format   = fs.String("format", "table", "output format: table, json or html; default html for -o *.html")
-		maxJVMs  = fs.Int("max-jvms", profiler.DefaultMaxJVMs, "profile at most `N` JVMs at once; more are skipped and listed (0: no cap)")
-		perUser  = fs.Int("max-jvms-per-user", profiler.DefaultMaxPerUser, "profile at most `N` JVMs of one user at once; more are skipped and listed (0: no cap)")
+		maxJVMs  = fs.Int("max-jvms", scan.DefaultMaxJVMs, "profile at most `N` JVMs at once; more are skipped and listed (0: no cap)")
+		perUser  = fs.Int("max-jvms-per-user", scan.DefaultMaxPerUser, "profile at most `N` JVMs of one user at once; more are skipped and listed (0: no cap)")
 		memory   = uint64(profiler.DefaultScanMemory)
 	)
 	fs.Var(sizeFlag{&memory}, "max-memory", "what the scan keeps of its JVMs' agent streams together, at most `SIZE` (methods, classes, code, sites, queued records); past it records are dropped and counted")
@@ -87,7 +88,7 @@ func cmdScan(args []string) int {
 	if *maxJVMs < 0 || *perUser < 0 {
 		return usage("--max-jvms and --max-jvms-per-user must be 0 (no cap) or more")
 	}
-	so := profiler.ScanOptions{Options: sf.options(), MaxJVMs: noCap(*maxJVMs), MaxPerUser: noCap(*perUser), Memory: int64(memory)}
+	so := profiler.ScanOptions{Options: sf.options(), Config: scan.Config{MaxJVMs: noCap(*maxJVMs), MaxPerUser: noCap(*perUser)}, Memory: int64(memory)}
 	so.Duration = *duration
 	if err := scanFilters(&so, *pids, *exclude, *match); err != nil {
 		return usage("%v", err)

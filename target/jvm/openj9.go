@@ -1,10 +1,11 @@
-package profiler
+package jvm
 
 import (
 	"context"
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/djx-bpf/djx-bpf/hotspot/heap"
 	"github.com/djx-bpf/djx-bpf/target/channel"
@@ -26,8 +27,8 @@ type openJ9 struct {
 }
 
 // inspectOpenJ9 reads the OpenJ9 JVM pid and its heap (a javacore, within
-// the agent timeout).
-func (s *session) inspectOpenJ9(ctx context.Context, pid int) (*openJ9, error) {
+// timeout).
+func inspectOpenJ9(ctx context.Context, pid int, timeout time.Duration, note Notes) (*openJ9, error) {
 	j, ok := discover.Inspect(pid)
 	if !ok || j.Kind != discover.OpenJ9 {
 		return nil, fmt.Errorf("attach pid %d: not an OpenJ9 JVM", pid)
@@ -37,10 +38,10 @@ func (s *session) inspectOpenJ9(ctx context.Context, pid int) (*openJ9, error) {
 		return nil, err
 	}
 	o := &openJ9{j: j, vm: vm}
-	hctx, cancel := context.WithTimeout(ctx, s.opts.AgentTimeout)
+	hctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if geo, _, err := discover.OpenJ9Geometry(hctx, j); err != nil {
-		s.addNote("heap range unknown (OpenJ9 javacore: %v); in_heap is not counted", err)
+		note("heap range unknown (OpenJ9 javacore: %v); in_heap is not counted", err)
 	} else {
 		info := heap.Info{GC: "OpenJ9", Ranges: geo.Regions}
 		if len(info.Ranges) == 0 && geo.Reserved.End > geo.Reserved.Start {
@@ -53,12 +54,12 @@ func (s *session) inspectOpenJ9(ctx context.Context, pid int) (*openJ9, error) {
 
 func (o *openJ9) String() string { return fmt.Sprintf("OpenJ9 pid %d", o.j.PID) }
 
-func (o *openJ9) channelSpec(lib []byte) channel.Spec {
+func (o *openJ9) ChannelSpec(lib []byte) channel.Spec {
 	root := filepath.Join("/proc", strconv.Itoa(o.j.PID), "root")
 	return channel.Spec{Root: root, UID: o.j.UID, GID: o.j.GID, Library: lib}
 }
 
-func (o *openJ9) loadAgent(ctx context.Context, path, options string) error {
+func (o *openJ9) LoadAgent(ctx context.Context, path, options string) error {
 	conn, err := o.vm.Attach(ctx, openj9.AttachOptions{HostPID: o.j.PID})
 	if err != nil {
 		return err
@@ -67,17 +68,17 @@ func (o *openJ9) loadAgent(ctx context.Context, path, options string) error {
 	return conn.LoadAgentPath(ctx, path, options)
 }
 
-// heap is the javacore's; without one, there is no HotSpot attach
+// Heap is the javacore's; without one, there is no HotSpot attach
 // listener to ask instead.
-func (o *openJ9) heap(context.Context) (heap.Info, error) {
+func (o *openJ9) Heap(context.Context) (heap.Info, error) {
 	if o.geo == nil {
-		return heap.Info{}, errNoListener
+		return heap.Info{}, ErrNoListener
 	}
 	return *o.geo, nil
 }
 
-func (o *openJ9) jcmd(context.Context, string) (string, error) { return "", errNoListener }
+func (o *openJ9) Jcmd(context.Context, string) (string, error) { return "", ErrNoListener }
 
-// nsPID is the host's pid: the perf map and the agent's thread ids of an
+// NSPID is the host's pid: the perf map and the agent's thread ids of an
 // OpenJ9 JVM are looked up as if it shared our pid namespace.
-func (o *openJ9) nsPID() int { return o.j.PID }
+func (o *openJ9) NSPID() int { return o.j.PID }

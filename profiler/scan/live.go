@@ -1,4 +1,4 @@
-package profiler
+package scan
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/target/discover"
 )
 
-// Live is a continuous scan: the scan of Scan, with its shared sampler,
+// Live is a continuous scan: the scan of Run, with its shared sampler,
 // caps and attaches, that runs until Stop and is cut into windows by
 // Cut. Each JVM's join is attached (and its census taken) once; a cut
 // reports and clears its window only.
@@ -45,24 +45,20 @@ var ErrStopped = errors.New("the continuous scan has stopped")
 // window at the next cut.
 var cutWait = 2 * time.Second
 
-// StartLive starts a continuous scan of the JVMs so selects; so.Duration
-// is ignored (Stop ends it).
-func StartLive(ctx context.Context, so ScanOptions) (*Live, error) {
-	so.Duration = 0
-	sr, err := newScanRun(so)
-	if err != nil {
-		return nil, err
-	}
+// Start starts a continuous scan of the JVMs cfg selects, each profiled
+// through h, until Stop.
+func Start(ctx context.Context, cfg Config, h Host) *Live {
+	sr := newScanRun(cfg, h)
 	sr.live = &liveState{reqs: make(chan chan Cut), members: make(map[int]*liveMember)}
 	sctx, cancel := context.WithCancel(ctx)
 	l := &Live{sr: sr, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
-		defer sr.base.sampler.Close()
+		defer h.Close()
 		sr.watch(sctx)
 		sr.drain()
 	}()
-	return l, nil
+	return l
 }
 
 // Cut ends the current window of every JVM and returns their reports,
@@ -97,7 +93,7 @@ type liveState struct {
 // liveMember is a running session of a continuous scan.
 type liveMember struct {
 	jvm  discover.JVM
-	cuts chan cutReq
+	cuts chan CutRequest
 	done chan struct{} // closed when the session has ended
 }
 
@@ -115,14 +111,14 @@ func (ls *liveState) join(j discover.JVM) *liveMember {
 	if ls == nil {
 		return nil
 	}
-	m := &liveMember{jvm: j, cuts: make(chan cutReq), done: make(chan struct{})}
+	m := &liveMember{jvm: j, cuts: make(chan CutRequest), done: make(chan struct{})}
 	ls.members[j.PID] = m
 	return m
 }
 
 // cutsOf is the channel m's session takes cut requests from; nil outside
 // a continuous scan.
-func (m *liveMember) cutsOf() <-chan cutReq {
+func (m *liveMember) cutsOf() <-chan CutRequest {
 	if m == nil {
 		return nil
 	}
@@ -161,12 +157,12 @@ func (sr *scanRun) cut() Cut {
 	late := false
 	type asked struct {
 		m   *liveMember
-		req cutReq
+		req CutRequest
 	}
 	var waits []asked
 	for _, pid := range pids {
 		m := ls.members[pid]
-		req := cutReq{reply: make(chan *report.Report, 1)}
+		req := CutRequest{Reply: make(chan *report.Report, 1)}
 		if sent, timedOut := offer(m, req, deadline.C, late); sent {
 			waits = append(waits, asked{m, req})
 		} else if timedOut {
@@ -174,7 +170,7 @@ func (sr *scanRun) cut() Cut {
 		}
 	}
 	for _, a := range waits {
-		c.JVMs = append(c.JVMs, JVMWindow{JVM: a.m.jvm, Report: <-a.req.reply})
+		c.JVMs = append(c.JVMs, JVMWindow{JVM: a.m.jvm, Report: <-a.req.Reply})
 	}
 	c.JVMs = append(c.JVMs, ls.pending...)
 	ls.pending = nil
@@ -183,7 +179,7 @@ func (sr *scanRun) cut() Cut {
 
 // offer hands req to m's session, unless it has ended or the cut's
 // deadline passed (late: it has; only a session ready now takes it).
-func offer(m *liveMember, req cutReq, deadline <-chan time.Time, late bool) (sent, timedOut bool) {
+func offer(m *liveMember, req CutRequest, deadline <-chan time.Time, late bool) (sent, timedOut bool) {
 	if late {
 		select {
 		case m.cuts <- req:

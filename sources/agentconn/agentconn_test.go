@@ -1,19 +1,17 @@
-package profiler
+package agentconn
 
 import (
 	"net"
 	"os"
-	"strings"
 	"testing"
 
-	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 	"golang.org/x/sys/unix"
 )
 
-// detachAgent: an agent that sent its last batch (BYE) but hangs up late,
+// Detach: an agent that sent its last batch (BYE) but hangs up late,
 // giving the heap sampler back during a long GC pause, lost nothing, so
-// no note says so; one that never sent BYE is noted.
+// it is not late; one that never sent BYE is.
 func TestDetachAgentLateHangUp(t *testing.T) {
 	for _, bye := range []bool{true, false} {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -27,19 +25,18 @@ func TestDetachAgentLateHangUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		conn := c.(*net.UnixConn)
-		s := &session{conn: conn, j: join.New(join.Config{})}
-		st := &streams{batches: make(chan *agentwire.Batch, 1), agentDone: make(chan error, 1), agentOpen: true}
+		st := &Stream{Batches: make(chan *agentwire.Batch, 1), Done: make(chan error, 1), Open: true}
 		recs := []agentwire.Record{&agentwire.Stats{}}
 		if bye {
 			recs = append(recs, &agentwire.Bye{Reason: "detach"})
 		}
-		st.batches <- &agentwire.Batch{Records: recs}
-		s.detachAgent(st) // the agent never hangs up: the 3 s deadline
+		st.Batches <- &agentwire.Batch{Records: recs}
+		var got int
+		late := st.Detach(conn, func(*agentwire.Batch) { got++ }) // the agent never hangs up: the 3 s deadline
 		conn.Close()
 		theirs.Close()
-		noted := strings.Contains(strings.Join(s.notes, "\n"), "did not finish its last batch")
-		if noted == bye {
-			t.Errorf("bye %v: notes %q", bye, s.notes)
+		if late == bye || got != 1 {
+			t.Errorf("bye %v: late %v, %d batches handed on", bye, late, got)
 		}
 	}
 }

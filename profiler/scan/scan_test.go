@@ -1,4 +1,4 @@
-package profiler
+package scan
 
 import (
 	"bufio"
@@ -100,7 +100,7 @@ func TestScanCapsFakeJVMs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	so := ScanOptions{PIDs: pids}
+	so := Config{PIDs: pids}
 	known := map[int]bool{}
 	gate := newScanGate(so.MaxJVMs, so.MaxPerUser)
 	sc := &report.Scan{}
@@ -153,7 +153,7 @@ func TestScanGate(t *testing.T) {
 		jvms = append(jvms, discover.JVM{})
 		jvms[len(jvms)-1].PID, jvms[len(jvms)-1].UID = pid, 7
 	}
-	so := ScanOptions{MaxPerUser: 1}
+	so := Config{MaxPerUser: 1}
 	g = newScanGate(so.MaxJVMs, so.MaxPerUser)
 	sc := &report.Scan{}
 	if start := so.admit(jvms, map[int]bool{}, g, sc); len(start) != 1 {

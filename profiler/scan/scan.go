@@ -1,4 +1,8 @@
-package profiler
+// Package scan runs a scan of the host's JVMs: it looks for them every
+// so often, admits those wanted within the caps on sessions, has a Host
+// (the profiler, on one shared sampler) profile each, and collects their
+// reports; a continuous scan (Start) cuts their windows on request.
+package scan
 
 import (
 	"context"
@@ -7,22 +11,17 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/djx-bpf/djx-bpf/hotspot/walkplan"
-	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/report"
-	"github.com/djx-bpf/djx-bpf/sources/dispatch"
 	"github.com/djx-bpf/djx-bpf/target/discover"
 )
 
-// ScanOptions configure a scan of the host's JVMs.
-type ScanOptions struct {
-	Options // per-JVM settings; Duration bounds the whole scan
+// Config selects a scan's JVMs and caps its sessions.
+type Config struct {
 	// PIDs limits the scan to these JVMs; empty: every JVM found.
 	PIDs    []int
 	Exclude []int
@@ -36,16 +35,32 @@ type ScanOptions struct {
 	// session (an agent copy and channel in its /tmp, buffered batches, maps
 	// reads): JVMs past a cap are skipped and listed with the reason.
 	MaxJVMs, MaxPerUser int
-	// Memory bounds what the JVMs' joins keep of their agents' streams
-	// together, in bytes (0: DefaultScanMemory): each JVM's own budgets
-	// times MaxJVMs would be more than a host has.
-	Memory int64
 }
 
-// DefaultScanMemory is ScanOptions.Memory's default.
-const DefaultScanMemory = 4 << 30
+// Host runs a scan's sessions: one per JVM, all on the sampler it shares.
+// The profiler is the one in production; the scan owns it once handed
+// over, and closes it when the scan ends.
+type Host interface {
+	// Profile profiles the JVM pid until ctx ends or the JVM exits. In a
+	// continuous scan cuts carries the requests for its windows; nil
+	// otherwise.
+	Profile(ctx context.Context, pid int, cuts <-chan CutRequest) (*report.Report, error)
+	// Event names the shared sample source.
+	Event() string
+	// Shared fills in the shared sampler's counts and costs.
+	Shared(st *report.ScanStats)
+	// Close closes the shared sampler.
+	Close()
+}
 
-// Default caps on a scan's sessions (ScanOptions.MaxJVMs, MaxPerUser).
+// CutRequest asks a session of a continuous scan for the report of the
+// window that ends now; Reply is buffered so that the session never
+// waits on it.
+type CutRequest struct {
+	Reply chan *report.Report
+}
+
+// Default caps on a scan's sessions (Config.MaxJVMs, MaxPerUser).
 const (
 	DefaultMaxJVMs    = 32
 	DefaultMaxPerUser = 8
@@ -96,7 +111,7 @@ func (g *scanGate) release(uid int) {
 	}
 }
 
-func (o *ScanOptions) wanted(j discover.JVM) bool {
+func (o *Config) wanted(j discover.JVM) bool {
 	if len(o.PIDs) > 0 && !slices.Contains(o.PIDs, j.PID) {
 		return false
 	}
@@ -120,59 +135,39 @@ type scanResult struct {
 // scanDrain bounds the wait for the JVM sessions once a scan ends.
 var scanDrain = 10 * time.Second
 
-// Scan profiles every JVM on the host (or those ScanOptions select) at once:
-// one set of per-CPU perf events whose BPF filter holds every profiled
-// JVM, an agent in each. JVMs that start during the scan are attached
-// when found; JVMs that refuse are listed with the reason; JVMs that exit
-// are reported with what was collected.
-func Scan(ctx context.Context, so ScanOptions) (*report.Scan, error) {
-	sr, err := newScanRun(so)
-	if err != nil {
-		return nil, err
-	}
-	base := sr.base
-	defer base.sampler.Close()
-	cost0 := base.costNow()
-
+// Run profiles every JVM on the host (or those cfg selects) at once,
+// each through h, until ctx ends or the duration (0: none) passes. JVMs
+// that start during the scan are attached when found; JVMs that refuse
+// are listed with the reason; JVMs that exit are reported with what was
+// collected.
+func Run(ctx context.Context, cfg Config, duration time.Duration, h Host) *report.Scan {
+	sr := newScanRun(cfg, h)
+	defer h.Close()
 	sctx, cancel := ctx, context.CancelFunc(func() {})
-	if base.opts.Duration > 0 {
-		sctx, cancel = context.WithTimeout(ctx, base.opts.Duration)
+	if duration > 0 {
+		sctx, cancel = context.WithTimeout(ctx, duration)
 	}
 	defer cancel()
 	start := time.Now()
 	sr.watch(sctx)
 	sr.drain()
-	sr.finish(time.Since(start), cost0)
-	return sr.sc, nil
+	sr.finish(time.Since(start))
+	return sr.sc
 }
 
-// newScanRun opens the shared sampler of a scan.
-func newScanRun(so ScanOptions) (*scanRun, error) {
-	if so.Every <= 0 {
-		so.Every = 2 * time.Second
+func newScanRun(cfg Config, h Host) *scanRun {
+	if cfg.Every <= 0 {
+		cfg.Every = 2 * time.Second
 	}
-	base, err := newSession(so.Options, "attach")
-	if err != nil {
-		return nil, err
-	}
-	if so.Memory <= 0 {
-		so.Memory = DefaultScanMemory
-	}
-	base.budget = join.NewBudget(so.Memory)
-	base.walkGate = walkplan.NewGate(runtime.NumCPU(), walkplan.Slice)
-	if err := base.openSampler(); err != nil {
-		return nil, err
-	}
-	return &scanRun{so: &so, base: base, d: dispatch.New(base.sampler), results: make(chan scanResult),
-		known: make(map[int]bool), gate: newScanGate(so.MaxJVMs, so.MaxPerUser), sc: &report.Scan{Event: base.src.Name}}, nil
+	return &scanRun{so: &cfg, h: h, results: make(chan scanResult),
+		known: make(map[int]bool), gate: newScanGate(cfg.MaxJVMs, cfg.MaxPerUser), sc: &report.Scan{Event: h.Event()}}
 }
 
 // scanRun is a scan in progress: the JVMs seen, the sessions running and
 // what they reported.
 type scanRun struct {
-	so      *ScanOptions
-	base    *session // the shared sampler and settings
-	d       *dispatch.Dispatcher
+	so      *Config
+	h       Host
 	sc      *report.Scan
 	results chan scanResult
 	known   map[int]bool // JVMs seen, started or not
@@ -217,7 +212,7 @@ func (sr *scanRun) look(ctx context.Context) {
 		m := sr.live.join(j)
 		go func() {
 			defer sr.wg.Done()
-			r, err := sr.base.member(ctx, sr.d, j.PID, m.cutsOf())
+			r, err := sr.h.Profile(ctx, j.PID, m.cutsOf())
 			m.end()
 			sr.results <- scanResult{j, r, err}
 		}()
@@ -264,16 +259,11 @@ func (sr *scanRun) drain() {
 
 // finish adds the scan's duration, the shared sampler's counters and
 // costs, and the notes on them.
-func (sr *scanRun) finish(elapsed time.Duration, cost0 costMark) {
+func (sr *scanRun) finish(elapsed time.Duration) {
 	sc := sr.sc
 	sc.DurationSec = elapsed.Seconds()
 	sc.Stats.Profiled = len(sc.JVMs)
-	if c, err := sr.base.sampler.Counters(); err == nil {
-		sc.Stats.Dropped = c.Dropped
-		sc.Stats.StackSignals = c.Signaled
-	}
-	sc.Stats.Lost = sr.d.Lost()
-	sc.Stats.CostBPFMs, sc.Stats.CostDjxCPUMs = sr.base.costNow().since(cost0)
+	sr.h.Shared(&sc.Stats)
 	if sc.Stats.Dropped > 0 {
 		sc.Notes = append(sc.Notes, fmt.Sprintf("%d samples were dropped because the ring buffer was full; lower --freq", sc.Stats.Dropped))
 	}
@@ -310,7 +300,7 @@ func forgetGone(known map[int]bool, jvms []discover.JVM) {
 // now: wanted, past their startup, not seen before and within the gate's
 // caps. Those past a cap are listed in sc's skipped JVMs and not retried:
 // a user who starts many fake JVMs must not make the scan try them all.
-func (so *ScanOptions) admit(jvms []discover.JVM, known map[int]bool, gate *scanGate, sc *report.Scan) []discover.JVM {
+func (so *Config) admit(jvms []discover.JVM, known map[int]bool, gate *scanGate, sc *report.Scan) []discover.JVM {
 	var start []discover.JVM
 	for _, j := range jvms {
 		if known[j.PID] || !so.wanted(j) {
@@ -333,19 +323,4 @@ func (so *ScanOptions) admit(jvms []discover.JVM, known map[int]bool, gate *scan
 		start = append(start, j)
 	}
 	return start
-}
-
-// member profiles one JVM of a scan with the shared sampler until ctx
-// ends or the JVM exits.
-func (base *session) member(ctx context.Context, d *dispatch.Dispatcher, pid int, cuts <-chan cutReq) (*report.Report, error) {
-	opts := base.opts
-	opts.Duration = 0 // the scan's context bounds it
-	if base.opts.Notify != nil {
-		notify := base.opts.Notify
-		opts.Notify = func(msg string) { notify(fmt.Sprintf("pid %d: %s", pid, msg)) }
-	}
-	s := &session{opts: opts, mode: "attach", src: base.src, sampler: base.sampler, shared: d, budget: base.budget, clk: base.clk, cuts: cuts,
-		walkGate: base.walkGate}
-	defer s.close()
-	return s.attach(ctx, pid)
 }

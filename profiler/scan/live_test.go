@@ -1,4 +1,4 @@
-package profiler
+package scan
 
 import (
 	"os"
@@ -25,7 +25,7 @@ func TestLiveCut(t *testing.T) {
 	ls.ended(scanResult{jvm: ended.jvm, rep: &report.Report{PID: 2}})
 	go func() {
 		for req := range running.cuts {
-			req.reply <- &report.Report{PID: 1}
+			req.Reply <- &report.Report{PID: 1}
 		}
 	}()
 	defer close(running.cuts)

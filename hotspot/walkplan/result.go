@@ -32,7 +32,7 @@ func walkNote(st *heapwalk.Stats, overlapped bool, tries int) string {
 			st.Objects, float64(st.Bytes)/(1<<20), st.Pending))
 	}
 	if st.Stale > 0 {
-		cut = append(cut, fmt.Sprintf("%d objects found before a collection moved them were not visited (what they held is named by another walk)", st.Stale))
+		cut = append(cut, fmt.Sprintf("%d objects a collection moved under the walk were not visited: what only they held is not named", st.Stale))
 	}
 	if st.LookupLost > 0 {
 		cut = append(cut, fmt.Sprintf("%d small objects have no address entry", st.LookupLost))

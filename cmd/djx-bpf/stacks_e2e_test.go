@@ -141,6 +141,7 @@ func TestBPFStacksGroundTruth(t *testing.T) {
 		}
 		for sn, sh := range shapes {
 			t.Run(name+"/"+sn, func(t *testing.T) {
+				t.Parallel() // stack truth, and the split of one JVM's own loads
 				b := profileStacks(t, home, sh.how, "bpf", sh.jvmArgs)
 				a := profileStacks(t, home, sh.how, "agent", sh.jvmArgs)
 				// The agent's paths match as well, but most borrow their

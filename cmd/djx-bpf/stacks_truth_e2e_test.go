@@ -369,6 +369,7 @@ func TestBPFStacksTruth(t *testing.T) {
 		tr := knownStacksOf[name]
 		for jn, home := range jdks() {
 			t.Run(name+"/"+jn, func(t *testing.T) {
+				t.Parallel() // stack truth of one JVM's own samples, not shares across JVMs
 				j := startJVM(t, home, []string{"-XX:+UnlockDiagnosticVMOptions", "-XX:+DebugNonSafepoints"}, "-main="+tr.main, "20")
 				time.Sleep(2 * time.Second) // warm-up: the hot code compiled before the attach
 				pid := fmt.Sprint(j.cmd.Process.Pid)
@@ -426,6 +427,7 @@ func TestBPFStacksCollectors(t *testing.T) {
 	for jn, home := range jdks() {
 		for _, gc := range []string{"SerialGC", "ParallelGC", "ZGC"} {
 			t.Run(jn+"/"+gc, func(t *testing.T) {
+				t.Parallel() // stack truth, and scanA's split of one JVM's own loads
 				if why := collectorWorks(home, gc); why != "" {
 					t.Skipf("%s has no %s: %s", jn, gc, why)
 				}

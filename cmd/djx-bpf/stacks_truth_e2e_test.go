@@ -369,7 +369,6 @@ func TestBPFStacksTruth(t *testing.T) {
 		tr := knownStacksOf[name]
 		for jn, home := range jdks() {
 			t.Run(name+"/"+jn, func(t *testing.T) {
-				t.Parallel() // stack truth of one JVM's own samples, not shares across JVMs
 				j := startJVM(t, home, []string{"-XX:+UnlockDiagnosticVMOptions", "-XX:+DebugNonSafepoints"}, "-main="+tr.main, "20")
 				time.Sleep(2 * time.Second) // warm-up: the hot code compiled before the attach
 				pid := fmt.Sprint(j.cmd.Process.Pid)

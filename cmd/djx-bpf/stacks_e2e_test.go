@@ -141,13 +141,6 @@ func TestBPFStacksGroundTruth(t *testing.T) {
 		}
 		for sn, sh := range shapes {
 			t.Run(name+"/"+sn, func(t *testing.T) {
-				if sh.how == "launch" {
-					// Stack truth and the split of one JVM's own loads.
-					// An attach shape runs alone: the samples before its
-					// code cache is known count against it, more of them
-					// when another JVM shares the cores.
-					t.Parallel()
-				}
 				b := profileStacks(t, home, sh.how, "bpf", sh.jvmArgs)
 				a := profileStacks(t, home, sh.how, "agent", sh.jvmArgs)
 				// The agent's paths match as well, but most borrow their

@@ -426,7 +426,6 @@ func TestBPFStacksCollectors(t *testing.T) {
 	for jn, home := range jdks() {
 		for _, gc := range []string{"SerialGC", "ParallelGC", "ZGC"} {
 			t.Run(jn+"/"+gc, func(t *testing.T) {
-				t.Parallel() // stack truth, and scanA's split of one JVM's own loads
 				if why := collectorWorks(home, gc); why != "" {
 					t.Skipf("%s has no %s: %s", jn, gc, why)
 				}

@@ -164,6 +164,7 @@ func TestLiveUnwind(t *testing.T) {
 	}
 	for _, jdk := range testenv.JDKs(t) {
 		t.Run(jdk.Name, func(t *testing.T) {
+			t.Parallel() // stack truth of one JVM's own samples
 			pid := startHotPaths(t, jdk, "60")
 			r, err := Open(pid)
 			if err != nil {
@@ -245,6 +246,7 @@ func TestLiveUnwindDeep(t *testing.T) {
 		// of 32, 200 past the 128-frame cap.
 		for _, depth := range []int{100, 200} {
 			t.Run(fmt.Sprintf("%s/depth%d", jdk.Name, depth), func(t *testing.T) {
+				t.Parallel() // stack truth of one JVM's own samples
 				pid := startJava(t, jdk, "DeepStack", []string{"-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,DeepStack::*"}, strconv.Itoa(depth), "60")
 				r, err := Open(pid)
 				if err != nil {

@@ -63,7 +63,6 @@ func (w *walker) admit(a uint64) *queue {
 		if !hot || !w.q.dropLast() {
 			return nil
 		}
-		w.qs.dropLast()
 	}
 	if hot {
 		return &w.qh

@@ -22,6 +22,7 @@ import (
 // comparison; JDK 25: the walk alone).
 func TestAllocStacksGroundTruth(t *testing.T) {
 	setup(t)
+	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	at := func(method, marker string) string {
 		return fmt.Sprintf("AllocPaths.%s:%d", method, markerLine(t, "AllocPaths.java", marker))
 	}
@@ -42,6 +43,7 @@ func TestAllocStacksGroundTruth(t *testing.T) {
 		}
 		for _, stacks := range modes {
 			t.Run(name+"/"+stacks, func(t *testing.T) {
+				t.Parallel()
 				out := filepath.Join(t.TempDir(), "r.json")
 				code, stdout, stderr := djx(t, "profile", "--stacks", stacks, "--format", "json", "-o", out, "--",
 					filepath.Join(home, "bin", "java"), "-Xmx512m", "-cp", classDir, "AllocPaths", "4")

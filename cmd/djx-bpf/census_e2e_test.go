@@ -70,8 +70,10 @@ func checkCensusTruth(t *testing.T, r *report.Report) {
 // census (--census jvmti; the default walks the heap, walk_e2e_test.go).
 func TestCensusAttachGroundTruth(t *testing.T) {
 	setup(t)
+	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	for name, home := range jdks() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			j := startJVM(t, home, nil, "-main=CensusTruth", "30")
 			time.Sleep(time.Second) // start-up is long over when a user attaches
 			out := filepath.Join(t.TempDir(), "r.json")
@@ -94,8 +96,10 @@ func TestCensusAttachGroundTruth(t *testing.T) {
 // under each collector.
 func TestCensusGCMoves(t *testing.T) {
 	setup(t)
+	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	for _, gc := range []string{"Serial", "Parallel", "G1"} {
 		t.Run(gc, func(t *testing.T) {
+			t.Parallel()
 			j := startJVM(t, jdks()["jdk17"], []string{"-XX:+Use" + gc + "GC"}, "-main=CensusTruth", "30", "gc", "churn")
 			out := filepath.Join(t.TempDir(), "r.json")
 			code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--census", "jvmti", "--format", "json", "-o", out)
@@ -155,6 +159,7 @@ func checkScanned(t *testing.T, sc *report.Scan, check func(*testing.T, *report.
 // check and says so.
 func TestCensusOffAndBudget(t *testing.T) {
 	setup(t)
+	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	j := startJVM(t, jdks()["jdk17"], nil, "-main=CensusTruth", "30")
 	for _, tc := range []struct {
 		flags []string

@@ -173,6 +173,7 @@ func TestContinuousToCollector(t *testing.T) {
 // window is either received or counted as dropped.
 func TestContinuousCollectorRestart(t *testing.T) {
 	setup(t)
+	t.Parallel() // counts windows over an outage; mostly waits
 	c := startCollector(t)
 	marker := fmt.Sprintf("-Ddjx.continuous.restart=%d", time.Now().UnixNano())
 	j := startJVM(t, jdks()["jdk17"], []string{marker}, "60")

@@ -345,8 +345,10 @@ func pct(a, b uint64) float64 {
 
 func TestAttachGroundTruth(t *testing.T) {
 	setup(t)
+	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	for name, home := range jdks() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			j := startJVM(t, home, []string{smallHot}, "12")
 			out := filepath.Join(t.TempDir(), "r.json")
 			code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--format", "json", "-o", out)
@@ -421,6 +423,7 @@ func checkCost(t *testing.T, r *report.Report) {
 // and must not disturb the first; once the first ends, a new profile works.
 func TestTwoProfilesOfOneJVM(t *testing.T) {
 	setup(t)
+	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	j := startJVM(t, jdks()["jdk17"], []string{smallHot}, "0")
 	pid := fmt.Sprint(j.cmd.Process.Pid)
 	dir := t.TempDir()
@@ -561,6 +564,7 @@ func TestBadTargets(t *testing.T) {
 // HotArrays' first touches of its fresh arrays are charged to their sites.
 func TestPageFaultEvent(t *testing.T) {
 	setup(t)
+	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, stdout, stderr := djx(t, "profile", "--event", "page-faults", "--stacks", "agent", "--format", "json", "-o", out, "--",
 		filepath.Join(jdks()["jdk17"], "bin", "java"), "-Xmx1g", "-cp", classDir, "HotArrays", "3")
@@ -597,6 +601,7 @@ func TestPageFaultEvent(t *testing.T) {
 // interval they were sampled with.
 func TestAllocBudget(t *testing.T) {
 	setup(t)
+	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	j := startJVM(t, jdks()["jdk17"], nil, "-main=AllocHeavy", "0")
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "3s", "--format", "json", "-o", out)
@@ -637,6 +642,7 @@ func TestAllocBudget(t *testing.T) {
 // must all work through /proc/PID/root with the host pid.
 func TestAttachAcrossNamespaces(t *testing.T) {
 	setup(t)
+	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skipf("namespace test skipped: no unshare: %v", err)
 	}
@@ -697,6 +703,7 @@ func TestAttachAcrossNamespaces(t *testing.T) {
 // Without --duration the profile runs until Ctrl-C, then reports.
 func TestInterruptReports(t *testing.T) {
 	setup(t)
+	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	j := startJVM(t, jdks()["jdk17"], []string{smallHot}, "0")
 	out := filepath.Join(t.TempDir(), "r.json")
 	cmd := exec.Command(binPath, "profile", "--pid", strconv.Itoa(j.cmd.Process.Pid), "--format", "json", "-o", out)
@@ -760,6 +767,7 @@ func runJSON(t *testing.T, out string, args []string) *report.Report {
 // Each bound sits 4-5 standard deviations below the lowest mean.
 func TestGCMovesFollowed(t *testing.T) {
 	setup(t)
+	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	garbageSite := "GcHot.main:" + fmt.Sprint(markerLine(t, "GcHot.java", "GARBAGE-SITE"))
 	coldRead := "GcHot.main:" + fmt.Sprint(markerLine(t, "GcHot.java", "COLD-READ"))
 	for _, c := range []struct{ gc, strategy string }{
@@ -767,6 +775,7 @@ func TestGCMovesFollowed(t *testing.T) {
 		{"Serial", "rescan"}, {"Parallel", "rescan"}, {"G1", "rescan"},
 	} {
 		t.Run(c.gc+"/"+c.strategy, func(t *testing.T) {
+			t.Parallel()
 			// 1999 Hz: the uprobe slows GcHot, and the check needs counts.
 			// --stacks agent: the stack signal's sparing of non-Java threads is checked too.
 			r := launchJSON(t, []string{"--relocation", c.strategy, "--freq", "1999", "--stacks", "agent"}, "-XX:+Use"+c.gc+"GC", "-Xmx512m", "-Xmn32m", "GcHot", "4")
@@ -826,6 +835,7 @@ func TestGCMovesFollowed(t *testing.T) {
 // charged to the dead array (checked without frees: the dead array got all).
 func TestFreedMemoryReuse(t *testing.T) {
 	setup(t)
+	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	r := launchJSON(t, nil, "-XX:+UseG1GC", "-Xmx512m", "Reuse", "1.5")
 	samples := map[string]uint64{}
 	for _, o := range r.Objects {
@@ -865,6 +875,8 @@ func TestFreedMemoryReuse(t *testing.T) {
 // still reports the arrays' deaths.
 func TestHumongousReclaimed(t *testing.T) {
 	setup(t)
+	// Alone, not beside another test: the agent's untagging of a dead
+	// array races the next young GC, which a busy host delays.
 	for name, home := range jdks() {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()

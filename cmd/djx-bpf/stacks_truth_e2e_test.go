@@ -423,9 +423,11 @@ func collectorWorks(home, gc string) string {
 // scanA's paths have about 3/4 of the scans' samples.
 func TestBPFStacksCollectors(t *testing.T) {
 	setup(t)
+	t.Parallel() // launched: the code cache is known from the start, unlike an attach's first second
 	for jn, home := range jdks() {
 		for _, gc := range []string{"SerialGC", "ParallelGC", "ZGC"} {
 			t.Run(jn+"/"+gc, func(t *testing.T) {
+				t.Parallel()
 				if why := collectorWorks(home, gc); why != "" {
 					t.Skipf("%s has no %s: %s", jn, gc, why)
 				}

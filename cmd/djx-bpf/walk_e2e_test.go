@@ -236,6 +236,7 @@ func TestWalkServiceTruth(t *testing.T) {
 // of min size each, by the map's chain.
 func TestWalkCensusTruth(t *testing.T) {
 	setup(t)
+	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	j := startJVM(t, jdks()["jdk17"], nil, "-main=CensusTruth", "30")
 	time.Sleep(time.Second)
 	out := filepath.Join(t.TempDir(), "r.json")
@@ -288,6 +289,7 @@ func TestWalkScan(t *testing.T) {
 // 256 GiB span) gets the agent's census instead, and a note says why.
 func TestWalkRefusedFallsBack(t *testing.T) {
 	setup(t)
+	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	j := startJVM(t, jdks()["jdk17"], []string{"-Xmx300g"}, "-main=CensusTruth", "30")
 	time.Sleep(time.Second)
 	out := filepath.Join(t.TempDir(), "r.json")
@@ -313,6 +315,7 @@ func TestWalkRefusedFallsBack(t *testing.T) {
 // their holder chain (before, only their types were).
 func TestWalkLaunched(t *testing.T) {
 	setup(t)
+	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	out := filepath.Join(t.TempDir(), "r.json")
 	java := filepath.Join(jdks()["jdk17"], "bin", "java")
 	code, _, stderr := djx(t, "profile", "--duration", "10s", "--format", "json", "-o", out, "--", java, "-Xmx2g", "-cp", classDir,

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/djx-bpf/djx-bpf/hotspot/vmlayout"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/naming/datatype"
 	"github.com/djx-bpf/djx-bpf/naming/region"
@@ -55,8 +56,11 @@ type typeRow struct {
 
 func (j *JVM) onTypesInfo(ti *agentwire.TypesInfo) {
 	j.typesInfo = ti
-	j.geo = datatype.Geometry{NarrowKlass: ti.KlassBytes == 4, NarrowOops: ti.OopBytes == 4, OopBase: ti.OopBase, OopShift: uint(ti.OopShift),
-		KlassInMark: uint(ti.KlassInMark)}
+	j.geo = datatype.Geometry{Geometry: vmlayout.Geometry{
+		CompressedOops: ti.OopBytes == 4, OopBase: ti.OopBase, OopShift: uint(ti.OopShift),
+		CompressedClassPointers: ti.KlassBytes == 4, KlassBase: ti.KlassBase, KlassShift: uint(ti.KlassShift),
+		CompactHeaders: ti.KlassInMark != 0, KlassMarkShift: uint(ti.KlassInMark),
+	}}
 	if ti.OK {
 		j.types = datatype.NewTable(j.geo)
 	}
@@ -72,7 +76,7 @@ func (j *JVM) onClass(c *agentwire.Class) {
 	}
 	j.types.Add(c.Klass, c.Narrow, c.Sig, fs)
 	w := c.Klass
-	if j.geo.NarrowKlass {
+	if j.geo.CompressedClassPointers {
 		w = uint64(c.Narrow)
 	}
 	if _, ok := j.asked[w]; ok {

@@ -2,7 +2,6 @@ package heapwalk
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 )
@@ -156,11 +155,11 @@ func (w *walker) readKlass(addr uint64) *klass {
 			return nil
 		}
 	}
-	name, ok := w.symbol(le64(buf[o.klassName:]))
+	name, ok := w.symbol(l.vm.KlassName(buf))
 	if !ok {
 		return nil
 	}
-	k.name = javaName(name)
+	k.name = jvmsym.TypeName(name)
 	if lh > 0 {
 		if !w.instanceKlass(k) {
 			return nil
@@ -244,22 +243,12 @@ func (w *walker) instanceKlass(k *klass) bool {
 // symbol reads a Symbol's text: u2 length, then the bytes. A name must
 // be non-empty and free of control bytes (modified UTF-8 has no NUL).
 func (w *walker) symbol(addr uint64) (string, bool) {
-	o := &w.l.off
 	if addr == 0 {
 		return "", false
 	}
-	var hdr [64]byte
-	h := hdr[:o.symBody]
-	if !w.r.cached(h, addr) {
-		return "", false
-	}
-	n := int(h[o.symLen]) | int(h[o.symLen+1])<<8
-	if n == 0 {
-		return "", false
-	}
-	n = min(n, jvmsym.MaxName+1) // enough to tell a name that AppendCut must cut
-	b := make([]byte, n)
-	if !w.r.cached(b, addr+o.symBody) {
+	// MaxName+1 bytes are enough to tell a name that AppendCut must cut.
+	b, n, err := w.l.vm.ReadSymbol(w.r, addr, jvmsym.MaxName+1, 0)
+	if err != nil || n == 0 {
 		return "", false
 	}
 	for _, c := range b {
@@ -292,30 +281,4 @@ func (w *walker) declaring(k *klass, off uint32) *klass {
 		d, s = sk, sk.super
 	}
 	return d
-}
-
-// javaName turns a class's internal name into its Java name:
-// java/util/HashMap$Node → java.util.HashMap$Node, [J → long[],
-// [[Ljava/lang/String; → java.lang.String[][].
-func javaName(s string) string {
-	dims := 0
-	for dims < len(s) && s[dims] == '[' {
-		dims++
-	}
-	if dims == 0 {
-		return strings.ReplaceAll(s, "/", ".")
-	}
-	e := s[dims:]
-	base, ok := primitives[e]
-	if !ok {
-		e = strings.TrimPrefix(e, "L")
-		e = strings.TrimSuffix(e, ";")
-		base = strings.ReplaceAll(e, "/", ".")
-	}
-	return base + strings.Repeat("[]", dims)
-}
-
-var primitives = map[string]string{
-	"Z": "boolean", "B": "byte", "C": "char", "S": "short",
-	"I": "int", "J": "long", "F": "float", "D": "double",
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/djx-bpf/djx-bpf/hotspot/vmlayout"
 	"github.com/djx-bpf/djx-bpf/hotspot/vmstructs"
 )
 
@@ -49,20 +50,9 @@ type Layout struct {
 	Release string // the JVM's release string
 	GC      string // "serial", "parallel", "g1", "shenandoah", "z", "epsilon"; "" if no flag says
 
-	CompressedOops bool
-	OopBase        uint64 // narrow oop decoding: OopBase + narrow<<OopShift
-	OopShift       uint
-	OopSize        uint64 // 4 with compressed oops, else 8
-
-	CompressedClassPointers bool
-	KlassBase               uint64
-	KlassShift              uint
-
-	// CompactHeaders: -XX:+UseCompactObjectHeaders, the narrow klass is
-	// the mark word's bits from KlassMarkShift up (markWord::klass_shift)
-	// and the header is the mark word alone.
-	CompactHeaders bool
-	KlassMarkShift uint
+	// Geometry is how oops and klass pointers are encoded.
+	vmlayout.Geometry
+	OopSize uint64 // 4 with compressed oops, else 8
 
 	// HeaderSize is an instance's header, mark word and klass (8 with
 	// compact headers, 12 or 16 bytes); an array's length is at
@@ -79,31 +69,27 @@ type Layout struct {
 	cldHead       uint64 // address of ClassLoaderDataGraph::_head
 	collectedHeap uint64 // the CollectedHeap object
 	off           offsets
+	vm            *vmlayout.Layout // the offsets the code symbolizer reads by too
 }
 
 // offsets are the vmStructs offsets and constants the walk reads by.
 type offsets struct {
-	klassLH, klassName, klassSuper, klassMirror, klassNextLink, klassVtableLen uint64
-	ikItableLen, ikOopMapSize, ikRefType                                       uint64
-	ikSize, klassSize                                                          uint64 // sizeof(InstanceKlass), sizeof(Klass)
-	symLen, symBody                                                            uint64
-	oopHandleObj                                                               uint64
-	cldNext, cldKlasses                                                        uint64
-	mirrorKlass, mirrorOopSize, mirrorStaticCount                              uint64 // in a java.lang.Class instance
-	heapTotal                                                                  uint64 // CollectedHeap::_total_collections
-	heapActive                                                                 uint64 // CollectedHeap::_is_gc_active; 0 if none
-	hasActive                                                                  bool
+	klassLH, klassSuper, klassMirror, klassNextLink, klassVtableLen uint64
+	ikItableLen, ikOopMapSize, ikRefType                            uint64
+	ikSize, klassSize                                               uint64 // sizeof(InstanceKlass), sizeof(Klass)
+	oopHandleObj                                                    uint64
+	cldNext, cldKlasses                                             uint64
+	mirrorKlass, mirrorOopSize, mirrorStaticCount                   uint64 // in a java.lang.Class instance
+	heapTotal                                                       uint64 // CollectedHeap::_total_collections
+	heapActive                                                      uint64 // CollectedHeap::_is_gc_active; 0 if none
+	hasActive                                                       bool
 
 	lhTagShift, lhHeaderShift, lhHeaderMask, lhLog2Mask uint32
 	lhTagObj, lhTagType                                 int32
 }
 
 // needs are the entries NewLayout reads, with each JDK's names.
-var needs = []vmstructs.Need{
-	vmstructs.NeedStatic("CompressedOops::_narrow_oop._base", "CompressedOops::_base"),
-	vmstructs.NeedStatic("CompressedOops::_narrow_oop._shift", "CompressedOops::_shift"),
-	vmstructs.NeedStatic("CompressedKlassPointers::_narrow_klass._base", "CompressedKlassPointers::_base"),
-	vmstructs.NeedStatic("CompressedKlassPointers::_narrow_klass._shift", "CompressedKlassPointers::_shift"),
+var needs = slices.Concat(vmlayout.EncodingNeeds, vmlayout.Needs, []vmstructs.Need{
 	vmstructs.NeedStatic("ClassLoaderDataGraph::_head"),
 	vmstructs.NeedStatic("Universe::_collectedHeap"),
 	vmstructs.NeedStatic("java_lang_Class::_klass_offset"),
@@ -114,7 +100,6 @@ var needs = []vmstructs.Need{
 	vmstructs.NeedField("JVMFlag::_addr"),
 	vmstructs.NeedField("JVMFlag::_name"),
 	vmstructs.NeedField("Klass::_layout_helper"),
-	vmstructs.NeedField("Klass::_name"),
 	vmstructs.NeedField("Klass::_super"),
 	vmstructs.NeedField("Klass::_java_mirror"),
 	vmstructs.NeedField("Klass::_next_link"),
@@ -122,8 +107,6 @@ var needs = []vmstructs.Need{
 	vmstructs.NeedField("InstanceKlass::_itable_len"),
 	vmstructs.NeedField("InstanceKlass::_nonstatic_oop_map_size"),
 	vmstructs.NeedField("InstanceKlass::_reference_type"),
-	vmstructs.NeedField("Symbol::_length"),
-	vmstructs.NeedField("Symbol::_body"),
 	vmstructs.NeedField("OopHandle::_obj"),
 	vmstructs.NeedField("ClassLoaderData::_next"),
 	vmstructs.NeedField("ClassLoaderData::_klasses"),
@@ -134,7 +117,7 @@ var needs = []vmstructs.Need{
 	vmstructs.NeedType("InstanceKlass"),
 	vmstructs.NeedType("Klass"),
 	vmstructs.NeedType("JVMFlag"),
-}
+})
 
 // NewLayout reads the layout of the JVM whose tables tab are, from its
 // memory mem.
@@ -153,7 +136,11 @@ func newLayout(tab *vmstructs.Table, mem Mem, opts Options) (*Layout, error) {
 	var st Stats
 	v := &tableReader{tab: tab, r: &reader{mem: mem, stats: &st}}
 	l := &Layout{Release: tab.Release}
-	oopShift, klassShift := l.readStatics(v)
+	enc, err := vmlayout.ReadEncodings(tab, v.r)
+	if err != nil {
+		return nil, err
+	}
+	l.readStatics(v)
 	if v.err != nil {
 		return nil, v.err
 	}
@@ -166,18 +153,20 @@ func newLayout(tab *vmstructs.Table, mem Mem, opts Options) (*Layout, error) {
 	if err := l.fromFlags(flags, opts); err != nil {
 		return nil, err
 	}
-	if err := l.setShifts(oopShift, klassShift); err != nil {
-		return nil, err
+	g, err := enc.Geometry(tab, l.CompressedOops, l.CompressedClassPointers, l.CompactHeaders)
+	if err != nil {
+		return nil, walkErr(err)
 	}
-	if err := l.markKlass(tab); err != nil {
-		return nil, err
+	l.Geometry, l.OopSize, l.HeaderSize = g, g.OopBytes(), g.HeaderBytes()
+	if l.vm, err = vmlayout.New(tab); err != nil {
+		return nil, walkErr(err)
 	}
 	for _, o := range []uint64{l.off.mirrorKlass, l.off.mirrorOopSize, l.off.mirrorStaticCount} {
 		if o < l.HeaderSize || o > 4096 || o%4 != 0 {
 			return nil, fmt.Errorf("%w: java.lang.Class field offset %d (is java.lang.Class loaded?)", ErrNotReady, int64(o))
 		}
 	}
-	if err := l.off.read(v); err != nil {
+	if err := l.off.read(v, l.vm.Klass.Name); err != nil {
 		return nil, err
 	}
 	if err := l.layoutHelper(tab); err != nil {
@@ -190,6 +179,15 @@ func newLayout(tab *vmstructs.Table, mem Mem, opts Options) (*Layout, error) {
 		return nil, err
 	}
 	return l, l.checkHeap()
+}
+
+// walkErr marks the layouts vmlayout refuses as ones the walk cannot
+// parse.
+func walkErr(err error) error {
+	if errors.Is(err, vmlayout.ErrUnsupported) {
+		return fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	return err
 }
 
 // tableReader reads the JVM's memory at the places its tables name, and
@@ -226,62 +224,20 @@ func (v *tableReader) int32At(what string, addr uint64) uint64 {
 	return uint64(int64(int32(w)))
 }
 
-// readStatics reads the encodings' bases (and returns their shifts),
-// java.lang.Class's injected field offsets and where the class list and
-// the heap object are.
-func (l *Layout) readStatics(v *tableReader) (oopShift, klassShift uint64) {
-	l.OopBase = v.word("narrow oop base", v.static("CompressedOops::_narrow_oop._base", "CompressedOops::_base"))
-	oopShift = v.int32At("narrow oop shift", v.static("CompressedOops::_narrow_oop._shift", "CompressedOops::_shift"))
-	l.KlassBase = v.word("narrow klass base", v.static("CompressedKlassPointers::_narrow_klass._base", "CompressedKlassPointers::_base"))
-	klassShift = v.int32At("narrow klass shift", v.static("CompressedKlassPointers::_narrow_klass._shift", "CompressedKlassPointers::_shift"))
+// readStatics reads java.lang.Class's injected field offsets and where
+// the class list and the heap object are.
+func (l *Layout) readStatics(v *tableReader) {
 	l.off.mirrorKlass = v.int32At("java_lang_Class::_klass_offset", v.static("java_lang_Class::_klass_offset"))
 	l.off.mirrorOopSize = v.int32At("java_lang_Class::_oop_size_offset", v.static("java_lang_Class::_oop_size_offset"))
 	l.off.mirrorStaticCount = v.int32At("java_lang_Class::_static_oop_field_count_offset", v.static("java_lang_Class::_static_oop_field_count_offset"))
 	l.cldHead = v.static("ClassLoaderDataGraph::_head")
 	l.collectedHeap = v.word("Universe::_collectedHeap", v.static("Universe::_collectedHeap"))
-	return oopShift, klassShift
-}
-
-// setShifts takes the encodings' shifts, once the flags said which
-// encodings are in use: one not in use may hold anything (JDK 25 leaves
-// the klass shift at -1 without compressed class pointers).
-func (l *Layout) setShifts(oopShift, klassShift uint64) error {
-	if !l.CompressedOops {
-		l.OopBase, oopShift = 0, 0
-	}
-	if !l.CompressedClassPointers {
-		l.KlassBase, klassShift = 0, 0
-	}
-	if oopShift > 8 || klassShift > 32 {
-		return fmt.Errorf("%w: narrow oop shift %d, klass shift %d", ErrUnsupported, int64(oopShift), int64(klassShift))
-	}
-	l.OopShift, l.KlassShift = uint(oopShift), uint(klassShift)
-	return nil
-}
-
-// markKlass takes the narrow klass's place in a compact mark word from
-// markWord::klass_shift: its bits up to the word's top are the narrow
-// klass, at most 32 of them.
-func (l *Layout) markKlass(tab *vmstructs.Table) error {
-	if !l.CompactHeaders {
-		return nil
-	}
-	s, ok := tab.LongConst("markWord::klass_shift")
-	if !ok {
-		return fmt.Errorf("%w: compact object headers without markWord::klass_shift in vmStructs", ErrUnsupported)
-	}
-	if s < 32 || s > 62 {
-		return fmt.Errorf("%w: compact object headers with markWord::klass_shift %d", ErrUnsupported, int64(s))
-	}
-	l.KlassMarkShift = uint(s)
-	return nil
 }
 
 // read takes the metadata's field offsets from the tables, and checks
 // that they lie where such fields can.
-func (o *offsets) read(v *tableReader) error {
+func (o *offsets) read(v *tableReader, klassName uint64) error {
 	o.klassLH = v.field("Klass::_layout_helper")
-	o.klassName = v.field("Klass::_name")
 	o.klassSuper = v.field("Klass::_super")
 	o.klassMirror = v.field("Klass::_java_mirror")
 	o.klassNextLink = v.field("Klass::_next_link")
@@ -291,8 +247,6 @@ func (o *offsets) read(v *tableReader) error {
 	o.ikRefType = v.field("InstanceKlass::_reference_type")
 	o.ikSize, _ = v.tab.Size("InstanceKlass")
 	o.klassSize, _ = v.tab.Size("Klass")
-	o.symLen = v.field("Symbol::_length")
-	o.symBody = v.field("Symbol::_body")
 	o.oopHandleObj = v.field("OopHandle::_obj")
 	o.cldNext = v.field("ClassLoaderData::_next")
 	o.cldKlasses = v.field("ClassLoaderData::_klasses")
@@ -301,7 +255,7 @@ func (o *offsets) read(v *tableReader) error {
 		o.heapActive, o.hasActive = f.Offset, true
 	}
 	// Klass's fields must lie inside it, InstanceKlass's after them.
-	for _, f := range []uint64{o.klassLH, o.klassName, o.klassSuper, o.klassMirror + o.oopHandleObj, o.klassNextLink, o.klassVtableLen} {
+	for _, f := range []uint64{o.klassLH, klassName, o.klassSuper, o.klassMirror + o.oopHandleObj, o.klassNextLink, o.klassVtableLen} {
 		if f+8 > o.klassSize || o.klassSize > 4096 {
 			return fmt.Errorf("%w: Klass field at %d outside sizeof(Klass) %d", ErrUnsupported, f, o.klassSize)
 		}
@@ -310,9 +264,6 @@ func (o *offsets) read(v *tableReader) error {
 		if f < o.klassSize || f+4 > o.ikSize || o.ikSize > 4096 {
 			return fmt.Errorf("%w: InstanceKlass field at %d outside [%d, %d)", ErrUnsupported, f, o.klassSize, o.ikSize)
 		}
-	}
-	if o.symLen+2 > o.symBody || o.symBody > 64 {
-		return fmt.Errorf("%w: Symbol length at %d, body at %d", ErrUnsupported, o.symLen, o.symBody)
 	}
 	return nil
 }
@@ -473,8 +424,9 @@ func readFlags(r *reader, tab *vmstructs.Table) (map[string]flag, error) {
 	return out, nil
 }
 
-// fromFlags sets the oop and header geometry from the flags (or the
-// options), and refuses what the walker cannot parse.
+// fromFlags sets the collector, the encodings in use and the alignment
+// from the flags (or the options), and refuses what the walker cannot
+// parse.
 func (l *Layout) fromFlags(flags map[string]flag, opts Options) error {
 	on := func(name string) bool { f, ok := flags[name]; return ok && f.val&0xff != 0 }
 	l.CompactHeaders = on("UseCompactObjectHeaders")
@@ -511,20 +463,6 @@ func (l *Layout) fromFlags(flags map[string]flag, opts Options) error {
 	}
 	if l.CompressedClassPointers, err = pick(opts.CompressedClassPointers, "UseCompressedClassPointers"); err != nil {
 		return err
-	}
-	l.OopSize, l.HeaderSize = 8, 16
-	if l.CompressedOops {
-		l.OopSize = 4
-	}
-	switch {
-	case l.CompactHeaders && !l.CompressedClassPointers:
-		// HotSpot turns compact headers off without compressed class
-		// pointers: the flags contradict each other.
-		return fmt.Errorf("%w: compact object headers without compressed class pointers", ErrUnsupported)
-	case l.CompactHeaders:
-		l.HeaderSize = 8
-	case l.CompressedClassPointers:
-		l.HeaderSize = 12
 	}
 	l.Alignment = 8
 	if f, ok := flags["ObjectAlignmentInBytes"]; ok {
@@ -635,36 +573,13 @@ func (l *Layout) decodeOop(v uint64) uint64 {
 	if l.z != nil {
 		return l.z.decode(v)
 	}
-	if l.CompressedOops {
-		return l.OopBase + v<<l.OopShift
-	}
-	return v
+	return l.DecodeOop(v)
 }
 
 // KlassOf returns the Klass* an object's header names: hdr holds at
 // least its first 16 bytes (12 without compact headers). A compact
 // header's is in its mark word, a forwarded object's nowhere (0).
-func (l *Layout) KlassOf(hdr []byte) uint64 { return l.decodeKlass(hdr) }
+func (l *Layout) KlassOf(hdr []byte) uint64 { return l.DecodeKlass(hdr) }
 
 // decodeKlass turns an object's klass word into a Klass*.
-func (l *Layout) decodeKlass(hdr []byte) uint64 {
-	if l.CompactHeaders {
-		mark := le64(hdr)
-		if mark&3 == 3 {
-			return 0 // forwarded: the mark is the new address
-		}
-		nk := mark >> l.KlassMarkShift
-		if nk == 0 {
-			return 0
-		}
-		return l.KlassBase + nk<<l.KlassShift
-	}
-	if l.CompressedClassPointers {
-		nk := uint64(le32(hdr[8:]))
-		if nk == 0 {
-			return 0
-		}
-		return l.KlassBase + nk<<l.KlassShift
-	}
-	return le64(hdr[8:])
-}
+func (l *Layout) decodeKlass(hdr []byte) uint64 { return l.DecodeKlass(hdr) }

@@ -93,6 +93,15 @@ func (r *reader) cached(p []byte, addr uint64) bool {
 	return true
 }
 
+// ReadPrefix reads len(p) bytes at addr through the cache, all or none,
+// for vmlayout's readers.
+func (r *reader) ReadPrefix(p []byte, addr uint64) (int, error) {
+	if !r.cached(p, addr) {
+		return 0, nil
+	}
+	return len(p), nil
+}
+
 func (r *reader) u64(addr uint64) (uint64, bool) {
 	var b [8]byte
 	if !r.cached(b[:], addr) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/djx-bpf/djx-bpf/hotspot/vmlayout"
 	"github.com/djx-bpf/djx-bpf/hotspot/vmstructs"
 )
 
@@ -59,8 +60,9 @@ type layout struct {
 	cmHasLines                           uint64
 	cpSize                               uint64
 	cpHolder, cpLength, cpSourceIndex    field
-	klassName                            field
-	symLength, symBody                   field
+
+	// vm is what the heap walk reads by too: Klass's name, Symbol.
+	vm *vmlayout.Layout
 
 	// unsigned5X is the excluded byte count of HotSpot's UNSIGNED5
 	// streams: 1 from JDK 20 on (no NUL bytes in a stream), 0 before.
@@ -96,6 +98,11 @@ func layoutOf(t *vmstructs.Table) (*layout, error) {
 	if err := l.check(); err != nil {
 		return nil, err
 	}
+	vm, err := vmlayout.New(t)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	l.vm = vm
 	l.unsigned5X = unsigned5X(t)
 	return l, nil
 }
@@ -168,9 +175,6 @@ func (l *layout) methodFields(b *builder) {
 	l.cpHolder = b.field("ConstantPool::_pool_holder")
 	l.cpLength = b.field("ConstantPool::_length")
 	l.cpSourceIndex = b.field("ConstantPool::_source_file_name_index")
-	l.klassName = b.field("Klass::_name")
-	l.symLength = b.field("Symbol::_length")
-	l.symBody = b.field("Symbol::_body[0]")
 }
 
 // check bounds each field by its type's size, so that decoding a header
@@ -203,8 +207,8 @@ func (l *layout) check() error {
 	if l.pcDescSize < 8 || l.pcDescSize > 64 {
 		return fmt.Errorf("%w: PcDesc size %d", ErrUnsupported, l.pcDescSize)
 	}
-	if l.symBody.off > 64 || l.klassName.off > maxStruct || l.methodConst.off > maxStruct {
-		return fmt.Errorf("%w: Symbol, Klass or Method offsets out of range", ErrUnsupported)
+	if l.methodConst.off > maxStruct {
+		return fmt.Errorf("%w: Method offsets out of range", ErrUnsupported)
 	}
 	return nil
 }

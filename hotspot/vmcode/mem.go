@@ -64,6 +64,9 @@ func (r *reader) prefix(p []byte, addr uint64) (int, error) {
 	return n, nil
 }
 
+// ReadPrefix is prefix, for vmlayout's readers.
+func (r *reader) ReadPrefix(p []byte, addr uint64) (int, error) { return r.prefix(p, addr) }
+
 // read reads exactly len(p) bytes at addr.
 func (r *reader) read(p []byte, addr uint64) error {
 	n, err := r.prefix(p, addr)

@@ -1,9 +1,11 @@
 package vmcode
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/djx-bpf/djx-bpf/hotspot/vmlayout"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 )
 
@@ -12,8 +14,7 @@ const (
 	// maxMethodTail caps the bytes read after a method's bytecodes for
 	// its line number table (which ends the first of the tables there).
 	maxMethodTail = 256 << 10
-	maxSymbol     = 65535 // Symbol::max_symbol_length
-	symbolPrefix  = 96    // first read of a Symbol: most names fit
+	symbolPrefix  = 96 // first read of a Symbol: most names fit
 	maxCPLength   = 1 << 16
 	maxCodeSize   = 1 << 16
 )
@@ -188,15 +189,11 @@ func (s *Symbolizer) poolClass(r *reader, cp uint64) (*class, error) {
 	if !plausible(holder, 0) || holder%8 != 0 {
 		return nil, malformed("pool holder %#x", holder)
 	}
-	kn, err := r.u64(holder + l.klassName.off)
+	text, length, err := l.vm.ReadKlassName(r, holder, jvmsym.MaxName, symbolPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("read class name: %w", err)
+		return nil, symbolErr(err, "class name", holder)
 	}
-	name, err := s.symbol(r, kn, "class name")
-	if err != nil {
-		return nil, err
-	}
-	c.name = jvmsym.TypeName(name)
+	c.name = jvmsym.TypeName(s.symbolName(text, length))
 	if len(s.classes) >= maxClasses || s.classBytes+c.bytes() > classCacheBytes {
 		clear(s.classes)
 		s.classBytes = 0
@@ -262,34 +259,31 @@ func (s *Symbolizer) symbol(r *reader, p uint64, what string) (string, error) {
 	if !plausible(p, 0) {
 		return "", malformed("%s Symbol* %#x", what, p)
 	}
-	l := s.l
-	body := l.symBody.off
-	buf := make([]byte, body+symbolPrefix)
-	n, err := r.prefix(buf, p)
-	if err != nil {
-		return "", err
-	}
-	if uint64(n) < body {
-		return "", malformed("%s Symbol at %#x is unreadable", what, p)
-	}
-	length := get(buf[:n], l.symLength)
-	if length > maxSymbol {
-		return "", malformed("%s Symbol of %d bytes", what, length)
-	}
 	// Only what is kept of a long name is read.
-	keep := min(length, jvmsym.MaxName)
-	if body+keep > uint64(n) {
-		buf = make([]byte, body+keep)
-		if err := r.read(buf, p); err != nil {
-			return "", fmt.Errorf("read %s Symbol: %w", what, err)
-		}
+	text, length, err := s.l.vm.ReadSymbol(r, p, jvmsym.MaxName, symbolPrefix)
+	if err != nil {
+		return "", symbolErr(err, what, p)
 	}
-	// Modified UTF-8 is UTF-8 but for NUL and supplementary characters,
-	// which come out replaced rather than failing the whole frame.
-	name := strings.ToValidUTF8(string(buf[body:body+keep]), "\uFFFD")
-	if keep < length {
+	return s.symbolName(text, length), nil
+}
+
+// symbolName is a Symbol's text as read, of length bytes in all, as a
+// name. Modified UTF-8 is UTF-8 but for NUL and supplementary characters,
+// which come out replaced rather than failing the whole frame.
+func (s *Symbolizer) symbolName(text []byte, length int) string {
+	name := strings.ToValidUTF8(string(text), "\uFFFD")
+	if len(text) < length {
 		s.stats.NamesCut++
 		name = jvmsym.CutName(name + jvmsym.NameCut)
 	}
-	return name, nil
+	return name
+}
+
+// symbolErr says what of a Symbol at p (or of the class at p) could not
+// be read; memory that ends early is malformed metadata.
+func symbolErr(err error, what string, p uint64) error {
+	if errors.Is(err, vmlayout.ErrUnreadable) {
+		return malformed("%s at %#x: %v", what, p, err)
+	}
+	return fmt.Errorf("read %s at %#x: %w", what, p, err)
 }

@@ -11,14 +11,9 @@ import (
 
 // symbolAt is a Symbol of body at addr, laid out as l says.
 func symbolAt(l *layout, addr uint64, body string) segment {
-	d := make([]byte, l.symBody.off+uint64(len(body)))
-	switch l.symLength.width {
-	case 2:
-		binary.LittleEndian.PutUint16(d[l.symLength.off:], uint16(len(body)))
-	case 4:
-		binary.LittleEndian.PutUint32(d[l.symLength.off:], uint32(len(body)))
-	}
-	copy(d[l.symBody.off:], body)
+	d := make([]byte, l.vm.Symbol.Body+uint64(len(body)))
+	binary.LittleEndian.PutUint16(d[l.vm.Symbol.Length:], uint16(len(body)))
+	copy(d[l.vm.Symbol.Body:], body)
 	return segment{addr, d}
 }
 

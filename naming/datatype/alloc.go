@@ -27,7 +27,7 @@ func (t *Table) Enclosing(addr uint64, regs *decode.Regs, h Headers) (obj, klass
 				continue
 			}
 			l := t.ByKlassWord(k)
-			if l == nil || l.mirror() || l.Array && !t.geo.NarrowKlass || !t.Holds(l, k, addr-o) {
+			if l == nil || l.mirror() || l.Array && !t.geo.CompressedClassPointers || !t.Holds(l, k, addr-o) {
 				continue
 			}
 			obj, klass, ok = o, k, true
@@ -44,7 +44,7 @@ const klassOffset = 8
 // the straight-line code from the sampled pc. With compact headers it is
 // the store of the mark word, the class's prototype header.
 func (g Geometry) AllocKlass(code []byte, base int8) (uint64, decode.Scan) {
-	if g.KlassInMark != 0 {
+	if g.CompactHeaders {
 		m, st := decode.StoredConst(code, base, 0, 8)
 		if st != decode.ScanFound {
 			return 0, st
@@ -52,7 +52,7 @@ func (g Geometry) AllocKlass(code []byte, base int8) (uint64, decode.Scan) {
 		return g.KlassWord(m, 0), st
 	}
 	size := 8
-	if g.NarrowKlass {
+	if g.CompressedClassPointers {
 		size = 4
 	}
 	return decode.StoredConst(code, base, klassOffset, size)

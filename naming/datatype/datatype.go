@@ -9,6 +9,7 @@ package datatype
 import (
 	"sort"
 
+	"github.com/djx-bpf/djx-bpf/hotspot/vmlayout"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/sources/decode"
 )
@@ -20,35 +21,18 @@ type Field struct {
 	Sig    string // JVM signature: "J", "Ljava/lang/Long;"
 }
 
-// Geometry is how the JVM lays out object headers and references.
+// Geometry is how the JVM lays out object headers and references: with
+// CompressedClassPointers the klass word is a 32-bit narrow klass, with
+// CompressedOops references in fields are 32 bits wide, and with
+// CompactHeaders the narrow klass is in the mark word and an instance's
+// fields, or an array's length, start at 8.
 type Geometry struct {
-	// NarrowKlass: the klass word is a 32-bit compressed class pointer
-	// (HotSpot's default), else a full Klass*.
-	NarrowKlass bool
-	// NarrowOops: references in fields are 32 bits wide.
-	NarrowOops bool
-	// OopBase and OopShift decode a compressed oop: base + oop<<shift.
-	OopBase  uint64
-	OopShift uint
-	// KlassInMark, when not 0, says the header is compact
-	// (-XX:+UseCompactObjectHeaders): the narrow klass is the mark
-	// word's bits from KlassInMark up (markWord::klass_shift), and an
-	// instance's fields, or an array's length, start at 8. NarrowKlass
-	// is then set too.
-	KlassInMark uint
+	vmlayout.Geometry
 }
 
 // headerSize is where the first instance field (or an array's length)
 // can start.
-func (g Geometry) headerSize() uint64 {
-	switch {
-	case g.KlassInMark != 0:
-		return 8
-	case g.NarrowKlass:
-		return 12
-	}
-	return 16
-}
+func (g Geometry) headerSize() uint64 { return g.HeaderBytes() }
 
 // KlassWord is the klass word of an object header whose first 16 bytes
 // are mark and next: the 8 bytes at offset 8, or with compact headers the
@@ -56,10 +40,10 @@ func (g Geometry) headerSize() uint64 {
 // offset 8) above it, as a narrow klass word holds them. Tables and
 // Holds take this word.
 func (g Geometry) KlassWord(mark, next uint64) uint64 {
-	if g.KlassInMark == 0 {
+	if !g.CompactHeaders {
 		return next
 	}
-	return mark>>g.KlassInMark | uint64(uint32(next))<<32
+	return mark>>g.KlassMarkShift | uint64(uint32(next))<<32
 }
 
 // Layout is one class: its name and the instance fields of it and its
@@ -104,7 +88,7 @@ func (t *Table) Add(klass uint64, narrow uint32, sig string, fields []Field) {
 		l.sizes[i] = t.fieldSize(f.Sig)
 	}
 	key := klass
-	if t.geo.NarrowKlass {
+	if t.geo.CompressedClassPointers {
 		key = uint64(narrow)
 	}
 	t.byKlass[key] = l
@@ -125,7 +109,7 @@ func (t *Table) fieldSize(sig string) uint32 {
 	case 'B', 'Z':
 		return 1
 	case 'L', '[':
-		if t.geo.NarrowOops {
+		if t.geo.CompressedOops {
 			return 4
 		}
 		return 8
@@ -136,7 +120,7 @@ func (t *Table) fieldSize(sig string) uint32 {
 // ByKlassWord returns the class whose header holds klass word w (the 8
 // bytes after the mark word), or nil.
 func (t *Table) ByKlassWord(w uint64) *Layout {
-	if t.geo.NarrowKlass {
+	if t.geo.CompressedClassPointers {
 		w = uint64(uint32(w))
 	}
 	return t.byKlass[w]
@@ -265,8 +249,8 @@ func (g Geometry) Object(res decode.Result, regs *decode.Regs, h Headers) (obj, 
 // those bits, in every state but forwarded (lock bits 11: the mark is
 // the object's new address).
 func (g Geometry) plausibleMark(m uint64) bool {
-	if g.KlassInMark != 0 {
-		return m&3 != 3 && m>>g.KlassInMark != 0
+	if g.CompactHeaders {
+		return m&3 != 3 && m>>g.KlassMarkShift != 0
 	}
 	return m&3 != 1 || m>>42 == 0
 }
@@ -284,7 +268,7 @@ func (t *Table) Holds(l *Layout, w, off uint64) bool {
 	if !l.Array {
 		return off < (t.instanceEnd(l)+7)&^7
 	}
-	if !t.geo.NarrowKlass {
+	if !t.geo.CompressedClassPointers {
 		return true
 	}
 	// Elements start after the length, aligned to their size (JDK 17

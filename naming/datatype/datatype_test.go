@@ -3,10 +3,11 @@ package datatype
 import (
 	"testing"
 
+	"github.com/djx-bpf/djx-bpf/hotspot/vmlayout"
 	"github.com/djx-bpf/djx-bpf/sources/decode"
 )
 
-var geo = Geometry{NarrowKlass: true, NarrowOops: true, OopBase: 0, OopShift: 3}
+var geo = Geometry{vmlayout.Geometry{CompressedClassPointers: true, CompressedOops: true, OopBase: 0, OopShift: 3}}
 
 func entryTable() *Table {
 	t := NewTable(geo)
@@ -108,7 +109,7 @@ func TestHolds(t *testing.T) {
 // Unscaled compressed oops (a heap below 4 GiB): an oop is the address, and
 // C2 may add it as an index to a zero base register.
 func TestObjectUnscaled(t *testing.T) {
-	g := Geometry{NarrowKlass: true, NarrowOops: true}
+	g := Geometry{vmlayout.Geometry{CompressedClassPointers: true, CompressedOops: true}}
 	var regs decode.Regs
 	var hdr [15][2]uint64
 	const obj = 0xc000_1000
@@ -143,7 +144,7 @@ func TestMirrorStatics(t *testing.T) {
 // narrow klass is in the mark word's top 22 bits, the fields start at 8,
 // an array's length is at 8 and its elements at 12 or 16.
 func TestCompactHeaders(t *testing.T) {
-	g := Geometry{NarrowKlass: true, NarrowOops: true, OopShift: 3, KlassInMark: 42}
+	g := Geometry{vmlayout.Geometry{CompressedClassPointers: true, CompressedOops: true, OopShift: 3, CompactHeaders: true, KlassMarkShift: 42}}
 	tb := NewTable(g)
 	tb.Add(0x6c00_0000+0x3000<<10, 0x3000, "Ljava/util/TreeMap$Entry;", []Field{
 		{Offset: 8, Name: "color", Sig: "Z"},

@@ -178,20 +178,20 @@ func longestSafepoint(t *testing.T, path string, from int64) (string, time.Durat
 // stop-the-world pause of its own, and names every hot object and data
 // structure by what holds it, under each collector, also while full GCs
 // move the data every second; on JDK 25 with compact object headers too,
-// and under Shenandoah, whose concurrent evacuation the walk reads
-// through.
+// and under Shenandoah and ZGC (JDK 17's single generation, JDK 25's
+// generational), whose concurrent relocation the walk reads through.
 func TestWalkServiceTruth(t *testing.T) {
 	setup(t)
 	type run struct {
 		jdk, gc, mode string
 		flags         []string
 	}
-	runs := []run{{"jdk17", "G1", "", nil}, {"jdk17", "Serial", "gc", nil}, {"jdk17", "Parallel", "gc", nil}, {"jdk17", "Shenandoah", "gc", nil}}
+	runs := []run{{"jdk17", "G1", "", nil}, {"jdk17", "Serial", "gc", nil}, {"jdk17", "Parallel", "gc", nil}, {"jdk17", "Shenandoah", "gc", nil}, {"jdk17", "Z", "gc", nil}}
 	if _, ok := jdks()["temurin25"]; ok {
 		runs = append(runs, run{"temurin25", "G1", "gc", nil})
 		compact := []string{"-XX:+UseCompactObjectHeaders"}
 		runs = append(runs, run{"temurin25", "G1", "", compact}, run{"temurin25", "Parallel", "gc", compact}, run{"temurin25", "Serial", "", compact},
-			run{"temurin25", "Shenandoah", "gc", nil}, run{"temurin25", "Shenandoah", "", compact})
+			run{"temurin25", "Shenandoah", "gc", nil}, run{"temurin25", "Shenandoah", "", compact}, run{"temurin25", "Z", "gc", nil})
 	}
 	for _, rn := range runs {
 		t.Run(rn.jdk+"/"+rn.gc+"/"+rn.mode+strings.Join(rn.flags, ""), func(t *testing.T) {

@@ -30,52 +30,37 @@ func (w *walker) sawCollections(n uint32, ok bool) bool {
 func (w *walker) popBatch() {
 	sh, sq := w.qh.staleHead(), w.q.staleHead()
 	w.batch = w.qh.pop(w.batch[:0], w.cfg.Batch)
-	w.bslots = w.qhs.pop(w.bslots[:0], w.cfg.Batch)
 	nh := len(w.batch)
 	w.batch = w.q.pop(w.batch, w.cfg.Batch)
+	if !w.checkSlots {
+		return
+	}
+	w.bslots = w.qhs.pop(w.bslots[:0], w.cfg.Batch)
 	w.bslots = w.qs.pop(w.bslots, w.cfg.Batch)
 	if sh > 0 || sq > 0 {
-		w.checkMoved(0, min(sh, nh), nh, nh+min(sq, len(w.batch)-nh))
+		w.slotIdx = w.slotIdx[:0]
+		for i := range min(sh, nh) {
+			w.slotIdx = append(w.slotIdx, i)
+		}
+		for i := nh; i < nh+min(sq, len(w.batch)-nh); i++ {
+			w.slotIdx = append(w.slotIdx, i)
+		}
+		if w.markMoved(w.batch, func(i int) uint64 { return w.bslots[i] }) {
+			k := 0
+			for i, ent := range w.batch {
+				if ent != moved {
+					w.batch[k], w.bslots[k] = ent, w.bslots[i]
+					k++
+				}
+			}
+			w.batch, w.bslots = w.batch[:k], w.bslots[:k]
+		}
 	}
 	w.unsorted = append(w.unsorted[:0], w.batch...)
 }
 
 // moved marks entries dropped from a batch.
 const moved = ^uint64(0)
-
-// checkMoved checks the batch's entries in [lo1, hi1) and [lo2, hi2)
-// against their slots, and drops those a collection moved.
-func (w *walker) checkMoved(lo1, hi1, lo2, hi2 int) {
-	w.slotSpan = w.slotSpan[:0]
-	idx := make([]int, 0, hi1-lo1+hi2-lo2)
-	for _, r := range [][2]int{{lo1, hi1}, {lo2, hi2}} {
-		for i := r[0]; i < r[1]; i++ {
-			if w.bslots[i] != 0 {
-				w.slotSpan = append(w.slotSpan, Span{Addr: w.bslots[i], Len: int(w.l.OopSize)})
-				idx = append(idx, i)
-			}
-		}
-	}
-	if len(idx) == 0 {
-		return
-	}
-	ok := w.readSlots()
-	for j, i := range idx {
-		if !ok[j] || w.slotHolds(j, w.batch[i]) {
-			continue
-		}
-		w.batch[i] = moved
-		w.stats.Stale++
-	}
-	k := 0
-	for i, ent := range w.batch {
-		if ent != moved {
-			w.batch[k], w.bslots[k] = ent, w.bslots[i]
-			k++
-		}
-	}
-	w.batch, w.bslots = w.batch[:k], w.bslots[:k]
-}
 
 // checkMovedAgain checks entries of the batch (sorted, or the objects
 // it skipped) after a collection overlapped its read, and returns them
@@ -85,28 +70,13 @@ func (w *walker) checkMovedAgain(ents []uint64) []uint64 {
 	for i, ent := range w.unsorted {
 		slotOf[ent] = w.bslots[i]
 	}
-	w.slotSpan = w.slotSpan[:0]
-	idx := make([]int, 0, len(ents))
-	for i, ent := range ents {
-		if s := slotOf[ent]; s != 0 {
-			w.slotSpan = append(w.slotSpan, Span{Addr: s, Len: int(w.l.OopSize)})
-			idx = append(idx, i)
-		}
+	w.slotIdx = w.slotIdx[:0]
+	for i := range ents {
+		w.slotIdx = append(w.slotIdx, i)
 	}
-	if len(idx) == 0 {
+	if !w.markMoved(ents, func(i int) uint64 { return slotOf[ents[i]] }) {
 		return ents
 	}
-	ok := w.readSlots()
-	for j, i := range idx {
-		if ok[j] && !w.slotHolds(j, ents[i]) {
-			ents[i] = moved
-			w.stats.Stale++
-		}
-	}
-	return dropMoved(ents)
-}
-
-func dropMoved(ents []uint64) []uint64 {
 	k := 0
 	for _, ent := range ents {
 		if ent != moved {
@@ -117,30 +87,41 @@ func dropMoved(ents []uint64) []uint64 {
 	return ents[:k]
 }
 
-// readSlots reads w.slotSpan's slots into w.slotBuf from the JVM as it
-// is now; ok[j] says slot j was read (one that was not is left to the
-// visit, which reads its object as before).
-func (w *walker) readSlots() []bool {
-	n := len(w.slotSpan) * int(w.l.OopSize)
-	if cap(w.slotBuf) < n {
-		w.slotBuf = make([]byte, n)
+// markMoved reads, from the JVM as it is now, the slots (slot(i), 0 for
+// a root) of the entries ents[i] for i in w.slotIdx, and marks moved
+// those whose slot holds another reference; a slot it cannot read is
+// left to the visit, which reads its object as before. It says whether
+// it marked any.
+func (w *walker) markMoved(ents []uint64, slot func(int) uint64) bool {
+	w.slotSpan = w.slotSpan[:0]
+	k := 0
+	for _, i := range w.slotIdx {
+		if s := slot(i); s != 0 {
+			w.slotSpan = append(w.slotSpan, Span{Addr: s, Len: int(w.l.OopSize)})
+			w.slotIdx[k] = i
+			k++
+		}
 	}
-	w.slotBuf = w.slotBuf[:n]
-	if cap(w.slotOK) < len(w.slotSpan) {
-		w.slotOK = make([]int, len(w.slotSpan))
+	w.slotIdx = w.slotIdx[:k]
+	if k == 0 {
+		return false
 	}
-	w.slotOK = w.slotOK[:len(w.slotSpan)]
+	size := int(w.l.OopSize)
+	w.slotBuf = sized(w.slotBuf, k*size)
+	w.slotOK = sized(w.slotOK, k)
 	w.r.readSpans(w.slotBuf, w.slotSpan, w.slotOK)
-	ok := make([]bool, len(w.slotSpan))
-	for j, v := range w.slotOK {
-		ok[j] = v == int(w.l.OopSize)
+	marked := false
+	for j, i := range w.slotIdx {
+		if w.slotOK[j] < size {
+			continue
+		}
+		v := w.slot(w.slotBuf[j*size:])
+		if v != 0 && w.ref(v) == w.lo+ents[i]>>edgeBits<<3 {
+			continue
+		}
+		ents[i] = moved
+		w.stats.Stale++
+		marked = true
 	}
-	return ok
-}
-
-// slotHolds says whether slot j read by readSlots still refers to the
-// object of entry ent.
-func (w *walker) slotHolds(j int, ent uint64) bool {
-	v := w.slot(w.slotBuf[j*int(w.l.OopSize):])
-	return v != 0 && w.ref(v) == w.lo+ent>>edgeBits<<3
+	return marked
 }

@@ -355,6 +355,7 @@ type walker struct {
 	slotBuf  []byte
 	slotSpan []Span
 	slotOK   []int
+	slotIdx  []int // the batch entries whose slots are read
 	sortBuf  []uint64
 	offBits  int // significant bits of a heap offset in words
 	spans    []Span
@@ -872,13 +873,7 @@ func (w *walker) readBatch() {
 		}
 		w.views = append(w.views, v)
 	}
-	if cap(w.spanAt) < len(w.spans) {
-		w.spanAt = make([]int, len(w.spans))
-	}
-	if cap(w.valid) < len(w.spans) {
-		w.valid = make([]int, len(w.spans))
-	}
-	w.spanAt, w.valid = w.spanAt[:len(w.spans)], w.valid[:len(w.spans)]
+	w.spanAt, w.valid = sized(w.spanAt, len(w.spans)), sized(w.valid, len(w.spans))
 	w.rspans = w.rspans[:0]
 	total := 0
 	for i, s := range w.spans {
@@ -891,14 +886,7 @@ func (w *walker) readBatch() {
 	if len(w.rspans) == 0 {
 		return
 	}
-	if cap(w.buf) < total {
-		w.buf = make([]byte, total)
-	}
-	w.buf = w.buf[:total]
-	if cap(w.rvalid) < len(w.rspans) {
-		w.rvalid = make([]int, len(w.rspans))
-	}
-	w.rvalid = w.rvalid[:len(w.rspans)]
+	w.buf, w.rvalid = sized(w.buf, total), sized(w.rvalid, len(w.rspans))
 	w.r.readSpans(w.buf, w.rspans, w.rvalid)
 	k := 0
 	for i := range w.spans {
@@ -1243,10 +1231,12 @@ func (w *walker) fresh(a uint64, from uint32) *queue {
 
 func (w *walker) push(q *queue, a uint64, e uint32, slot uint64) {
 	q.push((a-w.lo)>>3<<edgeBits | uint64(e))
-	if q == &w.qh {
-		w.qhs.push(slot)
-	} else {
-		w.qs.push(slot)
+	if w.checkSlots {
+		if q == &w.qh {
+			w.qhs.push(slot)
+		} else {
+			w.qs.push(slot)
+		}
 	}
 	if n := w.q.len() + w.qh.len(); n > w.stats.MaxQueueLen {
 		w.stats.MaxQueueLen = n
@@ -1275,14 +1265,7 @@ func (w *walker) readTails() {
 			total += n
 			j++
 		}
-		if cap(w.buf) < int(total) {
-			w.buf = make([]byte, total)
-		}
-		w.buf = w.buf[:total]
-		if cap(w.valid) < len(w.spans) {
-			w.valid = make([]int, len(w.spans))
-		}
-		w.valid = w.valid[:len(w.spans)]
+		w.buf, w.valid = sized(w.buf, int(total)), sized(w.valid, len(w.spans))
 		if total > 0 {
 			w.r.readSpans(w.buf, w.spans, w.valid)
 		}

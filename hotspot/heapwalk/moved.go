@@ -11,15 +11,31 @@ package heapwalk
 // that moves an object rewrites every reference to it. One whose slot
 // holds another is dropped and counted (Stats.Stale): the walk's check
 // against the collection count walks again when they are many.
+//
+// A young collection moves only young objects, and G1's mixed ones the
+// old regions they evacuate, so a slot in an object left in place still
+// says where its referent is. A full collection compacts the whole heap:
+// the slots move with their objects, and what is at a slot's old
+// address says nothing of the entry. The entries found before one are
+// visited unchecked, as with no check at all, and the walk's result says
+// a full collection overlapped it (GCCheck.Full).
 
-// sawCollections notes collection count n: when it moved on since the
-// queued entries were found, they are to be checked before their visit.
-// It says whether it did.
-func (w *walker) sawCollections(n uint32, ok bool) bool {
+// sawCollections notes the counts of collections n and of full ones:
+// when n moved on since the queued entries were found, they are to be
+// checked before their visit, unless a full collection ran, after which
+// they are not checked at all. It says whether they are to be checked.
+func (w *walker) sawCollections(n, full uint32, ok bool) bool {
 	if !ok || !w.checkSlots || n == w.queueGC {
 		return false
 	}
 	w.queueGC = n
+	if full != w.queueFull {
+		w.queueFull = full
+		w.qs.zero()
+		w.qhs.zero()
+		clear(w.bslots)
+		return false
+	}
 	w.q.markStale()
 	w.qh.markStale()
 	return true

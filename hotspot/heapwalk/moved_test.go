@@ -27,13 +27,23 @@ func (m *youngGC) ReadVector(dst []byte, spans []Span) (int, error) {
 	return m.fakeMem.ReadVector(dst, spans)
 }
 
-// movedScene: Pool's two statics hold a bag, whose table holds the
+// movedScene is a heap, its layout, and where the test moves things.
+type movedScene struct {
+	s *synth
+	l *Layout
+	// The table, its referrer the bag and the slot there, the second
+	// item, and the class Pool whose statics hold the bag and the item.
+	table, bag, slot, second, pool uint64
+	// move is a young collection that moves the table.
+	move func()
+}
+
+// newMovedScene: Pool's two statics hold a bag, whose table holds the
 // pool's items, and a second item; DB's static holds the rows three
 // objects deep, so that a table read at its old address would reach
-// them first. It returns the scene, the table, its referrer's slot and
-// the second item.
-func movedScene(t *testing.T) (s *synth, l *Layout, table, slot, second uint64, move func()) {
-	s = newSynth(t, "jdk17", true, true)
+// them first.
+func newMovedScene(t *testing.T) *movedScene {
+	s := newSynth(t, "jdk17", true, true)
 	_, itemSize := s.fields(0)
 	item := s.class("app/Item", 0, itemSize+8, nil, 0)
 	row := s.class("app/Row", 0, itemSize+8, nil, 0)
@@ -46,13 +56,13 @@ func movedScene(t *testing.T) (s *synth, l *Layout, table, slot, second uint64, 
 	db := s.class("app/DB", 0, 16, nil, 1)
 
 	b := s.obj(bag)
-	table = s.array(objs, 8)
+	table := s.array(objs, 8)
 	for i := range 8 {
 		s.elem(table, i, s.obj(item))
 	}
 	s.ref(b, bf[0], table)
 	s.setStatic(pool, 0, b)
-	second = s.obj(item)
+	second := s.obj(item)
 	s.setStatic(pool, 1, second)
 
 	rows := s.array(objs, 16)
@@ -63,9 +73,9 @@ func movedScene(t *testing.T) (s *synth, l *Layout, table, slot, second uint64, 
 	s.ref(h1, hf[0], h2)
 	s.ref(h2, hf[0], rows)
 	s.setStatic(db, 0, h1)
-	l = s.finish()
-	slot = b + uint64(bf[0])
-	move = func() {
+	l := s.finish()
+	slot := b + uint64(bf[0])
+	move := func() {
 		n := s.arrays[objs].hdr + 8*4
 		buf := make([]byte, n)
 		s.m.read(buf, table)
@@ -84,7 +94,7 @@ func movedScene(t *testing.T) (s *synth, l *Layout, table, slot, second uint64, 
 		}
 		s.m.put32(s.gcCount, s.m.get32(s.gcCount)+1)
 	}
-	return s, l, table, slot, second, move
+	return &movedScene{s: s, l: l, table: table, bag: b, slot: slot, second: second, pool: pool, move: move}
 }
 
 // TestWalkDropsMovedAfterGC: an object found before a young collection
@@ -96,13 +106,13 @@ func movedScene(t *testing.T) (s *synth, l *Layout, table, slot, second uint64, 
 func TestWalkDropsMovedAfterGC(t *testing.T) {
 	for _, at := range []string{"the table's read", "the next batch's read"} {
 		t.Run(at, func(t *testing.T) {
-			s, l, table, _, second, move := movedScene(t)
-			trigger := table
+			sc := newMovedScene(t)
+			trigger := sc.table
 			if at == "the next batch's read" {
-				trigger = second
+				trigger = sc.second
 			}
-			m := &youngGC{fakeMem: s.m, trigger: trigger, gc: move}
-			res, err := Walk(t.Context(), l, m, Config{Batch: 1, MaxCopy: 1})
+			m := &youngGC{fakeMem: sc.s.m, trigger: trigger, gc: sc.move}
+			res, err := Walk(t.Context(), sc.l, m, Config{Batch: 1, MaxCopy: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,6 +132,72 @@ func TestWalkDropsMovedAfterGC(t *testing.T) {
 			}
 			if rows != 16 || res.Stats.Stale == 0 {
 				t.Errorf("%d rows found, %d stale objects: want 16 rows, and the moved table counted", rows, res.Stats.Stale)
+			}
+		})
+	}
+}
+
+// TestWalkFullGCKeepsUnmoved: a full collection compacts the heap, and
+// moves the slots the walk read its references from with their objects:
+// after it, a slot's old address holds another object's bytes and says
+// nothing of whether the object it held moved. The collection runs while
+// the bag's table waits in the queue, and slides the bag (and its slot)
+// away, another object's bytes taking its place, and leaves the table
+// where it is (as Parallel's compaction leaves its dense prefix). The
+// table is visited there, and its items stay named by the pool: with the
+// slot checked, the table was dropped and its items lost, or named by a
+// local that holds the table too, walked after the statics.
+func TestWalkFullGCKeepsUnmoved(t *testing.T) {
+	for _, full := range []bool{true, false} {
+		name := "full"
+		if !full {
+			name = "young"
+		}
+		t.Run(name, func(t *testing.T) {
+			sc := newMovedScene(t)
+			s := sc.s
+			m := &youngGC{fakeMem: s.m, trigger: sc.second}
+			m.gc = func() {
+				size := s.sizes[s.klassOf(sc.bag)]
+				buf := make([]byte, size)
+				s.m.read(buf, sc.bag)
+				moved := s.heapTop
+				s.heapTop += (size + 7) &^ 7
+				s.m.write(moved, buf)
+				s.setStatic(sc.pool, 0, moved)
+				s.m.write(sc.bag, make([]byte, size))
+				s.slot(sc.slot, sc.second)
+				s.m.put32(s.gcCount, s.m.get32(s.gcCount)+1)
+				if full {
+					s.m.put32(s.gcFull, s.m.get32(s.gcFull)+1)
+				}
+			}
+			roots := []Root{{Addr: sc.table, Hop: "app.Main.main:local", Rank: 2}}
+			res, err := Walk(t.Context(), sc.l, m, Config{Batch: 1, MaxCopy: 1, Roots: roots})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !m.ran {
+				t.Fatal("the collection did not run")
+			}
+			if !res.GC.Overlapped || res.GC.Full != full {
+				t.Errorf("GC check %+v: want it overlapped, full %v", res.GC, full)
+			}
+			var items uint64
+			for _, r := range res.Rows {
+				if r.Class == "app.Item" && strings.HasPrefix(res.ChainString(r.Chain), "app.Pool") && strings.Contains(res.ChainString(r.Chain), "[]") {
+					items += r.Count
+				}
+			}
+			if full && (items != 8 || res.Stats.Stale != 0) {
+				dumpRows(t, res)
+				t.Errorf("%d items named by the pool's table, %d stale objects: want 8, and none dropped", items, res.Stats.Stale)
+			}
+			// A young collection moves no object whose slot moved but
+			// a young one, that moved too: the table is dropped.
+			if !full && (items != 0 || res.Stats.Stale == 0) {
+				dumpRows(t, res)
+				t.Errorf("%d items named by the pool's table, %d stale objects: want the table dropped", items, res.Stats.Stale)
 			}
 		})
 	}

@@ -27,6 +27,16 @@ func (q *queue) staleHead() int {
 
 const segLen = 1 << 16
 
+// zero sets every queued entry to 0.
+func (q *queue) zero() {
+	for i, s := range q.segs {
+		if i == 0 {
+			s = s[q.head:]
+		}
+		clear(s)
+	}
+}
+
 func (q *queue) len() int { return q.n }
 
 func (q *queue) push(v uint64) {

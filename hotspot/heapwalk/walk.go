@@ -247,6 +247,10 @@ type GCCheck struct {
 	// were updated.
 	Evacuated  bool
 	Overlapped bool
+	// Full: a full collection ran during the walk (by
+	// CollectedHeap::_total_full_collections): it compacted the heap,
+	// and the walk's addresses from before it are stale.
+	Full bool
 }
 
 // Row is what the walk found of one class on one holder chain.
@@ -303,12 +307,14 @@ type walker struct {
 	// qh's references was read from (0: a root), to check the entries
 	// found before a collection against (checkMoved).
 	qs, qhs queue
-	// queueGC is the collection count the queued entries were checked
-	// at; checkSlots says a collection moves objects only in its
-	// pauses (not ZGC's or Shenandoah's concurrent relocation).
-	queueGC    uint32
-	checkSlots bool
-	hot        *hotPages
+	// queueGC and queueFull are the counts of collections and of full
+	// ones the queued entries were checked at; checkSlots says a
+	// collection moves objects only in its pauses (not ZGC's or
+	// Shenandoah's concurrent relocation), and the layout tells the
+	// full ones.
+	queueGC, queueFull uint32
+	checkSlots         bool
+	hot                *hotPages
 
 	klasses    map[uint64]*klass // nil: known bad
 	kcache     [1 << kcacheBits]kcacheEntry
@@ -433,7 +439,7 @@ func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) 
 	if err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
 	}
-	w.gcSeen, w.copyGC, w.batchGC, w.queueGC = before, before.count, before.count, before.count
+	w.gcSeen, w.copyGC, w.batchGC, w.queueGC, w.queueFull = before, before.count, before.count, before.count, before.full
 
 	mirrors := w.classMirrors()
 	w.stats.RootsTime = time.Since(start)
@@ -491,7 +497,7 @@ func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) 
 	// walk, as under Shenandoah's evacuation.
 	evac := l.GC == "shenandoah" && (w.stats.Forwarded > 0 || w.stats.Invalid > 0) || l.z != nil && w.stats.Invalid > 0
 	res.GC = GCCheck{Before: before.count, After: after.count, ActiveBefore: before.active, ActiveAfter: after.active, Evacuated: evac,
-		Overlapped: before.moved(after) || evac}
+		Overlapped: before.moved(after) || evac, Full: before.full != after.full}
 	res.Stats.Time = time.Since(start)
 	return res, nil
 }
@@ -503,7 +509,7 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 		w.r.vec = v
 	}
 	w.zf = newZForwarder(l.z, w.r, &w.stats)
-	w.checkSlots = l.z == nil && l.GC != "shenandoah"
+	w.checkSlots = l.z == nil && l.GC != "shenandoah" && l.off.hasFull
 	w.offBits = bits.Len64((l.Heap[len(l.Heap)-1].End - w.lo) >> 3)
 	w.heap = newHeapCopy(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxCopy)
 	w.visited = newBitmap(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxBitmap, l.minObjectShift())
@@ -594,10 +600,10 @@ func (w *walker) drain(ctx context.Context) {
 				return
 			}
 		}
-		n, active, ok := w.collectionState(ctx)
+		n, full, active, ok := w.collectionState(ctx)
 		w.batchGC = n
 		w.copyOK = w.heap != nil && w.copyStable(n, active, ok)
-		w.sawCollections(n, ok)
+		w.sawCollections(n, full, ok)
 		if w.cfg.StopOnGC && w.batches%64 == 0 {
 			if g, err := w.l.state(w.r); err == nil && w.gcSeen.moved(g) {
 				w.stats.StoppedOnGC = true
@@ -630,10 +636,10 @@ func (w *walker) visitBatch() {
 		if err != nil || (n == w.batchGC && !active) {
 			break
 		}
-		n, active, ok := w.collectionState(w.ctx)
+		n, full, active, ok := w.collectionState(w.ctx)
 		w.batchGC = n
 		w.copyOK = w.heap != nil && w.copyStable(n, active, ok)
-		if w.sawCollections(n, ok) {
+		if w.sawCollections(n, full, ok) {
 			w.batch = w.checkMovedAgain(w.batch)
 		}
 		w.stats.GCReread++
@@ -687,15 +693,15 @@ const (
 
 // collectionState reads the collection count, first waiting for a
 // collection that runs to end (within gcWaitMax and gcWaitTotal, and
-// ctx): active says one still runs; ok is false when the count cannot be
-// read.
-func (w *walker) collectionState(ctx context.Context) (n uint32, active, ok bool) {
-	n, active, err := w.l.collections(w.r)
+// ctx), and the count of full ones: active says one still runs; ok is
+// false when the counts cannot be read.
+func (w *walker) collectionState(ctx context.Context) (n, full uint32, active, ok bool) {
+	n, full, active, err := w.l.collectionsFull(w.r)
 	if err != nil {
-		return w.batchGC, false, false
+		return w.batchGC, 0, false, false
 	}
 	if !active || w.gcWaitDone {
-		return n, active, true
+		return n, full, active, true
 	}
 	start := time.Now()
 	limit := min(gcWaitMax, gcWaitTotal-w.stats.GCWaited)
@@ -707,14 +713,14 @@ func (w *walker) collectionState(ctx context.Context) (n uint32, active, ok bool
 	}()
 	for time.Since(start) < limit && ctx.Err() == nil {
 		time.Sleep(gcPoll)
-		if n, active, err = w.l.collections(w.r); err != nil {
-			return w.batchGC, false, false
+		if n, full, active, err = w.l.collectionsFull(w.r); err != nil {
+			return w.batchGC, 0, false, false
 		}
 		if !active {
-			return n, false, true
+			return n, full, false, true
 		}
 	}
-	return n, true, true
+	return n, full, true, true
 }
 
 // readStable reads b at a while no collection runs, and reads it again
@@ -723,7 +729,7 @@ func (w *walker) collectionState(ctx context.Context) (n uint32, active, ok bool
 // in (a 64K-element piece of ServiceTruth's list named tree entries).
 func (w *walker) readStable(ctx context.Context, b []byte, a uint64) bool {
 	for try := 1; ; try++ {
-		n0, _, ok := w.collectionState(ctx)
+		n0, _, _, ok := w.collectionState(ctx)
 		if !w.r.readAt(b, a) {
 			return false
 		}
@@ -797,7 +803,7 @@ type skipped struct {
 // collection that overlapped the batch ended; with none, they count as
 // skipped.
 func (w *walker) retrySkips(ctx context.Context) {
-	n, active, ok := w.collectionState(ctx)
+	n, full, active, ok := w.collectionState(ctx)
 	if !ok || active || n == w.batchGC {
 		for _, sk := range w.skips {
 			*sk.why++
@@ -811,7 +817,7 @@ func (w *walker) retrySkips(ctx context.Context) {
 	for _, sk := range w.skips {
 		w.batch = append(w.batch, sk.ent)
 	}
-	if w.sawCollections(n, ok) {
+	if w.sawCollections(n, full, ok) {
 		w.batch = w.checkMovedAgain(w.batch)
 	}
 	w.skips = w.skips[:0]

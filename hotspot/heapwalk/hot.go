@@ -63,6 +63,7 @@ func (w *walker) admit(a uint64) *queue {
 		if !hot || !w.q.dropLast() {
 			return nil
 		}
+		w.qs.dropLast()
 	}
 	if hot {
 		return &w.qh

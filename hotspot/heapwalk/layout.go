@@ -83,6 +83,8 @@ type offsets struct {
 	heapTotal                                                       uint64 // CollectedHeap::_total_collections
 	heapActive                                                      uint64 // CollectedHeap::_is_gc_active; 0 if none
 	hasActive                                                       bool
+	heapFull                                                        uint64 // CollectedHeap::_total_full_collections
+	hasFull                                                         bool
 
 	lhTagShift, lhHeaderShift, lhHeaderMask, lhLog2Mask uint32
 	lhTagObj, lhTagType                                 int32
@@ -178,6 +180,13 @@ func newLayout(tab *vmstructs.Table, mem Mem, opts Options) (*Layout, error) {
 	if err := l.readHeap(v, opts); err != nil {
 		return nil, err
 	}
+	// Counts that do not read as a count of full collections (more than
+	// all collections) are not taken.
+	if l.off.hasFull {
+		if n, full, _, err := l.collectionsFull(v.r); err != nil || full > n {
+			l.off.hasFull = false
+		}
+	}
 	return l, l.checkHeap()
 }
 
@@ -253,6 +262,13 @@ func (o *offsets) read(v *tableReader, klassName uint64) error {
 	o.heapTotal = v.field("CollectedHeap::_total_collections")
 	if f, ok := v.tab.FirstField("CollectedHeap::_is_gc_active", "CollectedHeap::_is_stw_gc_active"); ok && !f.Static {
 		o.heapActive, o.hasActive = f.Offset, true
+	}
+	// The tables of JDK 17 and 25 leave out the count of full
+	// collections, declared right after _total_collections since JDK 8.
+	if f, ok := v.tab.Field("CollectedHeap", "_total_full_collections"); ok && !f.Static {
+		o.heapFull, o.hasFull = f.Offset, true
+	} else if size, ok := v.tab.Size("CollectedHeap"); ok && o.heapTotal+8 <= size {
+		o.heapFull, o.hasFull = o.heapTotal+4, true
 	}
 	// Klass's fields must lie inside it, InstanceKlass's after them.
 	for _, f := range []uint64{o.klassLH, klassName, o.klassSuper, o.klassMirror + o.oopHandleObj, o.klassNextLink, o.klassVtableLen} {
@@ -490,6 +506,7 @@ func (l *Layout) Collections(mem Mem) (count uint32, active bool, err error) {
 // cycle's phases change them, not the count).
 type gcState struct {
 	count  uint32
+	full   uint32 // full collections: they compact the whole heap
 	active bool
 	colors [len(zColorMasks)]uint64
 }
@@ -501,11 +518,11 @@ func (g gcState) moved(h gcState) bool {
 
 // state is the collection count, a pause running, and ZGC's colors.
 func (l *Layout) state(r *reader) (gcState, error) {
-	n, active, err := l.collections(r)
+	n, full, active, err := l.collectionsFull(r)
 	if err != nil {
 		return gcState{}, err
 	}
-	g := gcState{count: n, active: active}
+	g := gcState{count: n, full: full, active: active}
 	if l.z != nil {
 		var b [8]byte
 		for i, a := range l.z.colorAt {
@@ -518,32 +535,48 @@ func (l *Layout) state(r *reader) (gcState, error) {
 }
 
 func (l *Layout) collections(r *reader) (uint32, bool, error) {
-	// The walk asks before and after each batch: one read when the two
+	n, _, active, err := l.collectionsFull(r)
+	return n, active, err
+}
+
+// collectionsFull is the collection count, the count of full ones (0
+// when the layout has none) and whether a pause runs, read at once.
+func (l *Layout) collectionsFull(r *reader) (count, full uint32, active bool, err error) {
+	o := &l.off
+	// The walk asks before and after each batch: one read when the
 	// fields are near (they are in CollectedHeap).
-	if t, a := l.off.heapTotal, l.off.heapActive; l.off.hasActive && a >= t+4 && a-t < 60 {
-		var b [64]byte
-		if r.readAt(b[:a-t+1], l.collectedHeap+t) {
-			return le32(b[:]), b[a-t] != 0, nil
-		}
-	} else if l.off.hasActive && t > a && t-a < 60 {
-		var b [64]byte
-		if r.readAt(b[:t-a+4], l.collectedHeap+a) {
-			return le32(b[t-a:]), b[0] != 0, nil
-		}
+	lo, hi := o.heapTotal, o.heapTotal+4
+	if o.hasActive {
+		lo, hi = min(lo, o.heapActive), max(hi, o.heapActive+1)
 	}
-	var b [4]byte
-	if !r.readAt(b[:], l.collectedHeap+l.off.heapTotal) {
+	if o.hasFull {
+		lo, hi = min(lo, o.heapFull), max(hi, o.heapFull+4)
+	}
+	var b [64]byte
+	if hi-lo <= uint64(len(b)) && r.readAt(b[:hi-lo], l.collectedHeap+lo) {
+		count = le32(b[o.heapTotal-lo:])
+		if o.hasFull {
+			full = le32(b[o.heapFull-lo:])
+		}
+		if o.hasActive {
+			active = b[o.heapActive-lo] != 0
+		}
+		return count, full, active, nil
+	}
+	if !r.readAt(b[:4], l.collectedHeap+o.heapTotal) {
 		if r.gone != nil {
-			return 0, false, fmt.Errorf("read the collection count: %w", r.gone)
+			return 0, 0, false, fmt.Errorf("read the collection count: %w", r.gone)
 		}
-		return 0, false, fmt.Errorf("read the collection count at %#x: unreadable", l.collectedHeap+l.off.heapTotal)
+		return 0, 0, false, fmt.Errorf("read the collection count at %#x: unreadable", l.collectedHeap+o.heapTotal)
 	}
-	count := le32(b[:])
-	active := false
-	if l.off.hasActive && r.readAt(b[:1], l.collectedHeap+l.off.heapActive) {
+	count = le32(b[:])
+	if o.hasFull && r.readAt(b[:4], l.collectedHeap+o.heapFull) {
+		full = le32(b[:])
+	}
+	if o.hasActive && r.readAt(b[:1], l.collectedHeap+o.heapActive) {
 		active = b[0] != 0
 	}
-	return count, active, nil
+	return count, full, active, nil
 }
 
 // minObjectShift is log2 of the smallest object's bytes: 8 with compact

@@ -25,6 +25,10 @@ type groundTruth struct {
 	// names maps "Class offset static|instance" to the field's name, as
 	// the JVM printed it.
 	names map[string]string
+	// in is its stdin; lines has what it printed after "ready" (lines
+	// nobody waits for are dropped).
+	in    io.Writer
+	lines chan string
 }
 
 // compileGroundTruth compiles GroundTruth.java with jdk's javac (JDK 17:
@@ -74,7 +78,7 @@ func startGroundTruth(t testing.TB, jdk testenv.JDK, classes, gc string, flags [
 			<-done
 		}
 	})
-	gt := &groundTruth{pid: pid, names: map[string]string{}}
+	gt := &groundTruth{pid: pid, names: map[string]string{}, in: stdin, lines: make(chan string, 16)}
 	ready := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -85,7 +89,12 @@ func startGroundTruth(t testing.TB, jdk testenv.JDK, classes, gc string, flags [
 				gt.names[f[1]+" "+f[3]+" "+f[4]] = f[1] + "." + f[2]
 			case len(f) == 2 && f[0] == "ready":
 				ready <- nil
-				io.Copy(io.Discard, stdout)
+				for sc.Scan() {
+					select {
+					case gt.lines <- sc.Text():
+					default:
+					}
+				}
 				return
 			}
 		}
@@ -427,4 +436,68 @@ func rss() (cur, peak int64) {
 		}
 	}
 	return cur, peak
+}
+
+// TestLiveFullCollections: the count of full collections the walk reads
+// beside CollectedHeap::_total_collections (the tables leave it out)
+// stays put through a young collection and counts each full one, under
+// each collector that moves objects in its pauses.
+func TestLiveFullCollections(t *testing.T) {
+	testenv.Root(t)
+	jdks := testenv.JDKs(t)
+	classes := compileGroundTruth(t, jdks[0])
+	for _, jdk := range jdks {
+		for _, gc := range []string{"Serial", "Parallel", "G1"} {
+			t.Run(jdk.Name+"/"+gc, func(t *testing.T) {
+				gt := startGroundTruth(t, jdk, classes, gc, []string{"-Xmx256m", "-Xmn32m"}, "10", "1", "10", "10", "1", "1", "gcs")
+				l, mem, err := Open(gt.pid, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !l.off.hasFull {
+					t.Fatal("the layout has no count of full collections")
+				}
+				r := &reader{mem: mem, stats: &Stats{}}
+				counts := func() (uint32, uint32) {
+					n, full, _, err := l.collectionsFull(r)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return n, full
+				}
+				ask := func(what string) {
+					if _, err := io.WriteString(gt.in, what+"\n"); err != nil {
+						t.Fatal(err)
+					}
+					select {
+					case line := <-gt.lines:
+						if line != "done" {
+							t.Fatalf("GroundTruth said %q to %q", line, what)
+						}
+					case <-time.After(time.Minute):
+						t.Fatalf("no answer to %q in a minute", what)
+					}
+				}
+				n0, f0 := counts()
+				if f0 == 0 || f0 > n0 {
+					t.Fatalf("%d collections, %d full: want at least the one before ready, and no more than all", n0, f0)
+				}
+				for range 3 {
+					ask("young")
+				}
+				n1, f1 := counts()
+				if n1 < n0+3 || f1 != f0 {
+					t.Errorf("after 3 young collections: %d collections (from %d), %d full (from %d): want 3 more, and the full ones alike", n1, n0, f1, f0)
+				}
+				for range 2 {
+					ask("full")
+				}
+				n2, f2 := counts()
+				if n2 < n1+2 || f2 != f1+2 {
+					t.Errorf("after 2 full collections: %d collections (from %d), %d full (from %d): want 2 more of each", n2, n1, f2, f1)
+				}
+				t.Logf("collections %d, %d, %d; full %d, %d, %d", n0, n1, n2, f0, f1, f2)
+			})
+		}
+	}
 }

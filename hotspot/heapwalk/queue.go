@@ -7,9 +7,35 @@ type queue struct {
 	head int // the next entry's index in segs[0]
 	n    int
 	free []uint64 // one spare segment
+	// pushed and popped count entries ever in; those pushed before
+	// staleTo were found before the last collection the walk saw.
+	pushed, popped, staleTo uint64
+}
+
+// markStale says a collection ran: the entries queued so far were read
+// from objects it may have moved.
+func (q *queue) markStale() { q.staleTo = q.pushed }
+
+// staleHead is how many of the next entries to pop were found before
+// the last collection.
+func (q *queue) staleHead() int {
+	if q.staleTo <= q.popped {
+		return 0
+	}
+	return int(min(q.staleTo-q.popped, uint64(q.n)))
 }
 
 const segLen = 1 << 16
+
+// zero sets every queued entry to 0.
+func (q *queue) zero() {
+	for i, s := range q.segs {
+		if i == 0 {
+			s = s[q.head:]
+		}
+		clear(s)
+	}
+}
 
 func (q *queue) len() int { return q.n }
 
@@ -25,6 +51,7 @@ func (q *queue) push(v uint64) {
 	last := len(q.segs) - 1
 	q.segs[last] = append(q.segs[last], v)
 	q.n++
+	q.pushed++
 }
 
 // dropLast takes back the latest entry; false when there is none.
@@ -35,6 +62,8 @@ func (q *queue) dropLast() bool {
 	last := len(q.segs) - 1
 	q.segs[last] = q.segs[last][:len(q.segs[last])-1]
 	q.n--
+	q.pushed--
+	q.staleTo = min(q.staleTo, q.pushed)
 	if len(q.segs[last]) == 0 || (last == 0 && len(q.segs[0]) == q.head) {
 		q.free = q.segs[last][:0]
 		q.segs = q.segs[:last]
@@ -53,6 +82,7 @@ func (q *queue) pop(dst []uint64, max int) []uint64 {
 		dst = append(dst, s[q.head:q.head+k]...)
 		q.head += k
 		q.n -= k
+		q.popped += uint64(k)
 		if q.head == len(s) && (len(s) == segLen || len(q.segs) > 1 || q.n == 0) {
 			q.free = s
 			q.segs[0] = nil

@@ -131,6 +131,7 @@ type synth struct {
 	heapTop, metaTop, nativeTop uint64
 	heapHi                      uint64
 	gcCount                     uint64 // address of _total_collections
+	gcFull                      uint64 // address of _total_full_collections
 	gcActive                    uint64
 
 	classK, objectK uint64
@@ -310,6 +311,8 @@ func (s *synth) statics() {
 	m.put64(mr+s.f("MemRegion::_word_size"), heapBytes/8)
 	s.gcCount = heap + s.f("CollectedHeap::_total_collections")
 	m.put32(s.gcCount, 7)
+	s.gcFull = s.gcCount + 4 // not in the tables: declared after the count
+	m.put32(s.gcFull, 2)
 	if f, ok := s.tab.FirstField("CollectedHeap::_is_gc_active", "CollectedHeap::_is_stw_gc_active"); ok {
 		s.gcActive = heap + f.Offset
 	}

@@ -218,7 +218,12 @@ type Stats struct {
 	GCReread int64
 	// ArrayMoved: large arrays' elements not followed because a
 	// collection moved the array between its header's read and theirs.
-	ArrayMoved  int64
+	ArrayMoved int64
+	// Stale: objects found before a collection and not visited after
+	// it: the slot their reference was read from holds another now, so
+	// the collection moved them (or their referrer) and what is at the
+	// address may be another object, held by something else.
+	Stale       int64
 	MaxQueueLen int   // the queue's longest
 	Deferred    int64 // large arrays' rests that waited for the queue to empty
 	BitmapBytes int
@@ -242,6 +247,10 @@ type GCCheck struct {
 	// were updated.
 	Evacuated  bool
 	Overlapped bool
+	// Full: a full collection ran during the walk (by
+	// CollectedHeap::_total_full_collections): it compacted the heap,
+	// and the walk's addresses from before it are stale.
+	Full bool
 }
 
 // Row is what the walk found of one class on one holder chain.
@@ -294,7 +303,18 @@ type walker struct {
 	visited *bitmap
 	q       queue
 	qh      queue // objects on pages the samples hit: walked first
-	hot     *hotPages
+	// qs and qhs hold, entry for entry, the address each of q's and
+	// qh's references was read from (0: a root), to check the entries
+	// found before a collection against (checkMoved).
+	qs, qhs queue
+	// queueGC and queueFull are the counts of collections and of full
+	// ones the queued entries were checked at; checkSlots says a
+	// collection moves objects only in its pauses (not ZGC's or
+	// Shenandoah's concurrent relocation), and the layout tells the
+	// full ones.
+	queueGC, queueFull uint32
+	checkSlots         bool
+	hot                *hotPages
 
 	klasses    map[uint64]*klass // nil: known bad
 	kcache     [1 << kcacheBits]kcacheEntry
@@ -336,6 +356,12 @@ type walker struct {
 
 	// Per batch buffers.
 	batch    []uint64
+	bslots   []uint64 // each batch entry's slot, before the sort
+	unsorted []uint64 // the batch before the sort, beside bslots
+	slotBuf  []byte
+	slotSpan []Span
+	slotOK   []int
+	slotIdx  []int // the batch entries whose slots are read
 	sortBuf  []uint64
 	offBits  int // significant bits of a heap offset in words
 	spans    []Span
@@ -413,7 +439,7 @@ func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) 
 	if err != nil {
 		return nil, fmt.Errorf("walk: %w", err)
 	}
-	w.gcSeen, w.copyGC, w.batchGC = before, before.count, before.count
+	w.gcSeen, w.copyGC, w.batchGC, w.queueGC, w.queueFull = before, before.count, before.count, before.count, before.full
 
 	mirrors := w.classMirrors()
 	w.stats.RootsTime = time.Since(start)
@@ -422,7 +448,7 @@ func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) 
 	}
 	loaded, _ := w.edgeOf(0, w.hopOf("(loaded classes)", "(loaded classes)", 0))
 	for _, m := range mirrors {
-		w.discover(m, loaded)
+		w.discover(m, loaded, 0)
 	}
 	w.stats.Mirrors = len(mirrors)
 
@@ -471,7 +497,7 @@ func Walk(ctx context.Context, l *Layout, mem Mem, cfg Config) (*Result, error) 
 	// walk, as under Shenandoah's evacuation.
 	evac := l.GC == "shenandoah" && (w.stats.Forwarded > 0 || w.stats.Invalid > 0) || l.z != nil && w.stats.Invalid > 0
 	res.GC = GCCheck{Before: before.count, After: after.count, ActiveBefore: before.active, ActiveAfter: after.active, Evacuated: evac,
-		Overlapped: before.moved(after) || evac}
+		Overlapped: before.moved(after) || evac, Full: before.full != after.full}
 	res.Stats.Time = time.Since(start)
 	return res, nil
 }
@@ -483,6 +509,7 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 		w.r.vec = v
 	}
 	w.zf = newZForwarder(l.z, w.r, &w.stats)
+	w.checkSlots = l.z == nil && l.GC != "shenandoah" && l.off.hasFull
 	w.offBits = bits.Len64((l.Heap[len(l.Heap)-1].End - w.lo) >> 3)
 	w.heap = newHeapCopy(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxCopy)
 	w.visited = newBitmap(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxBitmap, l.minObjectShift())
@@ -533,16 +560,17 @@ func (w *walker) root(r Root) {
 		return
 	}
 	w.stats.Roots++
-	w.discover(r.Addr, e)
+	w.discover(r.Addr, e, 0)
 	if r.Others > 0 && len(w.extras) < w.cfg.MaxCross {
 		w.extras = append(w.extras, extraRef{uint32(min(r.Others, maxOtherRoots)), uint32((r.Addr - w.lo) >> 3)})
 	}
 }
 
-// discover marks the object at a found over edge e and queues it, once.
-func (w *walker) discover(a uint64, e uint32) {
+// discover marks the object at a found over edge e, its reference read
+// from slot (0: a root), and queues it, once.
+func (w *walker) discover(a uint64, e uint32, slot uint64) {
 	if q := w.fresh(a, w.rootChain(&w.edges[e])); q != nil {
-		w.push(q, a, e)
+		w.push(q, a, e, slot)
 	}
 }
 
@@ -572,9 +600,10 @@ func (w *walker) drain(ctx context.Context) {
 				return
 			}
 		}
-		n, active, ok := w.collectionState(ctx)
+		n, full, active, ok := w.collectionState(ctx)
 		w.batchGC = n
 		w.copyOK = w.heap != nil && w.copyStable(n, active, ok)
+		w.sawCollections(n, full, ok)
 		if w.cfg.StopOnGC && w.batches%64 == 0 {
 			if g, err := w.l.state(w.r); err == nil && w.gcSeen.moved(g) {
 				w.stats.StoppedOnGC = true
@@ -582,8 +611,10 @@ func (w *walker) drain(ctx context.Context) {
 				return
 			}
 		}
-		w.batch = w.qh.pop(w.batch[:0], w.cfg.Batch)
-		w.batch = w.q.pop(w.batch, w.cfg.Batch)
+		w.popBatch()
+		if len(w.batch) == 0 {
+			continue
+		}
 		if cap(w.sortBuf) < len(w.batch) {
 			w.sortBuf = make([]uint64, cap(w.batch))
 		}
@@ -605,9 +636,12 @@ func (w *walker) visitBatch() {
 		if err != nil || (n == w.batchGC && !active) {
 			break
 		}
-		n, active, ok := w.collectionState(w.ctx)
+		n, full, active, ok := w.collectionState(w.ctx)
 		w.batchGC = n
 		w.copyOK = w.heap != nil && w.copyStable(n, active, ok)
+		if w.sawCollections(n, full, ok) {
+			w.batch = w.checkMovedAgain(w.batch)
+		}
 		w.stats.GCReread++
 		w.readBatch()
 	}
@@ -659,15 +693,15 @@ const (
 
 // collectionState reads the collection count, first waiting for a
 // collection that runs to end (within gcWaitMax and gcWaitTotal, and
-// ctx): active says one still runs; ok is false when the count cannot be
-// read.
-func (w *walker) collectionState(ctx context.Context) (n uint32, active, ok bool) {
-	n, active, err := w.l.collections(w.r)
+// ctx), and the count of full ones: active says one still runs; ok is
+// false when the counts cannot be read.
+func (w *walker) collectionState(ctx context.Context) (n, full uint32, active, ok bool) {
+	n, full, active, err := w.l.collectionsFull(w.r)
 	if err != nil {
-		return w.batchGC, false, false
+		return w.batchGC, 0, false, false
 	}
 	if !active || w.gcWaitDone {
-		return n, active, true
+		return n, full, active, true
 	}
 	start := time.Now()
 	limit := min(gcWaitMax, gcWaitTotal-w.stats.GCWaited)
@@ -679,14 +713,14 @@ func (w *walker) collectionState(ctx context.Context) (n uint32, active, ok bool
 	}()
 	for time.Since(start) < limit && ctx.Err() == nil {
 		time.Sleep(gcPoll)
-		if n, active, err = w.l.collections(w.r); err != nil {
-			return w.batchGC, false, false
+		if n, full, active, err = w.l.collectionsFull(w.r); err != nil {
+			return w.batchGC, 0, false, false
 		}
 		if !active {
-			return n, false, true
+			return n, full, false, true
 		}
 	}
-	return n, true, true
+	return n, full, true, true
 }
 
 // readStable reads b at a while no collection runs, and reads it again
@@ -695,7 +729,7 @@ func (w *walker) collectionState(ctx context.Context) (n uint32, active, ok bool
 // in (a 64K-element piece of ServiceTruth's list named tree entries).
 func (w *walker) readStable(ctx context.Context, b []byte, a uint64) bool {
 	for try := 1; ; try++ {
-		n0, _, ok := w.collectionState(ctx)
+		n0, _, _, ok := w.collectionState(ctx)
 		if !w.r.readAt(b, a) {
 			return false
 		}
@@ -769,7 +803,7 @@ type skipped struct {
 // collection that overlapped the batch ended; with none, they count as
 // skipped.
 func (w *walker) retrySkips(ctx context.Context) {
-	n, active, ok := w.collectionState(ctx)
+	n, full, active, ok := w.collectionState(ctx)
 	if !ok || active || n == w.batchGC {
 		for _, sk := range w.skips {
 			*sk.why++
@@ -782,6 +816,9 @@ func (w *walker) retrySkips(ctx context.Context) {
 	w.batch = w.batch[:0]
 	for _, sk := range w.skips {
 		w.batch = append(w.batch, sk.ent)
+	}
+	if w.sawCollections(n, full, ok) {
+		w.batch = w.checkMovedAgain(w.batch)
 	}
 	w.skips = w.skips[:0]
 	w.stats.GCRetried += int64(len(w.batch))
@@ -842,13 +879,7 @@ func (w *walker) readBatch() {
 		}
 		w.views = append(w.views, v)
 	}
-	if cap(w.spanAt) < len(w.spans) {
-		w.spanAt = make([]int, len(w.spans))
-	}
-	if cap(w.valid) < len(w.spans) {
-		w.valid = make([]int, len(w.spans))
-	}
-	w.spanAt, w.valid = w.spanAt[:len(w.spans)], w.valid[:len(w.spans)]
+	w.spanAt, w.valid = sized(w.spanAt, len(w.spans)), sized(w.valid, len(w.spans))
 	w.rspans = w.rspans[:0]
 	total := 0
 	for i, s := range w.spans {
@@ -861,14 +892,7 @@ func (w *walker) readBatch() {
 	if len(w.rspans) == 0 {
 		return
 	}
-	if cap(w.buf) < total {
-		w.buf = make([]byte, total)
-	}
-	w.buf = w.buf[:total]
-	if cap(w.rvalid) < len(w.rspans) {
-		w.rvalid = make([]int, len(w.rspans))
-	}
-	w.rvalid = w.rvalid[:len(w.rspans)]
+	w.buf, w.rvalid = sized(w.buf, total), sized(w.rvalid, len(w.rspans))
 	w.r.readSpans(w.buf, w.rspans, w.rvalid)
 	k := 0
 	for i := range w.spans {
@@ -919,7 +943,7 @@ func (w *walker) visit(a uint64, e uint32, view []byte, copied bool) {
 			w.stats.Forwarded++
 			if fwd != a {
 				w.stats.ReadForwarded++
-				w.discover(fwd, e)
+				w.discover(fwd, e, 0)
 			}
 			return
 		}
@@ -979,14 +1003,14 @@ func (w *walker) visit(a uint64, e uint32, view []byte, copied bool) {
 		}
 		end := uint64(k.oops[len(k.oops)-1]) + l.OopSize
 		if end <= uint64(len(view)) {
-			w.scanFields(k, view, chain)
+			w.scanFields(k, view, chain, a)
 		} else {
 			w.tails = append(w.tails, tail{addr: a, n: end, k: k, chain: chain, copied: copied})
 		}
 	case kindObjArray:
 		end := k.hdr + length*l.OopSize
 		if end <= uint64(len(view)) {
-			w.scanArray(k, view[k.hdr:end], chain)
+			w.scanArray(k, view[k.hdr:end], chain, a+k.hdr)
 		} else if length > 0 {
 			w.tails = append(w.tails, tail{addr: a + k.hdr, n: length * l.OopSize, k: k, chain: chain, copied: copied,
 				obj: a, length: length, gc: w.batchGC})
@@ -1040,7 +1064,7 @@ func (w *walker) visitMirror(a uint64, e uint32, k *klass, view []byte, room uin
 	row := w.rowOf(ed, chain, k)
 	w.count(row, a, size, rec, k, chain)
 	if len(k.oops) > 0 && uint64(k.oops[len(k.oops)-1])+l.OopSize <= fixed {
-		w.scanFields(k, buf, chain)
+		w.scanFields(k, buf, chain, a)
 	}
 	if count == 0 {
 		return
@@ -1077,7 +1101,7 @@ func (w *walker) visitMirror(a uint64, e uint32, k *klass, view []byte, room uin
 			w.stats.EdgesCapped++
 			continue
 		}
-		w.discover(w.ref(v), se)
+		w.discover(w.ref(v), se, a+fixed+j*l.OopSize)
 	}
 }
 
@@ -1119,9 +1143,9 @@ func (w *walker) count(row uint32, a, size uint64, rec bool, k *klass, chain uin
 	w.record(row, a, size)
 }
 
-// scanFields follows the oop fields of an instance of k, whose bytes
-// from its start are obj.
-func (w *walker) scanFields(k *klass, obj []byte, chain uint32) {
+// scanFields follows the oop fields of an instance of k at base, whose
+// bytes from its start are obj.
+func (w *walker) scanFields(k *klass, obj []byte, chain uint32, base uint64) {
 	if !w.work(len(k.oops)) {
 		return
 	}
@@ -1140,12 +1164,13 @@ func (w *walker) scanFields(k *klass, obj []byte, chain uint32) {
 			w.stats.EdgesCapped++
 			continue
 		}
-		w.push(q, a, e)
+		w.push(q, a, e, base+uint64(off))
 	}
 }
 
-// scanArray follows the elements of an object array of class k.
-func (w *walker) scanArray(k *klass, elems []byte, chain uint32) {
+// scanArray follows the elements of an object array of class k, elems
+// read from base.
+func (w *walker) scanArray(k *klass, elems []byte, chain uint32, base uint64) {
 	step := int(w.l.OopSize)
 	if !w.work(len(elems) / step) {
 		return
@@ -1165,7 +1190,7 @@ func (w *walker) scanArray(k *klass, elems []byte, chain uint32) {
 			w.stats.EdgesCapped++
 			continue
 		}
-		w.push(q, a, e)
+		w.push(q, a, e, base+uint64(i))
 	}
 }
 
@@ -1210,8 +1235,15 @@ func (w *walker) fresh(a uint64, from uint32) *queue {
 	return w.admit(a)
 }
 
-func (w *walker) push(q *queue, a uint64, e uint32) {
+func (w *walker) push(q *queue, a uint64, e uint32, slot uint64) {
 	q.push((a-w.lo)>>3<<edgeBits | uint64(e))
+	if w.checkSlots {
+		if q == &w.qh {
+			w.qhs.push(slot)
+		} else {
+			w.qs.push(slot)
+		}
+	}
 	if n := w.q.len() + w.qh.len(); n > w.stats.MaxQueueLen {
 		w.stats.MaxQueueLen = n
 	}
@@ -1239,14 +1271,7 @@ func (w *walker) readTails() {
 			total += n
 			j++
 		}
-		if cap(w.buf) < int(total) {
-			w.buf = make([]byte, total)
-		}
-		w.buf = w.buf[:total]
-		if cap(w.valid) < len(w.spans) {
-			w.valid = make([]int, len(w.spans))
-		}
-		w.valid = w.valid[:len(w.spans)]
+		w.buf, w.valid = sized(w.buf, int(total)), sized(w.valid, len(w.spans))
 		if total > 0 {
 			w.r.readSpans(w.buf, w.spans, w.valid)
 		}
@@ -1265,9 +1290,9 @@ func (w *walker) readTails() {
 				}
 			}
 			if t.k.kind == kindObjArray {
-				w.scanArray(t.k, b, t.chain)
+				w.scanArray(t.k, b, t.chain, t.addr)
 			} else {
-				w.scanFields(t.k, b, t.chain)
+				w.scanFields(t.k, b, t.chain, t.addr)
 			}
 		}
 		i = j
@@ -1299,7 +1324,7 @@ func (w *walker) readBig(t tail) {
 			return
 		}
 		if t.k.kind == kindObjArray {
-			w.scanArray(t.k, b, t.chain)
+			w.scanArray(t.k, b, t.chain, t.addr+off)
 		}
 	}
 }

@@ -31,6 +31,9 @@ func walkNote(st *heapwalk.Stats, overlapped bool, tries int) string {
 		cut = append(cut, fmt.Sprintf("it stopped at its cap of references read, after %d objects (%.1f MiB), with %d found and not reached",
 			st.Objects, float64(st.Bytes)/(1<<20), st.Pending))
 	}
+	if st.Stale > 0 {
+		cut = append(cut, fmt.Sprintf("%d objects found before a collection moved them were not visited (what they held is named by another walk)", st.Stale))
+	}
 	if st.LookupLost > 0 {
 		cut = append(cut, fmt.Sprintf("%d small objects have no address entry", st.LookupLost))
 	}

@@ -231,7 +231,7 @@ func (w *Walker) Run(ctx context.Context, gate *Gate, start, minSize uint64, mon
 		// A young GC moves what the walk skips anyway; one that moved the
 		// old objects under it leaves many it could not parse.
 		st := &res.Stats
-		if (st.Invalid+st.Unreadable+st.Forwarded+st.ArrayMoved)*overlapSkips < st.Objects {
+		if (st.Invalid+st.Unreadable+st.Forwarded+st.ArrayMoved+st.Stale)*overlapSkips < st.Objects {
 			w.setProbes(res, large)
 			if moved, all := w.moved(); moved*staleShare < all || all == 0 {
 				break
@@ -279,7 +279,7 @@ func (w *Walker) Run(ctx context.Context, gate *Gate, start, minSize uint64, mon
 	hw.Index = structureIndex{res}
 	hw.Overlapped = res.GC.Overlapped
 	hw.Visited, hw.Bytes = uint64(res.Stats.Objects), uint64(res.Stats.Bytes)
-	hw.Skipped = uint64(res.Stats.Invalid + res.Stats.Unreadable + res.Stats.Forwarded + res.Stats.ArrayMoved)
+	hw.Skipped = uint64(res.Stats.Invalid + res.Stats.Unreadable + res.Stats.Forwarded + res.Stats.ArrayMoved + res.Stats.Stale)
 	hw.Note = walkNote(&res.Stats, res.GC.Overlapped, tries)
 	hw.Roots = uint64(res.Stats.Roots)
 	return hw

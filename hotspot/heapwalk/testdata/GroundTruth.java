@@ -1,3 +1,7 @@
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
 import java.lang.ref.WeakReference;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
@@ -13,7 +17,9 @@ import java.util.TreeMap;
 //
 // Arguments: map entries, map value length, tree entries, list entries,
 // list element length, table MiB, and "churn" for a thread that keeps
-// replacing the map's values and making garbage.
+// replacing the map's values and making garbage, or "gcs": each line
+// "young" of stdin runs a young collection, "full" a full one, and each
+// is answered "done".
 public class GroundTruth {
     static HashMap<Long, long[]> map;
     static TreeMap<Integer, Small> tree;
@@ -96,7 +102,43 @@ public class GroundTruth {
         }
         System.out.println("ready " + ProcessHandle.current().pid());
         System.out.flush();
+        if (args.length > 6 && args[6].equals("gcs")) {
+            gcs();
+            return;
+        }
         while (System.in.read() >= 0) {
         }
+    }
+
+    static long[] junk;
+
+    // gcs runs the collections stdin asks for.
+    static void gcs() throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        for (String line; (line = in.readLine()) != null; ) {
+            if (line.equals("young")) {
+                long n = youngCount();
+                while (youngCount() == n) {
+                    for (int i = 0; i < 1024; i++) {
+                        junk = new long[64];
+                    }
+                }
+            } else if (line.equals("full")) {
+                System.gc();
+            }
+            System.out.println("done");
+            System.out.flush();
+        }
+    }
+
+    static long youngCount() {
+        long n = 0;
+        for (GarbageCollectorMXBean b : ManagementFactory.getGarbageCollectorMXBeans()) {
+            String name = b.getName();
+            if (name.equals("Copy") || name.equals("PS Scavenge") || name.equals("G1 Young Generation")) {
+                n += b.getCollectionCount();
+            }
+        }
+        return n;
     }
 }

@@ -2,6 +2,7 @@ package profiler
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
@@ -467,8 +468,15 @@ func attachReplayDir(jdk string) string { return "testdata/replay-attach-" + jdk
 
 var replayCases = []replayCase{
 	{name: "launch", dir: replayDir, json: replayJSON, pprof: replayPprof},
-	{name: "attach-jdk17", dir: attachReplayDir("jdk17"), json: attachReplayDir("jdk17") + ".json", pprof: attachReplayDir("jdk17") + ".pb.gz", attach: true},
-	{name: "attach-jdk25", dir: attachReplayDir("jdk25"), json: attachReplayDir("jdk25") + ".json", pprof: attachReplayDir("jdk25") + ".pb.gz", attach: true},
+	attachCase("jdk17"),
+	attachCase("jdk25"),
+}
+
+// attachCase is the replay of an attach on jdk. Its JSON golden is
+// gzipped: the walk's structures make it over a MiB.
+func attachCase(jdk string) replayCase {
+	d := attachReplayDir(jdk)
+	return replayCase{name: "attach-" + jdk, dir: d, json: d + ".json.gz", pprof: d + ".pb.gz", attach: true}
 }
 
 // TestReplay runs the recorded profiles of testdata/java/HotArrays.java
@@ -504,16 +512,49 @@ func testReplay(t *testing.T, c replayCase) {
 	if err := pprofile.Write(&pb, pprofile.Options{Time: time.Unix(0, replayStartNs)}, rep); err != nil {
 		t.Fatal(err)
 	}
+	jsGolden, jsText := js.Bytes(), func(b []byte) string { return string(b) }
+	if strings.HasSuffix(c.json, ".gz") {
+		jsGolden, jsText = gzipped(t, js.Bytes()), gunzipText
+	}
 	if *update {
-		for path, data := range map[string][]byte{c.json: js.Bytes(), c.pprof: pb.Bytes()} {
+		for path, data := range map[string][]byte{c.json: jsGolden, c.pprof: pb.Bytes()} {
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 		return
 	}
-	checkGolden(t, c.json, js.Bytes(), func(b []byte) string { return string(b) })
+	checkGolden(t, c.json, jsGolden, jsText)
 	checkGolden(t, c.pprof, pb.Bytes(), pprofText)
+}
+
+// gzipped is b gzipped, the same bytes every time (no name, no time).
+func gzipped(t *testing.T, b []byte) []byte {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// gunzipText is gzipped text, or why it is none.
+func gunzipText(b []byte) string {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return err.Error()
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		return err.Error()
+	}
+	return string(out)
 }
 
 // checkGolden compares got with the golden file at path, and shows the

@@ -9,8 +9,10 @@ import (
 	"io"
 	"math/bits"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
+	"testing"
 
 	"github.com/djx-bpf/djx-bpf/hotspot/targetmem"
 	"github.com/djx-bpf/djx-bpf/hotspot/vmcode"
@@ -394,5 +396,49 @@ func readStacks(path string, evs []sampleEvent) error {
 			return fmt.Errorf("%s: a stack of sample %d of batch %d, which the recording has not", path, idx, seq)
 		}
 		evs[e].samples[idx].Stack = st
+	}
+}
+
+// TestImage checks the recorded memory a replay serves: the first value
+// read of each byte, a read short at the first byte never read (as at an
+// unmapped page), vectors that stop at the first short span, and the
+// segments it is saved as.
+func TestImage(t *testing.T) {
+	m := newImage()
+	m.add(imagePage-4, []byte{1, 2, 3, 4, 5, 6, 7, 8}) // across a page
+	m.add(imagePage-2, []byte{9, 9, 9})                // read again later: the first value stays
+	mem := imageMem{m, 42}
+	got := make([]byte, 9)
+	n, err := mem.ReadAt(got, imagePage-4)
+	if n != 8 || err == nil || !bytes.Equal(got[:8], []byte{1, 2, 3, 4, 5, 6, 7, 8}) {
+		t.Errorf("ReadAt = %d, %v, % x; want the 8 bytes first read, then unreadable", n, err, got[:n])
+	}
+	if n, err := mem.ReadAt(make([]byte, 1), 0); n != 0 || err == nil {
+		t.Errorf("ReadAt of memory never read = %d, %v; want 0 and an error", n, err)
+	}
+	m.add(3*imagePage, []byte{0xaa, 0xbb})
+	dst := make([]byte, 2+4+2)
+	n, err = mem.ReadVector(dst, []targetmem.Span{{Addr: 3 * imagePage, Len: 2}, {Addr: imagePage - 2, Len: 4}, {Addr: 3 * imagePage, Len: 2}})
+	if n != 8 || err != nil {
+		t.Errorf("ReadVector of read spans = %d, %v; want 8, nil", n, err)
+	}
+	n, err = mem.ReadVector(dst, []targetmem.Span{{Addr: 3 * imagePage, Len: 2}, {Addr: imagePage + 3, Len: 4}, {Addr: 3 * imagePage, Len: 2}})
+	if n != 3 || err == nil {
+		t.Errorf("ReadVector into a hole = %d, %v; want the 3 bytes before it and an error", n, err)
+	}
+	segs := m.segments()
+	if len(segs) != 2 || segs[0].addr != imagePage-4 || len(segs[0].data) != 8 || segs[1].addr != 3*imagePage || m.bytes() != 10 {
+		t.Errorf("segments = %+v (%d bytes); want 8 bytes at %#x and 2 at %#x", segs, m.bytes(), imagePage-4, 3*imagePage)
+	}
+	path := filepath.Join(t.TempDir(), memoryFile)
+	if err := writeImage(path, m); err != nil {
+		t.Fatal(err)
+	}
+	back, err := readImage(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := back.segments(); len(b) != 2 || !bytes.Equal(b[0].data, segs[0].data) || !bytes.Equal(b[1].data, segs[1].data) {
+		t.Errorf("read back: %+v; want %+v", b, segs)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
 	"github.com/djx-bpf/djx-bpf/naming/region"
 	"github.com/djx-bpf/djx-bpf/naming/stacks"
 	"github.com/djx-bpf/djx-bpf/report"
@@ -404,8 +405,15 @@ func (c *replayClock) CPU() time.Duration { return 0 }
 // alone, and are not checked again.
 func (c *replayClock) After(time.Duration) <-chan time.Time { return nil }
 
-// replay runs a session on a recording and returns its report.
+// replay runs a session on a recording and returns its report. The BPF
+// stacks' time budgets, the one wall-clock limit left on naming their
+// frames, are lifted for it: reads of the recorded memory cost no time
+// worth a budget, and a slow machine must not cut a replay's paths.
 func replay(rec *recording) (*report.Report, error) {
+	defer func(r, s, b time.Duration) {
+		bpfstack.RecordBudget, bpfstack.SecondBudget, bpfstack.BurstBudget = r, s, b
+	}(bpfstack.RecordBudget, bpfstack.SecondBudget, bpfstack.BurstBudget)
+	bpfstack.RecordBudget, bpfstack.SecondBudget, bpfstack.BurstBudget = time.Hour, time.Hour, time.Hour
 	fx := &rec.fx
 	src, _, err := event.Choose(fx.Event, nil)
 	if err != nil {

@@ -113,9 +113,10 @@ type Target interface {
 // and the join its resolver, once the agent is connected (the JVM is
 // initialised), and returns what marks HotSpot's own threads (nil: none).
 // Where it cannot (not HotSpot, a layout vmcode does not know) the paths
-// keep their leaf, with a note. The agent was started without JIT code records on HotSpot
-// (code=2): the join reads JIT code from the code cache whenever vmcode
-// can read it, stacks or not. command writes a command to the agent.
+// keep their leaf, with a note. The agent was started without JIT code
+// records on HotSpot (code=2): the join reads JIT code from the code cache
+// whenever vmcode can read it, stacks or not. command writes a command to
+// the agent.
 func (c *Choice) Use(pid int, t Target, j *join.JVM, sampler any, command func([]byte) error, note Notes) *bpfstack.VMThreads {
 	if c.Mode != BPF || j.BPFStacks() != nil || !j.Connected() {
 		return nil

@@ -70,9 +70,10 @@ func TestRecord(t *testing.T) {
 	t.Run("launch", func(t *testing.T) {
 		jdk := jdks[0]
 		argv := []string{jdk.Java(), "-cp", classes, "HotArrays", "60"}
-		rec, live := recordLaunch(t, argv, Options{Event: pmu.NameDecode, Freq: recordFreq, Duration: recordDuration, AllocBudget: DefaultAllocBudget})
+		rec, live := recordLaunch(t, argv, Options{Event: pmu.NameDecode, Freq: recordFreq, Duration: recordDuration, AllocBudget: DefaultAllocBudget,
+			Stacks: stacks.Agent})
 		rec.fx.Comment = "made by TestRecord (record_test.go: go test -run TestRecord -record ./profiler, as root): " +
-			"a launch profile of testdata/java/HotArrays.java on " + jdk.Name + ", event decode at " +
+			"a launch profile of testdata/java/HotArrays.java on " + jdk.Name + " with the agent's stacks, event decode at " +
 			strconv.Itoa(recordFreq) + " Hz for " + recordDuration.String()
 		saveAndReplay(t, rec, live, replayDir)
 	})

@@ -187,6 +187,7 @@ func (w *Driver) OnBatch(b *agentwire.Batch) {
 	if w == nil {
 		return
 	}
+	start := false
 	for _, r := range b.Records {
 		switch r := r.(type) {
 		case *agentwire.Class:
@@ -201,13 +202,19 @@ func (w *Driver) OnBatch(b *agentwire.Batch) {
 				w.rootsEnd = r
 				w.rootsGC, _, _ = w.Layout.Collections(w.Mem)
 				if !w.refreshing {
-					w.Start()
+					start = true
 					continue
 				}
 				w.refreshing = false
 				w.Answer(walkplan.RootsPass{Roots: slices.Clone(w.roots), End: r, GC: w.rootsGC, Ok: true})
 			}
 		}
+	}
+	if start {
+		// Once the batch's class descriptions are in: the agent's may
+		// follow its roots' end, and name the fields of what the walk
+		// reads first (the statics).
+		w.Start()
 	}
 }
 

@@ -41,10 +41,10 @@ func (s *session) planLaunchWalk() {
 
 // walkEnv is what the session's walks reach.
 func (s *session) walkEnv() walk.Env {
-	return walk.Env{PID: s.pid, Join: func() *join.JVM { return s.j },
+	return walk.Env{PID: s.pid, Proc: s.proc, Join: func() *join.JVM { return s.j },
 		Command: s.command,
 		Now:     func() time.Time { return s.clk.Now() },
-		Mono:    func() uint64 { return s.clk.Mono() }, Tell: s.opts.note, Note: s.addNote,
+		Mono:    func() uint64 { return s.clk.Mono() }, After: s.clk.After, Sync: s.lockstep, Tell: s.opts.note, Note: s.addNote,
 		Gate: s.walkGate, MinSize: s.opts.MinSize, Continuous: s.cuts != nil}
 }
 

@@ -54,6 +54,17 @@ type fixture struct {
 	Regions    []tapeEntry[regionKey, region.Region] `json:"regions"`
 	HostTIDs   []tapeEntry[uint32, tidAnswer]        `json:"host_tids,omitempty"`
 	Threads    []tapeEntry[uint32, bool]             `json:"threads,omitempty"`
+	// What the stacks from BPF and the heap walk read of the process
+	// beside its memory (memory.bin.gz): where the stacks came from at
+	// the start, the vmStructs symbols, the continuations, threads' names,
+	// and the reads that came back short.
+	Stacks       *stacksChoice              `json:"stacks,omitempty"`
+	VMStructs    *vmSymbols                 `json:"vmstructs,omitempty"`
+	Continuation *contAnswer                `json:"continuation,omitempty"`
+	Comms        []tapeEntry[uint32, reply] `json:"comms,omitempty"`
+	MemoryBytes  int                        `json:"memory_bytes,omitempty"`
+	FailedReads  int                        `json:"failed_reads,omitempty"`
+	Failures     []failure                  `json:"failures,omitempty"`
 	// Live is the recorded run's own report, in brief.
 	Live map[string]float64 `json:"live_report"`
 }
@@ -348,11 +359,13 @@ func openGzip(path string) (io.Reader, error) {
 	return bufio.NewReader(zr), nil
 }
 
-// recording is a fixture and its streams.
+// recording is a fixture, its streams and the target's memory (nil:
+// none recorded).
 type recording struct {
 	fx      fixture
 	samples []sampleEvent
 	agent   []agentEvent
+	img     *image
 }
 
 func loadRecording(dir string) (*recording, error) {
@@ -368,6 +381,14 @@ func loadRecording(dir string) (*recording, error) {
 		return nil, err
 	}
 	if rec.agent, err = readAgentEvents(filepath.Join(dir, agentFile)); err != nil {
+		return nil, err
+	}
+	if err := readStacks(filepath.Join(dir, stacksFile), rec.samples); err != nil {
+		return nil, err
+	}
+	if img, err := readImage(filepath.Join(dir, memoryFile)); err == nil {
+		rec.img = img
+	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	return rec, nil
@@ -386,6 +407,20 @@ func (rec *recording) save(dir string) error {
 	}
 	if err := writeSamples(filepath.Join(dir, samplesFile), rec.samples); err != nil {
 		return err
+	}
+	for _, f := range []string{stacksFile, memoryFile} {
+		// Only a recording that has them writes them anew.
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if err := writeStacks(filepath.Join(dir, stacksFile), rec.samples); err != nil {
+		return err
+	}
+	if rec.img != nil && rec.img.bytes() > 0 {
+		if err := writeImage(filepath.Join(dir, memoryFile), rec.img); err != nil {
+			return err
+		}
 	}
 	return writeAgent(filepath.Join(dir, agentFile), rec.agent)
 }

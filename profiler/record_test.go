@@ -1,14 +1,17 @@
 package profiler
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"flag"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -16,15 +19,21 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/djx-bpf/djx-bpf/agent"
+	"github.com/djx-bpf/djx-bpf/hotspot/targetmem"
+	"github.com/djx-bpf/djx-bpf/hotspot/vmcode"
+	"github.com/djx-bpf/djx-bpf/hotspot/vmstructs"
 	"github.com/djx-bpf/djx-bpf/internal/testenv"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
 	"github.com/djx-bpf/djx-bpf/naming/region"
+	"github.com/djx-bpf/djx-bpf/naming/stacks"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
 	"github.com/djx-bpf/djx-bpf/sources/pmu"
 	"github.com/djx-bpf/djx-bpf/sources/sample"
+	"github.com/djx-bpf/djx-bpf/target/channel"
 	"github.com/djx-bpf/djx-bpf/target/jvm"
 )
 
@@ -37,39 +46,70 @@ const (
 	recordDuration = 3 * time.Second
 )
 
-// TestRecord profiles testdata/java/HotArrays.java in launch mode with
-// recorders around the session's seams and writes what they saw as the
-// replay fixture; then it replays the fixture and compares the replay's
-// report with the run's own. Run it as root with -record, then
-// TestReplay with -update.
+// TestRecord profiles testdata/java/HotArrays.java with recorders around
+// the session's seams and writes what they saw as the replay fixtures:
+// in launch mode with the agent's stacks (testdata/replay), and attached
+// at the defaults, a heap walk and stacks from BPF, on each JDK
+// (testdata/replay-attach-JDK); then it replays each fixture and compares
+// the replay's report with the run's own. Run it as root with -record,
+// then TestReplay with -update.
 func TestRecord(t *testing.T) {
 	if !*record {
-		t.Skip("rewrites the replay fixture: go test -run TestRecord -record ./profiler (root, JDK 17)")
+		t.Skip("rewrites the replay fixtures: go test -run TestRecord -record ./profiler (root, JDK 17)")
 	}
 	testenv.Root(t)
 	if err := loader.Preflight(); err != nil {
 		testenv.Skip(t, "needs BPF privileges: %v", err)
 	}
-	jdk := testenv.JDKs(t)[0]
+	jdks := testenv.JDKs(t)
 	classes := t.TempDir()
-	javac := filepath.Join(jdk.Home, "bin", "javac")
-	if out, err := exec.Command(javac, "-d", classes, "../testdata/java/HotArrays.java").CombinedOutput(); err != nil {
+	javac := filepath.Join(jdks[0].Home, "bin", "javac")
+	if out, err := exec.Command(javac, "--release", "17", "-d", classes, "../testdata/java/HotArrays.java").CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
-	argv := []string{jdk.Java(), "-cp", classes, "HotArrays", "60"}
-	rec, live := recordLaunch(t, argv, Options{Event: pmu.NameDecode, Freq: recordFreq, Duration: recordDuration, AllocBudget: DefaultAllocBudget})
-	rec.fx.Comment = "made by TestRecord (record_test.go: go test -run TestRecord -record ./profiler, as root): " +
-		"a launch profile of testdata/java/HotArrays.java on " + jdk.Name + ", event decode at " +
-		strconv.Itoa(recordFreq) + " Hz for " + recordDuration.String()
-	if err := rec.save(replayDir); err != nil {
+	t.Run("launch", func(t *testing.T) {
+		jdk := jdks[0]
+		argv := []string{jdk.Java(), "-cp", classes, "HotArrays", "60"}
+		rec, live := recordLaunch(t, argv, Options{Event: pmu.NameDecode, Freq: recordFreq, Duration: recordDuration, AllocBudget: DefaultAllocBudget,
+			Stacks: stacks.Agent})
+		rec.fx.Comment = "made by TestRecord (record_test.go: go test -run TestRecord -record ./profiler, as root): " +
+			"a launch profile of testdata/java/HotArrays.java on " + jdk.Name + " with the agent's stacks, event decode at " +
+			strconv.Itoa(recordFreq) + " Hz for " + recordDuration.String()
+		saveAndReplay(t, rec, live, replayDir)
+	})
+	for _, jdk := range jdks {
+		t.Run("attach-"+jdk.Name, func(t *testing.T) {
+			pid := startAttachTarget(t, jdk, classes)
+			rec, live := recordAttach(t, pid, Options{Event: pmu.NameDecode, Freq: recordFreq, Duration: recordAttachDuration})
+			rec.fx.Comment = "made by TestRecord (record_test.go: go test -run TestRecord -record ./profiler, as root): " +
+				"an attach at the defaults (heap walk, stacks from BPF) to testdata/java/HotArrays.java (-Xmx64m, arrays allocated once) on " +
+				jdk.Name + ", event decode at " + strconv.Itoa(recordFreq) + " Hz for " + recordAttachDuration.String()
+			if rec.fx.Stacks == nil || rec.fx.Stacks.Mode != stacks.BPF || live.Stats.SamplesBPFStack == 0 || live.Stats.WalkObjects == 0 {
+				t.Fatalf("not an attach at the defaults: stacks %+v, %d samples with BPF stacks, %d objects walked (notes %q)",
+					rec.fx.Stacks, live.Stats.SamplesBPFStack, live.Stats.WalkObjects, live.Notes)
+			}
+			saveAndReplay(t, rec, live, attachReplayDir(jdk.Name))
+		})
+	}
+}
+
+// recordAttachDuration leaves the heap walk of HotArrays's small heap
+// time to end within the profile.
+const recordAttachDuration = 4 * time.Second
+
+// saveAndReplay saves rec as the fixture in dir, replays it and compares
+// the replay's report with the run's own.
+func saveAndReplay(t *testing.T, rec *recording, live *report.Report, dir string) {
+	t.Helper()
+	if err := rec.save(dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{fixtureFile, samplesFile, agentFile} {
-		if fi, err := os.Stat(filepath.Join(replayDir, f)); err == nil {
+	for _, f := range []string{fixtureFile, samplesFile, agentFile, stacksFile, memoryFile} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			t.Logf("%s: %d bytes", f, fi.Size())
 		}
 	}
-	saved, err := loadRecording(replayDir)
+	saved, err := loadRecording(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +118,88 @@ func TestRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	compareLive(t, got, live)
+}
+
+// startAttachTarget starts HotArrays on jdk with its arrays allocated
+// once, into statics, and returns its pid once it is ready; the test's
+// end kills it.
+func startAttachTarget(t *testing.T, jdk testenv.JDK, classes string) int {
+	t.Helper()
+	cmd := exec.Command(jdk.Java(), "-Xmx64m", "-cp", classes, "HotArrays", "60", "0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "ready" {
+				close(ready)
+				break
+			}
+		}
+		io.Copy(io.Discard, out)
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("HotArrays did not say ready")
+	}
+	time.Sleep(time.Second) // attached after a second, as a running service is
+	return cmd.Process.Pid
+}
+
+// recordAttach attaches to pid as Attach does, with recorders around the
+// session's seams from before the census is planned.
+func recordAttach(t *testing.T, pid int, opts Options) (*recording, *report.Report) {
+	s, err := newSession(opts, "attach")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if err := s.openSampler(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s.pid = pid
+	vm, err := jvm.Inspect(ctx, pid, s.opts.AgentTimeout, s.addNote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.vm, s.proc = vm, jvm.LiveProcess(pid)
+	r := &recorder{stopped: -1, img: newImage()}
+	r.wrap(s)
+	if err := s.planCensus(); err != nil {
+		t.Fatal(err)
+	}
+	lib, err := agent.Library()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ch, err = channel.Create(vm.ChannelSpec(lib)); err != nil {
+		t.Fatal(err)
+	}
+	exited := jvm.WatchExit(pid)
+	err = s.connectAgent(ctx, pid, exited, func(actx context.Context) error {
+		return vm.LoadAgent(actx, s.ch.LibraryPath(), s.agentOptions())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.wrapConn(s)
+	rep, err := s.run(ctx, exited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.recording(s, rep), rep
 }
 
 // recordLaunch launches argv, profiles it with recorders around the
@@ -101,8 +223,9 @@ func recordLaunch(t *testing.T, argv []string, opts Options) (*recording, *repor
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &recorder{stopped: -1}
+	r := &recorder{stopped: -1, img: newImage()}
 	r.wrap(s)
+	r.wrapConn(s)
 	rep, err := s.run(context.Background(), exited)
 	if err != nil {
 		t.Fatal(err)
@@ -145,12 +268,14 @@ type recorder struct {
 	regs    tape[regionKey, region.Region]
 	tids    tape[uint32, tidAnswer]
 	threads tape[uint32, bool]
+	comms   tape[uint32, reply]
+	img     *image // the target's memory as read
 }
 
-// wrap puts recorders around s's seams.
+// wrap puts recorders around s's seams but the agent's connection.
 func (r *recorder) wrap(s *session) {
+	r.fx.Stacks = &stacksChoice{s.stacks.Mode, s.stacks.Signal}
 	s.sampler = recSampler{s.sampler, r}
-	s.conn = recConn{s.conn, r}
 	if h, ok := s.vm.(*jvm.HotSpot); ok && h.L != nil {
 		r.fx.Jcmd = map[string]reply{}
 		h.L = recListener{h.L, r}
@@ -158,6 +283,9 @@ func (r *recorder) wrap(s *session) {
 	s.proc = recProcess{s.proc, r, s.pid}
 	s.clk = recClock{s.clk, r}
 }
+
+// wrapConn puts a recorder around the agent's connection.
+func (r *recorder) wrapConn(s *session) { s.conn = recConn{s.conn, r} }
 
 // recording is what r saw of s's run, which reported rep.
 func (r *recorder) recording(s *session, rep *report.Report) *recording {
@@ -176,9 +304,18 @@ func (r *recorder) recording(s *session, rep *report.Report) *recording {
 	fx.Regions = r.regs.entries(compareRegionKeys)
 	fx.HostTIDs = r.tids.entries(cmp.Compare[uint32])
 	fx.Threads = r.threads.entries(cmp.Compare[uint32])
+	fx.Comms = r.comms.entries(cmp.Compare[uint32])
+	rec := &recording{fx: fx, samples: r.samples, agent: r.agent, img: r.img}
+	if r.img != nil {
+		fx.MemoryBytes = r.img.bytes()
+		r.img.mu.Lock()
+		fx.FailedReads, fx.Failures = r.img.failed, slices.Clone(r.img.kept)
+		r.img.mu.Unlock()
+	}
 	fx.Live = map[string]float64{"samples": float64(rep.Stats.Samples), "in_heap": float64(rep.Stats.InHeap),
 		"attributed": float64(rep.Stats.Attributed), "objects": float64(len(rep.Objects))}
-	return &recording{fx: fx, samples: r.samples, agent: r.agent}
+	rec.fx = fx
+	return rec
 }
 
 func (r *recorder) addSamples(b []sample.Sample, complete uint64) {
@@ -283,6 +420,28 @@ func (s recSampler) NoJavaThread(pid int, tid uint32) error {
 	return err
 }
 
+func (s recSampler) SetUnwind(pid int, heaps []loader.CodeHeap, l loader.CodeLayout) error {
+	u, ok := s.sampler.(interface {
+		SetUnwind(int, []loader.CodeHeap, loader.CodeLayout) error
+	})
+	err := errors.New("the sampler does not unwind")
+	if ok {
+		err = u.SetUnwind(pid, heaps, l)
+	}
+	s.r.noteErr("SetUnwind", err)
+	return err
+}
+
+func (s recSampler) VMThread(pid int, tid uint32) error {
+	m, ok := s.sampler.(interface{ VMThread(int, uint32) error })
+	err := errors.New("the sampler marks no VM threads")
+	if ok {
+		err = m.VMThread(pid, tid)
+	}
+	s.r.noteErr("VMThread", err)
+	return err
+}
+
 func (s recSampler) SetHeaderMask(k sample.HeaderKey, mask uint32) error {
 	return s.sampler.SetHeaderMask(k, mask)
 }
@@ -324,7 +483,40 @@ type recProcess struct {
 }
 
 func (p recProcess) Native() join.NativeSymbols { return recNative{p.Process.Native(), p.r} }
-func (p recProcess) CodeMem() io.ReaderAt       { return recMem{p.Process.CodeMem(), p.r} }
+func (p recProcess) CodeMem() io.ReaderAt       { return recTargetMem{p.Process.CodeMem(), p.r.img} }
+func (p recProcess) Mem() targetmem.Mem         { return recTargetMem{p.Process.Mem(), p.r.img} }
+
+// VMStructs reads the table as the live process does, its memory
+// recorded with the rest.
+func (p recProcess) VMStructs() (*vmstructs.Table, error) {
+	t, syms, err := recordVMStructs(p.pid, p.Mem())
+	p.r.note(func(fx *fixture) {
+		if fx.VMStructs == nil {
+			fx.VMStructs = &syms
+		}
+	})
+	return t, err
+}
+
+func (p recProcess) Continuation(t *vmstructs.Table) (vmcode.Continuation, error) {
+	c, err := p.Process.Continuation(t)
+	a := contAnswer{Cont: c}
+	if err != nil {
+		a.Err = err.Error()
+	}
+	p.r.note(func(fx *fixture) {
+		if fx.Continuation == nil {
+			fx.Continuation = &a
+		}
+	})
+	return c, err
+}
+
+func (p recProcess) Comm(tid uint32) (string, error) {
+	c, err := p.Process.Comm(tid)
+	p.r.comms.record(tid, replyOf(c, err))
+	return c, err
+}
 
 func (p recProcess) PerfMap(nsPID int) (*jvmsym.PerfMap, error) {
 	pm, err := p.Process.PerfMap(nsPID)
@@ -371,21 +563,6 @@ func (n recNative) Lookup(ip uint64) (jvmsym.NativeFrame, bool) {
 	f, ok := n.NativeSymbols.Lookup(ip)
 	n.r.syms.record(ip, nativeAnswer{f, ok})
 	return f, ok
-}
-
-type recMem struct {
-	io.ReaderAt
-	r *recorder
-}
-
-func (m recMem) ReadAt(b []byte, off int64) (int, error) {
-	n, err := m.ReaderAt.ReadAt(b, off)
-	a := codeAnswer{Data: append([]byte(nil), b[:n]...), N: n}
-	if err != nil {
-		a.Err = err.Error()
-	}
-	m.r.code.record(codeKey{off, len(b)}, a)
-	return n, err
 }
 
 type recRegions struct {

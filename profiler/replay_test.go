@@ -2,6 +2,7 @@ package profiler
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
@@ -17,10 +18,15 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/djx-bpf/djx-bpf/hotspot/targetmem"
+	"github.com/djx-bpf/djx-bpf/hotspot/vmcode"
+	"github.com/djx-bpf/djx-bpf/hotspot/vmstructs"
 	"github.com/djx-bpf/djx-bpf/join"
 	"github.com/djx-bpf/djx-bpf/jvmsym"
 	"github.com/djx-bpf/djx-bpf/loader"
+	"github.com/djx-bpf/djx-bpf/naming/bpfstack"
 	"github.com/djx-bpf/djx-bpf/naming/region"
+	"github.com/djx-bpf/djx-bpf/naming/stacks"
 	"github.com/djx-bpf/djx-bpf/report"
 	"github.com/djx-bpf/djx-bpf/report/pprofile"
 	"github.com/djx-bpf/djx-bpf/sources/agentwire"
@@ -171,8 +177,12 @@ func (r *replaySampler) RemovePID(int) error                { return nil }
 func (r *replaySampler) SetHeap(int, uint64, uint64, uint64, uint) error {
 	return r.err("SetHeap")
 }
-func (r *replaySampler) SetStackSignal(int, int) error                { return r.err("SetStackSignal") }
-func (r *replaySampler) NoJavaThread(int, uint32) error               { return r.err("NoJavaThread") }
+func (r *replaySampler) SetStackSignal(int, int) error  { return r.err("SetStackSignal") }
+func (r *replaySampler) NoJavaThread(int, uint32) error { return r.err("NoJavaThread") }
+func (r *replaySampler) SetUnwind(int, []loader.CodeHeap, loader.CodeLayout) error {
+	return r.err("SetUnwind")
+}
+func (r *replaySampler) VMThread(int, uint32) error                   { return r.err("VMThread") }
 func (r *replaySampler) SetHeaderMask(sample.HeaderKey, uint32) error { return nil }
 func (r *replaySampler) DropHeaderMask(sample.HeaderKey) error        { return nil }
 func (r *replaySampler) Enable() error                                { return nil }
@@ -244,23 +254,62 @@ func (l replayListener) LoadAgent(context.Context, string, bool, string) error {
 	return errors.New("a replay loads no agent")
 }
 
-// replayProcess answers what the join looked up in the recorded process.
+// replayProcess answers what the session read of the recorded process:
+// its memory from the recorded image, the rest from the recorded answers.
 type replayProcess struct {
 	fx      *fixture
+	img     *image // nil: a recording of JIT code reads alone (code)
 	syms    *tape[uint64, nativeAnswer]
 	code    *tape[codeKey, codeAnswer]
 	regs    *tape[regionKey, region.Region]
 	tids    *tape[uint32, tidAnswer]
 	threads *tape[uint32, bool]
+	comms   *tape[uint32, reply]
 }
 
-func newReplayProcess(fx *fixture) *replayProcess {
-	return &replayProcess{fx: fx, syms: tapeOf(fx.Native), code: tapeOf(fx.Code), regs: tapeOf(fx.Regions),
-		tids: tapeOf(fx.HostTIDs), threads: tapeOf(fx.Threads)}
+func newReplayProcess(rec *recording) *replayProcess {
+	fx := &rec.fx
+	return &replayProcess{fx: fx, img: rec.img, syms: tapeOf(fx.Native), code: tapeOf(fx.Code), regs: tapeOf(fx.Regions),
+		tids: tapeOf(fx.HostTIDs), threads: tapeOf(fx.Threads), comms: tapeOf(fx.Comms)}
 }
 
 func (p *replayProcess) Native() join.NativeSymbols { return replayNative{p.syms} }
-func (p *replayProcess) CodeMem() io.ReaderAt       { return replayMem{p.code} }
+
+func (p *replayProcess) CodeMem() io.ReaderAt {
+	if p.img == nil {
+		return replayMem{p.code}
+	}
+	return p.Mem()
+}
+
+func (p *replayProcess) Mem() targetmem.Mem {
+	img := p.img
+	if img == nil {
+		img = newImage()
+	}
+	return imageMem{img, p.fx.PID}
+}
+
+func (p *replayProcess) VMStructs() (*vmstructs.Table, error) { return p.fx.VMStructs.table(p.Mem()) }
+
+func (p *replayProcess) Continuation(*vmstructs.Table) (vmcode.Continuation, error) {
+	a := p.fx.Continuation
+	if a == nil {
+		return vmcode.Continuation{}, errors.New("continuations were not recorded")
+	}
+	if a.Err != "" {
+		return a.Cont, errors.New(a.Err)
+	}
+	return a.Cont, nil
+}
+
+func (p *replayProcess) Comm(tid uint32) (string, error) {
+	r, ok := p.comms.play(tid)
+	if !ok {
+		return "", fmt.Errorf("name of thread %d: not recorded", tid)
+	}
+	return r.result()
+}
 
 func (p *replayProcess) PerfMap(int) (*jvmsym.PerfMap, error) {
 	text, err := p.fx.PerfMap.result()
@@ -352,8 +401,19 @@ func (c *replayClock) Mono() uint64 {
 
 func (c *replayClock) CPU() time.Duration { return 0 }
 
-// replay runs a session on a recording and returns its report.
+// After never fires: a replay's walks start on the recorded batches
+// alone, and are not checked again.
+func (c *replayClock) After(time.Duration) <-chan time.Time { return nil }
+
+// replay runs a session on a recording and returns its report. The BPF
+// stacks' time budgets, the one wall-clock limit left on naming their
+// frames, are lifted for it: reads of the recorded memory cost no time
+// worth a budget, and a slow machine must not cut a replay's paths.
 func replay(rec *recording) (*report.Report, error) {
+	defer func(r, s, b time.Duration) {
+		bpfstack.RecordBudget, bpfstack.SecondBudget, bpfstack.BurstBudget = r, s, b
+	}(bpfstack.RecordBudget, bpfstack.SecondBudget, bpfstack.BurstBudget)
+	bpfstack.RecordBudget, bpfstack.SecondBudget, bpfstack.BurstBudget = time.Hour, time.Hour, time.Hour
 	fx := &rec.fx
 	src, _, err := event.Choose(fx.Event, nil)
 	if err != nil {
@@ -392,23 +452,66 @@ func replay(rec *recording) (*report.Report, error) {
 	}
 	opts := fx.Options.options()
 	s := &session{opts: opts, mode: fx.Mode, src: src, pid: fx.PID, sampler: smp, conn: conn,
-		vm: vm, proc: newReplayProcess(fx), clk: clk, lockstep: true, stacks: opts.stacksChoice()}
+		vm: vm, proc: newReplayProcess(rec), clk: clk, lockstep: true, stacks: opts.stacksChoice()}
+	if fx.Stacks != nil {
+		s.stacks = stacks.Choice{Mode: fx.Stacks.Mode, Signal: fx.Stacks.Signal}
+	}
 	defer s.close()
+	if err := s.planCensus(); err != nil {
+		return nil, err
+	}
 	return s.run(ctx, nil)
 }
 
-// TestReplay runs a recorded profile of testdata/java/HotArrays.java
-// through a session and its join (no BPF, no JVM: the fixture stands
-// behind the session's seams) and compares the report, as JSON and as
-// pprof, with the golden files; -update rewrites them.
+// A replay: its fixture's directory, and its golden files.
+type replayCase struct {
+	name, dir, json, pprof string
+	// attach: an attach at the defaults, whose report must show the heap
+	// walk's objects and samples on stacks from BPF.
+	attach bool
+}
+
+// attachReplayDir is where the recording of an attach on jdk goes.
+func attachReplayDir(jdk string) string { return "testdata/replay-attach-" + jdk }
+
+var replayCases = []replayCase{
+	{name: "launch", dir: replayDir, json: replayJSON, pprof: replayPprof},
+	attachCase("jdk17"),
+	attachCase("jdk25"),
+}
+
+// attachCase is the replay of an attach on jdk. Its JSON golden is
+// gzipped: the walk's structures make it over a MiB.
+func attachCase(jdk string) replayCase {
+	d := attachReplayDir(jdk)
+	return replayCase{name: "attach-" + jdk, dir: d, json: d + ".json.gz", pprof: d + ".pb.gz", attach: true}
+}
+
+// TestReplay runs the recorded profiles of testdata/java/HotArrays.java
+// through a session and its join (no BPF, no JVM: each fixture stands
+// behind the session's seams) and compares each report, as JSON and as
+// pprof, with its golden files; -update rewrites them. The launch one
+// has the agent's stacks; the attached ones (JDK 17 and 25) the defaults,
+// a heap walk from outside the JVM and stacks from BPF, both read from
+// the recorded memory.
 func TestReplay(t *testing.T) {
-	rec, err := loadRecording(replayDir)
+	for _, c := range replayCases {
+		t.Run(c.name, func(t *testing.T) { testReplay(t, c) })
+	}
+}
+
+func testReplay(t *testing.T, c replayCase) {
+	rec, err := loadRecording(c.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep, err := replay(rec)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.attach && (rep.Stats.WalkObjects == 0 || rep.Stats.SamplesBPFStack == 0 || rep.Stats.StructureSamples+rep.Stats.Attributed == 0) {
+		t.Errorf("the replayed attach: %d objects walked, %d samples on BPF stacks, %d attributed (notes %q)",
+			rep.Stats.WalkObjects, rep.Stats.SamplesBPFStack, rep.Stats.Attributed, rep.Notes)
 	}
 	var js, pb bytes.Buffer
 	if err := report.WriteJSON(&js, rep, 0); err != nil {
@@ -417,16 +520,49 @@ func TestReplay(t *testing.T) {
 	if err := pprofile.Write(&pb, pprofile.Options{Time: time.Unix(0, replayStartNs)}, rep); err != nil {
 		t.Fatal(err)
 	}
+	jsGolden, jsText := js.Bytes(), func(b []byte) string { return string(b) }
+	if strings.HasSuffix(c.json, ".gz") {
+		jsGolden, jsText = gzipped(t, js.Bytes()), gunzipText
+	}
 	if *update {
-		for path, data := range map[string][]byte{replayJSON: js.Bytes(), replayPprof: pb.Bytes()} {
+		for path, data := range map[string][]byte{c.json: jsGolden, c.pprof: pb.Bytes()} {
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 		return
 	}
-	checkGolden(t, replayJSON, js.Bytes(), func(b []byte) string { return string(b) })
-	checkGolden(t, replayPprof, pb.Bytes(), pprofText)
+	checkGolden(t, c.json, jsGolden, jsText)
+	checkGolden(t, c.pprof, pb.Bytes(), pprofText)
+}
+
+// gzipped is b gzipped, the same bytes every time (no name, no time).
+func gzipped(t *testing.T, b []byte) []byte {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// gunzipText is gzipped text, or why it is none.
+func gunzipText(b []byte) string {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return err.Error()
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		return err.Error()
+	}
+	return string(out)
 }
 
 // checkGolden compares got with the golden file at path, and shows the

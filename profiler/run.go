@@ -150,7 +150,7 @@ func (s *session) loop(ctx context.Context, exited <-chan struct{}, st *streams)
 			s.j.OnBatch(b)
 			s.walk.OnBatch(b)
 			s.askStacks()
-			if vt := s.stacks.Use(s.pid, s.j, s.sampler, s.command, s.addNote); vt != nil {
+			if vt := s.stacks.Use(s.pid, s.proc, s.j, s.sampler, s.command, s.addNote); vt != nil {
 				s.vmThreads = vt
 			}
 			s.useTypes()

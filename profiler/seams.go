@@ -57,13 +57,14 @@ var _ sampler = (*loader.Sampler)(nil)
 type agentConn = io.ReadWriteCloser
 
 // clock is the time a session reads: wall time for its duration,
-// CLOCK_MONOTONIC (the streams' clock) for stream times, and djx-bpf's CPU
-// time for its cost. A replay fixes all three, so that its report is the
-// same every time.
+// CLOCK_MONOTONIC (the streams' clock) for stream times, djx-bpf's CPU
+// time for its cost, and the heap walks' timers (After). A replay fixes
+// them all, so that its report is the same every time.
 type clock interface {
 	Now() time.Time
 	Mono() uint64
 	CPU() time.Duration
+	After(d time.Duration) <-chan time.Time
 }
 
 // sysClock is the system's clocks.
@@ -71,6 +72,8 @@ type sysClock struct{}
 
 func (sysClock) Now() time.Time { return time.Now() }
 func (sysClock) Mono() uint64   { return loader.Now() }
+
+func (sysClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // CPU is djx-bpf's user and system time; 0 when it cannot be read.
 func (sysClock) CPU() time.Duration {

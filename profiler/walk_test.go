@@ -9,7 +9,7 @@ import (
 // launched one: its large objects are the agent's, and its walks add none
 // to the object table (walkplan's TestWalkCensusLaunched).
 func TestPlanLaunchWalk(t *testing.T) {
-	s := &session{opts: Options{Census: CensusAuto}, mode: "launch", conn: nopConn{}}
+	s := &session{opts: Options{Census: CensusAuto}, mode: "launch", conn: nopConn{}, clk: sysClock{}}
 	s.planLaunchWalk()
 	w := s.walk
 	if w == nil {

@@ -2,8 +2,6 @@ package profiler
 
 import (
 	"github.com/djx-bpf/djx-bpf/hotspot/heapwalk"
-	"github.com/djx-bpf/djx-bpf/hotspot/targetmem"
-	"github.com/djx-bpf/djx-bpf/hotspot/vmstructs"
 )
 
 // zLayout sets and returns s.zl under ZGC, whose GC.heap_info prints no
@@ -17,8 +15,8 @@ func (s *session) zLayout() *heapwalk.Layout {
 	l := (*heapwalk.Layout)(nil)
 	if s.walk != nil {
 		l = s.walk.Layout
-	} else if tab, err := vmstructs.Open(s.pid); err == nil {
-		l, _ = heapwalk.NewLayout(tab, targetmem.Open(s.pid), heapwalk.Options{})
+	} else if tab, err := s.proc.VMStructs(); err == nil {
+		l, _ = heapwalk.NewLayout(tab, s.proc.Mem(), heapwalk.Options{})
 	}
 	if l != nil && l.GC == "z" {
 		s.zl = l

@@ -57,6 +57,16 @@ type Span struct {
 	Len  int
 }
 
+// Mem is a process's memory as a session reads it: a Reader, or a
+// recording of one that a replay serves.
+type Mem interface {
+	ReadAt(p []byte, off int64) (int, error)
+	// ReadVector is Reader.ReadVector.
+	ReadVector(dst []byte, spans []Span) (int, error)
+}
+
+var _ Mem = (*Reader)(nil)
+
 // Stats counts the reads issued to the kernel and the bytes they returned.
 type Stats struct {
 	Reads   int64

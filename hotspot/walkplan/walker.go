@@ -85,13 +85,20 @@ const (
 // NoRoots is how long a walk waits for roots the agent never sends.
 const NoRoots = 10 * time.Second
 
-// OpenLayout reads how pid's JVM lays out its heap.
-func OpenLayout(pid int) (*heapwalk.Layout, heapwalk.Mem, error) {
-	tab, err := vmstructs.Open(pid)
+// Target is what a walk reads of the JVM's process (jvm.Process): a live
+// one, or a session's recording of one.
+type Target interface {
+	Mem() targetmem.Mem
+	VMStructs() (*vmstructs.Table, error)
+}
+
+// OpenLayout reads how t's JVM lays out its heap.
+func OpenLayout(t Target) (*heapwalk.Layout, heapwalk.Mem, error) {
+	tab, err := t.VMStructs()
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the JVM's vmStructs: %w", err)
 	}
-	mem := targetmem.Open(pid)
+	mem := t.Mem()
 	l, err := heapwalk.NewLayout(tab, mem, heapwalk.Options{})
 	if err != nil {
 		return nil, nil, err // "heap layout: ...": the note says what it stops

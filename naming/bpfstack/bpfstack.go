@@ -104,20 +104,32 @@ func New(code Code) *Resolver {
 }
 
 // Open returns a resolver for the HotSpot JVM pid.
-func Open(pid int) (*Resolver, error) {
-	t, err := vmstructs.Open(pid)
+func Open(pid int) (*Resolver, error) { return OpenTarget(pid, liveTarget(pid)) }
+
+// Target is what a resolver reads of a JVM's process (jvm.Process): a
+// live one, or a session's recording of one.
+type Target interface {
+	Mem() targetmem.Mem
+	VMStructs() (*vmstructs.Table, error)
+	Continuation(t *vmstructs.Table) (vmcode.Continuation, error)
+}
+
+// OpenTarget returns a resolver for the HotSpot JVM pid, read through t.
+func OpenTarget(pid int, t Target) (*Resolver, error) {
+	tab, err := t.VMStructs()
 	if err != nil {
 		return nil, fmt.Errorf("open the code cache of pid %d: %w", pid, err)
 	}
-	s, err := vmcode.New(t, targetmem.Open(pid))
+	mem := t.Mem()
+	s, err := vmcode.New(tab, mem)
 	if err != nil {
 		return nil, fmt.Errorf("open the code cache of pid %d: %w", pid, err)
 	}
 	r := New(s)
-	r.cont, r.contErr = vmcode.ReadContinuation(pid, t)
+	r.cont, r.contErr = t.Continuation(tab)
 	if r.contErr == nil {
 		// A continuation's tail chunk is an oop field: its encoding.
-		hl, err := heapwalk.NewLayout(t, targetmem.Open(pid), heapwalk.Options{})
+		hl, err := heapwalk.NewLayout(tab, mem, heapwalk.Options{})
 		if err != nil {
 			r.cont, r.contErr = vmcode.Continuation{}, fmt.Errorf("read the heap's layout: %w", err)
 		} else {
@@ -125,6 +137,15 @@ func Open(pid int) (*Resolver, error) {
 		}
 	}
 	return r, nil
+}
+
+// liveTarget reads the process pid.
+type liveTarget int
+
+func (p liveTarget) Mem() targetmem.Mem                   { return targetmem.Open(int(p)) }
+func (p liveTarget) VMStructs() (*vmstructs.Table, error) { return vmstructs.Open(int(p)) }
+func (p liveTarget) Continuation(t *vmstructs.Table) (vmcode.Continuation, error) {
+	return vmcode.ReadContinuation(int(p), t)
 }
 
 // Continuation is what the unwinder knows of the JVM's virtual threads,

@@ -17,6 +17,7 @@ import (
 // walks find them, never cost the read.
 type VMThreads struct {
 	pid    int
+	comm   func(tid uint32) (string, error)
 	judged map[uint32]struct{}
 	mark   func(pid int, tid uint32) error
 	failed bool // a mark was refused: no more tries
@@ -25,10 +26,21 @@ type VMThreads struct {
 // maxJudged bounds the threads remembered; past it they are judged again.
 const maxJudged = 4096
 
-// NewVMThreads judges the threads of the JVM pid, and marks its own
-// with mark (loader.Sampler.VMThread).
-func NewVMThreads(pid int, mark func(pid int, tid uint32) error) *VMThreads {
-	return &VMThreads{pid: pid, judged: make(map[uint32]struct{}), mark: mark}
+// NewVMThreads judges the threads of the JVM pid by their names, which
+// comm reads (nil: /proc), and marks its own with mark
+// (loader.Sampler.VMThread).
+func NewVMThreads(pid int, comm func(tid uint32) (string, error), mark func(pid int, tid uint32) error) *VMThreads {
+	v := &VMThreads{pid: pid, comm: comm, judged: make(map[uint32]struct{}), mark: mark}
+	if v.comm == nil {
+		v.comm = v.procComm
+	}
+	return v
+}
+
+// procComm reads the name of thread tid of the JVM through /proc.
+func (v *VMThreads) procComm(tid uint32) (string, error) {
+	b, err := procfs.Read("/proc", v.pid, "task/"+strconv.FormatUint(uint64(tid), 10)+"/comm")
+	return strings.TrimSuffix(string(b), "\n"), err
 }
 
 // See judges the thread of smp if its walk found no Java frames.
@@ -42,9 +54,9 @@ func (v *VMThreads) See(smp *loader.Sample) {
 	if len(v.judged) >= maxJudged {
 		clear(v.judged)
 	}
-	comm, err := procfs.Read("/proc", v.pid, "task/"+strconv.FormatUint(uint64(smp.TID), 10)+"/comm")
+	comm, err := v.comm(smp.TID)
 	v.judged[smp.TID] = struct{}{}
-	if err == nil && hotspotThread(strings.TrimSuffix(string(comm), "\n")) && v.mark(v.pid, smp.TID) != nil {
+	if err == nil && hotspotThread(comm) && v.mark(v.pid, smp.TID) != nil {
 		v.failed = true
 	}
 }

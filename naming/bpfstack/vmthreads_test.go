@@ -53,7 +53,7 @@ func TestVMThreadsJudgeByName(t *testing.T) {
 	app, stop2 := named("worker-1")
 	defer stop2()
 	var marked []uint32
-	v := NewVMThreads(os.Getpid(), func(pid int, tid uint32) error {
+	v := NewVMThreads(os.Getpid(), nil, func(pid int, tid uint32) error {
 		if pid != os.Getpid() {
 			t.Errorf("marked pid %d", pid)
 		}

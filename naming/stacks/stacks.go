@@ -102,20 +102,28 @@ type vmThreadMarker interface {
 	VMThread(pid int, tid uint32) error
 }
 
-// Use gives the unwinder (sampler) the JVM's code cache and the join its
-// resolver, once the agent is connected (the JVM is initialised), and
-// returns what marks HotSpot's own threads (nil: none). Where it cannot
-// (not HotSpot, a layout vmcode does not know) the paths keep their leaf,
-// with a note. The agent was started without JIT code records on HotSpot
-// (code=2): the join reads JIT code from the code cache whenever vmcode
-// can read it, stacks or not. command writes a command to the agent.
-func (c *Choice) Use(pid int, j *join.JVM, sampler any, command func([]byte) error, note Notes) *bpfstack.VMThreads {
+// Target is what the BPF stacks read of the JVM's process (jvm.Process):
+// its code cache and its threads' names.
+type Target interface {
+	bpfstack.Target
+	Comm(tid uint32) (string, error)
+}
+
+// Use gives the unwinder (sampler) the JVM's code cache, read through t,
+// and the join its resolver, once the agent is connected (the JVM is
+// initialised), and returns what marks HotSpot's own threads (nil: none).
+// Where it cannot (not HotSpot, a layout vmcode does not know) the paths
+// keep their leaf, with a note. The agent was started without JIT code
+// records on HotSpot (code=2): the join reads JIT code from the code cache
+// whenever vmcode can read it, stacks or not. command writes a command to
+// the agent.
+func (c *Choice) Use(pid int, t Target, j *join.JVM, sampler any, command func([]byte) error, note Notes) *bpfstack.VMThreads {
 	if c.Mode != BPF || j.BPFStacks() != nil || !j.Connected() {
 		return nil
 	}
 	// Tried once: a failure leaves the paths to their leaves.
 	c.Mode = Agent
-	r, err := bpfstack.Open(pid)
+	r, err := bpfstack.OpenTarget(pid, t)
 	if err != nil {
 		note("no access stacks: the BPF unwinder cannot read this JVM's code: %v; %s", err, noCodeCache)
 		return nil
@@ -138,7 +146,7 @@ func (c *Choice) Use(pid int, j *join.JVM, sampler any, command func([]byte) err
 	c.Mode = BPF
 	var vt *bpfstack.VMThreads
 	if m, ok := sampler.(vmThreadMarker); ok {
-		vt = bpfstack.NewVMThreads(pid, m.VMThread)
+		vt = bpfstack.NewVMThreads(pid, t.Comm, m.VMThread)
 	}
 	// The agent walks sampled allocations' stacks itself from now on,
 	// instead of GetStackTrace (most of what a recorded allocation cost),

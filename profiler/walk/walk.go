@@ -22,10 +22,16 @@ import (
 // (built after the walk is planned), the agent, the clocks and the notes.
 type Env struct {
 	PID     int
+	Proc    walkplan.Target // the JVM's process, which a walk reads
 	Join    func() *join.JVM
 	Command func(cmd []byte) error // writes a command to the agent
 	Now     func() time.Time       // wall time
 	Mono    func() uint64          // the streams' clock
+	// After is the timers' clock (time.After); Sync runs each walk to its
+	// end as it starts, on the session's loop. A replay sets both, so
+	// that its walks and checks fall between the same batches each time.
+	After func(time.Duration) <-chan time.Time
+	Sync  bool
 	// Tell tells the user; Note also keeps the note in the report.
 	Tell, Note func(format string, args ...any)
 	Gate       *walkplan.Gate // shares the CPU among a scan's walks (nil: not a scan)
@@ -95,7 +101,7 @@ const (
 // Plan readies a heap walk of the attached JVM env.PID, or says why it
 // cannot (OpenJ9, a JVM without vmStructs, a heap layout heapwalk refuses).
 func Plan(env Env) (*Driver, error) {
-	l, mem, err := walkplan.OpenLayout(env.PID)
+	l, mem, err := walkplan.OpenLayout(env.Proc)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +111,9 @@ func Plan(env Env) (*Driver, error) {
 }
 
 func newDriver(env Env) *Driver {
+	if env.After == nil {
+		env.After = time.After
+	}
 	return &Driver{Walker: walkplan.New(), env: env, done: make(chan *join.HeapWalk, 1)}
 }
 
@@ -123,18 +132,18 @@ const launchWalkTries = 3
 func PlanLaunched(env Env) *Driver {
 	w := newDriver(env)
 	w.checking, w.Launched = true, true
-	w.checkAt = time.After(w.checkEvery())
+	w.checkAt = w.env.After(w.checkEvery())
 	return w
 }
 
 // firstLaunchWalk starts a launched JVM's first walk once its in-heap
 // samples are mostly unnamed; false: the walk is given up.
 func (w *Driver) firstLaunchWalk() bool {
-	w.checkAt = time.After(w.checkEvery())
+	w.checkAt = w.env.After(w.checkEvery())
 	if !w.Unnamed(walkplan.CountsOf(w.env.Join())) {
 		return true
 	}
-	l, mem, err := walkplan.OpenLayout(w.env.PID)
+	l, mem, err := walkplan.OpenLayout(w.env.Proc)
 	if err != nil {
 		if w.layoutTries++; w.layoutTries >= launchWalkTries {
 			w.env.Note("no heap walk of the launched JVM: %v", err)
@@ -156,7 +165,7 @@ func (w *Driver) firstLaunchWalk() bool {
 // pass over the roots a walk cannot see (threads' locals); the walk
 // starts when they arrive.
 func (w *Driver) Prepare() {
-	w.ready = time.After(walkNoTypes)
+	w.ready = w.env.After(walkNoTypes)
 	w.askRoots()
 }
 
@@ -169,7 +178,7 @@ func (w *Driver) askRoots() {
 		w.collecting = false
 		return
 	}
-	w.ready = time.After(walkNoRoots)
+	w.ready = w.env.After(walkNoRoots)
 }
 
 // OnBatch collects the class descriptions the walk names fields by and
@@ -178,6 +187,7 @@ func (w *Driver) OnBatch(b *agentwire.Batch) {
 	if w == nil {
 		return
 	}
+	start := false
 	for _, r := range b.Records {
 		switch r := r.(type) {
 		case *agentwire.Class:
@@ -192,13 +202,19 @@ func (w *Driver) OnBatch(b *agentwire.Batch) {
 				w.rootsEnd = r
 				w.rootsGC, _, _ = w.Layout.Collections(w.Mem)
 				if !w.refreshing {
-					w.Start()
+					start = true
 					continue
 				}
 				w.refreshing = false
 				w.Answer(walkplan.RootsPass{Roots: slices.Clone(w.roots), End: r, GC: w.rootsGC, Ok: true})
 			}
 		}
+	}
+	if start {
+		// Once the batch's class descriptions are in: the agent's may
+		// follow its roots' end, and name the fields of what the walk
+		// reads first (the statics).
+		w.Start()
 	}
 }
 
@@ -231,6 +247,10 @@ func (w *Driver) Start() {
 	}
 	w.DropAnswers()
 	rp := walkplan.RootsPass{Roots: slices.Clone(w.roots), End: w.rootsEnd, GC: w.rootsGC, Ok: w.rootsEnd != nil}
+	if w.env.Sync {
+		w.OnWalk(w.Run(ctx, w.env.Gate, start, w.env.MinSize, w.env.Mono, rp))
+		return
+	}
 	go func() {
 		w.done <- w.Run(ctx, w.env.Gate, start, w.env.MinSize, w.env.Mono, rp)
 	}()
@@ -272,7 +292,7 @@ func (w *Driver) OnWalk(hw *join.HeapWalk) {
 	j := w.env.Join()
 	w.running, w.checking = false, true
 	w.lastTook = w.env.Now().Sub(w.lastStart)
-	w.checkAt = time.After(w.checkEvery())
+	w.checkAt = w.env.After(w.checkEvery())
 	if w.again = hw == nil; w.again {
 		j.AbandonHeapWalk()
 		return
@@ -330,7 +350,7 @@ func (w *Driver) CheckWalk() bool {
 	if w.Layout == nil {
 		return w.firstLaunchWalk()
 	}
-	w.checkAt = time.After(w.checkEvery())
+	w.checkAt = w.env.After(w.checkEvery())
 	if w.env.Now().Sub(w.lastStart) < w.share()*w.lastTook {
 		return true
 	}

@@ -564,7 +564,8 @@ func TestBadTargets(t *testing.T) {
 // HotArrays' first touches of its fresh arrays are charged to their sites.
 func TestPageFaultEvent(t *testing.T) {
 	setup(t)
-	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
+	// Alone: the arrays' first touches are a burst of a second or two, and
+	// the few stack signals sent in it must reach a running Java thread.
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, stdout, stderr := djx(t, "profile", "--event", "page-faults", "--stacks", "agent", "--format", "json", "-o", out, "--",
 		filepath.Join(jdks()["jdk17"], "bin", "java"), "-Xmx1g", "-cp", classDir, "HotArrays", "3")

@@ -27,7 +27,9 @@ import org.apache.lucene.search.BooleanQuery;
 import org.apache.lucene.search.DocIdSetIterator;
 import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.search.Query;
+import org.apache.lucene.search.ScoreDoc;
 import org.apache.lucene.search.TermQuery;
+import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.store.MMapDirectory;
 import org.apache.lucene.util.BytesRef;
 
@@ -66,6 +68,8 @@ public class LuceneService {
         SplittableRandom rnd = new SplittableRandom(42);
         IndexWriterConfig cfg = new IndexWriterConfig(new StandardAnalyzer());
         cfg.setRAMBufferSizeMB(128);
+        cfg.setUseCompoundFile(false); // one mapped file per kind of data (.doc, .tim, .dvd, ...)
+        cfg.getMergePolicy().setNoCFSRatio(0);
         try (IndexWriter w = new IndexWriter(mdir, cfg)) {
             StringBuilder sb = new StringBuilder();
             for (int i = 0; i < n; i++) {
@@ -75,7 +79,7 @@ public class LuceneService {
                 for (int j = 0; j < len; j++) {
                     sb.append(word(rnd)).append(' ');
                 }
-                d.add(new TextField("body", sb.toString(), Field.Store.NO));
+                d.add(new TextField("body", sb.toString(), Field.Store.YES));
                 sb.setLength(0);
                 for (int j = 0; j < 4; j++) {
                     sb.append(word(rnd)).append(' ');
@@ -106,9 +110,14 @@ public class LuceneService {
         long ops = 0, found = 0;
         while (System.nanoTime() < end) {
             switch ((int) (ops % 5)) {
-                case 0:
-                    found += searcher.search(new TermQuery(new Term("body", word(rnd))), 10).totalHits.value;
+                case 0: {
+                    // A search returns documents: the top hits' stored titles.
+                    TopDocs top = searcher.search(new TermQuery(new Term("body", word(rnd))), 10);
+                    for (ScoreDoc sd : top.scoreDocs) {
+                        found += searcher.doc(sd.doc).get("title").length();
+                    }
                     break;
+                }
                 case 1: {
                     BooleanQuery.Builder b = new BooleanQuery.Builder();
                     b.add(new TermQuery(new Term("body", word(rnd))), BooleanClause.Occur.MUST);

@@ -122,6 +122,8 @@ generate:
 # BENCH_TOGGLE=N or BENCH_SWITCH=N (pairs of windows on one JVM) or
 # BENCH_IRQ=1 run djxbench's toggle, switch or irq instead of its run;
 # BENCH_WALKCOST=1 its walkcost (the attach census's costs, JDK 17 and 25).
+# Debian names Lucene's jars by version; its Maven tree keeps one name for 8.x.
+LUCENE_JAR := /usr/share/maven-repo/org/apache/lucene/lucene-core/8.x/lucene-core-8.x.jar
 BENCH_JARS := /usr/share/java/h2.jar:/usr/share/java/hsqldb.jar:/usr/share/java/xalan2.jar:/usr/share/java/serializer.jar:/usr/share/java/commons-math3.jar
 BENCH_WHERE = -bin $(BIN) -java $(JAVA_HOME)/bin/java -cp $(BUILD)/bench/java:$(BENCH_JARS)
 ifneq ($(filter-out 0,$(BENCH_IRQ)),)
@@ -138,8 +140,8 @@ endif
 
 bench: deps build
 	@test "$$(id -u)" = 0 || (echo "make bench: run as root (djx-bpf loads BPF programs and attaches to JVMs)"; exit 1)
-	@test -f /usr/share/java/h2.jar -a -f /usr/share/java/hsqldb.jar -a -f /usr/share/java/xalan2.jar -a -f /usr/share/java/serializer.jar -a -f /usr/share/java/commons-math3.jar || \
-		(apt-get update -qq && apt-get install -y -qq libh2-java libhsqldb-java libxalan2-java libcommons-math3-java)
+	@test -f /usr/share/java/h2.jar -a -f /usr/share/java/hsqldb.jar -a -f /usr/share/java/xalan2.jar -a -f /usr/share/java/serializer.jar -a -f /usr/share/java/commons-math3.jar -a -f $(LUCENE_JAR) || \
+		(apt-get update -qq && apt-get install -y -qq libh2-java libhsqldb-java libxalan2-java libcommons-math3-java liblucene8-java)
 	@mkdir -p $(BUILD)/bench/java
 	$(JAVA_HOME)/bin/javac -d $(BUILD)/bench/java -cp $(BENCH_JARS) bench/java/*.java $(JAVA_SRCS)
 	$(GO) build -o $(BUILD)/djxbench ./bench/cmd/djxbench

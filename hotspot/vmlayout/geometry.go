@@ -1,6 +1,7 @@
 package vmlayout
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/djx-bpf/djx-bpf/hotspot/vmstructs"
@@ -61,7 +62,7 @@ func (g *Geometry) DecodeOop(v uint64) uint64 {
 // header's is in its mark word, a forwarded object's nowhere (0).
 func (g *Geometry) DecodeKlass(hdr []byte) uint64 {
 	if g.CompactHeaders {
-		mark := le64(hdr)
+		mark := binary.LittleEndian.Uint64(hdr)
 		if mark&3 == 3 {
 			return 0 // forwarded: the mark is the new address
 		}
@@ -72,13 +73,13 @@ func (g *Geometry) DecodeKlass(hdr []byte) uint64 {
 		return g.KlassBase + nk<<g.KlassShift
 	}
 	if g.CompressedClassPointers {
-		nk := uint64(le32(hdr[8:]))
+		nk := uint64(binary.LittleEndian.Uint32(hdr[8:]))
 		if nk == 0 {
 			return 0
 		}
 		return g.KlassBase + nk<<g.KlassShift
 	}
-	return le64(hdr[8:])
+	return binary.LittleEndian.Uint64(hdr[8:])
 }
 
 // Encodings are the narrow encodings' bases and shifts as the JVM's
@@ -116,9 +117,9 @@ func ReadEncodings(tab *vmstructs.Table, r Reader) (Encodings, error) {
 			return Encodings{}, fmt.Errorf("read %s at %#x: unreadable", s.what, f.Address)
 		}
 		if s.word != nil {
-			*s.word = le64(b[:])
+			*s.word = binary.LittleEndian.Uint64(b[:])
 		} else {
-			*s.shift = int64(int32(le32(b[:])))
+			*s.shift = int64(int32(binary.LittleEndian.Uint32(b[:])))
 		}
 	}
 	return e, nil

@@ -6,6 +6,7 @@
 package vmlayout
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -157,7 +158,7 @@ func (l *Layout) ReadSymbol(r Reader, addr uint64, limit, ahead int) (text []byt
 // KlassName returns the Symbol* a Klass names itself by: klass holds at
 // least the Klass's first Klass.Name+8 bytes.
 func (l *Layout) KlassName(klass []byte) uint64 {
-	return le64(klass[l.Klass.Name:])
+	return binary.LittleEndian.Uint64(klass[l.Klass.Name:])
 }
 
 // ReadKlassName reads the name of the Klass at klass: its Symbol*, then
@@ -167,16 +168,5 @@ func (l *Layout) ReadKlassName(r Reader, klass uint64, limit, ahead int) (text [
 	if err := read(r, b[:], klass+l.Klass.Name); err != nil {
 		return nil, 0, fmt.Errorf("Klass::_name of %#x: %w", klass, err)
 	}
-	return l.ReadSymbol(r, le64(b[:]), limit, ahead)
-}
-
-func le64(b []byte) uint64 {
-	_ = b[7]
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-}
-
-func le32(b []byte) uint32 {
-	_ = b[3]
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+	return l.ReadSymbol(r, binary.LittleEndian.Uint64(b[:]), limit, ahead)
 }

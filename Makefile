@@ -17,7 +17,7 @@ JAVA_SRCS := $(filter-out testdata/java/VirtualTable.java testdata/java/SegmentT
 
 include agent/Makefile.inc
 
-.PHONY: all build deps test-deps test test-short vet fuzz pprof-tool demo generate clean bench
+.PHONY: all build deps test-deps test test-short vet fuzz pprof-tool test-compile demo generate clean bench
 
 all: build
 
@@ -45,21 +45,38 @@ vet:
 	$(GO) vet ./...
 
 # Every test, privileged end-to-end ones included (they skip, saying why,
-# where the kernel or privileges don't allow them). One package at a time
-# (-p 1): the end-to-end tests measure attribution shares of real JVMs, and
-# on a 2-core machine the JVMs of other packages' live tests (heap, discover,
-# agent, reloc) would compete with them for the CPUs.
-# Before them, the fuzzing and the builds of what the tests run beside
-# djx-bpf, minutes each the first time (the OpenTelemetry Collector the
-# continuous tests push to, go tool pprof), run side by side. The last line
-# says whether JDK 25's tests ran (they do wherever Temurin 25 is at
-# JDK25_HOME, and are never required).
+# where the kernel or privileges don't allow them). cmd/djx-bpf's tests run
+# beside the other packages' (those one package at a time): each
+# end-to-end test of cmd/djx-bpf holds one of the machine's test slots (one
+# per CPU) while it runs, and one that measures shares or pauses holds all
+# of them; each other package's test binary holds one for its whole run
+# (scripts/test-slot, internal/testenv/slots.go). So the JVMs of the
+# others' live tests fill the CPU a lone end-to-end test leaves idle,
+# without crowding the ones that measure. Their output follows
+# cmd/djx-bpf's.
+# Before them, the fuzzing, the compiling of every test package, and the
+# builds of what the tests run beside djx-bpf, minutes each the first time
+# (the OpenTelemetry Collector the continuous tests push to, go tool
+# pprof), run side by side. The last line says whether JDK 25's tests ran
+# (they do wherever Temurin 25 is at JDK25_HOME, and are never required).
+SLOTS := $(BUILD)/test-slots
 test: deps test-deps build vet
-	@$(MAKE) --no-print-directory -j2 fuzz $(OTELCOL) pprof-tool
-	@mkdir -p $(BUILD) && rm -f $(BUILD)/jdk-tests.log
-	JAVA_HOME=$(JAVA_HOME) DJX_TEST_JDK_LOG=$(CURDIR)/$(BUILD)/jdk-tests.log DJX_TEST_OTELCOL=$(CURDIR)/$(OTELCOL) \
-		$(GO) test -p 1 -count=1 -timeout 20m ./...; \
-		rc=$$?; ./scripts/jdk-summary.sh $(BUILD)/jdk-tests.log $(JDK25_HOME); exit $$rc
+	@$(MAKE) --no-print-directory -j2 fuzz $(OTELCOL) pprof-tool test-compile
+	@mkdir -p $(BUILD) && rm -f $(BUILD)/jdk-tests.log && rm -rf $(SLOTS) && mkdir -p $(SLOTS) && \
+		n=$$(nproc); [ $$n -ge 2 ] || n=2; for i in $$(seq 0 $$((n-1))); do : > $(SLOTS)/slot$$i; done
+	@export JAVA_HOME=$(JAVA_HOME) DJX_TEST_JDK_LOG=$(CURDIR)/$(BUILD)/jdk-tests.log DJX_TEST_OTELCOL=$(CURDIR)/$(OTELCOL) \
+		DJX_TEST_SLOTS=$(CURDIR)/$(SLOTS); \
+	echo "testing cmd/djx-bpf beside the other packages (their output follows; meanwhile in $(BUILD)/test-others.log)"; \
+	$(GO) test -p 1 -count=1 -timeout 20m -exec $(CURDIR)/scripts/test-slot \
+		$$($(GO) list ./... | grep -v '/cmd/djx-bpf$$') >$(BUILD)/test-others.log 2>&1 & others=$$!; \
+	$(GO) test -p 1 -count=1 -timeout 20m ./cmd/djx-bpf; rc=$$?; \
+	wait $$others; rc2=$$?; cat $(BUILD)/test-others.log; \
+	./scripts/jdk-summary.sh $(BUILD)/jdk-tests.log $(JDK25_HOME); [ $$rc -eq 0 ] && [ $$rc2 -eq 0 ]
+
+# Compiles every test package into the build cache (running none), beside
+# the fuzzing, so the tests after it only link.
+test-compile:
+	@$(GO) test -count=1 -run '^$$' -exec /bin/true ./... >/dev/null
 
 # Every reader a target or a file feeds, fuzzed for FUZZTIME inputs each (one
 # worker: the end-to-end tests share the machine). Their seed corpora also

@@ -21,7 +21,7 @@ import (
 // 2% of walks falling back, and none of the agent run's (JDK 17: the
 // comparison; JDK 25: the walk alone).
 func TestAllocStacksGroundTruth(t *testing.T) {
-	setup(t)
+	setupBuild(t)
 	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	at := func(method, marker string) string {
 		return fmt.Sprintf("AllocPaths.%s:%d", method, markerLine(t, "AllocPaths.java", marker))
@@ -43,7 +43,7 @@ func TestAllocStacksGroundTruth(t *testing.T) {
 		}
 		for _, stacks := range modes {
 			t.Run(name+"/"+stacks, func(t *testing.T) {
-				t.Parallel()
+				parallel(t)
 				out := filepath.Join(t.TempDir(), "r.json")
 				code, stdout, stderr := djx(t, "profile", "--stacks", stacks, "--format", "json", "-o", out, "--",
 					filepath.Join(home, "bin", "java"), "-Xmx512m", "-cp", classDir, "AllocPaths", "4")

@@ -69,11 +69,11 @@ func checkCensusTruth(t *testing.T, r *report.Report) {
 // before the attach, is tracked and named by what holds it, by the agent's
 // census (--census jvmti; the default walks the heap, walk_e2e_test.go).
 func TestCensusAttachGroundTruth(t *testing.T) {
-	setup(t)
+	setupBuild(t)
 	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	for name, home := range jdks() {
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			j := startJVM(t, home, nil, "-main=CensusTruth", "30")
 			time.Sleep(time.Second) // start-up is long over when a user attaches
 			out := filepath.Join(t.TempDir(), "r.json")
@@ -95,11 +95,11 @@ func TestCensusAttachGroundTruth(t *testing.T) {
 // 500 ms) and young GCs (small garbage) after the census are followed,
 // under each collector.
 func TestCensusGCMoves(t *testing.T) {
-	setup(t)
+	setupBuild(t)
 	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	for _, gc := range []string{"Serial", "Parallel", "G1"} {
 		t.Run(gc, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			j := startJVM(t, jdks()["jdk17"], []string{"-XX:+Use" + gc + "GC"}, "-main=CensusTruth", "30", "gc", "churn")
 			out := filepath.Join(t.TempDir(), "r.json")
 			code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--census", "jvmti", "--format", "json", "-o", out)
@@ -158,8 +158,8 @@ func checkScanned(t *testing.T, sc *report.Scan, check func(*testing.T, *report.
 // attach, and a budget no heap walk can meet stops the census at its first
 // check and says so.
 func TestCensusOffAndBudget(t *testing.T) {
-	setup(t)
-	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
+	setupBuild(t)
+	parallel(t) // shares and names, with margins for a busy host: beside one other test (-parallel)
 	j := startJVM(t, jdks()["jdk17"], nil, "-main=CensusTruth", "30")
 	for _, tc := range []struct {
 		flags []string

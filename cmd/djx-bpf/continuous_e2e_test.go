@@ -172,8 +172,8 @@ func TestContinuousToCollector(t *testing.T) {
 // is back; the ones past the queue are dropped and counted, and every
 // window is either received or counted as dropped.
 func TestContinuousCollectorRestart(t *testing.T) {
-	setup(t)
-	t.Parallel() // counts windows over an outage; mostly waits
+	setupBuild(t)
+	parallel(t) // counts windows over an outage; mostly waits
 	c := startCollector(t)
 	marker := fmt.Sprintf("-Ddjx.continuous.restart=%d", time.Now().UnixNano())
 	j := startJVM(t, jdks()["jdk17"], []string{marker}, "60")

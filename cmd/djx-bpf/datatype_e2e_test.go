@@ -89,7 +89,7 @@ func logStats(t *testing.T, r *report.Report) {
 // with shift 3), and with compact object headers (JDK 25: the narrow klass
 // in the mark word) under each collector that allows them.
 func TestDataTypes(t *testing.T) {
-	setup(t)
+	alone(t)
 	type run struct {
 		truth, jdk, how string
 		jvmArgs         []string
@@ -121,8 +121,8 @@ func TestDataTypes(t *testing.T) {
 	for _, rc := range runs {
 		tt := typeTruths[rc.truth]
 		t.Run(fmt.Sprintf("%s/%s/%s%s", rc.truth, rc.jdk, rc.how, strings.Join(rc.jvmArgs, "")), func(t *testing.T) {
-			t.Parallel() // shares of typed samples; profileTruth profiles longer on a busy host
-			secs := 5.0  // attached
+			parallel(t) // shares of typed samples; profileTruth profiles longer on a busy host
+			secs := 5.0 // attached
 			if rc.how == "launch" {
 				secs = 6 // with start-up
 			}
@@ -178,7 +178,7 @@ func TestDataTypes(t *testing.T) {
 // its path, a direct buffer's memory as native memory, and a computation
 // whose state lives in stack slots as the thread's stack.
 func TestRegions(t *testing.T) {
-	setup(t)
+	alone(t)
 	mapped := func(out string) string {
 		for _, l := range strings.Split(out, "\n") {
 			if p, ok := strings.CutPrefix(l, "file "); ok {
@@ -201,7 +201,7 @@ func TestRegions(t *testing.T) {
 	}
 	for _, rc := range runs {
 		t.Run(rc.mode+"/"+rc.jdk+"/"+rc.how, func(t *testing.T) {
-			t.Parallel() // shares of samples by region, as in TestDataTypes
+			parallel(t) // shares of samples by region, as in TestDataTypes
 			secs := 5.0
 			if rc.how == "launch" {
 				secs = 6

@@ -61,8 +61,32 @@ func noteJDK25(t *testing.T, argv []string) {
 	}
 }
 
-// setup builds the binary and the Java workload once, or skips.
+// setup builds the binary and the Java workload once, or skips, and holds
+// a test slot for t (testenv.Slot: make test runs the other packages
+// beside these tests). A parallel test calls setupBuild, then parallel.
 func setup(t *testing.T) {
+	t.Helper()
+	setupBuild(t)
+	testenv.Slot(t)
+}
+
+// parallel is t.Parallel, then a test slot for t: a slot is never held
+// while the test waits for the sequential ones to end.
+func parallel(t *testing.T) {
+	t.Parallel()
+	testenv.Slot(t)
+}
+
+// alone is setup for a test whose shares or pauses another test's JVMs
+// would disturb: it holds every slot (its subtests run in them).
+func alone(t *testing.T) {
+	t.Helper()
+	setupBuild(t)
+	testenv.Alone(t)
+}
+
+// setupBuild builds the binary and the Java workload once, or skips.
+func setupBuild(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
@@ -344,11 +368,11 @@ func pct(a, b uint64) float64 {
 }
 
 func TestAttachGroundTruth(t *testing.T) {
-	setup(t)
+	setupBuild(t)
 	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	for name, home := range jdks() {
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			j := startJVM(t, home, []string{smallHot}, "12")
 			out := filepath.Join(t.TempDir(), "r.json")
 			code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "5s", "--format", "json", "-o", out)
@@ -422,8 +446,8 @@ func checkCost(t *testing.T, r *report.Report) {
 // JVMTI environment at a time, so the second must fail with a clear message
 // and must not disturb the first; once the first ends, a new profile works.
 func TestTwoProfilesOfOneJVM(t *testing.T) {
-	setup(t)
-	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
+	setupBuild(t)
+	parallel(t) // shares and names, with margins for a busy host: beside one other test (-parallel)
 	j := startJVM(t, jdks()["jdk17"], []string{smallHot}, "0")
 	pid := fmt.Sprint(j.cmd.Process.Pid)
 	dir := t.TempDir()
@@ -563,7 +587,7 @@ func TestBadTargets(t *testing.T) {
 // The page-fault source: every sample carries the exact faulting address, and
 // HotArrays' first touches of its fresh arrays are charged to their sites.
 func TestPageFaultEvent(t *testing.T) {
-	setup(t)
+	alone(t)
 	// Alone: the arrays' first touches are a burst of a second or two, and
 	// the few stack signals sent in it must reach a running Java thread.
 	out := filepath.Join(t.TempDir(), "r.json")
@@ -601,8 +625,8 @@ func TestPageFaultEvent(t *testing.T) {
 // stay within the callback budget, say so, and weight allocations by the
 // interval they were sampled with.
 func TestAllocBudget(t *testing.T) {
-	setup(t)
-	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
+	setupBuild(t)
+	parallel(t) // shares and names, with margins for a busy host: beside one other test (-parallel)
 	j := startJVM(t, jdks()["jdk17"], nil, "-main=AllocHeavy", "0")
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, _, stderr := djx(t, "profile", "--pid", fmt.Sprint(j.cmd.Process.Pid), "--duration", "3s", "--format", "json", "-o", out)
@@ -642,8 +666,8 @@ func TestAllocBudget(t *testing.T) {
 // container: attach, the agent's directory and socket, and the peer check
 // must all work through /proc/PID/root with the host pid.
 func TestAttachAcrossNamespaces(t *testing.T) {
-	setup(t)
-	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
+	setupBuild(t)
+	parallel(t) // shares and names, with margins for a busy host: beside one other test (-parallel)
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skipf("namespace test skipped: no unshare: %v", err)
 	}
@@ -703,8 +727,8 @@ func TestAttachAcrossNamespaces(t *testing.T) {
 
 // Without --duration the profile runs until Ctrl-C, then reports.
 func TestInterruptReports(t *testing.T) {
-	setup(t)
-	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
+	setupBuild(t)
+	parallel(t) // shares and names, with margins for a busy host: beside one other test (-parallel)
 	j := startJVM(t, jdks()["jdk17"], []string{smallHot}, "0")
 	out := filepath.Join(t.TempDir(), "r.json")
 	cmd := exec.Command(binPath, "profile", "--pid", strconv.Itoa(j.cmd.Process.Pid), "--format", "json", "-o", out)
@@ -767,7 +791,7 @@ func runJSON(t *testing.T, out string, args []string) *report.Report {
 // on the hot site, G1/uprobe 92.3-97% (95.0, 1.05), the others above 94.5%.
 // Each bound sits 4-5 standard deviations below the lowest mean.
 func TestGCMovesFollowed(t *testing.T) {
-	setup(t)
+	setupBuild(t)
 	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
 	garbageSite := "GcHot.main:" + fmt.Sprint(markerLine(t, "GcHot.java", "GARBAGE-SITE"))
 	coldRead := "GcHot.main:" + fmt.Sprint(markerLine(t, "GcHot.java", "COLD-READ"))
@@ -776,7 +800,7 @@ func TestGCMovesFollowed(t *testing.T) {
 		{"Serial", "rescan"}, {"Parallel", "rescan"}, {"G1", "rescan"},
 	} {
 		t.Run(c.gc+"/"+c.strategy, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			// 1999 Hz: the uprobe slows GcHot, and the check needs counts.
 			// --stacks agent: the stack signal's sparing of non-Java threads is checked too.
 			r := launchJSON(t, []string{"--relocation", c.strategy, "--freq", "1999", "--stacks", "agent"}, "-XX:+Use"+c.gc+"GC", "-Xmx512m", "-Xmn32m", "GcHot", "4")
@@ -835,8 +859,8 @@ func TestGCMovesFollowed(t *testing.T) {
 // own samples; untracked (min size above it), its samples must not be
 // charged to the dead array (checked without frees: the dead array got all).
 func TestFreedMemoryReuse(t *testing.T) {
-	setup(t)
-	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
+	setupBuild(t)
+	parallel(t) // shares and names, with margins for a busy host: beside one other test (-parallel)
 	r := launchJSON(t, nil, "-XX:+UseG1GC", "-Xmx512m", "Reuse", "1.5")
 	samples := map[string]uint64{}
 	for _, o := range r.Objects {
@@ -875,7 +899,7 @@ func TestFreedMemoryReuse(t *testing.T) {
 // young GC stays where the unprofiled JVM has it (2 MB), and the agent
 // still reports the arrays' deaths.
 func TestHumongousReclaimed(t *testing.T) {
-	setup(t)
+	alone(t)
 	// Alone, not beside another test: the agent's untagging of a dead
 	// array races the next young GC, which a busy host delays.
 	for name, home := range jdks() {

@@ -165,7 +165,7 @@ func TestEveryCommandHostile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a fake JVM and runs every command")
 	}
-	t.Parallel() // what the commands print, not how fast
+	parallel(t) // what the commands print, not how fast
 	dir := t.TempDir()
 	lib := filepath.Join(dir, "libjvm.so")
 	if err := os.WriteFile(lib, make([]byte, 4096), 0o644); err != nil {

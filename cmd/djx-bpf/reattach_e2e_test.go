@@ -17,8 +17,8 @@ import (
 // with stacks from BPF or from the agent's signal handler, finds the hot
 // object, its access paths and its data types, and the JVM runs on.
 func TestReattachOneCopy(t *testing.T) {
-	setup(t)
-	t.Parallel() // its own JVM's agent copies and top object
+	setupBuild(t)
+	parallel(t) // its own JVM's agent copies and top object
 	j := startJVM(t, jdks()["jdk17"], nil, "0")
 	pid := j.cmd.Process.Pid
 	dir := t.TempDir()

@@ -129,7 +129,7 @@ func profileStacks(t *testing.T, home, how, mode string, jvmArgs []string) stack
 // are measured beside them (the agent's borrowed callers count as not
 // their own). Launched, attached after warm-up, and interpreted (-Xint).
 func TestBPFStacksGroundTruth(t *testing.T) {
-	setup(t)
+	alone(t)
 	type shape struct {
 		how     string
 		jvmArgs []string

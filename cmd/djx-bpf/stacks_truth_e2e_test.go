@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 	"github.com/djx-bpf/djx-bpf/report"
 )
 
@@ -27,7 +28,7 @@ var (
 // classDir.
 func setupKnownStacks(t *testing.T) {
 	t.Helper()
-	setup(t)
+	setupBuild(t)
 	knownOnce.Do(func() {
 		javac := filepath.Join(jdks()["jdk17"], "bin", "javac")
 		if out, err := exec.Command(javac, "-d", classDir, "../../testdata/java/DeepRecursion.java",
@@ -365,6 +366,7 @@ func checkBPFKnown(t *testing.T, tr knownStacks, b knownRun) {
 // and its heaviest path are logged beside them.
 func TestBPFStacksTruth(t *testing.T) {
 	setupKnownStacks(t)
+	testenv.Alone(t) // the attach runs count samples lost to a code cache not yet known
 	for _, name := range []string{"deep", "inline", "streams"} {
 		tr := knownStacksOf[name]
 		for jn, home := range jdks() {
@@ -422,12 +424,12 @@ func collectorWorks(home, gc string) string {
 // samples with HotPaths frames have their own whole known stack, and
 // scanA's paths have about 3/4 of the scans' samples.
 func TestBPFStacksCollectors(t *testing.T) {
-	setup(t)
+	setupBuild(t)
 	t.Parallel() // launched: the code cache is known from the start, unlike an attach's first second
 	for jn, home := range jdks() {
 		for _, gc := range []string{"SerialGC", "ParallelGC", "ZGC"} {
 			t.Run(jn+"/"+gc, func(t *testing.T) {
-				t.Parallel()
+				parallel(t)
 				if why := collectorWorks(home, gc); why != "" {
 					t.Skipf("%s has no %s: %s", jn, gc, why)
 				}
@@ -481,6 +483,7 @@ func scanLeaves(r *report.Report) (a, b uint64) {
 // program and no frames of the others'.
 func TestBPFStacksScan(t *testing.T) {
 	setupKnownStacks(t)
+	testenv.Alone(t) // as TestBPFStacksTruth, for several JVMs at once
 	marker := fmt.Sprintf("-Ddjx.bpfscan.test=%d", time.Now().UnixNano())
 	home25 := jdks()["jdk17"]
 	if h, ok := jdks()["temurin25"]; ok {

@@ -73,8 +73,8 @@ func checkAlive(t *testing.T, j *jvm, dir string) {
 // too (every attach reuses the one agent copy the first loaded), each
 // cycle right after the last, and RSS close to an unprofiled twin's.
 func TestStressAttachDetachCycles(t *testing.T) {
-	setup(t)
-	t.Parallel() // its JVM against an unprofiled twin started beside it
+	setupBuild(t)
+	parallel(t) // its JVM against an unprofiled twin started beside it
 	cycles := stressN("DJX_STRESS_CYCLES", 8)
 	j, dir := stormJVM(t, 200)
 	twin, _ := stormJVM(t, 200)
@@ -122,8 +122,8 @@ func TestStressAttachDetachCycles(t *testing.T) {
 // profile leaves the JVM running and able to be profiled again, and the
 // next run removes the channel directories the killed ones left.
 func TestStressKill9(t *testing.T) {
-	setup(t)
-	t.Parallel() // its own JVM, and the channel directories of the runs it killed
+	setupBuild(t)
+	parallel(t) // its own JVM, and the channel directories of the runs it killed
 	kills := stressN("DJX_STRESS_KILLS", 5)
 	j, dir := stormJVM(t, 50)
 	pid := strconv.Itoa(j.cmd.Process.Pid)
@@ -163,8 +163,8 @@ func TestStressKill9(t *testing.T) {
 // djx-bpf: a timed profile ends close to its duration, SIGTERM ends one
 // within seconds, and the JVM runs on once continued.
 func TestStressStoppedTarget(t *testing.T) {
-	setup(t)
-	t.Parallel() // mostly waits on its own stopped JVM
+	setupBuild(t)
+	parallel(t) // mostly waits on its own stopped JVM
 	j, dir := stormJVM(t, 20)
 	pid := j.cmd.Process.Pid
 	defer j.cmd.Process.Signal(syscall.SIGCONT)

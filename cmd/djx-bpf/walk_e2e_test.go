@@ -181,7 +181,7 @@ func longestSafepoint(t *testing.T, path string, from int64) (string, time.Durat
 // and under Shenandoah and ZGC (JDK 17's single generation, JDK 25's
 // generational), whose concurrent relocation the walk reads through.
 func TestWalkServiceTruth(t *testing.T) {
-	setup(t)
+	alone(t)
 	type run struct {
 		jdk, gc, mode string
 		flags         []string
@@ -235,8 +235,8 @@ func TestWalkServiceTruth(t *testing.T) {
 // CensusTruth: its table by main's local and its map's 32 values, objects
 // of min size each, by the map's chain.
 func TestWalkCensusTruth(t *testing.T) {
-	setup(t)
-	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
+	setupBuild(t)
+	parallel(t) // shares and names, with margins for a busy host: beside one other test (-parallel)
 	j := startJVM(t, jdks()["jdk17"], nil, "-main=CensusTruth", "30")
 	time.Sleep(time.Second)
 	out := filepath.Join(t.TempDir(), "r.json")
@@ -288,8 +288,8 @@ func TestWalkScan(t *testing.T) {
 // TestWalkRefusedFallsBack: a heap the walk refuses (reserved past its
 // 256 GiB span) gets the agent's census instead, and a note says why.
 func TestWalkRefusedFallsBack(t *testing.T) {
-	setup(t)
-	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
+	setupBuild(t)
+	parallel(t) // shares and names, with margins for a busy host: beside one other test (-parallel)
 	j := startJVM(t, jdks()["jdk17"], []string{"-Xmx300g"}, "-main=CensusTruth", "30")
 	time.Sleep(time.Second)
 	out := filepath.Join(t.TempDir(), "r.json")
@@ -314,8 +314,8 @@ func TestWalkRefusedFallsBack(t *testing.T) {
 // heap is walked as an attached one's, and its tree's rows are named by
 // their holder chain (before, only their types were).
 func TestWalkLaunched(t *testing.T) {
-	setup(t)
-	t.Parallel() // shares and names, with margins for a busy host: beside one other test (-parallel)
+	setupBuild(t)
+	parallel(t) // shares and names, with margins for a busy host: beside one other test (-parallel)
 	out := filepath.Join(t.TempDir(), "r.json")
 	java := filepath.Join(jdks()["jdk17"], "bin", "java")
 	code, _, stderr := djx(t, "profile", "--duration", "10s", "--format", "json", "-o", out, "--", java, "-Xmx2g", "-cp", classDir,

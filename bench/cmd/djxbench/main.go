@@ -43,6 +43,7 @@ Usage:
   djxbench walkcost [flags]          the attach census's pause, djx-bpf's CPU and RSS, the app's slowdown, per JDK, GC and heap
   djxbench irq [flags]               what the sampling interrupt alone costs a thread doing random loads
   djxbench show FILE                 print the tables of a results file again
+  djxbench scanheld SCAN.json        each JVM of a scan's report: in-heap samples held by a named holder, top row
   djxbench cmdline [flags] WORKLOAD  print a workload's java command line
 
 run, toggle, switch and irq run as root. Run 'djxbench SUBCOMMAND -h' for its flags.
@@ -70,6 +71,8 @@ func dispatch(args []string) int {
 		return cmdWalkcost(args[1:])
 	case "show":
 		return cmdShow(args[1:])
+	case "scanheld":
+		return cmdScanheld(args[1:])
 	case "cmdline":
 		return cmdCmdline(args[1:])
 	case "help", "-h", "-help", "--help":

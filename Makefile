@@ -45,36 +45,38 @@ vet:
 	$(GO) vet ./...
 
 # Every test, privileged end-to-end ones included (they skip, saying why,
-# where the kernel or privileges don't allow them). cmd/djx-bpf's tests run
-# beside the other packages' (those one package at a time): each
-# end-to-end test of cmd/djx-bpf holds one of the machine's test slots (one
-# per CPU) while it runs, and one that measures shares or pauses holds all
-# of them; each other package's test binary holds one for its whole run
-# (scripts/test-slot, internal/testenv/slots.go). So the JVMs of the
-# others' live tests fill the CPU a lone end-to-end test leaves idle,
-# without crowding the ones that measure. Their output follows
-# cmd/djx-bpf's.
-# Before them, the fuzzing, the compiling of every test package, and the
-# builds of what the tests run beside djx-bpf, minutes each the first time
-# (the OpenTelemetry Collector the continuous tests push to, go tool
-# pprof), run side by side. The last line says whether JDK 25's tests ran
+# where the kernel or privileges don't allow them), and the fuzzing.
+# cmd/djx-bpf's tests run beside the other packages' (one package at a
+# time) and beside the fuzz targets (two at a time), sharing the CPUs
+# through test slots, one per CPU (internal/testenv/slots.go): each
+# end-to-end test of cmd/djx-bpf holds one while it runs and one that
+# measures shares or pauses holds all of them; each other package's test
+# binary, and each fuzz target, holds one for its whole run
+# (scripts/test-slot). So they fill the CPU a lone end-to-end test leaves
+# idle, without crowding the ones that measure. Their output follows
+# cmd/djx-bpf's. Before them, every test package is compiled (running
+# none) beside the builds of what the tests run besides djx-bpf, minutes
+# each the first time (the OpenTelemetry Collector the continuous tests
+# push to, go tool pprof). The last line says whether JDK 25's tests ran
 # (they do wherever Temurin 25 is at JDK25_HOME, and are never required).
 SLOTS := $(BUILD)/test-slots
 test: deps test-deps build vet
-	@$(MAKE) --no-print-directory -j2 fuzz $(OTELCOL) pprof-tool test-compile
+	@$(MAKE) --no-print-directory -j2 $(OTELCOL) pprof-tool test-compile
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/jdk-tests.log && rm -rf $(SLOTS) && mkdir -p $(SLOTS) && \
 		n=$$(nproc); [ $$n -ge 2 ] || n=2; for i in $$(seq 0 $$((n-1))); do : > $(SLOTS)/slot$$i; done
 	@export JAVA_HOME=$(JAVA_HOME) DJX_TEST_JDK_LOG=$(CURDIR)/$(BUILD)/jdk-tests.log DJX_TEST_OTELCOL=$(CURDIR)/$(OTELCOL) \
 		DJX_TEST_SLOTS=$(CURDIR)/$(SLOTS); \
-	echo "testing cmd/djx-bpf beside the other packages (their output follows; meanwhile in $(BUILD)/test-others.log)"; \
+	echo "testing cmd/djx-bpf beside the fuzzing and the other packages (their output follows; meanwhile in $(BUILD)/fuzz.log and $(BUILD)/test-others.log)"; \
+	$(MAKE) --no-print-directory fuzz FUZZ_EXEC=$(CURDIR)/scripts/test-slot >$(BUILD)/fuzz.log 2>&1 & fuzz=$$!; \
 	$(GO) test -p 1 -count=1 -timeout 20m -exec $(CURDIR)/scripts/test-slot \
 		$$($(GO) list ./... | grep -v '/cmd/djx-bpf$$') >$(BUILD)/test-others.log 2>&1 & others=$$!; \
 	$(GO) test -p 1 -count=1 -timeout 20m ./cmd/djx-bpf; rc=$$?; \
+	wait $$fuzz; rc1=$$?; cat $(BUILD)/fuzz.log; \
 	wait $$others; rc2=$$?; cat $(BUILD)/test-others.log; \
-	./scripts/jdk-summary.sh $(BUILD)/jdk-tests.log $(JDK25_HOME); [ $$rc -eq 0 ] && [ $$rc2 -eq 0 ]
+	./scripts/jdk-summary.sh $(BUILD)/jdk-tests.log $(JDK25_HOME); [ $$rc -eq 0 ] && [ $$rc1 -eq 0 ] && [ $$rc2 -eq 0 ]
 
-# Compiles every test package into the build cache (running none), beside
-# the fuzzing, so the tests after it only link.
+# Compiles every test package into the build cache (running none), so the
+# tests after it only link.
 test-compile:
 	@$(GO) test -count=1 -run '^$$' -exec /bin/true ./... >/dev/null
 
@@ -106,6 +108,8 @@ pprof-tool:
 # of FuzzWalk's inputs leave a collection running, and its walk then sleeps
 # in 1 ms polls for up to 3 s, a core idle. It is listed first: the longest.
 FUZZ_JOBS ?= 2
+# FUZZ_EXEC runs each target's go test (make test: scripts/test-slot).
+FUZZ_EXEC ?=
 FUZZ_WAITING := FuzzWalk
 FUZZ_WAITING_WORKERS ?= 4
 fuzz:
@@ -114,7 +118,7 @@ fuzz:
 		t={}; pkg=$${t%%:*}; fn=$${t##*:}; log=$(BUILD)/fuzz/$$(echo $$t | tr /: --).log; \
 		par=1; case " $(FUZZ_WAITING) " in *" $$fn "*) par=$(FUZZ_WAITING_WORKERS);; esac; \
 		echo "fuzz $$pkg $$fn ($(FUZZTIME), $$par worker(s))"; \
-		$(GO) test ./$$pkg -run "^$$" -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 -parallel $$par >$$log 2>&1 || \
+		$(FUZZ_EXEC) $(GO) test ./$$pkg -run "^$$" -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 0 -parallel $$par >$$log 2>&1 || \
 			{ cat $$log; exit 255; }'
 
 test-short: agent/lib/libdjxagent.so

@@ -294,8 +294,8 @@ func TestJoinZGCBarrierLookBack(t *testing.T) {
 	// Register arithmetic after a register move: no memory operand.
 	s3 := *s
 	s3.Time = 7
-	copy(s3.Before[len(s3.Before)-3:], []byte{0x4d, 0x89, 0xd3}) // mov %r10,%r11
-	copy(s3.At[:], []byte{0x4d, 0x01, 0xd3, 0x90})               // add %r10,%r11
+	copy(s3.Before[len(s3.Before)-4:], []byte{0x90, 0x4d, 0x89, 0xd3}) // nop; mov %r10,%r11
+	copy(s3.At[:], []byte{0x4d, 0x01, 0xd3, 0x90})                     // add %r10,%r11
 	j.OnSample(&s3, sample.Decode)
 	j.Drain(true)
 	if st := j.stats; st.InHeap != 1 || st.Attributed != 1 || st.WithAddress != 1 {

@@ -64,10 +64,8 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 	if src == sample.Decode {
 		accessPC = 0
 		j.regs = decode.RegsFromPtRegs(&s.Regs)
-		var before, at []byte
-		if s.Flags&sample.FlagBeforeOK != 0 {
-			before = s.Before[:]
-		}
+		before := s.BeforeIP()
+		var at []byte
 		if s.Flags&sample.FlagAtOK != 0 {
 			at = s.At[:]
 		}

@@ -86,6 +86,9 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 				res = prev
 			}
 		}
+		if res.Method == decode.None {
+			res = j.straight(s, before, at)
+		}
 		switch res.Method {
 		case decode.AtIP:
 			j.stats.DecodedAtIP++
@@ -100,7 +103,13 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 			j.stats.DecodedBase++
 			addr = res.Addr
 			accessPC = s.IP()
-		case decode.None:
+		case decode.Straight:
+			// The last load before ip in straight-line code.
+			j.stats.DecodedStraight++
+			addr = res.Addr
+			accessPC = s.IP()
+		}
+		if res.Method == decode.None {
 			j.countUndecoded(why(before, at, &j.regs))
 		}
 		addr = j.canonical(addr)

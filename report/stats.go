@@ -44,6 +44,9 @@ type SampleStats struct {
 	// DecodedBase: a load that overwrote its index register; the address
 	// is its base+disp, the start of what it indexed (decode.Base).
 	DecodedBase uint64 `json:"decoded_base" merge:"sum"`
+	// DecodedStraight: no access at ip nor a load ending there, but the
+	// last load before ip in the compiled method's straight-line code.
+	DecodedStraight uint64 `json:"decoded_straight,omitempty" merge:"sum"`
 	// Why decode gave the others no address (decode.Cause): no memory
 	// operand at ip nor a load ending there, an ambiguous boundary before
 	// ip, a load ending at ip that overwrote its base or its index, a

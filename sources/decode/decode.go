@@ -46,6 +46,10 @@ const (
 	// access indexes into (an array's elements, a buffer's memory), not the
 	// byte it read. Good for naming the owner, not for offsets or lines.
 	Base
+	// Straight: no access at ip nor a load ending there, but the last
+	// load before ip in the method's straight-line code (Code.Straight),
+	// its address registers unwritten since.
+	Straight
 )
 
 func (m Method) String() string {
@@ -56,6 +60,8 @@ func (m Method) String() string {
 		return "look-back"
 	case Base:
 		return "base"
+	case Straight:
+		return "straight"
 	}
 	return "none"
 }

@@ -12,11 +12,17 @@ const (
 	maxStraightBytes  = 8 << 20
 )
 
-// straightCache holds the compiled methods read for Straight, by start.
+// straightCache holds the compiled methods read for Straight, by start,
+// and by the ips sampled in them: a sample at a known ip whose bytes the
+// method still holds needs no lookup in the code cache.
 type straightCache struct {
 	byStart map[uint64]*decode.Code
+	byIP    map[uint64]*decode.Code
 	bytes   int
 }
+
+// maxStraightIPs bounds straightCache.byIP.
+const maxStraightIPs = 1 << 16
 
 // straight gives a decode sample with no address the last load before ip
 // in its compiled method's straight-line code. The method is read from
@@ -26,11 +32,15 @@ func (j *JVM) straight(s *sample.Sample, before, at []byte) decode.Result {
 		return decode.Result{}
 	}
 	ip := s.IP()
+	sc := &j.straightCode
+	if c := sc.byIP[ip]; c != nil && c.Holds(ip, before, at) {
+		return c.Straight(&j.regs)
+	}
 	hit, ok := j.codeMap.Lookup(ip)
 	if !ok || hit.Stub != "" || hit.Size == 0 || hit.Size > maxStraightMethod {
 		return decode.Result{}
 	}
-	c := j.straightCode.byStart[hit.Start]
+	c := sc.byStart[hit.Start]
 	if c == nil || uint64(len(c.Bytes)) != hit.Size || !c.Holds(ip, before, at) {
 		buf := make([]byte, hit.Size)
 		if m, err := j.codeMem.ReadAt(buf, int64(hit.Start)); err != nil || m != len(buf) {
@@ -40,12 +50,15 @@ func (j *JVM) straight(s *sample.Sample, before, at []byte) decode.Result {
 		if !c.Holds(ip, before, at) {
 			return decode.Result{} // the code changed since the sample
 		}
-		sc := &j.straightCode
 		if sc.byStart == nil || sc.bytes+len(buf) > maxStraightBytes {
-			sc.byStart, sc.bytes = make(map[uint64]*decode.Code), 0
+			sc.byStart, sc.byIP, sc.bytes = make(map[uint64]*decode.Code), nil, 0
 		}
 		sc.byStart[hit.Start] = c
 		sc.bytes += len(buf)
 	}
+	if sc.byIP == nil || len(sc.byIP) >= maxStraightIPs {
+		sc.byIP = make(map[uint64]*decode.Code)
+	}
+	sc.byIP[ip] = c
 	return c.Straight(&j.regs)
 }

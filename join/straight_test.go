@@ -12,8 +12,9 @@ import (
 
 // A sample on register arithmetic two instructions after a heap load:
 // the method, read whole from the code cache, shows that every path to ip
-// ran the load, so the sample gets its address. Once the code at that
-// address is no longer what the sample saw, it gets none.
+// ran the load, so the sample gets its address; the method is read once.
+// Once the code at that address is no longer what the sample saw, it gets
+// none.
 func TestStraightFromTheCodeCache(t *testing.T) {
 	// mov 0x10(%rbx),%r10; add $0x1,%r11d; mov %r10,%r8; add %r11d,%r8d (ip); ret
 	code, _ := hex.DecodeString("4c8b53104183c3014d89d04501d8c3")
@@ -34,15 +35,19 @@ func TestStraightFromTheCodeCache(t *testing.T) {
 		return s
 	}
 	j.OnSample(mk(20), sample.Decode)
+	j.OnSample(mk(21), sample.Decode)
+	if mem.reads != 1 {
+		t.Errorf("%d reads of the method for two samples at one ip, want 1", mem.reads)
+	}
 	mem.code = append([]byte(nil), code...)
 	mem.code[3] = 0x18 // mov 0x18(%rbx),%r10: not the code of the sample
 	j.straightCode = straightCache{}
-	j.OnSample(mk(21), sample.Decode)
+	j.OnSample(mk(22), sample.Decode)
 	j.OnBatch(batch(100))
 	j.Drain(true)
 	st := j.stats
-	if st.DecodedStraight != 1 || st.WithAddress != 1 || st.InHeap != 1 || st.UndecodedNoMemory != 1 {
-		t.Fatalf("straight %d, with an address %d, in heap %d, no memory operand %d: want the first sample at rbx+0x10, the second none",
+	if st.DecodedStraight != 2 || st.WithAddress != 2 || st.InHeap != 2 || st.UndecodedNoMemory != 1 {
+		t.Fatalf("straight %d, with an address %d, in heap %d, no memory operand %d: want the first two samples at rbx+0x10, the third none",
 			st.DecodedStraight, st.WithAddress, st.InHeap, st.UndecodedNoMemory)
 	}
 }

@@ -41,7 +41,7 @@ type DjxSample struct {
 	Addr      uint64
 	Period    uint64
 	Regs      [21]uint64
-	Before    [16]uint8
+	Before    [64]uint8
 	At        [16]uint8
 	Flags     DjxSampleFlag
 	Cpu       uint32
@@ -56,11 +56,12 @@ type DjxSample struct {
 type DjxSampleFlag uint32
 
 const (
-	DjxSampleFlagSAMPLE_BEFORE_OK  DjxSampleFlag = 1
-	DjxSampleFlagSAMPLE_AT_OK      DjxSampleFlag = 2
-	DjxSampleFlagSAMPLE_MEM_OK     DjxSampleFlag = 4
-	DjxSampleFlagSAMPLE_NO_STACK   DjxSampleFlag = 8
-	DjxSampleFlagSAMPLE_HDR_MASKED DjxSampleFlag = 16
+	DjxSampleFlagSAMPLE_BEFORE_OK    DjxSampleFlag = 1
+	DjxSampleFlagSAMPLE_AT_OK        DjxSampleFlag = 2
+	DjxSampleFlagSAMPLE_MEM_OK       DjxSampleFlag = 4
+	DjxSampleFlagSAMPLE_NO_STACK     DjxSampleFlag = 8
+	DjxSampleFlagSAMPLE_HDR_MASKED   DjxSampleFlag = 16
+	DjxSampleFlagSAMPLE_BEFORE_SHORT DjxSampleFlag = 32
 )
 
 type DjxTarget struct {

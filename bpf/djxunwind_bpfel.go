@@ -38,7 +38,7 @@ type DjxUnwindSample struct {
 	Addr      uint64
 	Period    uint64
 	Regs      [21]uint64
-	Before    [16]uint8
+	Before    [64]uint8
 	At        [16]uint8
 	Flags     uint32
 	Cpu       uint32

@@ -92,7 +92,7 @@ static __always_inline int uw_after_return_poll(const struct sample *s, __u32 fl
 		return 0;
 	if (!(s->at[0] == 0x77 || (s->at[0] == 0x0f && s->at[1] == 0x87)))
 		return 0;
-	const __u8 *b = s->before; // b[15] is the byte before ip
+	const __u8 *b = s->before + BEFORE_BYTES - 16; // b[15] is the byte before ip
 	return (b[9] == 0x49 && b[10] == 0x3b && b[11] == 0xa7) || (b[12] == 0x49 && b[13] == 0x3b && b[14] == 0x67);
 }
 

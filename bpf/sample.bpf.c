@@ -15,6 +15,10 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define INSN_BYTES 16
+// The bytes before ip: four instructions' worth, so that user space finds
+// the boundary of the one ending at ip by decoding forward from several
+// starts (16 bytes left a seventh of the boundaries undecided).
+#define BEFORE_BYTES 64
 #define HDR_MASKS 16384
 
 #ifdef DJX_UNWIND
@@ -23,11 +27,12 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 // Sample flags: an enum, so that bpf2go generates them for Go.
 enum sample_flag {
-	SAMPLE_BEFORE_OK = 1 << 0, // before[] holds the 16 bytes ending at ip
+	SAMPLE_BEFORE_OK = 1 << 0, // before[] holds the 64 bytes ending at ip
 	SAMPLE_AT_OK = 1 << 1,     // at[] holds the 16 bytes starting at ip
 	SAMPLE_MEM_OK = 1 << 2,    // data_src and weight were read from the sample
 	SAMPLE_NO_STACK = 1 << 3,  // no stack signal was sent for it on purpose (gap, young or non-Java thread)
 	SAMPLE_HDR_MASKED = 1 << 4, // only the header slots hdr_masks gives for this instruction were read
+	SAMPLE_BEFORE_SHORT = 1 << 5, // with BEFORE_OK: only before[]'s last 16 bytes were readable
 };
 
 // General-purpose registers are pt_regs slots 0-14 (r15 .. rdi); rsp (19)
@@ -41,7 +46,7 @@ struct sample {
 	__u64 addr;   // ctx->addr: the data address for page faults / PEBS / IBS / SPE
 	__u64 period; // ctx->sample_period
 	__u64 regs[21]; // user struct pt_regs, kernel layout
-	__u8 before[INSN_BYTES];
+	__u8 before[BEFORE_BYTES];
 	__u8 at[INSN_BYTES];
 	enum sample_flag flags; // an int: 4 bytes, as the __u32 it replaced
 	__u32 cpu;
@@ -267,21 +272,27 @@ static __always_inline void count(__u32 slot)
 		*v += 1;
 }
 
-// read_insns copies the 16 bytes before and at ip (before[] and at[] are
-// adjacent): in one read when both lie on one page, as nearly always, else
-// in two, since the bytes before ip may sit on an unmapped page even when
-// the instruction at ip is readable, and vice versa. Each read is a helper
-// call, dearer than the copy.
+// read_insns copies the 64 bytes before and the 16 at ip (before[] and
+// at[] are adjacent): in one read when all lie on one page, as nearly
+// always, else in two, since the bytes before ip may sit on an unmapped
+// page even when the instruction at ip is readable, and vice versa; then
+// the last 16 bytes before ip, on ip's page, are worth a third read. Each
+// read is a helper call, dearer than the copy.
 static __always_inline __u32 read_insns(struct sample *s, __u64 ip)
 {
 	__u32 flags = 0;
-	if (((ip - INSN_BYTES) >> 12) == ((ip + INSN_BYTES - 1) >> 12) &&
-	    bpf_probe_read_user(s->before, 2 * INSN_BYTES, (void *)(ip - INSN_BYTES)) == 0)
+	if (((ip - BEFORE_BYTES) >> 12) == ((ip + INSN_BYTES - 1) >> 12) &&
+	    bpf_probe_read_user(s->before, BEFORE_BYTES + INSN_BYTES, (void *)(ip - BEFORE_BYTES)) == 0)
 		return SAMPLE_BEFORE_OK | SAMPLE_AT_OK;
-	if (bpf_probe_read_user(s->before, INSN_BYTES, (void *)(ip - INSN_BYTES)) == 0)
+	if (bpf_probe_read_user(s->before, BEFORE_BYTES, (void *)(ip - BEFORE_BYTES)) == 0) {
 		flags |= SAMPLE_BEFORE_OK;
-	else
-		__builtin_memset(s->before, 0, INSN_BYTES);
+	} else {
+		__builtin_memset(s->before, 0, BEFORE_BYTES - INSN_BYTES);
+		if (bpf_probe_read_user(s->before + BEFORE_BYTES - INSN_BYTES, INSN_BYTES, (void *)(ip - INSN_BYTES)) == 0)
+			flags |= SAMPLE_BEFORE_OK | SAMPLE_BEFORE_SHORT;
+		else
+			__builtin_memset(s->before + BEFORE_BYTES - INSN_BYTES, 0, INSN_BYTES);
+	}
 	if (bpf_probe_read_user(s->at, INSN_BYTES, (void *)ip) == 0)
 		flags |= SAMPLE_AT_OK;
 	else

@@ -291,9 +291,18 @@ func TestJoinZGCBarrierLookBack(t *testing.T) {
 	s2.Time = 6
 	copy(s2.Before[len(s2.Before)-4:], []byte{0x4d, 0x8b, 0x52, 0x18})
 	j.OnSample(&s2, sample.Decode)
+	// Register arithmetic after a register move: no memory operand.
+	s3 := *s
+	s3.Time = 7
+	copy(s3.Before[len(s3.Before)-4:], []byte{0x90, 0x4d, 0x89, 0xd3}) // nop; mov %r10,%r11
+	copy(s3.At[:], []byte{0x4d, 0x01, 0xd3, 0x90})                     // add %r10,%r11
+	j.OnSample(&s3, sample.Decode)
 	j.Drain(true)
 	if st := j.stats; st.InHeap != 1 || st.Attributed != 1 || st.WithAddress != 1 {
-		t.Fatalf("stats %+v: want the first sample in the object, the second without an address", st)
+		t.Fatalf("stats %+v: want the first sample in the object, the others without an address", st)
+	}
+	if st := j.stats; st.UndecodedBaseClobbered != 1 || st.UndecodedNoMemory != 1 || st.UndecodedNoBoundary+st.UndecodedIndexClobber+st.UndecodedNotLoad+st.UndecodedNoBytes+st.UndecodedUncomputable != 0 {
+		t.Fatalf("stats %+v: want one sample without an address by a clobbered base, one by no memory operand", st)
 	}
 }
 

@@ -64,19 +64,19 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 	if src == sample.Decode {
 		accessPC = 0
 		j.regs = decode.RegsFromPtRegs(&s.Regs)
-		var before, at []byte
-		if s.Flags&sample.FlagBeforeOK != 0 {
-			before = s.Before[:]
-		}
+		before := s.BeforeIP()
+		var at []byte
 		if s.Flags&sample.FlagAtOK != 0 {
 			at = s.At[:]
 		}
 		res := j.dec.Decode(before, at, &j.regs)
+		why := j.dec.Why
 		if res.Method == decode.AtIP && res.Base == 15 && res.Index == decode.NoReg && j.heap.GC == "Z" {
 			// JIT code's r15 is the thread: ZGC's load barrier tests the
 			// reference just loaded against the thread's bad mask, and
 			// the stall is that load's.
 			res = j.dec.Previous(before, &j.regs)
+			why = func(before, _ []byte, r *decode.Regs) decode.Cause { return j.dec.WhyPrevious(before, r) }
 		}
 		if res.Method == decode.AtIP && j.heapKnown && !j.heap.Contains(j.canonical(res.Addr)) {
 			// The timer lands just after the load that stalled. An access
@@ -85,6 +85,9 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 			if prev := j.dec.Previous(before, &j.regs); prev.Method == decode.LookBack && j.heap.Contains(j.canonical(prev.Addr)) {
 				res = prev
 			}
+		}
+		if res.Method == decode.None {
+			res = j.straight(s, before, at)
 		}
 		switch res.Method {
 		case decode.AtIP:
@@ -100,6 +103,14 @@ func (j *JVM) OnSample(s *sample.Sample, src sample.Source) {
 			j.stats.DecodedBase++
 			addr = res.Addr
 			accessPC = s.IP()
+		case decode.Straight:
+			// The last load before ip in straight-line code.
+			j.stats.DecodedStraight++
+			addr = res.Addr
+			accessPC = s.IP()
+		}
+		if res.Method == decode.None {
+			j.countUndecoded(why(before, at, &j.regs))
 		}
 		addr = j.canonical(addr)
 		p.store = res.Method != decode.None && res.Store
@@ -157,5 +168,26 @@ func (j *JVM) SamplesComplete(t uint64) {
 	if t > j.sampleWM {
 		j.sampleWM = t
 		j.Drain(false)
+	}
+}
+
+// countUndecoded counts a decode sample without an address by its cause.
+func (j *JVM) countUndecoded(c decode.Cause) {
+	st := &j.stats
+	switch c {
+	case decode.CauseNoMemory:
+		st.UndecodedNoMemory++
+	case decode.CauseNoBoundary:
+		st.UndecodedNoBoundary++
+	case decode.CauseBaseClobbered:
+		st.UndecodedBaseClobbered++
+	case decode.CauseIndexClobbered:
+		st.UndecodedIndexClobber++
+	case decode.CauseNotLoad:
+		st.UndecodedNotLoad++
+	case decode.CauseNoBytes:
+		st.UndecodedNoBytes++
+	default:
+		st.UndecodedUncomputable++
 	}
 }

@@ -41,6 +41,9 @@ type typeState struct {
 	// remembers, by pc and register, the klass word its code stores.
 	codeMem    io.ReaderAt
 	allocCache map[allocKey]allocHit
+	// straightCode: the compiled methods read whole for decode's
+	// straight-line look-back (straight.go).
+	straightCode straightCache
 }
 
 type typeKey struct{ typ, field string }

@@ -20,6 +20,7 @@ func TestSampleFlagsMatchBPF(t *testing.T) {
 		{"FlagMemOK", sample.FlagMemOK, bpf.DjxSampleFlagSAMPLE_MEM_OK},
 		{"FlagNoStack", sample.FlagNoStack, bpf.DjxSampleFlagSAMPLE_NO_STACK},
 		{"FlagHdrMasked", sample.FlagHdrMasked, bpf.DjxSampleFlagSAMPLE_HDR_MASKED},
+		{"FlagBeforeShort", sample.FlagBeforeShort, bpf.DjxSampleFlagSAMPLE_BEFORE_SHORT},
 	} {
 		if c.got != uint32(c.want) {
 			t.Errorf("sample.%s = %#x, sample.bpf.c says %#x", c.name, c.got, uint32(c.want))

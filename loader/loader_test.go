@@ -119,6 +119,27 @@ func TestDecodeSourceSamplesOwnThreads(t *testing.T) {
 			t.Fatalf("kernel-mode sample delivered: cs=%#x", smp.Regs[17])
 		}
 	}
+	// The bytes around ip are this process's own code, as it reads them.
+	mem, err := os.Open("/proc/self/mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	full := 0
+	for _, smp := range samples {
+		var want [sample.BeforeBytes + 16]byte
+		if _, err := mem.ReadAt(want[:], int64(smp.IP()-sample.BeforeBytes)); err != nil ||
+			smp.Flags&FlagBeforeOK == 0 || smp.Flags&sample.FlagBeforeShort != 0 {
+			continue
+		}
+		full++
+		if [sample.BeforeBytes]byte(want[:sample.BeforeBytes]) != smp.Before || [16]byte(want[sample.BeforeBytes:]) != smp.At {
+			t.Fatalf("ip %#x: bytes before %x at %x, the code is %x", smp.IP(), smp.Before, smp.At, want)
+		}
+	}
+	if full < len(samples)/2 {
+		t.Errorf("%d of %d samples with all %d bytes before ip", full, len(samples), sample.BeforeBytes)
+	}
 	c, err := s.Counters()
 	if err != nil {
 		t.Fatal(err)

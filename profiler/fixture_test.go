@@ -273,7 +273,9 @@ func readSamples(path string) ([]sampleEvent, error) {
 }
 
 // wireSample is a sample as recordings hold it: sample.Sample's
-// fixed-size fields, in its order (a BPF-unwound stack is not recorded).
+// fixed-size fields, in its order (a BPF-unwound stack is not recorded),
+// with the 16 bytes before ip that samples held when the recordings were
+// made.
 type wireSample struct {
 	Time             uint64
 	PID, TID         uint32
@@ -289,7 +291,7 @@ type wireSample struct {
 func toWire(ss []sample.Sample) []wireSample {
 	w := make([]wireSample, len(ss))
 	for i, s := range ss {
-		w[i] = wireSample{Time: s.Time, Addr: s.Addr, Period: s.Period, PID: s.PID, TID: s.TID, Regs: s.Regs, Before: s.Before, At: s.At,
+		w[i] = wireSample{Time: s.Time, Addr: s.Addr, Period: s.Period, PID: s.PID, TID: s.TID, Regs: s.Regs, Before: [16]byte(s.Before[sample.BeforeBytes-16:]), At: s.At,
 			Flags: s.Flags, CPU: s.CPU, DataSrc: s.DataSrc, Weight: s.Weight, HdrOK: s.HdrOK, HdrNarrow: s.HdrNarrow, Hdr: s.Hdr}
 	}
 	return w
@@ -298,8 +300,12 @@ func toWire(ss []sample.Sample) []wireSample {
 func fromWire(w []wireSample) []sample.Sample {
 	ss := make([]sample.Sample, len(w))
 	for i, s := range w {
-		ss[i] = sample.Sample{Time: s.Time, Addr: s.Addr, Period: s.Period, PID: s.PID, TID: s.TID, Regs: s.Regs, Before: s.Before, At: s.At,
+		ss[i] = sample.Sample{Time: s.Time, Addr: s.Addr, Period: s.Period, PID: s.PID, TID: s.TID, Regs: s.Regs, At: s.At,
 			Flags: s.Flags, CPU: s.CPU, DataSrc: s.DataSrc, Weight: s.Weight, HdrOK: s.HdrOK, HdrNarrow: s.HdrNarrow, Hdr: s.Hdr}
+		copy(ss[i].Before[sample.BeforeBytes-16:], s.Before[:])
+		if s.Flags&sample.FlagBeforeOK != 0 {
+			ss[i].Flags |= sample.FlagBeforeShort
+		}
 	}
 	return ss
 }

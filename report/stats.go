@@ -43,9 +43,24 @@ type SampleStats struct {
 	DecodedLookBack uint64 `json:"decoded_look_back" merge:"sum"`
 	// DecodedBase: a load that overwrote its index register; the address
 	// is its base+disp, the start of what it indexed (decode.Base).
-	DecodedBase   uint64 `json:"decoded_base" merge:"sum"`
-	KernelSkipped uint64 `json:"kernel_skipped" merge:"sum"`
-	Unjoined      uint64 `json:"unjoined" merge:"sum"` // samples before the agent connected
+	DecodedBase uint64 `json:"decoded_base" merge:"sum"`
+	// DecodedStraight: no access at ip nor a load ending there, but the
+	// last load before ip in the compiled method's straight-line code.
+	DecodedStraight uint64 `json:"decoded_straight,omitempty" merge:"sum"`
+	// Why decode gave the others no address (decode.Cause): no memory
+	// operand at ip nor a load ending there, an ambiguous boundary before
+	// ip, a load ending at ip that overwrote its base or its index, a
+	// store or other non-load ending at ip, unreadable bytes, and an
+	// access whose address pt_regs cannot give (fs/gs, gather).
+	UndecodedNoMemory      uint64 `json:"undecoded_no_memory_operand,omitempty" merge:"sum"`
+	UndecodedNoBoundary    uint64 `json:"undecoded_no_boundary,omitempty" merge:"sum"`
+	UndecodedBaseClobbered uint64 `json:"undecoded_base_clobbered,omitempty" merge:"sum"`
+	UndecodedIndexClobber  uint64 `json:"undecoded_index_clobbered,omitempty" merge:"sum"`
+	UndecodedNotLoad       uint64 `json:"undecoded_not_a_load,omitempty" merge:"sum"`
+	UndecodedNoBytes       uint64 `json:"undecoded_no_bytes,omitempty" merge:"sum"`
+	UndecodedUncomputable  uint64 `json:"undecoded_uncomputable,omitempty" merge:"sum"`
+	KernelSkipped          uint64 `json:"kernel_skipped" merge:"sum"`
+	Unjoined               uint64 `json:"unjoined" merge:"sum"` // samples before the agent connected
 	// Late counts samples that reached the join after it had applied heap
 	// changes newer than them (judged against a newer heap); LateMaxMs is
 	// the worst such lag.

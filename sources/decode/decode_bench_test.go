@@ -10,7 +10,7 @@ import (
 
 // corpusSamples turns the JIT listings of testdata/corpus.txt (real C1/C2
 // code from JDK 17 and 25) into decode inputs as the BPF program delivers
-// them: for every instruction, the 16 bytes before it and the 16 bytes at
+// them: for every instruction, the 64 bytes before it and the 16 bytes at
 // it, so that the benchmark sees the real mix of at-ip hits, look-backs,
 // misses and encodings (legacy, VEX, EVEX).
 func corpusSamples(b *testing.B) (before, at [][]byte) {
@@ -23,7 +23,7 @@ func corpusSamples(b *testing.B) (before, at [][]byte) {
 	var starts []int
 	flush := func() {
 		for _, s := range starts {
-			lo, hi := max(0, s-16), min(len(code), s+16)
+			lo, hi := max(0, s-maxBefore), min(len(code), s+16)
 			before = append(before, code[lo:s])
 			at = append(at, code[s:hi])
 		}

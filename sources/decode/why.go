@@ -36,6 +36,20 @@ func (d *Decoder) Why(before, at []byte, r *Regs) Cause {
 	if x.access() {
 		return CauseUncomputable
 	}
+	return d.whyBack(before)
+}
+
+// WhyPrevious classifies the sample Previous would decode from the same
+// arguments: why no load ending at ip gives an address.
+func (d *Decoder) WhyPrevious(before []byte, r *Regs) Cause {
+	if d.Previous(before, r).Method != None {
+		return CauseAddress
+	}
+	return d.whyBack(before)
+}
+
+// whyBack says why the instruction ending at ip gives no address.
+func (d *Decoder) whyBack(before []byte) Cause {
 	s, ok := d.boundary(before)
 	if !ok {
 		return CauseNoBoundary

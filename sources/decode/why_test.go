@@ -24,3 +24,16 @@ func TestWhy(t *testing.T) {
 		}
 	}
 }
+
+// WhyPrevious ignores the instruction at ip: the ZGC barrier's access.
+func TestWhyPrevious(t *testing.T) {
+	r := testRegs()
+	r.IP = 0x7f0000001000
+	var d Decoder
+	if got := d.WhyPrevious(hx(t, "41 83 c5 05 4d 63 d2 4d 8b 14 3a"), &r); got != CauseBaseClobbered {
+		t.Errorf("base clobbered: %v", got)
+	}
+	if got := d.WhyPrevious(hx(t, "90 90 90 90 4c 8b 53 10"), &r); got != CauseAddress {
+		t.Errorf("load: %v", got)
+	}
+}

@@ -32,7 +32,25 @@ const (
 	// FlagHdrMasked: only the header slots the loader's mask for this
 	// instruction names were read (HeaderKey).
 	FlagHdrMasked = 1 << 4
+	// FlagBeforeShort: with FlagBeforeOK, only the last 16 bytes of
+	// Before were readable (or recorded); the rest is zero.
+	FlagBeforeShort = 1 << 5
 )
+
+// BeforeBytes is how many bytes before ip a sample holds (BEFORE_BYTES in
+// bpf/sample.bpf.c).
+const BeforeBytes = 64
+
+// BeforeIP is the readable part of s.Before (nil if none).
+func (s *Sample) BeforeIP() []byte {
+	switch {
+	case s.Flags&FlagBeforeOK == 0:
+		return nil
+	case s.Flags&FlagBeforeShort != 0:
+		return s.Before[BeforeBytes-16:]
+	}
+	return s.Before[:]
+}
 
 // HeaderKey names one instruction of one process for the sampling
 // program's header masks.
@@ -51,8 +69,8 @@ type Sample struct {
 	TID    uint32
 	Addr   uint64 // ctx->addr (0 for cpu-clock)
 	Period uint64
-	Regs   [21]uint64 // struct pt_regs
-	Before [16]byte
+	Regs   [21]uint64        // struct pt_regs
+	Before [BeforeBytes]byte // the bytes ending at ip
 	At     [16]byte
 	Flags  uint32
 	CPU    uint32

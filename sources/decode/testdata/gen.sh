@@ -7,7 +7,8 @@
 #      the sections of this host's kind are replaced; the others are kept.
 #   2. corpus.txt: objdump listings of synth.s (assembled by llvm-mc) and of
 #      jit.txt, read by TestOracle.
-# Pass --no-jit to keep jit.txt and only redo step 2.
+# Pass --no-jit to keep jit.txt and only redo step 2. lucene.sh adds the
+# Lucene service's methods (sections lucene-*).
 set -eu
 cd "$(dirname "$0")"
 if [ "${1:-}" != "--no-jit" ]; then

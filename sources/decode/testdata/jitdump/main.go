@@ -1,5 +1,6 @@
-// Command jitdump runs Hot.java on a JDK until C2 has compiled its loops and
-// appends the machine code of selected compiled methods to an output file,
+// Command jitdump runs Hot.java (or another program, -src) on a JDK until C2
+// has compiled its loops and appends the machine code of selected compiled
+// methods to an output file,
 // one "method" header plus hex line per method. It reads the code cache
 // through `jcmd PID Compiler.perfmap` (JDK 17+) and /proc/PID/mem, so it must
 // run as root or as the JVM's owner.
@@ -19,6 +20,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 func main() {
@@ -29,10 +31,21 @@ func main() {
 	match := flag.String("match", `Hot::|HashMap::get|HashMap::hash|arraycopy|Integer::`, "method name regexp")
 	maxBytes := flag.Int("max", 2048, "max code bytes per method (keeps the corpus small)")
 	maxSame := flag.Int("same", 2, "max methods with the same name (C1 and C2 versions)")
+	flag.StringVar(&prog.src, "src", "Hot.java", "the program's source")
+	flag.StringVar(&prog.cp, "cp", "", "its class path besides its own class")
+	flag.StringVar(&prog.args, "args", "", "its arguments, space separated")
+	flag.DurationVar(&prog.settle, "settle", 0, "how long to let it run after it printed ready")
 	flag.Parse()
 	if err := run(*jdk, *label, *out, *jflags, regexp.MustCompile(*match), *maxBytes, *maxSame); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// prog is the program whose code is dumped: it prints "ready" once its
+// hot code is compiled (Hot.java waits on stdin after).
+var prog struct {
+	src, cp, args string
+	settle        time.Duration
 }
 
 func run(jdk, label, out, jflags string, re *regexp.Regexp, maxBytes, maxSame int) error {
@@ -41,10 +54,15 @@ func run(jdk, label, out, jflags string, re *regexp.Regexp, maxBytes, maxSame in
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if b, err := exec.Command(filepath.Join(jdk, "bin/javac"), "-d", dir, "Hot.java").CombinedOutput(); err != nil {
+	cp := dir
+	if prog.cp != "" {
+		cp += ":" + prog.cp
+	}
+	if b, err := exec.Command(filepath.Join(jdk, "bin/javac"), "-d", dir, "-cp", cp, prog.src).CombinedOutput(); err != nil {
 		return fmt.Errorf("javac: %w: %s", err, b)
 	}
-	args := append(strings.Fields(jflags), "-cp", dir, "Hot")
+	args := append(strings.Fields(jflags), "-cp", cp, strings.TrimSuffix(filepath.Base(prog.src), ".java"))
+	args = append(args, strings.Fields(prog.args)...)
 	cmd := exec.Command(filepath.Join(jdk, "bin/java"), args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -62,6 +80,11 @@ func run(jdk, label, out, jflags string, re *regexp.Regexp, maxBytes, maxSame in
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() && !strings.HasPrefix(sc.Text(), "ready") {
 	}
+	go func() {
+		for sc.Scan() { // keep its stdout flowing while it settles
+		}
+	}()
+	time.Sleep(prog.settle)
 	pid := cmd.Process.Pid
 	if b, err := exec.Command(filepath.Join(jdk, "bin/jcmd"), strconv.Itoa(pid), "Compiler.perfmap").CombinedOutput(); err != nil {
 		return fmt.Errorf("jcmd: %w: %s", err, b)

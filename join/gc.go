@@ -107,6 +107,14 @@ func (j *JVM) onReconcile(objs []agentwire.TagAddr) {
 	j.reconciled = moved
 }
 
+// agentPlaces says the agent's rescans report every tagged object's moves
+// and deaths: an object overlapped by another that arrives in our view has
+// moved unseen (its rescan was skipped, or is a cycle late), and waits
+// out of the index for the rescan that places it or the FREE.
+func (j *JVM) agentPlaces() bool {
+	return (j.rescan || j.reloc) && !j.noReconcile
+}
+
 // indexed reports whether object id is in the index at its start.
 func (j *JVM) indexed(id objindex.ID) bool {
 	o, ok := j.idx.Lookup(j.objs[id].start)

@@ -142,8 +142,10 @@ func newJVM(pid int) *JVM {
 	j.stackStore = stackStore{syms: jvmsym.NewTable(), stacks: make(map[uint32]*stackQ), lastStacks: make(map[stackKey]*lastStack), code: jvmsym.NewCodeTable(), nativeCache: make(map[uint64]uint32), names: newNames()}
 	j.codeMap = j.code
 	j.idx.OnEvict(func(o objindex.Object) {
-		if j.reconciling && j.objs[o.ID].tag != 0 {
-			return // moved too: its own RECONCILE entry puts it back
+		if j.objs[o.ID].tag != 0 && (j.reconciling || j.agentPlaces()) {
+			// Moved, not dead: the agent follows the object and will
+			// say where it went (a RECONCILE) or that it died (a FREE).
+			return
 		}
 		j.forget(o.ID)
 	})

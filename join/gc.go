@@ -105,6 +105,7 @@ func (j *JVM) onReconcile(objs []agentwire.TagAddr) {
 	}
 	j.reconciling = false
 	j.reconciled = moved
+	j.rejoin(moved)
 }
 
 // agentPlaces says the agent's rescans report every tagged object's moves

@@ -41,6 +41,7 @@ type JVM struct {
 
 	timeline       // queues of records, GC batches and samples waiting for the horizon
 	retries        // samples judged again after a grace (retry.go)
+	lateSamples    // samples waiting for a later rescan (late.go)
 	objectTable    // tracked objects and their sites
 	stackStore     // stacks, JIT code and native symbols that name access paths
 	gcState        // relocation and rescans
@@ -126,6 +127,7 @@ func New(c Config) *JVM {
 		j.reloc = true
 	case MovesRescan:
 		j.rescan = true
+		j.lateMoves = c.Heap.GC == "Z" || c.Heap.GC == "Shenandoah"
 	case MovesNoRescan:
 		j.noReconcile = true
 	}

@@ -38,9 +38,11 @@ type lateRange struct {
 }
 
 // holdable says whether sample p, in the heap and in no tracked object,
-// waits for a later rescan.
+// waits for a later rescan. Held samples share pendingSize with those
+// waiting for the agent's records: they take at most a quarter of it, so
+// that they never make those be judged early.
 func (j *JVM) holdable(p *pending) bool {
-	return j.lateMoves && !p.held && len(j.lateQ)-j.lateH < maxLate && j.pendingSize < maxPendingBytes
+	return j.lateMoves && !p.held && len(j.lateQ)-j.lateH < maxLate && j.pendingSize < maxPendingBytes/4
 }
 
 // hold keeps p, whose access path is fr, until a rescan moves an object

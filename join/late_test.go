@@ -64,3 +64,18 @@ func TestLateMoveNeedsItsObject(t *testing.T) {
 		t.Fatalf("attributed %d, waiting %d: want 0, 1", j.stats.Attributed, len(j.lateQ)-j.lateH)
 	}
 }
+
+// Held samples take at most a quarter of the bytes pending samples may
+// hold: past it, a sample in no object is judged at once.
+func TestLateMoveBounded(t *testing.T) {
+	j := exactJVM(1)
+	j.rescan, j.lateMoves = true, true
+	j.heap, j.heapKnown = heap.Info{GC: "Z", Ranges: []heap.Range{{Start: 0x1000, End: 0x10000}}}, true
+	j.OnBatch(batch(5, hello(1)))
+	j.pendingSize = maxPendingBytes / 4
+	p := pending{time: 30, stime: 30, addr: 0x8010}
+	j.attribute(&p)
+	if len(j.lateQ)-j.lateH != 0 || len(j.remainder) != 1 {
+		t.Fatalf("waiting %d, remainder rows %d: want 0, 1", len(j.lateQ)-j.lateH, len(j.remainder))
+	}
+}

@@ -11,7 +11,7 @@ func (j *JVM) attribute(p *pending) {
 		fr = j.capPath(j.accessPath(p))
 		j.pathBuf = fr
 	}
-	if p.addr != 0 {
+	if p.addr != 0 && !p.held { // held: no object held it at its time
 		if o, ok := j.idx.Lookup(p.addr); ok {
 			obj := j.objs[o.ID]
 			s := j.sites[obj.site]
@@ -34,6 +34,10 @@ func (j *JVM) attribute(p *pending) {
 	case j.heap.Contains(p.addr):
 		if j.retryable(p) {
 			j.retry(p, fr)
+			return
+		}
+		if j.holdable(p) {
+			j.hold(p, fr)
 			return
 		}
 		where = report.WhereUntracked

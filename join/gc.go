@@ -105,6 +105,17 @@ func (j *JVM) onReconcile(objs []agentwire.TagAddr) {
 	}
 	j.reconciling = false
 	j.reconciled = moved
+	j.rejoin(moved)
+}
+
+// agentPlaces says the agent's rescans are how the join learns of moves,
+// and report every tagged object's moves and deaths: an object overlapped
+// by another that arrives in our view has moved unseen (its rescan was
+// skipped, or is a cycle late), and waits out of the index for the rescan
+// that places it or the FREE. Under uprobes an overlapped object stays
+// dead, and moves_missed counts only those the rescans find indexed.
+func (j *JVM) agentPlaces() bool {
+	return j.rescan && !j.noReconcile
 }
 
 // indexed reports whether object id is in the index at its start.

@@ -54,3 +54,29 @@ func TestRescanSlidingCompaction(t *testing.T) {
 		})
 	}
 }
+
+// A GC moves A from 0x2000 to 0x8000, and its rescan comes only after a
+// new object B has been allocated over A's old place (the agent skipped the
+// rescan: another GC began). A is not dead: the rescan that comes later
+// places it, and a sample at its new place is charged to it.
+func TestRescanLateAfterReuse(t *testing.T) {
+	j := exactJVM(1)
+	j.rescan = true
+	j.OnBatch(batch(5, hello(1), method(1, "LA;", "a", 1), method(2, "LB;", "b", 2),
+		tagged(2, 0x2000, 4096, 1, 1)))
+	j.OnBatch(batch(20, &agentwire.GCStart{Time: 10}, &agentwire.GCFinish{Time: 20}))
+	j.OnBatch(batch(30, tagged(21, 0x2000, 4096, 2, 2),
+		&agentwire.GCStart{Time: 22}, &agentwire.GCFinish{Time: 25},
+		&agentwire.Reconcile{Time: 27, Objects: []agentwire.TagAddr{{Tag: 1, Addr: 0x8000}}}))
+	j.OnSample(fault(40, 0x8010), sample.PageFaults) // A's new place
+	j.OnSample(fault(41, 0x2010), sample.PageFaults) // B
+	j.OnBatch(batch(100))
+	j.Drain(true)
+	got := map[string]uint64{}
+	for _, o := range j.Report() {
+		got[o.Site] = o.Samples
+	}
+	if got["A.a:1"] != 1 || got["B.b:2"] != 1 {
+		t.Fatalf("samples by site %v: want A and B one each", got)
+	}
+}

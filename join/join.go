@@ -41,6 +41,7 @@ type JVM struct {
 
 	timeline       // queues of records, GC batches and samples waiting for the horizon
 	retries        // samples judged again after a grace (retry.go)
+	lateSamples    // samples waiting for a later rescan (late.go)
 	objectTable    // tracked objects and their sites
 	stackStore     // stacks, JIT code and native symbols that name access paths
 	gcState        // relocation and rescans
@@ -126,6 +127,7 @@ func New(c Config) *JVM {
 		j.reloc = true
 	case MovesRescan:
 		j.rescan = true
+		j.lateMoves = c.Heap.GC == "Z" || c.Heap.GC == "Shenandoah"
 	case MovesNoRescan:
 		j.noReconcile = true
 	}
@@ -142,8 +144,10 @@ func newJVM(pid int) *JVM {
 	j.stackStore = stackStore{syms: jvmsym.NewTable(), stacks: make(map[uint32]*stackQ), lastStacks: make(map[stackKey]*lastStack), code: jvmsym.NewCodeTable(), nativeCache: make(map[uint64]uint32), names: newNames()}
 	j.codeMap = j.code
 	j.idx.OnEvict(func(o objindex.Object) {
-		if j.reconciling && j.objs[o.ID].tag != 0 {
-			return // moved too: its own RECONCILE entry puts it back
+		if j.objs[o.ID].tag != 0 && (j.reconciling || j.agentPlaces()) {
+			// Moved, not dead: the agent follows the object and will
+			// say where it went (a RECONCILE) or that it died (a FREE).
+			return
 		}
 		j.forget(o.ID)
 	})

@@ -42,6 +42,7 @@ type pending struct {
 	typedBy    uint8       // typedByHeader, or how an object being initialised was named
 	store      bool        // the decoded access writes memory
 	retried    bool        // judged once already (retry.go)
+	held       bool        // waited for a later rescan (late.go)
 	path       []pathFrame // the access path of a second judgement
 	probe      *allocProbe // an allocation scan to try again when judged (types.go)
 	// bpf is the sample's own stack, unwound in BPF and named (--stacks

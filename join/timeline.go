@@ -196,11 +196,14 @@ func (j *JVM) Drain(final bool) {
 		if j.head < len(j.queue) {
 			ts = j.queue[j.head].time
 		}
-		tr := none
+		tr, tl := none, none
 		if j.retryH < len(j.retryQ) {
 			tr = j.retryQ[j.retryH].time
 		}
-		t := min(ta, tg, ts, tr)
+		if j.lateH < len(j.lateQ) {
+			tl = j.lateQ[j.lateH].time
+		}
+		t := min(ta, tg, ts, tr, tl)
 		if t == none || (!final && t > h) {
 			break
 		}
@@ -217,6 +220,12 @@ func (j *JVM) Drain(final bool) {
 			j.retryH++
 			j.pendingSize -= pendingBytes(&p)
 			j.attribute(&p)
+		case tl:
+			p := j.lateQ[j.lateH]
+			j.lateQ[j.lateH] = pending{}
+			j.lateH++
+			j.pendingSize -= pendingBytes(&p)
+			j.attribute(&p)
 		default:
 			j.judgeNext()
 		}
@@ -224,6 +233,7 @@ func (j *JVM) Drain(final bool) {
 	j.pruneStacks(h, final)
 	j.queue, j.head = compact(j.queue, j.head)
 	j.retryQ, j.retryH = compact(j.retryQ, j.retryH)
+	j.lateQ, j.lateH = compact(j.lateQ, j.lateH)
 	j.agentQ, j.agentH = compact(j.agentQ, j.agentH)
 	j.gcQ, j.gcH = compact(j.gcQ, j.gcH)
 }

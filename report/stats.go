@@ -117,6 +117,10 @@ type RelocStats struct {
 	MovesVerified   uint64 `json:"moves_verified,omitempty" merge:"sum"`   // reconciled objects found where we had them
 	MovesMissed     uint64 `json:"moves_missed,omitempty" merge:"sum"`     // ... found elsewhere: a move the uprobes missed (or, with rescan, the move itself)
 	Freed           uint64 `json:"freed,omitempty" merge:"sum"`            // tracked objects the JVM collected
+	// MovedLate counts in-heap samples that no tracked object held when
+	// taken, charged to one that a later rescan found moved over their
+	// address (ZGC, Shenandoah: moves seen up to a cycle late).
+	MovedLate uint64 `json:"moved_late,omitempty" merge:"sum"`
 	// G1 humongous objects tracked without JVMTI tags (their headers are
 	// checked after each GC), and how many of them were found freed.
 	HumongousUntagged uint64 `json:"humongous_untagged,omitempty" merge:"sum"`

@@ -11,19 +11,28 @@ import (
 // Objects a concurrent collector moves are followed: MovedHot's hot
 // arrays sit in pages and regions of garbage, so ZGC relocates them outside
 // any pause and memmove; the agent's rescans after each of its pauses find
-// them again. Launched at the defaults, most in-heap samples land on the
-// hot arrays (measured 0.90 and 0.91 on JDK 17's and Temurin 25's ZGC,
-// 0.97-0.99 under Shenandoah; without the rescans ZGC's were 0.05-0.07).
+// them again, up to a cycle late, and the samples on a new copy wait for
+// the rescan that finds it. G1 moves them in its pauses, and young GCs come
+// often enough that the agent skips rescans: objects found elsewhere by a
+// later one must not have been taken for dead meanwhile. Launched at the
+// defaults, nearly all in-heap samples land on the hot arrays.
 // A hot array is known by its type and size however it was named: the
 // allocation budget raises the sampling interval past 256 KiB at once, so
 // some are named by the census after a GC or by the heap walk, not by
 // their site. The spacers of that size are dead before the first load.
 func TestConcurrentMovesFollowed(t *testing.T) {
 	setup(t)
-	type run struct{ jdk, gc string }
-	runs := []run{{"jdk17", "Z"}, {"jdk17", "Shenandoah"}}
+	// bar: the least share, in percent, of in-heap samples on the hot
+	// arrays. Under Shenandoah the rest are mostly on MovedHot's other data
+	// (the array of hot arrays, below the min size, and its garbage), which
+	// takes a varying share.
+	type run struct {
+		jdk, gc string
+		bar     uint64
+	}
+	runs := []run{{"jdk17", "Z", 95}, {"jdk17", "Shenandoah", 90}, {"jdk17", "G1", 95}}
 	if _, ok := jdks()["temurin25"]; ok {
-		runs = append(runs, run{"temurin25", "Z"})
+		runs = append(runs, run{"temurin25", "Z", 95})
 	}
 	for _, rn := range runs {
 		t.Run(rn.jdk+"/"+rn.gc, func(t *testing.T) {
@@ -37,13 +46,13 @@ func TestConcurrentMovesFollowed(t *testing.T) {
 					hot += o.Samples
 				}
 			}
-			t.Logf("%s/%s: in heap %d, attributed %d, on the hot arrays %d (%.1f%%); gcs %d, moves found by rescans %d, verified %d; notes %q",
-				rn.jdk, rn.gc, s.InHeap, s.Attributed, hot, pct(hot, s.InHeap), s.GCs, s.MovesMissed, s.MovesVerified, r.Notes)
+			t.Logf("%s/%s: in heap %d, attributed %d, on the hot arrays %d (%.1f%%); gcs %d, moves found by rescans %d, verified %d, samples charged after a later rescan %d; notes %q",
+				rn.jdk, rn.gc, s.InHeap, s.Attributed, hot, pct(hot, s.InHeap), s.GCs, s.MovesMissed, s.MovesVerified, s.MovedLate, r.Notes)
 			if s.InHeap < 500 {
 				t.Fatalf("only %d samples in the heap", s.InHeap)
 			}
-			if hot*100 < s.InHeap*75 {
-				t.Errorf("%d of %d in-heap samples on the hot arrays, want 75%%", hot, s.InHeap)
+			if hot*100 < s.InHeap*rn.bar {
+				t.Errorf("%d of %d in-heap samples on the hot arrays, want %d%%", hot, s.InHeap, rn.bar)
 			}
 			for _, n := range r.Notes {
 				if strings.Contains(n, "relocation tracking off") {

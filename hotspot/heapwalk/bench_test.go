@@ -160,8 +160,10 @@ func dumpResult(res *Result) []byte {
 		fmt.Fprintf(&sb, "%s | %s %#x: %d %d rec %v other %d retained %d sample %x\n",
 			res.Name(i), r.Class, r.Klass, r.Count, r.Bytes, r.Recursive, r.OtherRoots, r.Retained, r.Sample)
 	}
-	for _, ru := range res.runs {
-		fmt.Fprintf(&sb, "run %#x %d %d\n", ru.start, ru.words, ru.row)
+	for _, seg := range res.runs.segs {
+		for _, ru := range seg {
+			fmt.Fprintf(&sb, "run %#x %d %d\n", ru.start, ru.words, ru.row)
+		}
 	}
 	return []byte(sb.String())
 }

@@ -88,6 +88,7 @@ func loadELFSyms(ef *elfsafe.File) (*elfSyms, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read symbols: %w", err)
 		}
+		all = slices.Grow(all, tab.Len()) // libjvm.so's tens of thousands, not grown one doubling at a time
 		for i := 1; i < tab.Len(); i++ {
 			s := tab.At(i)
 			t := elf.ST_TYPE(s.Info)
@@ -102,6 +103,7 @@ func loadELFSyms(ef *elfsafe.File) (*elfSyms, error) {
 		}
 	}
 	slices.SortFunc(all, symOrder)
+	es.syms = make([]elfSym, 0, len(all))
 	for i, s := range all {
 		if i > 0 && all[i-1].value == s.value {
 			continue // an alias; the first one ranks best

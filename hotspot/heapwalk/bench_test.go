@@ -2,6 +2,7 @@ package heapwalk
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -130,6 +131,11 @@ func BenchmarkWalkPID(b *testing.B) {
 		reader += r1 - r0
 	}
 	_, peak := rss()
+	if path := os.Getenv("DJX_WALK_DUMP"); path != "" {
+		if err := os.WriteFile(path, dumpResult(res), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 	st := res.Stats
 	b.ReportMetric(float64(st.Objects), "objects")
 	b.ReportMetric(float64(st.Objects)/st.Time.Seconds(), "objects/s")
@@ -140,6 +146,26 @@ func BenchmarkWalkPID(b *testing.B) {
 	b.Logf("%s %s: %d objects, %d MiB in %d rows: %v (roots %v); %d reads, %d MiB read, %d pieces, %d reread; gc %+v",
 		l.Release, l.GC, st.Objects, st.Bytes>>20, st.Rows, st.Time.Round(time.Millisecond),
 		st.RootsTime.Round(time.Millisecond), st.Reads, st.BytesRead>>20, st.Pieces, st.Reread, res.GC)
+}
+
+// dumpResult is what a walk found, row by row in the walk's order with
+// the address lookup's runs, to compare two builds' walks of one JVM
+// stopped (SIGSTOP) while they run: DJX_WALK_DUMP=file.
+func dumpResult(res *Result) []byte {
+	var sb strings.Builder
+	st := res.Stats
+	fmt.Fprintf(&sb, "objects %d bytes %d large %d chains %d rows %d runs %d klasses %d invalid %d unreadable %d outofheap %d cross %d\n",
+		st.Objects, st.Bytes, st.Large, st.Chains, st.Rows, st.Runs, st.Klasses, st.Invalid, st.Unreadable, st.OutOfHeap, st.CrossEdges)
+	for i, r := range res.Rows {
+		fmt.Fprintf(&sb, "%s | %s %#x: %d %d rec %v other %d retained %d sample %x\n",
+			res.Name(i), r.Class, r.Klass, r.Count, r.Bytes, r.Recursive, r.OtherRoots, r.Retained, r.Sample)
+	}
+	for _, seg := range res.runs.segs {
+		for _, ru := range seg {
+			fmt.Fprintf(&sb, "run %#x %d %d\n", ru.start, ru.words, ru.row)
+		}
+	}
+	return []byte(sb.String())
 }
 
 // cpuTime is the CPU time of this process and of its children tasks

@@ -241,5 +241,5 @@ type rowRec struct {
 	count, bytes uint64
 	sample       []uint64
 	recursive    bool
-	lastRun      int32 // its latest lookup run, which its next object may extend
+	lastRun      int64 // its latest lookup run (a runStore handle), which its next object may extend
 }

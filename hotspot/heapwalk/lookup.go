@@ -15,7 +15,6 @@ type run struct {
 
 const (
 	maxRunWords = 1<<32 - 1
-	runSeg      = 1 << 16 // runs are kept in segments while the walk grows them
 	pageShift   = 12
 	// pageRows rows are kept per heap page once the runs are full.
 	pageRows = 4
@@ -117,21 +116,17 @@ func (w *walker) record(row uint32, a, size uint64) {
 	r := &w.rows[row]
 	words := size >> 3
 	if r.lastRun >= 0 {
-		ru := w.run(int(r.lastRun))
+		ru := w.runs.at(r.lastRun)
 		if ru.start+uint64(ru.words)<<3 == a && uint64(ru.words)+words <= maxRunWords {
 			ru.words += uint32(words)
 			return
 		}
 	}
-	if w.nRuns < w.cfg.MaxRuns {
-		if w.nRuns%runSeg == 0 {
-			w.runSegs = append(w.runSegs, make([]run, 0, runSeg))
+	if w.runs.n < w.cfg.MaxRuns {
+		if h, ok := w.runs.add(run{a, uint32(words), row}); ok {
+			r.lastRun = h
+			return
 		}
-		seg := &w.runSegs[len(w.runSegs)-1]
-		*seg = append(*seg, run{a, uint32(words), row})
-		r.lastRun = int32(w.nRuns)
-		w.nRuns++
-		return
 	}
 	w.stats.LookupApprox++
 	end := a + size
@@ -145,105 +140,161 @@ func (w *walker) record(row uint32, a, size uint64) {
 	}
 }
 
-func (w *walker) run(i int) *run { return &w.runSegs[i/runSeg][i%runSeg] }
+// runChunk is the runs of one chunk of a runStore.
+const runChunk = 256
 
-// finishRuns gathers the runs, sorts them by address and merges
-// neighbours of one row. The sort is a radix sort on the runs' heap
-// offsets: millions of runs sort in a few passes over memory, where a
-// comparison sort took a third of a walk.
-func (w *walker) finishRuns() []run {
-	runs := radixRuns(w.runSegs, w.nRuns, w.lo)
-	w.runSegs = nil
-	out := runs[:0]
-	for _, r := range runs {
-		if n := len(out); n > 0 {
-			p := &out[n-1]
-			if p.row == r.row && p.start+uint64(p.words)<<3 == r.start && uint64(p.words)+uint64(r.words) <= maxRunWords {
-				p.words += r.words
-				continue
-			}
-		}
-		out = append(out, r)
-	}
-	return slices.Clip(out)
+// runStore keeps the lookup's runs while the walk records them, by the
+// MiB of heap each starts in, in chunks of that MiB's own: sorting them
+// at the end is then a sort of each MiB's runs in place, and the walk
+// never holds a second copy of them all (millions of runs, a fresh
+// page of memory for every 256).
+type runStore struct {
+	lo     uint64
+	top    []int32   // per MiB of the heap span: 1 + its index in blocks, 0 none
+	blocks [][]int32 // per MiB used: its chunks, indices in chunks
+	chunks [][]run
+	slab   []run // where the next chunks are cut from
+	n      int
 }
 
-// radixRuns sorts the n runs held in segs by start (each at least lo)
-// into a new slice: first by the MiB of heap they start in (a pass that
-// writes to as many places as the heap has MiB, which the caches hold),
-// then each MiB's runs in place by their word in it (two passes over
-// what fits in a cache). The first pass lets each segment go once it is
-// copied.
-func radixRuns(segs [][]run, n int, lo uint64) []run {
-	var top uint64
-	for _, s := range segs {
-		for _, r := range s {
-			top = max(top, r.start-lo)
+func newRunStore(lo, hi uint64) *runStore {
+	return &runStore{lo: lo, top: make([]int32, (hi-lo+1<<blockShift-1)>>blockShift)}
+}
+
+// add keeps r and returns its handle for at; false when r starts
+// outside the span.
+func (s *runStore) add(r run) (int64, bool) {
+	b := (r.start - s.lo) >> blockShift
+	if r.start < s.lo || b >= uint64(len(s.top)) {
+		return 0, false
+	}
+	bi := s.top[b]
+	if bi == 0 {
+		s.blocks = append(s.blocks, nil)
+		bi = int32(len(s.blocks))
+		s.top[b] = bi
+	}
+	cs := &s.blocks[bi-1]
+	if len(*cs) == 0 || len(s.chunks[(*cs)[len(*cs)-1]]) == runChunk {
+		if len(s.slab) == 0 {
+			s.slab = make([]run, 16*runChunk)
 		}
+		s.chunks = append(s.chunks, s.slab[:0:runChunk])
+		s.slab = s.slab[runChunk:]
+		*cs = append(*cs, int32(len(s.chunks)-1))
 	}
-	blocks := int(top>>blockShift) + 1
-	count := make([]int, blocks+1)
-	for _, s := range segs {
-		for _, r := range s {
-			count[(r.start-lo)>>blockShift+1]++
-		}
+	ci := (*cs)[len(*cs)-1]
+	s.chunks[ci] = append(s.chunks[ci], r)
+	s.n++
+	return int64(ci)*runChunk + int64(len(s.chunks[ci])-1), true
+}
+
+// at is the run of handle h.
+func (s *runStore) at(h int64) *run { return &s.chunks[h/runChunk][h%runChunk] }
+
+// runList is the lookup's runs sorted by address, in segments.
+type runList struct {
+	segs  [][]run
+	first []uint64 // each segment's first start
+	n     int
+}
+
+// find is the last run starting at or before addr.
+func (l *runList) find(addr uint64) (run, bool) {
+	i := sort.Search(len(l.first), func(i int) bool { return l.first[i] > addr }) - 1
+	if i < 0 {
+		return run{}, false
 	}
-	for i := 1; i <= blocks; i++ {
-		count[i] += count[i-1]
-	}
-	at := slices.Clone(count[:blocks])
-	dst := make([]run, n)
-	for i, s := range segs {
-		for _, r := range s {
-			b := (r.start - lo) >> blockShift
-			dst[at[b]] = r
-			at[b]++
-		}
-		segs[i] = nil
-	}
-	// Within a MiB: words 0 to 1<<17, in digits of 9 and 8 bits.
-	const lowBits, hiBits = 9, blockShift - 3 - 9
-	var scratch []run
-	var c0 [1 << lowBits]int32
-	var c1 [1 << hiBits]int32
-	for b := 0; b < blocks; b++ {
-		part := dst[count[b]:count[b+1]]
-		if len(part) < 64 {
-			slices.SortFunc(part, byStart)
+	seg := l.segs[i]
+	j := sort.Search(len(seg), func(j int) bool { return seg[j].start > addr }) - 1
+	return seg[j], true
+}
+
+// finishRuns sorts the runs by address, a MiB of heap at a time in
+// place, and merges neighbours of one row, also across MiBs.
+func (w *walker) finishRuns() runList {
+	s := w.runs
+	var l runList
+	var part, scratch []run
+	var prev *run
+	for _, bi := range s.top {
+		if bi == 0 {
 			continue
 		}
-		if cap(scratch) < len(part) {
-			scratch = make([]run, len(part)+len(part)/2)
+		cs := s.blocks[bi-1]
+		part = part[:0]
+		for _, ci := range cs {
+			part = append(part, s.chunks[ci]...)
+			s.chunks[ci] = s.chunks[ci][:0]
 		}
-		tmp := scratch[:len(part)]
-		clear(c0[:])
-		clear(c1[:])
+		scratch = sortBlock(part, scratch, s.lo)
+		k := 0 // the chunk of cs written to
 		for _, r := range part {
-			w := (r.start - lo) >> 3
-			c0[w&(1<<lowBits-1)]++
-			c1[(w>>lowBits)&(1<<hiBits-1)]++
+			if prev != nil && prev.row == r.row && prev.start+uint64(prev.words)<<3 == r.start && uint64(prev.words)+uint64(r.words) <= maxRunWords {
+				prev.words += r.words
+				continue
+			}
+			c := &s.chunks[cs[k]]
+			if len(*c) == runChunk {
+				k++
+				c = &s.chunks[cs[k]]
+			}
+			*c = append(*c, r)
+			prev = &(*c)[len(*c)-1]
 		}
-		var s0, s1 int32
-		for i, c := range c0 {
-			c0[i] = s0
-			s0 += c
-		}
-		for i, c := range c1 {
-			c1[i] = s1
-			s1 += c
-		}
-		for _, r := range part {
-			d := ((r.start - lo) >> 3) & (1<<lowBits - 1)
-			tmp[c0[d]] = r
-			c0[d]++
-		}
-		for _, r := range tmp {
-			d := ((r.start - lo) >> (3 + lowBits)) & (1<<hiBits - 1)
-			part[c1[d]] = r
-			c1[d]++
+		for _, ci := range cs {
+			if c := s.chunks[ci]; len(c) > 0 {
+				l.segs = append(l.segs, c)
+				l.first = append(l.first, c[0].start)
+				l.n += len(c)
+			}
 		}
 	}
-	return dst
+	w.runs = nil
+	return l
+}
+
+// sortBlock sorts the runs of one MiB of heap by start (lo is the heap
+// span's, MiB aligned with the blocks), by radix on their word in the
+// MiB in digits of 9 and 8 bits (two passes over what fits in a cache),
+// through scratch, which it returns grown as needed.
+func sortBlock(part, scratch []run, lo uint64) []run {
+	if len(part) < 64 {
+		slices.SortFunc(part, byStart)
+		return scratch
+	}
+	const lowBits, hiBits = 9, blockShift - 3 - 9
+	if cap(scratch) < len(part) {
+		scratch = make([]run, len(part)+len(part)/2)
+	}
+	tmp := scratch[:len(part)]
+	var c0 [1 << lowBits]int32
+	var c1 [1 << hiBits]int32
+	for _, r := range part {
+		w := (r.start - lo) >> 3
+		c0[w&(1<<lowBits-1)]++
+		c1[(w>>lowBits)&(1<<hiBits-1)]++
+	}
+	var s0, s1 int32
+	for i, c := range c0 {
+		c0[i] = s0
+		s0 += c
+	}
+	for i, c := range c1 {
+		c1[i] = s1
+		s1 += c
+	}
+	for _, r := range part {
+		d := ((r.start - lo) >> 3) & (1<<lowBits - 1)
+		tmp[c0[d]] = r
+		c0[d]++
+	}
+	for _, r := range tmp {
+		d := ((r.start - lo) >> (3 + lowBits)) & (1<<hiBits - 1)
+		part[c1[d]] = r
+		c1[d]++
+	}
+	return scratch
 }
 
 // Lookup names the small object (under MinSize) at addr, or holding
@@ -259,12 +310,8 @@ func (r *Result) Lookup(addr uint64) (row int, exact bool) { return r.LookupClas
 // one of that class if only one is, exact if no row was dropped from
 // the page.
 func (r *Result) LookupClass(addr, klass uint64) (row int, exact bool) {
-	i := sort.Search(len(r.runs), func(i int) bool { return r.runs[i].start > addr }) - 1
-	if i >= 0 {
-		ru := r.runs[i]
-		if addr-ru.start < uint64(ru.words)<<3 {
-			return int(ru.row) - 1, true
-		}
+	if ru, ok := r.runs.find(addr); ok && addr-ru.start < uint64(ru.words)<<3 {
+		return int(ru.row) - 1, true
 	}
 	ps := r.pages.at(addr, false)
 	if ps == nil {

@@ -20,7 +20,7 @@ func (w *walker) result() *Result {
 	res.Stats.Klasses = len(w.klassList)
 	res.Stats.Chains = len(w.chains) - 1
 	res.Stats.Rows = len(res.Rows)
-	res.Stats.Runs = len(res.runs)
+	res.Stats.Runs = res.runs.n
 	res.Stats.BitmapBytes = w.visited.bytes()
 	return res
 }

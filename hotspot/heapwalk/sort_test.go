@@ -6,31 +6,71 @@ import (
 	"testing"
 )
 
-// TestRadixRuns checks the runs' radix sort against a comparison sort,
-// on heap spans needing one, two and three passes.
+// TestRadixRuns checks the runs' sort, a MiB of heap at a time,
+// against a comparison sort, on heap spans of one MiB, many and a
+// sparse TiB; and that runs of one row that meet merge, also across
+// MiBs, as a merge of the sorted runs would.
 func TestRadixRuns(t *testing.T) {
 	const lo = 0x7_0000_0000
 	for _, span := range []uint64{1 << 12, 1 << 20, 1 << 30, 1 << 40} {
-		rng := rand.New(rand.NewPCG(1, span))
-		var segs [][]run
-		var want []run
-		seen := map[uint64]bool{}
-		for n := 0; n < 3*runSeg/2; n++ {
-			a := lo + rng.Uint64N(span>>3)<<3
-			if seen[a] {
-				continue
+		for _, rows := range []int{0, 3} {
+			rng := rand.New(rand.NewPCG(1, span))
+			w := &walker{runs: newRunStore(lo, lo+span)}
+			var want []run
+			seen := map[uint64]bool{}
+			for n := 0; n < 3*runChunk*64; n++ {
+				a := lo + rng.Uint64N(span>>3)<<3
+				if seen[a] {
+					continue
+				}
+				seen[a] = true
+				r := run{a, uint32(rng.IntN(9) + 2), uint32(n)}
+				if rows > 0 {
+					// Few rows and runs that meet: some merge.
+					r.row = uint32(rng.IntN(rows))
+					r.words = 1
+				}
+				if _, ok := w.runs.add(r); !ok {
+					t.Fatalf("run at %#x not kept", a)
+				}
+				want = append(want, r)
 			}
-			seen[a] = true
-			r := run{a, uint32(rng.IntN(9) + 2), uint32(n)}
-			if len(segs) == 0 || len(segs[len(segs)-1]) == runSeg {
-				segs = append(segs, make([]run, 0, runSeg))
+			slices.SortFunc(want, byStart)
+			merged := want[:0]
+			for _, r := range want {
+				if n := len(merged); n > 0 {
+					p := &merged[n-1]
+					if p.row == r.row && p.start+uint64(p.words)<<3 == r.start {
+						p.words += r.words
+						continue
+					}
+				}
+				merged = append(merged, r)
 			}
-			segs[len(segs)-1] = append(segs[len(segs)-1], r)
-			want = append(want, r)
-		}
-		slices.SortFunc(want, byStart)
-		if got := radixRuns(segs, len(want), lo); !slices.Equal(got, want) {
-			t.Errorf("span %#x: radix sort differs from a comparison sort", span)
+			l := w.finishRuns()
+			var got []run
+			for i, seg := range l.segs {
+				if len(seg) == 0 || l.first[i] != seg[0].start {
+					t.Fatalf("span %#x: segment %d empty or its first start wrong", span, i)
+				}
+				got = append(got, seg...)
+			}
+			if l.n != len(got) || !slices.Equal(got, merged) {
+				t.Errorf("span %#x rows %d: %d runs sorted and merged, want %d (the same: %v)", span, rows, len(got), len(merged), slices.Equal(got, merged))
+			}
+			// The runs of random lengths overlap; those of one word do not,
+			// and are found by any address in them.
+			for _, r := range merged[:min(len(merged), 2000)] {
+				addrs := []uint64{r.start}
+				if rows > 0 {
+					addrs = append(addrs, r.start+uint64(r.words)<<3-8)
+				}
+				for _, a := range addrs {
+					if ru, ok := l.find(a); !ok || ru != r {
+						t.Fatalf("span %#x: find(%#x) = %+v, want %+v", span, a, ru, r)
+					}
+				}
+			}
 		}
 	}
 }
@@ -75,11 +115,11 @@ func BenchmarkRadixRuns(b *testing.B) {
 	})
 	for b.Loop() {
 		b.StopTimer()
-		var segs [][]run
-		for i := 0; i < n; i += runSeg {
-			segs = append(segs, append([]run(nil), base[i:min(n, i+runSeg)]...))
+		w := &walker{runs: newRunStore(lo, lo+200<<20)}
+		for _, r := range base {
+			w.runs.add(r)
 		}
 		b.StartTimer()
-		radixRuns(segs, n, lo)
+		w.finishRuns()
 	}
 }

@@ -287,7 +287,7 @@ type Result struct {
 
 	chains []chainNode
 	texts  []string
-	runs   []run
+	runs   runList
 	pages  *pageTable
 }
 
@@ -344,8 +344,7 @@ type walker struct {
 	oopFields   int // in all klasses read
 	nameBytes   int
 	refs        int64 // references read
-	runSegs     [][]run
-	nRuns       int
+	runs        *runStore
 	pages       *pageTable
 	rng         uint64
 
@@ -521,6 +520,7 @@ func newWalker(l *Layout, mem Mem, cfg Config) *walker {
 	w.chainIdx = make(map[uint64]uint32)
 	w.rowIdx = make(map[uint64]uint32)
 	w.pages = newPageTable(w.lo, l.Heap[len(l.Heap)-1].End, cfg.MaxPages)
+	w.runs = newRunStore(w.lo, l.Heap[len(l.Heap)-1].End)
 	hot := cfg.Hot
 	if l.z != nil {
 		hot = make([]uint64, 0, len(cfg.Hot))

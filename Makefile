@@ -46,19 +46,21 @@ vet:
 
 # Every test, privileged end-to-end ones included (they skip, saying why,
 # where the kernel or privileges don't allow them), and the fuzzing.
-# cmd/djx-bpf's tests run beside the other packages' (one package at a
-# time) and beside the fuzz targets (two at a time), sharing the CPUs
-# through test slots, one per CPU (internal/testenv/slots.go): each
-# end-to-end test of cmd/djx-bpf holds one while it runs and one that
-# measures shares or pauses holds all of them; each other package's test
-# binary, and each fuzz target, holds one for its whole run
-# (scripts/test-slot). So they fill the CPU a lone end-to-end test leaves
-# idle, without crowding the ones that measure. Their output follows
-# cmd/djx-bpf's. Before them, every test package is compiled (running
-# none) beside the builds of what the tests run besides djx-bpf, minutes
-# each the first time (the OpenTelemetry Collector the continuous tests
-# push to, go tool pprof). The last line says whether JDK 25's tests ran
-# (they do wherever Temurin 25 is at JDK25_HOME, and are never required).
+# cmd/djx-bpf's tests, the suite's longest package, run beside the other
+# packages' (those one package at a time) and beside the fuzz targets (two
+# at a time), sharing the CPUs through test slots, one per CPU
+# (internal/testenv/slots.go): each end-to-end test of cmd/djx-bpf holds
+# one while it runs, and one that measures shares or pauses holds all of
+# them. The other packages' live tests (testenv.Root, testenv.JDKs) and
+# each fuzz target (scripts/test-slot) take one only when no test of
+# cmd/djx-bpf waits for one. So they fill the CPU a lone end-to-end test
+# leaves idle, without crowding the ones that measure or holding up
+# cmd/djx-bpf. Their output follows cmd/djx-bpf's. Before them, every
+# test package is compiled (running none) beside the builds of what the
+# tests run besides djx-bpf, minutes each the first time (the
+# OpenTelemetry Collector the continuous tests push to, go tool pprof).
+# The last line says whether JDK 25's tests ran (they do wherever Temurin
+# 25 is at JDK25_HOME, and are never required).
 SLOTS := $(BUILD)/test-slots
 test: deps test-deps build vet
 	@$(MAKE) --no-print-directory -j2 $(OTELCOL) pprof-tool test-compile
@@ -68,7 +70,7 @@ test: deps test-deps build vet
 		DJX_TEST_SLOTS=$(CURDIR)/$(SLOTS); \
 	echo "testing cmd/djx-bpf beside the fuzzing and the other packages (their output follows; meanwhile in $(BUILD)/fuzz.log and $(BUILD)/test-others.log)"; \
 	$(MAKE) --no-print-directory fuzz FUZZ_EXEC=$(CURDIR)/scripts/test-slot >$(BUILD)/fuzz.log 2>&1 & fuzz=$$!; \
-	$(GO) test -p 1 -count=1 -timeout 20m -exec $(CURDIR)/scripts/test-slot \
+	DJX_TEST_SLOT_LOW=1 $(GO) test -p 1 -count=1 -timeout 20m \
 		$$($(GO) list ./... | grep -v '/cmd/djx-bpf$$') >$(BUILD)/test-others.log 2>&1 & others=$$!; \
 	$(GO) test -p 1 -count=1 -timeout 20m ./cmd/djx-bpf; rc=$$?; \
 	wait $$fuzz; rc1=$$?; cat $(BUILD)/fuzz.log; \

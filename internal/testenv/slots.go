@@ -18,10 +18,15 @@ import (
 // measures shares. Unset (a plain `go test`), slots are not taken.
 const SlotsEnv = "DJX_TEST_SLOTS"
 
-// SlotHeldEnv is set for a test binary that holds one slot for its whole
-// run (scripts/test-slot, go test's -exec for the packages beside
-// cmd/djx-bpf): its tests take no more.
+// SlotHeldEnv is set for a program that holds one slot for its whole run
+// (scripts/test-slot, around each fuzz target): its tests take no more.
 const SlotHeldEnv = "DJX_TEST_SLOT_HELD"
+
+// SlotLowEnv marks the test binaries of the packages tested beside
+// cmd/djx-bpf: their live tests take a slot in Root and JDKs, and only
+// when no test of cmd/djx-bpf waits for one, since that package's run is
+// the suite's longest.
+const SlotLowEnv = "DJX_TEST_SLOT_LOW"
 
 var (
 	slotsMu sync.Mutex
@@ -36,9 +41,16 @@ func Slot(t testing.TB) { hold(t, 1) }
 // the machine's other load would disturb. Its subtests run in its slots.
 func Alone(t testing.TB) { hold(t, 0) }
 
-// hold takes n slots (0: all) for t. The turnstile queues takers in
-// order, so a test waiting for all slots is not starved by single ones.
+// hold takes n slots (0: all) for t. The turnstile queues takers, so a
+// test waiting for all slots is not starved by single ones; a taker of
+// low priority (SlotLowEnv) waits while one of high priority declares,
+// through a shared lock on "wanted", that it waits.
 func hold(t testing.TB, n int) {
+	t.Helper()
+	holdAs(t, n, os.Getenv(SlotLowEnv) != "")
+}
+
+func holdAs(t testing.TB, n int, low bool) {
 	t.Helper()
 	dir := os.Getenv(SlotsEnv)
 	if dir == "" || os.Getenv(SlotHeldEnv) != "" || held(t.Name()) {
@@ -51,23 +63,33 @@ func hold(t testing.TB, n int) {
 	if n == 0 || n > len(paths) {
 		n = len(paths)
 	}
+	wanted := filepath.Join(dir, "wanted")
+	if !low {
+		w := lockFile(t, wanted, unix.LOCK_SH)
+		defer w.Close()
+	}
 	start := time.Now()
-	turn := lockFile(t, filepath.Join(dir, "turnstile"), 0)
 	var got []*os.File
 	for len(got) < n {
-		for _, p := range paths {
-			if len(got) == n {
-				break
+		turn := lockFile(t, filepath.Join(dir, "turnstile"), unix.LOCK_EX)
+		if low {
+			// One try at a time, and none while cmd/djx-bpf waits.
+			if !waits(t, wanted) {
+				got = append(got, freeSlots(t, paths, n-len(got))...)
 			}
-			if f := lockFile(t, p, unix.LOCK_NB); f != nil {
-				got = append(got, f)
+			turn.Close()
+			if len(got) < n {
+				time.Sleep(50 * time.Millisecond)
 			}
+			continue
 		}
-		if len(got) < n {
+		// The turnstile is held until all n are taken: those behind wait.
+		for got = append(got, freeSlots(t, paths, n)...); len(got) < n; {
 			time.Sleep(50 * time.Millisecond)
+			got = append(got, freeSlots(t, paths, n-len(got))...)
 		}
+		turn.Close()
 	}
-	turn.Close()
 	if w := time.Since(start); w > 30*time.Second {
 		t.Logf("waited %v for %d test slot(s)", w.Round(time.Second), n)
 	}
@@ -82,6 +104,31 @@ func hold(t testing.TB, n int) {
 			f.Close()
 		}
 	})
+}
+
+// freeSlots locks up to n of the slot files that are free.
+func freeSlots(t testing.TB, paths []string, n int) []*os.File {
+	var got []*os.File
+	for _, p := range paths {
+		if len(got) == n {
+			break
+		}
+		if f := lockFile(t, p, unix.LOCK_EX|unix.LOCK_NB); f != nil {
+			got = append(got, f)
+		}
+	}
+	return got
+}
+
+// waits says whether a taker of high priority waits for slots: it holds
+// a shared lock on wanted.
+func waits(t testing.TB, wanted string) bool {
+	f := lockFile(t, wanted, unix.LOCK_EX|unix.LOCK_NB)
+	if f == nil {
+		return true
+	}
+	f.Close()
+	return false
 }
 
 // held says whether the test named name, or one of its parents, holds
@@ -101,17 +148,17 @@ func held(name string) bool {
 	}
 }
 
-// lockFile opens path and flocks it exclusively with the extra flags:
-// nil when LOCK_NB finds it taken. A file already locked by this process
-// through another open file conflicts too, as between processes.
-func lockFile(t testing.TB, path string, flags int) *os.File {
+// lockFile opens path and flocks it (how: LOCK_SH or LOCK_EX, with
+// LOCK_NB or not): nil when LOCK_NB finds it taken. A file locked by this
+// process through another open file conflicts too, as between processes.
+func lockFile(t testing.TB, path string, how int) *os.File {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatalf("open test slot: %v", err)
 	}
 	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|flags)
+		err = unix.Flock(int(f.Fd()), how)
 		if err != unix.EINTR {
 			break
 		}

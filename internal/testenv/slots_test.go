@@ -68,6 +68,48 @@ func TestSlots(t *testing.T) {
 	}
 }
 
+// A taker of low priority gets no slot while one of high priority waits,
+// and gets one once none does.
+func TestSlotsLowWaits(t *testing.T) {
+	slotDir(t)
+	a, b := &slotT{T: t, name: "a"}, &slotT{T: t, name: "b"}
+	Slot(a)
+	Slot(b) // both slots taken
+	highGot := make(chan struct{})
+	h := &slotT{T: t, name: "high"}
+	go func() {
+		Slot(h)
+		close(highGot)
+	}()
+	time.Sleep(100 * time.Millisecond) // h waits, holding "wanted"
+	lowGot := make(chan struct{})
+	l := &slotT{T: t, name: "low"}
+	go func() {
+		holdAs(l, 1, true)
+		close(lowGot)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	a.cleanup() // one slot free: it must go to h
+	select {
+	case <-highGot:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting test of high priority got no slot")
+	}
+	select {
+	case <-lowGot:
+		t.Fatal("the low-priority taker got a slot while none was free")
+	case <-time.After(200 * time.Millisecond):
+	}
+	b.cleanup()
+	select {
+	case <-lowGot:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the low-priority taker got no slot once one was free")
+	}
+	h.cleanup()
+	l.cleanup()
+}
+
 // Without SlotsEnv, or in a binary that holds a slot already, Slot takes
 // none.
 func TestSlotsOff(t *testing.T) {
@@ -80,7 +122,7 @@ func TestSlotsOff(t *testing.T) {
 	if held(t.Name()) {
 		t.Errorf("slots taken with %s unset or %s set", SlotsEnv, SlotHeldEnv)
 	}
-	f := lockFile(t, filepath.Join(dir, "slot0"), unix.LOCK_NB)
+	f := lockFile(t, filepath.Join(dir, "slot0"), unix.LOCK_EX|unix.LOCK_NB)
 	if f == nil {
 		t.Fatal("slot0 is taken")
 	}

@@ -36,16 +36,28 @@ func Skip(t testing.TB, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
-// Root skips t unless it runs as root.
+// Root skips t unless it runs as root. Beside cmd/djx-bpf (SlotLowEnv),
+// it takes a test slot for t.
 func Root(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		Skip(t, "needs root (it loads BPF programs or attaches to JVMs)")
 	}
+	lowSlot(t)
+}
+
+// lowSlot takes a slot for a live test of a package tested beside
+// cmd/djx-bpf, whose own tests take theirs explicitly.
+func lowSlot(t testing.TB) {
+	t.Helper()
+	if os.Getenv(SlotLowEnv) != "" {
+		Slot(t)
+	}
 }
 
 // JDKs returns the JDKs to test on: JDK 17 (its javac too, for the
 // workloads), and Temurin 25 when installed. It skips t without JDK 17.
+// Beside cmd/djx-bpf (SlotLowEnv), it takes a test slot for t.
 func JDKs(t testing.TB) []JDK {
 	t.Helper()
 	j17 := JDK17
@@ -55,6 +67,7 @@ func JDKs(t testing.TB) []JDK {
 	if _, err := os.Stat(filepath.Join(j17.Home, "bin", "javac")); err != nil {
 		Skip(t, "no JDK 17 with javac (make deps installs openjdk-17-jdk-headless): %v", err)
 	}
+	lowSlot(t)
 	out := []JDK{j17}
 	if Has25() {
 		out = append(out, JDK25)

@@ -23,9 +23,8 @@ const SlotsEnv = "DJX_TEST_SLOTS"
 const SlotHeldEnv = "DJX_TEST_SLOT_HELD"
 
 // SlotLowEnv marks the test binaries of the packages tested beside
-// cmd/djx-bpf: their live tests take a slot in Root and JDKs, and only
-// when no test of cmd/djx-bpf waits for one, since that package's run is
-// the suite's longest.
+// cmd/djx-bpf: their live tests take a slot in Root and JDKs, and none
+// while a test of cmd/djx-bpf waits for all of them.
 const SlotLowEnv = "DJX_TEST_SLOT_LOW"
 
 var (
@@ -41,10 +40,10 @@ func Slot(t testing.TB) { hold(t, 1) }
 // the machine's other load would disturb. Its subtests run in its slots.
 func Alone(t testing.TB) { hold(t, 0) }
 
-// hold takes n slots (0: all) for t. The turnstile queues takers, so a
-// test waiting for all slots is not starved by single ones; a taker of
-// low priority (SlotLowEnv) waits while one of high priority declares,
-// through a shared lock on "wanted", that it waits.
+// hold takes n slots (0: all) for t. The turnstile queues the takers of
+// cmd/djx-bpf, and one that waits for all slots declares it through a
+// shared lock on "wanted": takers of low priority (SlotLowEnv) hold back
+// meanwhile, so that it is not starved by single ones.
 func hold(t testing.TB, n int) {
 	t.Helper()
 	holdAs(t, n, os.Getenv(SlotLowEnv) != "")
@@ -64,7 +63,7 @@ func holdAs(t testing.TB, n int, low bool) {
 		n = len(paths)
 	}
 	wanted := filepath.Join(dir, "wanted")
-	if !low {
+	if !low && n > 1 {
 		w := lockFile(t, wanted, unix.LOCK_SH)
 		defer w.Close()
 	}

@@ -68,8 +68,8 @@ func TestSlots(t *testing.T) {
 	}
 }
 
-// A taker of low priority gets no slot while one of high priority waits,
-// and gets one once none does.
+// A taker of low priority gets no slot while a test waits for all of
+// them, and gets one once none does.
 func TestSlotsLowWaits(t *testing.T) {
 	slotDir(t)
 	a, b := &slotT{T: t, name: "a"}, &slotT{T: t, name: "b"}
@@ -78,7 +78,7 @@ func TestSlotsLowWaits(t *testing.T) {
 	highGot := make(chan struct{})
 	h := &slotT{T: t, name: "high"}
 	go func() {
-		Slot(h)
+		Alone(h)
 		close(highGot)
 	}()
 	time.Sleep(100 * time.Millisecond) // h waits, holding "wanted"
@@ -90,23 +90,24 @@ func TestSlotsLowWaits(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond)
 	a.cleanup() // one slot free: it must go to h
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-lowGot:
+		t.Fatal("the low-priority taker got a slot while a test waited for all")
+	default:
+	}
+	b.cleanup()
 	select {
 	case <-highGot:
 	case <-time.After(5 * time.Second):
-		t.Fatal("the waiting test of high priority got no slot")
+		t.Fatal("the test waiting for all slots got none")
 	}
-	select {
-	case <-lowGot:
-		t.Fatal("the low-priority taker got a slot while none was free")
-	case <-time.After(200 * time.Millisecond):
-	}
-	b.cleanup()
+	h.cleanup()
 	select {
 	case <-lowGot:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the low-priority taker got no slot once one was free")
 	}
-	h.cleanup()
 	l.cleanup()
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/djx-bpf/djx-bpf/internal/testenv"
 	"github.com/djx-bpf/djx-bpf/report"
 )
 
@@ -129,7 +130,7 @@ func profileStacks(t *testing.T, home, how, mode string, jvmArgs []string) stack
 // are measured beside them (the agent's borrowed callers count as not
 // their own). Launched, attached after warm-up, and interpreted (-Xint).
 func TestBPFStacksGroundTruth(t *testing.T) {
-	alone(t)
+	setupBuild(t)
 	type shape struct {
 		how     string
 		jvmArgs []string
@@ -141,6 +142,13 @@ func TestBPFStacksGroundTruth(t *testing.T) {
 		}
 		for sn, sh := range shapes {
 			t.Run(name+"/"+sn, func(t *testing.T) {
+				if sh.how == "attach" {
+					// Its first second's samples, before the code cache
+					// is known, must stay few: no other JVM beside it.
+					testenv.Alone(t)
+				} else {
+					testenv.Slot(t)
+				}
 				b := profileStacks(t, home, sh.how, "bpf", sh.jvmArgs)
 				a := profileStacks(t, home, sh.how, "agent", sh.jvmArgs)
 				// The agent's paths match as well, but most borrow their

@@ -40,10 +40,10 @@ func Slot(t testing.TB) { hold(t, 1) }
 // the machine's other load would disturb. Its subtests run in its slots.
 func Alone(t testing.TB) { hold(t, 0) }
 
-// hold takes n slots (0: all) for t. The turnstile queues the takers of
-// cmd/djx-bpf, and one that waits for all slots declares it through a
-// shared lock on "wanted": takers of low priority (SlotLowEnv) hold back
-// meanwhile, so that it is not starved by single ones.
+// hold takes n slots (0: all) for t. Single takers try in turn as slots
+// free; one that waits for all slots holds the turnstile meanwhile and
+// declares it through a shared lock on "wanted": takers of low priority
+// (SlotLowEnv) hold back, so that it is not starved by single ones.
 func hold(t testing.TB, n int) {
 	t.Helper()
 	holdAs(t, n, os.Getenv(SlotLowEnv) != "")
@@ -71,10 +71,11 @@ func holdAs(t testing.TB, n int, low bool) {
 	var got []*os.File
 	for len(got) < n {
 		turn := lockFile(t, filepath.Join(dir, "turnstile"), unix.LOCK_EX)
-		if low {
-			// One try at a time, and none while cmd/djx-bpf waits.
-			if !waits(t, wanted) {
-				got = append(got, freeSlots(t, paths, n-len(got))...)
+		if n == 1 {
+			// One try at a time: single takers share the slots as they
+			// free, those of low priority none while a test waits for all.
+			if !(low && waits(t, wanted)) {
+				got = freeSlots(t, paths, 1)
 			}
 			turn.Close()
 			if len(got) < n {
@@ -82,8 +83,9 @@ func holdAs(t testing.TB, n int, low bool) {
 			}
 			continue
 		}
-		// The turnstile is held until all n are taken: those behind wait.
-		for got = append(got, freeSlots(t, paths, n)...); len(got) < n; {
+		// The turnstile is held until all n are taken: no single taker
+		// gets in meanwhile.
+		for got = freeSlots(t, paths, n); len(got) < n; {
 			time.Sleep(50 * time.Millisecond)
 			got = append(got, freeSlots(t, paths, n-len(got))...)
 		}

@@ -26,6 +26,7 @@ trap '[ -n "$jpid" ] && kill $jpid 2>/dev/null' EXIT
 for r in $(seq "$RUNS"); do
 	for mode in djx-bpf jfr; do
 		log=$OUT/$mode-$r.log
+		: >"$log"
 		"$JH/bin/java" -Xmx1g -cp $OUT/classes:$J/hsqldb.jar SqlService jdbc:hsqldb:mem:svc 400000 80 > >(while IFS= read -r l; do echo "$(now) $l"; done >"$log") 2>&1 &
 		jpid=$!
 		until grep -q ready "$log"; do

@@ -1,6 +1,7 @@
 package join
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -70,15 +71,7 @@ func (j *JVM) rejoin(moved []objindex.ID) {
 		o := &j.objs[id]
 		rs = append(rs, lateRange{start: o.start, end: o.start + max(o.size, 1), id: id})
 	}
-	slices.SortFunc(rs, func(a, b lateRange) int {
-		switch {
-		case a.start < b.start:
-			return -1
-		case a.start > b.start:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(rs, func(a, b lateRange) int { return cmp.Compare(a.start, b.start) })
 	w := j.lateH
 	for k := j.lateH; k < len(j.lateQ); k++ {
 		p := j.lateQ[k]

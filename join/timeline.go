@@ -215,17 +215,9 @@ func (j *JVM) Drain(final bool) {
 			j.gcQ[j.gcH] = nil
 			j.gcH++
 		case tr:
-			p := j.retryQ[j.retryH]
-			j.retryQ[j.retryH] = pending{}
-			j.retryH++
-			j.pendingSize -= pendingBytes(&p)
-			j.attribute(&p)
+			j.attributeHead(j.retryQ, &j.retryH)
 		case tl:
-			p := j.lateQ[j.lateH]
-			j.lateQ[j.lateH] = pending{}
-			j.lateH++
-			j.pendingSize -= pendingBytes(&p)
-			j.attribute(&p)
+			j.attributeHead(j.lateQ, &j.lateH)
 		default:
 			j.judgeNext()
 		}
@@ -258,4 +250,14 @@ func compact[T any](q []T, head int) ([]T, int) {
 		return q[:0], 0
 	}
 	return q, head
+}
+
+// attributeHead takes the sample at q's head *h off the queue and
+// attributes it.
+func (j *JVM) attributeHead(q []pending, h *int) {
+	p := q[*h]
+	q[*h] = pending{}
+	*h++
+	j.pendingSize -= pendingBytes(&p)
+	j.attribute(&p)
 }
